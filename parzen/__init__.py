@@ -1,0 +1,17 @@
+"""parzen: fast kernel density estimation, exact bandwidth selection and
+density-based approximate query processing.
+
+>>> from parzen import KDE, bandwidth
+>>> h = bandwidth.plugin(x)                 # two-stage direct plug-in
+>>> kde = KDE(bandwidth="lscv_H").fit(X)   # full bandwidth matrix by LSCV
+>>> kde.pdf(Q)
+"""
+
+from . import bandwidth
+from ._validate import TiedDataWarning
+from .bandwidth import LSCVWarning
+from .kde import KDE
+
+__version__ = "0.1.0"
+
+__all__ = ["KDE", "LSCVWarning", "TiedDataWarning", "bandwidth", "__version__"]

@@ -1,0 +1,52 @@
+"""Progress reporting for long computations (rich progress bars, off by default).
+
+Library functions take ``progress=False``; the CLI turns it on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+
+class _Silent:
+    def advance(self, steps: float = 1.0, **fields) -> None:
+        pass
+
+
+class _Bar:
+    def __init__(self, bar, task) -> None:
+        self._bar, self._task = bar, task
+
+    def advance(self, steps: float = 1.0, **fields) -> None:
+        self._bar.update(self._task, advance=steps, **fields)
+
+
+@contextlib.contextmanager
+def progress_bar(enabled: bool, description: str, total: float | None = None) -> Iterator[_Silent | _Bar]:
+    """A context giving ``.advance(steps)``; a rich bar when ``enabled``.
+
+    ``total=None`` shows a spinner with a step counter (for optimisers whose
+    number of steps is not known in advance).
+    """
+    if not enabled:
+        yield _Silent()
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    columns = [SpinnerColumn(), TextColumn("{task.description}")]
+    if total is None:
+        columns += [TextColumn("{task.completed:.0f} steps"), TextColumn("{task.fields[status]}")]
+    else:
+        columns += [BarColumn(), MofNCompleteColumn()]
+    columns.append(TimeElapsedColumn())
+    with Progress(*columns, transient=True) as bar:
+        task = bar.add_task(description, total=total, status="")
+        yield _Bar(bar, task)

@@ -1,0 +1,174 @@
+"""Input checks shared by every public function: one place for the error messages.
+
+Each check raises ``ValueError`` naming what is wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class TiedDataWarning(UserWarning):
+    """Data contain duplicated values: LSCV is not well-behaved (as R's ``ks`` warns)."""
+
+
+@dataclass(frozen=True)
+class Data:
+    """A validated float64 data matrix with its column names."""
+
+    values: np.ndarray  # (n, d), float64, C-contiguous, finite
+    columns: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        return self.values.shape[0]
+
+    @property
+    def d(self) -> int:
+        return self.values.shape[1]
+
+
+def _to_numpy(X) -> tuple[np.ndarray, tuple[str, ...] | None]:
+    """Accept NumPy arrays, lists, pandas and polars Series/DataFrames."""
+    columns = None
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # pandas / polars DataFrame
+        columns = tuple(str(c) for c in X.columns)
+        X = X.to_numpy()
+    elif hasattr(X, "to_numpy") and hasattr(X, "name"):  # pandas / polars Series
+        name = X.name
+        columns = (str(name),) if name not in (None, "") else None
+        X = X.to_numpy()
+    return np.asarray(X), columns
+
+
+def as_data(X, *, name: str = "X", min_rows: int = 2) -> Data:
+    """Validate a data sample: numeric, 1-D or 2-D, finite, with at least ``min_rows`` rows.
+
+    A 1-D input is one column (n observations of a univariate variable).
+    """
+    arr, columns = _to_numpy(X)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise ValueError(
+            f"{name} must be numeric, got values of type {arr.dtype}; "
+            "convert or drop non-numeric columns first"
+        )
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    elif arr.ndim != 2:
+        raise ValueError(
+            f"{name} must be 1-D (n,) or 2-D (n, d), got an array of shape {arr.shape}"
+        )
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    n, d = arr.shape
+    if d == 0:
+        raise ValueError(f"{name} has no columns")
+    if columns is None:
+        columns = tuple(f"x{k}" for k in range(d)) if d > 1 else ("x",)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        rows, cols = np.nonzero(bad)
+        raise ValueError(
+            f"{name} contains {bad.sum()} NaN or infinite value(s), first in row {rows[0]}, "
+            f"column {columns[cols[0]]!r}; drop or impute them first (e.g. df.dropna())"
+        )
+    if n < min_rows:
+        raise ValueError(
+            f"{name} has {n} row(s); this needs at least {min_rows} observations"
+        )
+    return Data(arr, columns)
+
+
+def check_variance(data: Data, *, name: str = "X") -> None:
+    """Every column must vary: a constant column has no density to estimate."""
+    const = [c for c, v in zip(data.columns, np.ptp(data.values, axis=0)) if v == 0.0]
+    if const:
+        raise ValueError(
+            f"{name} has zero variance in column(s) {', '.join(map(repr, const))}; "
+            "a constant column has no density: drop it"
+        )
+
+
+def covariance(data: Data, *, name: str = "X") -> np.ndarray:
+    """Sample covariance (ddof = 1, paper 000 eqs. 21-23), checked positive definite."""
+    check_variance(data, name=name)
+    sigma = np.atleast_2d(np.cov(data.values, rowvar=False, ddof=1))
+    check_spd(sigma, what=f"the covariance matrix of {name}", columns=data.columns)
+    return sigma
+
+
+def check_spd(M: np.ndarray, *, what: str, columns=None) -> np.ndarray:
+    """Return the Cholesky factor of M, or explain why M is not positive definite."""
+    M = np.asarray(M, dtype=np.float64)
+    if not np.all(np.isfinite(M)):
+        raise ValueError(f"{what} contains NaN or infinite entries")
+    if not np.allclose(M, M.T, rtol=1e-10, atol=0.0):
+        raise ValueError(f"{what} is not symmetric")
+    scale = np.sqrt(np.abs(np.diag(M)))
+    scale[scale == 0] = 1.0
+    corr = M / np.outer(scale, scale)
+    eig = np.linalg.eigvalsh(corr)
+    if eig[0] <= 1e-12 * max(eig[-1], 1.0):
+        hint = ""
+        if columns is not None and len(columns) == M.shape[0]:
+            w, v = np.linalg.eigh(corr)
+            involved = [c for c, coef in zip(columns, v[:, 0]) if abs(coef) > 1e-3]
+            hint = f" (columns {', '.join(map(repr, involved))} are linearly dependent)"
+        raise ValueError(
+            f"{what} is singular or not positive definite{hint}; remove redundant "
+            "columns or use a diagonal or scalar bandwidth"
+        )
+    return np.linalg.cholesky(M)
+
+
+def warn_if_tied(data: Data, *, method: str) -> None:
+    """Warn when observations repeat: LSCV tends to -inf as h -> 0 (ERRATA item 8)."""
+    values = data.values
+    tied = [
+        c for c, col in zip(data.columns, values.T) if np.unique(col).size < col.size
+    ]
+    if tied:
+        warnings.warn(
+            f"data contain duplicated values (column(s) {', '.join(map(repr, tied))}): "
+            f"{method} is not well-behaved on tied data (rounded measurements); "
+            "consider 'plugin' or a rule of thumb",
+            TiedDataWarning,
+            stacklevel=3,
+        )
+
+
+def check_weights(weights, n: int) -> np.ndarray:
+    """Weights: n finite non-negative numbers, not all zero; returned as float64."""
+    w, _ = _to_numpy(weights)
+    w = np.asarray(w, dtype=np.float64).ravel() if np.issubdtype(w.dtype, np.number) else w
+    if w.dtype == object or w.shape != (n,):
+        raise ValueError(f"weights must be {n} numbers, one per row of the data; got shape {np.shape(w)}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("weights must be finite and non-negative")
+    if w.sum() <= 0:
+        raise ValueError("weights sum to zero; at least one row needs a positive weight")
+    return w
+
+
+def as_queries(Q, d: int, *, name: str = "query points") -> np.ndarray:
+    """Validate evaluation points against a fitted dimension d; returns (m, d) float64."""
+    arr, _ = _to_numpy(Q)
+    if d == 1 and arr.ndim <= 1:
+        arr = np.atleast_1d(arr).reshape(-1, 1)
+    elif arr.ndim == 1 and arr.size == d:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] != d:
+        raise ValueError(
+            f"{name} must have {d} column(s) like the fitted data, got shape {arr.shape}"
+        )
+    data = as_data(arr, name=name, min_rows=0)
+    return data.values
+
+
+def choose(value, options, *, what: str):
+    """Check a string option; the error lists the valid choices."""
+    if value not in options:
+        raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(map(repr, options))}")
+    return value

@@ -1,0 +1,226 @@
+"""The kernel density estimator, scikit-learn style.
+
+f(x) = sum_i w_i K_H(x - X_i),  K_H(u) = |H|^-1/2 K(H^-1/2 u)   (paper 000, eq. 6)
+
+with weights w_i summing to one (1/n when unweighted) and K a radial kernel of
+identity covariance (``parzen.kernels``), so H is the covariance of each bump.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from numbers import Real
+
+import numpy as np
+from scipy import linalg
+
+from . import bandwidth as bw
+from ._validate import as_data, as_queries, check_spd, check_weights, choose
+from .backends import get_backend
+from .kernels import KERNELS, get_kernel
+
+#: Bandwidth names KDE accepts and the selector each one calls.
+SELECTORS = {
+    "plugin": bw.plugin,
+    "lscv_h": bw.lscv_h,
+    "lscv_H": bw.lscv_H,
+    "lscv_diag": bw.lscv_diag,
+    "scott": bw.scott,
+    "silverman": bw.silverman,
+    "normal_scale": bw.normal_scale,
+}
+#: Selectors whose statistics assume unweighted data.
+_UNWEIGHTED_ONLY = ("plugin", "lscv_h", "lscv_H", "lscv_diag")
+_AUTO = "auto"
+
+
+class KDE:
+    """Kernel density estimator with data-driven bandwidths.
+
+    Parameters (keyword-only; stored as given, all work happens in :meth:`fit`):
+
+    bandwidth : str, float or array, default "auto"
+        "auto" is "plugin" for 1-D data and "normal_scale" for d > 1;
+        "plugin", "lscv_h", "lscv_H", "lscv_diag", "scott", "silverman", "normal_scale"
+        call the selector of that name (``parzen.bandwidth``); a float h means H = h^2 I
+        (h in data units); a length-d vector means H = diag(h^2); a d x d matrix is H.
+    kernel : str, default "gaussian"
+        One of ``parzen.kernels.KERNELS``; every kernel has identity covariance, so H
+        (and a bandwidth chosen for the Gaussian) means the same for all of them.
+    backend : str, default "auto"
+        Backend of the pair sums and of evaluation ("numpy" now; "auto" picks the fastest).
+    dtype : None or numpy float type
+        Compute precision of the backend (None: the backend's default).
+    progress : bool, default False
+        Show progress bars while selecting the bandwidth.
+
+    Fitted attributes: ``H_`` (d x d bandwidth matrix), ``bandwidth_`` (what the
+    selector returned: a float h or a matrix), ``n_features_in_``, ``feature_names_in_``,
+    ``n_samples_``, ``weights_`` (normalised) .
+    """
+
+    _parameter_constraints = {
+        "kernel": tuple(KERNELS),
+        "bandwidth": (_AUTO, *SELECTORS),
+    }
+
+    def __init__(self, *, bandwidth=_AUTO, kernel: str = "gaussian", backend: str = "auto", dtype=None, progress: bool = False):
+        self.bandwidth = bandwidth
+        self.kernel = kernel
+        self.backend = backend
+        self.dtype = dtype
+        self.progress = progress
+
+    # -- scikit-learn protocol ----------------------------------------------------------
+    def get_params(self, deep: bool = True) -> dict:
+        return {name: getattr(self, name) for name in inspect.signature(type(self).__init__).parameters if name != "self"}
+
+    def set_params(self, **params) -> "KDE":
+        valid = self.get_params()
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(f"unknown parameter {name!r} for KDE; valid: {', '.join(valid)}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items()}
+        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if not _same(v, defaults[k])]
+        return f"KDE({', '.join(changed)})"
+
+    # -- fitting --------------------------------------------------------------------------
+    def fit(self, X, y=None, *, weights=None) -> "KDE":
+        """Choose the bandwidth and store the sample. ``y`` is ignored (scikit-learn API)."""
+        choose(self.kernel, self._parameter_constraints["kernel"], what="kernel")
+        get_backend(self.backend, self.dtype)  # fail early on a bad backend or dtype
+        named = isinstance(self.bandwidth, str)
+        if named:
+            choose(self.bandwidth, self._parameter_constraints["bandwidth"], what="bandwidth")
+        data = as_data(X, min_rows=2 if named else 1)
+        w = None if weights is None else check_weights(weights, data.n)
+        self.bandwidth_, H = self._select(data, w) if named else _explicit_bandwidth(self.bandwidth, data.d)
+        self.H_ = H
+        self._chol = check_spd(H, what="the bandwidth matrix H")
+        self.n_samples_, self.n_features_in_ = data.values.shape
+        self.feature_names_in_ = np.asarray(data.columns, dtype=object)
+        self.weights_ = np.full(data.n, 1.0 / data.n) if w is None else w / w.sum()
+        self._data = data.values
+        kernel = get_kernel(self.kernel)
+        self._scale = kernel.unit_scale(data.d)
+        self._Z = self._transform(data.values)
+        self._norm = kernel.norm_const(data.d) * self._scale**data.d / float(np.prod(np.diag(self._chol)))
+        return self
+
+    def _select(self, data, w):
+        name = self.bandwidth
+        if name == _AUTO:
+            name = "plugin" if data.d == 1 else "normal_scale"
+        if name == "plugin" and data.d > 1:
+            raise ValueError(
+                f"bandwidth='plugin' is univariate but X has {data.d} columns; "
+                "use 'lscv_H', 'lscv_diag', 'lscv_h' or 'normal_scale'"
+            )
+        if w is not None and name in _UNWEIGHTED_ONLY:
+            raise ValueError(
+                f"bandwidth={name!r} is defined for unweighted data; with weights use "
+                "'scott', 'silverman', 'normal_scale' or a numeric bandwidth"
+            )
+        selector = SELECTORS[name]
+        kwargs = {}
+        if name in _UNWEIGHTED_ONLY:
+            kwargs = {"backend": self.backend, "dtype": self.dtype}
+            if name != "plugin":
+                kwargs["progress"] = self.progress
+        else:
+            kwargs = {"weights": w}
+        result = selector(data.values, **kwargs)
+        if np.ndim(result) == 2:
+            return np.asarray(result), np.asarray(result)
+        h = float(result)
+        if name == "lscv_h":  # H = h^2 Sigma (paper 000, eq. 3 with the scaled kernel, eq. 26)
+            return h, h * h * np.atleast_2d(np.cov(data.values, rowvar=False, ddof=1))
+        return h, np.array([[h * h]])
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "H_"):
+            raise ValueError("this KDE is not fitted yet; call .fit(X) first")
+
+    def _transform(self, points: np.ndarray) -> np.ndarray:
+        """z = sigma_K L^-1 x, with L L^T = H and sigma_K the kernel's unit scale."""
+        return self._scale * linalg.solve_triangular(self._chol, points.T, lower=True).T
+
+    # -- evaluation -------------------------------------------------------------------
+    def pdf(self, Q) -> np.ndarray:
+        """Density at the query points (m, d) (or (m,) for 1-D data)."""
+        self._check_fitted()
+        Qz = self._transform(as_queries(Q, self.n_features_in_))
+        sums = get_backend(self.backend, self.dtype).kernel_sum(
+            self._Z, Qz, self.kernel, self.weights_, dtype=self.dtype
+        )
+        return self._norm * np.asarray(sums, dtype=np.float64)
+
+    def score_samples(self, Q) -> np.ndarray:
+        """Log density at the query points (-inf where the density is 0)."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.pdf(Q))
+
+    def score(self, Q, y=None) -> float:
+        """Total log-likelihood of the query points."""
+        return float(self.score_samples(Q).sum())
+
+    def sample(self, n_samples: int = 1, seed=None) -> np.ndarray:
+        """Draw from the estimate: a data point (by weight) plus a kernel draw scaled by H."""
+        self._check_fitted()
+        if int(n_samples) != n_samples or n_samples < 0:
+            raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}")
+        rng = np.random.default_rng(seed)
+        idx = rng.choice(self.n_samples_, size=int(n_samples), p=self.weights_)
+        u = _radial_draws(get_kernel(self.kernel), self.n_features_in_, int(n_samples), rng) / self._scale
+        return self._data[idx] + u @ self._chol.T
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(np.all(a == b)) and type(a) is type(b)
+    except ValueError:
+        return False
+
+
+def _explicit_bandwidth(value, d: int):
+    """A user's numeric bandwidth: scalar h, a length-d vector of h_k, or H itself."""
+    if isinstance(value, Real) and not isinstance(value, bool):
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"a numeric bandwidth must be positive and finite, got {value!r}")
+        return float(value), value * value * np.eye(d)
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 1 and arr.size == d:
+        if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+            raise ValueError("bandwidths per column must be positive and finite")
+        return arr.copy(), np.diag(arr * arr)
+    if arr.shape == (d, d):
+        check_spd(arr, what="the bandwidth matrix")
+        return arr.copy(), arr.copy()
+    raise ValueError(
+        f"bandwidth must be a name, a positive number, {d} per-column values or a {d} x {d} "
+        f"matrix for {d}-column data; got an array of shape {arr.shape}"
+    )
+
+
+def _radial_draws(kernel, d: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Draws from the radial kernel K (before unit scaling).
+
+    Gaussian: standard normal.  Bounded kernels: rejection from the unit ball, accepting
+    u with probability k(|u|^2) <= 1.
+    """
+    if kernel.name == "gaussian":
+        return rng.standard_normal((size, d))
+    out = np.empty((0, d))
+    while out.shape[0] < size:
+        batch = 2 * (size - out.shape[0]) + 16
+        direction = rng.standard_normal((batch, d))
+        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+        u = direction * rng.random((batch, 1)) ** (1.0 / d)
+        keep = rng.random(batch) < kernel.profile((u * u).sum(axis=1))
+        out = np.vstack([out, u[keep]])
+    return out[:size]
