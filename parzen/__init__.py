@@ -14,4 +14,4 @@ from .kde import KDE
 
 __version__ = "0.1.0"
 
-__all__ = ["KDE", "LSCVWarning", "TiedDataWarning", "bandwidth", "__version__"]
+__all__ = ["KDE", "LSCVWarning", "TiedDataWarning", "__version__", "bandwidth"]

@@ -9,6 +9,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 
 class TiedDataWarning(UserWarning):
@@ -34,7 +35,14 @@ class Data:
 def _to_numpy(X) -> tuple[np.ndarray, tuple[str, ...] | None]:
     """Accept NumPy arrays, lists, pandas and polars Series/DataFrames."""
     columns = None
-    if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # pandas / polars DataFrame
+    if isinstance(X, Data):
+        return X.values, X.columns
+    if _is_numeric_pandas(X):  # nullable dtypes (Float64, Int64): pd.NA becomes NaN
+        columns = tuple(str(c) for c in X.columns) if X.ndim == 2 else None
+        if X.ndim == 1 and X.name not in (None, ""):
+            columns = (str(X.name),)
+        return X.to_numpy(dtype=np.float64, na_value=np.nan), columns
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # polars DataFrame
         columns = tuple(str(c) for c in X.columns)
         X = X.to_numpy()
     elif hasattr(X, "to_numpy") and hasattr(X, "name"):  # pandas / polars Series
@@ -44,12 +52,28 @@ def _to_numpy(X) -> tuple[np.ndarray, tuple[str, ...] | None]:
     return np.asarray(X), columns
 
 
+def _is_numeric_pandas(X) -> bool:
+    """A pandas Series/DataFrame whose columns are all numeric (incl. nullable dtypes)."""
+    if not isinstance(X, (pd.Series, pd.DataFrame)):
+        return False
+    dtypes = [X.dtype] if isinstance(X, pd.Series) else list(X.dtypes)
+    return all(
+        pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_complex_dtype(t) for t in dtypes
+    )
+
+
 def as_data(X, *, name: str = "X", min_rows: int = 2) -> Data:
     """Validate a data sample: numeric, 1-D or 2-D, finite, with at least ``min_rows`` rows.
 
-    A 1-D input is one column (n observations of a univariate variable).
+    A 1-D input is one column (n observations of a univariate variable).  An already
+    validated :class:`Data` passes through (with its column names) after the row check.
     """
     arr, columns = _to_numpy(X)
+    if np.iscomplexobj(arr):
+        raise ValueError(
+            f"{name} has complex values; a density needs real numbers: pass the real "
+            "and imaginary parts as two columns (np.c_[z.real, z.imag])"
+        )
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise ValueError(
             f"{name} must be numeric, got values of type {arr.dtype}; "
@@ -113,7 +137,7 @@ def check_spd(M: np.ndarray, *, what: str, columns=None) -> np.ndarray:
     if eig[0] <= 1e-12 * max(eig[-1], 1.0):
         hint = ""
         if columns is not None and len(columns) == M.shape[0]:
-            w, v = np.linalg.eigh(corr)
+            _, v = np.linalg.eigh(corr)
             involved = [c for c, coef in zip(columns, v[:, 0]) if abs(coef) > 1e-3]
             hint = f" (columns {', '.join(map(repr, involved))} are linearly dependent)"
         raise ValueError(
@@ -142,8 +166,14 @@ def warn_if_tied(data: Data, *, method: str) -> None:
 def check_weights(weights, n: int) -> np.ndarray:
     """Weights: n finite non-negative numbers, not all zero; returned as float64."""
     w, _ = _to_numpy(weights)
-    w = np.asarray(w, dtype=np.float64).ravel() if np.issubdtype(w.dtype, np.number) else w
-    if w.dtype == object or w.shape != (n,):
+    if np.iscomplexobj(w) or not (np.issubdtype(w.dtype, np.number) or w.dtype == bool):
+        raise ValueError(
+            f"weights must be {n} numbers, one per row of the data; got values of type {w.dtype}"
+        )
+    w = np.asarray(w, dtype=np.float64)
+    if w.ndim == 2 and 1 in w.shape:
+        w = w.ravel()
+    if w.shape != (n,):
         raise ValueError(f"weights must be {n} numbers, one per row of the data; got shape {np.shape(w)}")
     if not np.all(np.isfinite(w)) or np.any(w < 0):
         raise ValueError("weights must be finite and non-negative")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from typing import ClassVar
 from numbers import Real
 
 import numpy as np
@@ -60,7 +61,7 @@ class KDE:
     ``n_samples_``, ``weights_`` (normalised) .
     """
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict[str, tuple[str, ...]]] = {
         "kernel": tuple(KERNELS),
         "bandwidth": (_AUTO, *SELECTORS),
     }
@@ -76,7 +77,7 @@ class KDE:
     def get_params(self, deep: bool = True) -> dict:
         return {name: getattr(self, name) for name in inspect.signature(type(self).__init__).parameters if name != "self"}
 
-    def set_params(self, **params) -> "KDE":
+    def set_params(self, **params) -> KDE:
         valid = self.get_params()
         for name, value in params.items():
             if name not in valid:
@@ -90,7 +91,7 @@ class KDE:
         return f"KDE({', '.join(changed)})"
 
     # -- fitting --------------------------------------------------------------------------
-    def fit(self, X, y=None, *, weights=None) -> "KDE":
+    def fit(self, X, y=None, *, weights=None) -> KDE:
         """Choose the bandwidth and store the sample. ``y`` is ignored (scikit-learn API)."""
         choose(self.kernel, self._parameter_constraints["kernel"], what="kernel")
         get_backend(self.backend, self.dtype)  # fail early on a bad backend or dtype
@@ -134,7 +135,7 @@ class KDE:
                 kwargs["progress"] = self.progress
         else:
             kwargs = {"weights": w}
-        result = selector(data.values, **kwargs)
+        result = selector(data, **kwargs)  # Data keeps the column names for error messages
         if np.ndim(result) == 2:
             return np.asarray(result), np.asarray(result)
         h = float(result)

@@ -14,9 +14,9 @@ paper 000, eqs. (5), (15)-(19).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Callable
+from functools import cache
 
 import numpy as np
 from numpy.polynomial import hermite_e
@@ -103,19 +103,19 @@ def _sphere_area(d: int) -> float:
 def _radial_moment(name: str, d: int, power: int) -> float:
     """S_{d-1} * int_0^R k(r^2) r^(d-1+power) dr."""
     kernel = KERNELS[name]
-    f = lambda r: float(kernel.profile(np.asarray(r * r))) * r ** (d - 1 + power)  # noqa: E731
+    f = lambda r: float(kernel.profile(np.asarray(r * r))) * r ** (d - 1 + power)
     value, _ = integrate.quad(f, 0.0, kernel.support, epsabs=0.0, epsrel=1e-13, limit=200)
     return _sphere_area(d) * value
 
 
-@lru_cache(maxsize=None)
+@cache
 def _norm_const(name: str, d: int) -> float:
     if name == "gaussian":
         return (2.0 * math.pi) ** (-d / 2)
     return 1.0 / _radial_moment(name, d, 0)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _unit_scale(name: str, d: int) -> float:
     if name == "gaussian":
         return 1.0

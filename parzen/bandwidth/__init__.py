@@ -9,10 +9,10 @@
 from .lscv import (
     LSCVWarning,
     lscv_diag,
-    lscv_h,
-    lscv_h_objective,
     lscv_H,
+    lscv_h,
     lscv_H_objective,
+    lscv_h_objective,
     reference_h0,
 )
 from .plugin import PluginStages, plugin, plugin_stages, psi_functional

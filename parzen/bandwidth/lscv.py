@@ -19,7 +19,6 @@ from scipy import linalg, optimize
 from .._progress import progress_bar
 from .._validate import Data, as_data, check_spd, covariance, warn_if_tied
 from ..backends import get_backend
-from .rules import normal_scale
 
 
 class LSCVWarning(UserWarning):
@@ -205,7 +204,7 @@ def _minimise_matrix(
         return float(_criterion(np.asarray(sums), n, d, np.ones(1), float(np.prod(np.diag(M))))[0])
 
     scale = abs(g_sphered(theta0))
-    objective = lambda theta: g_sphered(theta) / scale  # noqa: E731
+    objective = lambda theta: g_sphered(theta) / scale
     npar = theta0.size
     with progress_bar(progress, label) as bar:
         theta, fbest = theta0, objective(theta0)

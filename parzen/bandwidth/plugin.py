@@ -17,6 +17,9 @@ from ..backends import get_backend
 from ..kernels import GAUSS_MU2, GAUSS_RK, gauss_derivative_at_zero
 from .rules import NORMAL_IQR
 
+#: Orders r of the functionals Psi_r = int f^(r) f that psi_functional estimates.
+_PSI_ORDERS = (0, 2, 4, 6, 8)
+
 SCALES = ("sd", "minim")
 
 
@@ -38,6 +41,14 @@ def psi_functional(x: np.ndarray, order: int, g: float, *, backend="auto", dtype
     Psi_r(g) = n^-2 g^-(r+1) [2 sum_{i<j} K^(r)((X_i - X_j)/g) + n K^(r)(0)]
     (paper 000 eqs. 16, 18 with ERRATA item 1; paper 002 eqs. 1.5, 1.8).
     """
+    data = as_data(x, name="x")
+    if data.d != 1:
+        raise ValueError(f"psi_functional is univariate: x has {data.d} columns; select one column")
+    if order not in _PSI_ORDERS:
+        raise ValueError(f"order must be one of {_PSI_ORDERS} (even derivatives of the Gaussian), got {order!r}")
+    if not (np.isfinite(g) and g > 0):
+        raise ValueError(f"the pilot bandwidth g must be a positive finite number, got {g!r}")
+    x = data.values[:, 0]
     n = x.size
     be = get_backend(backend, dtype)
     pair_sum = float(be.pair_sum_1d(x, f"gauss_d{order}", np.array([g]), dtype=dtype)[0])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import as_data, check_weights, covariance
+from .._validate import Data, as_data, check_spd, check_variance, check_weights, covariance
 
 #: IQR of the standard normal, Phi^-1(3/4) - Phi^-1(1/4).
 NORMAL_IQR = 1.3489795003921634
@@ -25,7 +25,15 @@ def _sample(X, weights) -> tuple[float, int, np.ndarray]:
     if weights is None:
         return float(data.n), data.d, sigma
     w = check_weights(weights, data.n)
+    weighted = Data(data.values[w > 0], data.columns)
+    if weighted.n < 2:
+        raise ValueError(
+            "only one row has a positive weight; a weighted bandwidth needs at least 2 "
+            "rows with positive weights"
+        )
+    check_variance(weighted, name="the rows with positive weights of X")
     sigma = np.atleast_2d(np.cov(data.values, rowvar=False, aweights=w, ddof=1))
+    check_spd(sigma, what="the weighted covariance matrix of X", columns=data.columns)
     return float(w.sum() ** 2 / (w * w).sum()), data.d, sigma
 
 

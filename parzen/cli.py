@@ -1,0 +1,347 @@
+"""The ``parzen`` command line: bandwidths, plots, and a demo on the bundled real data.
+
+A thin layer over the library: tables come from ``parzen.io``, bandwidths from the
+selectors of ``parzen.bandwidth`` (the names ``parzen.KDE`` accepts), figures from
+``parzen.plotting``.  A ValueError from the library becomes one red line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import warnings
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from . import __version__, datasets
+from . import bandwidth as bw
+from ._validate import TiedDataWarning, choose
+from .bandwidth.plugin import SCALES
+from .io import read_table, select_columns
+from .kde import KDE, SELECTORS
+from .plotting import plot_density
+
+Method = Enum("Method", {name: name for name in SELECTORS}, type=str)
+Scale = Enum("Scale", {name: name for name in SCALES}, type=str)
+LSCV = ("lscv_h", "lscv_H", "lscv_diag")
+#: Rows the pair-sum selectors (PLUGIN, LSCV) use in the demo's larger data sets: their
+#: cost grows as n^2, and the NumPy backend takes ~20 s for PLUGIN on tempb's 21908 rows.
+DEMO_ROWS = 2000
+#: The demo's univariate selectors: (label, method, scale, key of R's value in ks_reference).
+DEMO_1D = (
+    ("plugin (sd)", "plugin", "sd", "dpik_stdev"),
+    ("plugin (minim)", "plugin", "minim", "dpik_minim"),
+    ("lscv_h", "lscv_h", None, "hlscv"),
+    ("scott", "scott", None, None),
+    ("silverman", "silverman", None, None),
+)
+#: The demo's selectors of a bandwidth matrix: (method, key of R's matrix in ks_reference).
+DEMO_2D = (("lscv_H", "Hlscv"), ("lscv_diag", "Hlscv_diag"))
+
+app = typer.Typer(
+    help="Kernel density estimation: data-driven bandwidths (PLUGIN, LSCV, rules of thumb) and density plots.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+out = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+File = Annotated[Path, typer.Argument(metavar="FILE", help="CSV or Parquet file (by suffix).")]
+Columns = Annotated[list[str], typer.Option("--column", "-c", metavar="COLUMN", help="Column to use; repeat for several.")]
+MethodOption = Annotated[
+    Method | None,
+    typer.Option("--method", "-m", help="Bandwidth selector (default: plugin for one column, normal_scale for more)."),
+]
+ScaleOption = Annotated[
+    Scale | None,
+    typer.Option(help="Scale estimate of PLUGIN: sd (the papers, the default) or minim = min(sd, IQR/1.349) (R's ks::hpi)."),
+]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A selector's answer, timed, with its warnings as short notes."""
+
+    method: str
+    h: float | None  # the scalar returned: for lscv_h the factor in H = h^2 Sigma, otherwise h in data units
+    H: np.ndarray  # d x d bandwidth matrix (the covariance of each kernel bump)
+    seconds: float
+    notes: tuple[str, ...]
+
+    @property
+    def bandwidths(self) -> np.ndarray:
+        """Per-column bandwidths in data units, sqrt(H_kk)."""
+        return np.sqrt(np.diag(self.H))
+
+
+def select(table: pd.DataFrame, method: str, *, scale: str | None = None, progress: bool = False) -> Selection:
+    """Run the selector ``method`` on the columns of ``table``.
+
+    For lscv_h the bandwidth matrix is H = h^2 Sigma, Sigma the sample covariance (paper 000,
+    eq. 26); a scalar h of the other selectors is in data units, H = h^2.
+    """
+    kwargs = {}
+    if method == "plugin":
+        kwargs["scale"] = scale or "sd"
+    elif scale is not None:
+        raise ValueError(f"--scale applies to --method plugin only, not {method!r}")
+    if method in LSCV:
+        kwargs["progress"] = progress
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        start = time.perf_counter()
+        result = SELECTORS[method](table, **kwargs)
+        seconds = time.perf_counter() - start
+    notes = tuple(dict.fromkeys(_short(w) for w in caught))
+    if np.ndim(result) == 2:
+        return Selection(method, None, np.asarray(result), seconds, notes)
+    h = float(result)
+    scale2 = np.atleast_2d(np.cov(table.to_numpy(), rowvar=False, ddof=1)) if method == "lscv_h" else np.eye(1)
+    return Selection(method, h, h * h * scale2, seconds, notes)
+
+
+def _short(w: warnings.WarningMessage) -> str:
+    if issubclass(w.category, TiedDataWarning):
+        return "tied values: LSCV is unreliable"
+    return str(w.message).split(";")[0]
+
+
+def lscv_curve(table: pd.DataFrame, h_opt: float, points: int = 150) -> tuple[np.ndarray, np.ndarray, float]:
+    """(h, g(h), h_opt): the LSCV_h criterion over lscv_h's search range [h0/4, 4 h0]
+    (paper 000, eqs. 28-29 and 43), widened down to h_opt / 2 so both sides of the minimum show."""
+    h0 = bw.reference_h0(*table.shape)
+    h = np.geomspace(min(h0 / 4, h_opt / 2), 4 * h0, points)
+    return h, bw.lscv_h_objective(table, h), h_opt
+
+
+@contextlib.contextmanager
+def _user_errors():
+    """Print a library or file error as one red line and exit with code 2."""
+    try:
+        yield
+    except (ValueError, OSError) as exc:
+        err.print(Text(f"error: {exc}", style="red"))
+        raise typer.Exit(2) from None
+
+
+def _read(file: Path, columns: list[str]) -> tuple[pd.DataFrame, int]:
+    table, dropped = select_columns(read_table(file), columns)
+    if dropped:
+        err.print(f"[yellow]dropped {dropped} rows with missing values[/]")
+    return table, dropped
+
+
+def _spinner(text: str):
+    """A spinner while a selector runs, on a terminal only (progress bars nest inside)."""
+    return out.status(text) if out.is_terminal else contextlib.nullcontext()
+
+
+def _method(method: Method | None, d: int) -> str:
+    return method.value if method is not None else ("plugin" if d == 1 else "normal_scale")
+
+
+def _num(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def _matrix(M: np.ndarray) -> str:
+    cells = [[_num(v) for v in row] for row in M]
+    width = max(len(c) for row in cells for c in row)
+    return "\n".join("  ".join(c.rjust(width) for c in row) for row in cells)
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"parzen {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """Kernel density estimation: data-driven bandwidths and density plots."""
+
+
+@app.command("bandwidth")
+def bandwidth_command(
+    file: File,
+    column: Columns,
+    method: MethodOption = None,
+    scale: ScaleOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Select a bandwidth for the chosen columns and print it with the time taken."""
+    with _user_errors():
+        table, dropped = _read(file, column)
+        name = _method(method, table.shape[1])
+        sel = select(table, name, scale=scale and scale.value, progress=out.is_terminal and not as_json)
+    scale_used = (scale.value if scale else "sd") if name == "plugin" else None
+    if as_json:
+        print(json.dumps({
+            "file": str(file), "columns": column, "method": name, "scale": scale_used,
+            "n": len(table), "dropped_rows": dropped,
+            "h": sel.h, "H": sel.H.tolist(), "bandwidth": dict(zip(column, sel.bandwidths.tolist())),
+            "seconds": sel.seconds, "notes": list(sel.notes),
+        }, indent=2))
+        return
+    result = Table(title=escape(f"{name} bandwidth: {file.name}"), show_header=False)
+    result.add_column(style="bold")
+    result.add_column()
+    result.add_row("method", name + (f" (scale {scale_used})" if scale_used else ""))
+    result.add_row("columns", Text(", ".join(column)))
+    result.add_row("n", f"{len(table)}" + (f" ({dropped} rows with missing values dropped)" if dropped else ""))
+    if sel.h is not None:
+        result.add_row("h", _num(sel.h) + ("  (H = h² Σ)" if name == "lscv_h" else ""))
+    result.add_row("H", _matrix(sel.H))
+    if name == "lscv_h" or len(column) > 1:
+        label = "h × sd" if name == "lscv_h" and len(column) == 1 else "sqrt(H_kk)"
+        per_column = Text("\n".join(f"{c}: {_num(b)}" for c, b in zip(column, sel.bandwidths)))
+        result.add_row(f"bandwidth\n({label})", per_column)
+    result.add_row("time", f"{sel.seconds:.3g} s")
+    for note in sel.notes:
+        result.add_row("note", Text(note, style="yellow"))
+    out.print(result)
+
+
+@app.command()
+def plot(
+    file: File,
+    column: Columns,
+    output: Annotated[Path, typer.Option("--output", "-o", help="PNG file to write.")],
+    method: MethodOption = None,
+    scale: ScaleOption = None,
+) -> None:
+    """Fit a KDE to one or two columns and draw it (with the LSCV curve for lscv_h in 1-D)."""
+    with _user_errors():
+        if len(column) > 2:
+            raise ValueError(f"plot draws one or two columns, got {len(column)}: {', '.join(column)}")
+        table, _ = _read(file, column)
+        name = _method(method, len(column))
+        sel = select(table, name, scale=scale and scale.value, progress=out.is_terminal)
+        for note in sel.notes:
+            err.print(f"[yellow]note: {escape(note)}[/]")
+        kde = KDE(bandwidth=float(sel.bandwidths[0]) if len(column) == 1 else sel.H).fit(table)
+        curve = lscv_curve(table, sel.h) if name == "lscv_h" and len(column) == 1 else None
+        path = plot_density(table, kde, output, lscv_curve=curve, label=name, title=f"{file.name}: {name} bandwidth")
+    out.print(f"wrote {path}")
+
+
+@app.command()
+def demo(
+    output_dir: Annotated[Path, typer.Option("--output-dir", "-o", help="Folder for the plots.")] = Path("parzen-demo"),
+    dataset: Annotated[
+        list[str] | None,
+        typer.Option("--dataset", "-d", metavar="NAME", help="Only this data set; repeat for several (default: all)."),
+    ] = None,
+    full: Annotated[
+        bool,
+        typer.Option(help=f"PLUGIN on every row of data sets over {DEMO_ROWS} rows too (tempb: ~1.5 min, NumPy backend)."),
+    ] = False,
+) -> None:
+    """Bandwidths for the bundled real data sets, compared with R's ks / KernSmooth, and two plots."""
+    start = time.perf_counter()
+    with _user_errors():
+        names = [choose(name, datasets.NAMES, what="data set") for name in dataset or datasets.NAMES]
+        fitted = {}
+        for name in names:
+            df = datasets.load(name)
+            reference = datasets.ks_reference(name)
+            out.print(_demo_univariate(name, df, reference, full, fitted), end="\n\n")
+            if df.shape[1] == 2 and len(df) <= DEMO_ROWS:
+                out.print(_demo_matrix(name, df, reference, fitted), end="\n\n")
+        if "faithful" in names:
+            output_dir.mkdir(parents=True, exist_ok=True)
+            for path in _demo_plots(datasets.load("faithful"), fitted, output_dir):
+                out.print(f"wrote {path}")
+    out.print(f"demo took {time.perf_counter() - start:.1f} s")
+
+
+def _demo_univariate(name: str, df: pd.DataFrame, reference: dict, full: bool, fitted: dict) -> Table:
+    n = len(df)
+    table = Table(
+        title=f"{name}: {datasets.DESCRIPTIONS[name]}; {n} rows", title_justify="left",
+        caption="R: KernSmooth::dpik (plugin), ks::hlscv (lscv_h), both on every row; bandwidths in data units",
+        caption_justify="left",
+    )
+    for heading in ("column", "method", "rows", "bandwidth", "R", "vs R", "time", "note"):
+        table.add_column(heading, justify="right" if heading in ("rows", "bandwidth", "R", "vs R", "time") else "left")
+    for col in df.columns:
+        for label, method, scale, key in DEMO_1D:
+            pair_sums = method in LSCV or (method == "plugin" and not full)  # cost grows as rows^2
+            rows = min(n, DEMO_ROWS) if pair_sums else n
+            with _spinner(f"{name}: {col}, {label}"):
+                sel = select(df[[col]].iloc[:rows], method, scale=scale, progress=out.is_terminal)
+            fitted[name, col, method] = sel
+            ours = float(sel.bandwidths[0])
+            ref = reference["univariate"][col].get(key) if key and rows == n else None
+            notes = [Text(note, style="yellow") for note in sel.notes]
+            if rows < n:
+                notes.append(Text(f"first {rows} rows", style="cyan"))
+            if method == "lscv_h":
+                notes.append(Text(f"h = {sel.h:.4g} × sd", style="dim"))
+            table.add_row(
+                col, label, str(rows), _num(ours), "—" if ref is None else _num(ref), _agreement(ours, ref),
+                f"{sel.seconds:.2f} s", Text("; ").join(notes),
+            )
+        table.add_section()
+    return table
+
+
+def _demo_matrix(name: str, df: pd.DataFrame, reference: dict, fitted: dict) -> Table:
+    table = Table(
+        title=f"{name}, both columns: bandwidth matrices H", title_justify="left",
+        caption="R: ks::Hlscv, ks::Hlscv.diag", caption_justify="left",
+    )
+    for heading in ("method", "H", "R", "vs R", "time", "note"):
+        table.add_column(heading, justify="right" if heading in ("vs R", "time") else "left")
+    for method, key in DEMO_2D:
+        with _spinner(f"{name}: {method}"):
+            sel = select(df, method, progress=out.is_terminal)
+        fitted[name, "*", method] = sel
+        ref = np.asarray(reference[key])
+        table.add_row(
+            method, _matrix(sel.H), _matrix(ref), _agreement(sel.H, ref),
+            f"{sel.seconds:.2f} s", Text("; ".join(sel.notes), style="yellow"),
+        )
+    return table
+
+
+def _agreement(ours, ref) -> str:
+    """Relative difference |ours - R| / |R| (Frobenius norm for matrices), coloured."""
+    if ref is None:
+        return "—"
+    rel = float(np.linalg.norm(np.asarray(ours) - ref) / np.linalg.norm(ref))
+    colour = "green" if rel < 0.01 else "yellow" if rel < 0.05 else "red"
+    return f"[{colour}]{100 * rel:.2f} %[/]"
+
+
+def _demo_plots(df: pd.DataFrame, fitted: dict, folder: Path) -> list[Path]:
+    """Eruption times with the LSCV_h curve, and both columns with the LSCV_H matrix."""
+    x = df[["eruptions"]]
+    sel = fitted["faithful", "eruptions", "lscv_h"]
+    kde = KDE(bandwidth=float(sel.bandwidths[0])).fit(x)
+    one = plot_density(
+        x, kde, folder / "faithful_eruptions.png", lscv_curve=lscv_curve(x, sel.h), label="lscv_h",
+        title="Old Faithful eruption times: LSCV_h bandwidth",
+    )
+    H = fitted["faithful", "*", "lscv_H"].H
+    two = plot_density(
+        df, KDE(bandwidth=H).fit(df), folder / "faithful_2d.png", label="lscv_H",
+        title="Old Faithful: eruption time and waiting time, LSCV_H bandwidth matrix",
+    )
+    return [one, two]
+

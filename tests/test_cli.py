@@ -1,0 +1,311 @@
+"""The command line (``parzen``), the bundled data sets, table reading and plots."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from parzen import KDE, __version__, cli, datasets
+from parzen import bandwidth as bw
+from parzen.io import read_table, select_columns
+from parzen.plotting import plot_density
+
+# the library warns on tied data (faithful is rounded); the CLI turns that into a note
+pytestmark = pytest.mark.filterwarnings("ignore::parzen.TiedDataWarning")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(cli.app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def faithful() -> pd.DataFrame:
+    return datasets.load("faithful")
+
+
+@pytest.fixture
+def faithful_csv(tmp_path, faithful):
+    path = tmp_path / "faithful.csv"
+    faithful.to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture
+def wide(tmp_path):
+    """A mixed table: numbers, text, a flag, and missing values in rows 1 and 4."""
+    path = tmp_path / "mixed.csv"
+    pd.DataFrame({
+        "a": [1.0, np.nan, 3.5, 4.0, 7.0, 2.5, 5.0],
+        "b": [2.0, 1.0, 4.0, np.nan, 3.0, 6.0, 1.5],
+        "name": list("uvwxyzq"),
+        "flag": [True, False, True, False, True, False, True],
+    }).to_csv(path, index=False)
+    return path
+
+
+def flat(text: str) -> str:
+    """Output with box borders and line wrapping removed."""
+    return " ".join(text.replace("│", " ").split())
+
+
+def as_json(result) -> dict:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+# -- data sets and reading -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "shape"), [("faithful", (272, 2)), ("quakes", (1000, 4)), ("tempb", (21908, 2))])
+def test_load_bundled(name, shape):
+    df = datasets.load(name)
+    assert df.shape == shape
+    assert name in datasets.NAMES and datasets.DESCRIPTIONS[name]
+    assert datasets.ks_reference(name)["columns"] == list(df.columns)
+
+
+def test_load_unknown_name_lists_names():
+    with pytest.raises(ValueError, match="unknown data set 'geyser'.*'faithful', 'quakes', 'tempb'"):
+        datasets.load("geyser")
+
+
+def test_bundled_reference_is_the_tests_copy(ks_reference):
+    assert {name: datasets.ks_reference(name) for name in datasets.NAMES} == ks_reference
+
+
+def test_read_table_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        read_table(tmp_path / "absent.csv")
+    (tmp_path / "data.xlsx").write_text("x")
+    with pytest.raises(ValueError, match=r"unknown file type '\.xlsx'; use one of \.csv, \.parquet"):
+        read_table(tmp_path / "data.xlsx")
+
+
+def test_select_columns_drops_missing_rows_and_counts_them(wide):
+    table, dropped = select_columns(read_table(wide), ["a", "b"])
+    assert dropped == 2 and len(table) == 5
+    assert table.dtypes.tolist() == [np.float64, np.float64]
+
+
+def test_select_columns_nullable_integers(tmp_path):
+    path = tmp_path / "ints.parquet"
+    pd.DataFrame({"k": pd.array([1, None, 3, 4], dtype="Int64")}).to_parquet(path)
+    table, dropped = select_columns(read_table(path), ["k"])
+    assert dropped == 1 and table["k"].tolist() == [1.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        (["a", "zz"], "no column 'zz' in the table; available: a, b, name, flag"),
+        (["name"], "column 'name' is not numeric"),
+        (["flag"], "column 'flag' is not numeric"),
+        (["a", "a"], "columns repeat"),
+        ([], "name at least one column"),
+    ],
+)
+def test_select_columns_errors(wide, columns, message):
+    with pytest.raises(ValueError, match=message):
+        select_columns(read_table(wide), columns)
+
+
+# -- parzen bandwidth -------------------------------------------------------------------
+
+
+def test_version():
+    result = invoke("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == f"parzen {__version__}"
+
+
+@pytest.mark.parametrize(
+    ("method", "scale", "expected"),
+    [
+        ("plugin", "sd", lambda x: bw.plugin(x)),
+        ("plugin", "minim", lambda x: bw.plugin(x, scale="minim")),
+        ("scott", None, bw.scott),
+        ("silverman", None, bw.silverman),
+        ("normal_scale", None, bw.normal_scale),
+    ],
+)
+def test_bandwidth_json_1d_matches_library(faithful_csv, faithful, method, scale, expected):
+    args = ["bandwidth", faithful_csv, "-c", "waiting", "--method", method, "--json"]
+    got = as_json(invoke(*args, *(["--scale", scale] if scale else [])))
+    h = expected(faithful["waiting"])
+    assert got["method"] == method and got["scale"] == scale
+    assert got["n"] == 272 and got["dropped_rows"] == 0 and got["columns"] == ["waiting"]
+    assert got["h"] == pytest.approx(h, rel=1e-12)
+    assert got["H"] == [[pytest.approx(h * h, rel=1e-12)]]
+    assert got["bandwidth"] == {"waiting": pytest.approx(h, rel=1e-12)}
+    assert got["seconds"] >= 0 and got["notes"] == []
+
+
+def test_bandwidth_json_lscv_h_gives_h_and_data_units(faithful_csv, faithful):
+    got = as_json(invoke("bandwidth", faithful_csv, "-c", "eruptions", "-m", "lscv_h", "--json"))
+    x = faithful["eruptions"]
+    h = bw.lscv_h(x)
+    assert got["h"] == pytest.approx(h, rel=1e-12)
+    assert got["bandwidth"]["eruptions"] == pytest.approx(h * x.std(ddof=1), rel=1e-12)
+    assert got["H"][0][0] == pytest.approx((h * x.std(ddof=1)) ** 2, rel=1e-12)
+    assert any("tied" in note for note in got["notes"])  # eruptions are rounded
+
+
+@pytest.mark.parametrize("method", ["lscv_H", "lscv_diag", "lscv_h", "normal_scale"])
+def test_bandwidth_json_2d_matches_library(faithful_csv, faithful, method):
+    got = as_json(invoke("bandwidth", faithful_csv, "-c", "eruptions", "-c", "waiting", "-m", method, "--json"))
+    expected = getattr(bw, method)(faithful)
+    H = np.asarray(got["H"])
+    if method == "lscv_h":
+        assert got["h"] == pytest.approx(expected, rel=1e-12)
+        expected = expected**2 * np.cov(faithful.to_numpy(), rowvar=False)
+    else:
+        assert got["h"] is None
+    np.testing.assert_allclose(H, expected, rtol=1e-12)
+    np.testing.assert_allclose(list(got["bandwidth"].values()), np.sqrt(np.diag(H)), rtol=1e-12)
+
+
+def test_bandwidth_default_method(faithful_csv, faithful):
+    assert as_json(invoke("bandwidth", faithful_csv, "-c", "waiting", "--json"))["method"] == "plugin"
+    got = as_json(invoke("bandwidth", faithful_csv, "-c", "waiting", "-c", "eruptions", "--json"))
+    assert got["method"] == "normal_scale"
+
+
+def test_bandwidth_parquet(tmp_path, faithful):
+    path = tmp_path / "faithful.parquet"
+    faithful.to_parquet(path)
+    got = as_json(invoke("bandwidth", path, "-c", "eruptions", "--json"))
+    assert got["h"] == pytest.approx(bw.plugin(faithful["eruptions"]), rel=1e-12)
+
+
+def test_bandwidth_reports_dropped_rows(wide):
+    result = invoke("bandwidth", wide, "-c", "a", "-c", "b", "-m", "scott", "--json")
+    got = as_json(result)
+    assert "dropped 2 rows with missing values" in result.stderr
+    assert got["n"] == 5 and got["dropped_rows"] == 2
+    clean = pd.read_csv(wide)[["a", "b"]].dropna()
+    np.testing.assert_allclose(got["H"], bw.scott(clean), rtol=1e-12)
+
+
+def test_bandwidth_table(faithful_csv, faithful):
+    result = invoke("bandwidth", faithful_csv, "-c", "eruptions", "-m", "lscv_h")
+    assert result.exit_code == 0, result.output
+    h = bw.lscv_h(faithful["eruptions"])
+    for text in ("lscv_h", "272", f"{h:.6g}", "H = h² Σ", f"{h * faithful['eruptions'].std():.6g}", "time", "tied values"):
+        assert text in result.stdout
+    assert "Warning" not in result.output  # warnings are notes, not Python warning text
+
+
+def test_bandwidth_tied_data_note_not_warning(tmp_path):
+    path = tmp_path / "quakes.csv"
+    datasets.load("quakes").iloc[:300].to_csv(path, index=False)
+    got = as_json(invoke("bandwidth", path, "-c", "mag", "-m", "lscv_h", "--json"))
+    assert got["notes"][0] == "tied values: LSCV is unreliable"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["absent.csv", "-c", "a"], "error: no such file"),
+        (["{wide}", "-c", "zz"], "error: no column 'zz' in the table; available: a, b, name, flag"),
+        (["{wide}", "-c", "name"], "error: column 'name' is not numeric"),
+        (["{txt}", "-c", "a"], "error: cannot read"),
+        (["{wide}", "-c", "a", "-m", "scott", "--scale", "minim"], "error: --scale applies to --method plugin only"),
+        (["{wide}", "-c", "a", "-c", "b", "-m", "plugin"], "error: PLUGIN is univariate"),
+        (["{wide}", "-c", "a", "-m", "kernel_magic"], "Invalid value for '--method' / '-m': Value error, 'kernel_magic' is not one of"),
+    ],
+)
+def test_bandwidth_errors(tmp_path, wide, args, message):
+    txt = tmp_path / "data.txt"
+    txt.write_text("a\n1\n2\n")
+    result = invoke("bandwidth", *(a.format(wide=wide, txt=txt) for a in args))
+    assert result.exit_code == 2
+    assert message in flat(result.output)
+    assert "Traceback" not in result.output
+
+
+# -- parzen plot ------------------------------------------------------------------------
+
+
+def assert_png(path):
+    data = path.read_bytes()
+    assert len(data) > 10_000 and data[:8] == PNG_MAGIC
+
+
+def test_plot_1d_with_lscv_curve(faithful_csv, tmp_path):
+    out = tmp_path / "eruptions.png"
+    result = invoke("plot", faithful_csv, "-c", "eruptions", "-m", "lscv_h", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert f"wrote {out}" in result.stdout.replace("\n", "")
+    assert_png(out)
+
+
+def test_plot_2d(faithful_csv, tmp_path):
+    out = tmp_path / "both.png"
+    result = invoke("plot", faithful_csv, "-c", "eruptions", "-c", "waiting", "-m", "lscv_diag", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert_png(out)
+
+
+def test_plot_errors(faithful_csv, tmp_path):
+    result = invoke("plot", faithful_csv, "-c", "eruptions", "-c", "waiting", "-c", "eruptions", "-o", tmp_path / "x.png")
+    assert result.exit_code == 2 and "error: plot draws one or two columns" in result.output
+    result = invoke("plot", faithful_csv, "-c", "eruptions", "-o", tmp_path / "no" / "such" / "dir.png")
+    assert result.exit_code == 2 and "error:" in result.output and "Traceback" not in result.output
+
+
+def test_plot_density_direct(tmp_path, faithful):
+    kde = KDE(bandwidth="scott").fit(faithful[["waiting"]])
+    path = plot_density(faithful[["waiting"]], kde, tmp_path / "w.png")
+    assert path == tmp_path / "w.png"
+    assert_png(path)
+    kde2 = KDE().fit(faithful)
+    with pytest.raises(ValueError, match="1-D data only"):
+        plot_density(faithful, kde2, tmp_path / "x.png", lscv_curve=([1.0], [1.0], 1.0))
+    with pytest.raises(ValueError, match="fitted to 2"):
+        plot_density(faithful[["waiting"]], kde2, tmp_path / "x.png")
+
+
+# -- parzen demo ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def wide_console(monkeypatch):
+    """Print the demo's tables at full width, so cells do not wrap."""
+    monkeypatch.setattr(cli, "out", Console(width=200))
+
+
+def test_demo_faithful(tmp_path, wide_console):
+    """The demo on faithful alone (a second or two): tables, agreement with R, two plots."""
+    result = invoke("demo", "--dataset", "faithful", "--output-dir", tmp_path / "demo")
+    assert result.exit_code == 0, result.output
+    ref = datasets.ks_reference("faithful")
+    text = result.stdout
+    for expected in ("plugin (sd)", "plugin (minim)", "lscv_h", "scott", "silverman", "lscv_H", "lscv_diag"):
+        assert expected in text
+    assert f"{ref['univariate']['eruptions']['hlscv']:.6g}" in text
+    assert f"{ref['Hlscv'][1][1]:.6g}" in text
+    assert "tied values: LSCV is unreliable" in text and "Warning" not in result.output
+    for name in ("faithful_eruptions.png", "faithful_2d.png"):
+        assert_png(tmp_path / "demo" / name)
+        assert str(tmp_path / "demo" / name) in text.replace("\n", "")
+
+
+def test_demo_caps_rows_of_large_data_sets(tmp_path, wide_console, monkeypatch):
+    """Data sets over DEMO_ROWS rows: PLUGIN and LSCV on the first rows, rules on all, no R comparison."""
+    monkeypatch.setattr(cli, "DEMO_ROWS", 150)
+    result = invoke("demo", "--dataset", "quakes", "--output-dir", tmp_path)
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.stdout.splitlines() if line.startswith("│ depth ")]
+    assert len(rows) == 5
+    assert all("150" in row and "first 150 rows" in row for row in rows[:3])
+    assert all("1000" in row and "—" in row for row in rows[3:])
+    assert list(tmp_path.iterdir()) == []  # plots are of faithful only
+
+
+def test_demo_unknown_dataset():
+    result = invoke("demo", "--dataset", "geyser")
+    assert result.exit_code == 2 and "error: unknown data set 'geyser'" in result.output
