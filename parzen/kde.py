@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import inspect
 import math
-from typing import ClassVar
 from numbers import Real
+from typing import ClassVar
 
 import numpy as np
 from scipy import linalg
