@@ -22,9 +22,10 @@ import numpy as np
 #: Backend name -> module path.
 _REGISTRY = {
     "numpy": "parzen.backends.reference",
+    "cpu": "parzen.backends.cpu",
 }
 #: Order in which ``backend="auto"`` tries them (fastest first).
-_AUTO_ORDER = ("numpy",)
+_AUTO_ORDER = ("cpu", "numpy")
 
 
 def available() -> list[str]:

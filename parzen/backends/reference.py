@@ -60,7 +60,7 @@ def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> 
     These are the double sums of the PLUGIN functionals Psi_r (paper 000, eqs. 16, 18;
     ERRATA item 1 for the diagonal term, which the caller adds).
     """
-    order = _derivative_order(kind)
+    order = derivative_order(kind)
     x = np.asarray(x, dtype=np.float64).ravel()
     scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
     out = np.zeros(scales.size)
@@ -80,7 +80,8 @@ def pair_sum_sq(Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> 
     """
     if kind != "lscv":
         raise ValueError(f"unknown pair_sum_sq kind {kind!r}; the reference knows 'lscv'")
-    Yt = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).T)
+    Y = np.asarray(Y, dtype=np.float64)
+    Yt = np.ascontiguousarray(Y.reshape(len(Y), -1).T)
     h = np.atleast_1d(np.asarray(params, dtype=np.float64))
     a = 1.0 / (4.0 * h * h)
     out = np.zeros((h.size, 2))
@@ -113,7 +114,8 @@ def kernel_sum(
     return out
 
 
-def _derivative_order(kind: str) -> int:
+def derivative_order(kind: str) -> int:
+    """The order r of a pair_sum_1d kind "gauss_d<r>"."""
     if kind.startswith("gauss_d") and kind[7:].isdigit():
         return int(kind[7:])
     raise ValueError(f"unknown pair_sum_1d kind {kind!r}; expected 'gauss_d<order>', e.g. 'gauss_d4'")
