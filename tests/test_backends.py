@@ -200,7 +200,7 @@ def test_plugin_agrees_on_real_data(backend, dtype, name, column):
 @pytest.mark.parametrize(("backend", "dtype"), CASES)
 @pytest.mark.parametrize("name", ["faithful", "quakes", "tempb"])
 def test_lscv_objectives_agree_on_real_data(backend, dtype, name):
-    from parzen.bandwidth import lscv_h_objective, lscv_H_objective, normal_scale, reference_h0
+    from parzen.bandwidth import lscv_H_objective, lscv_h_objective, normal_scale, reference_h0
 
     X = _real(name, 800)
     h = reference_h0(*X.shape) * np.geomspace(0.25, 4, 9)
@@ -220,7 +220,7 @@ def test_lscv_selectors_agree_on_faithful(backend):
     """float64: the same minimiser, to the optimisers' tolerances (their objectives agree to ~1e-14)."""
     import warnings
 
-    from parzen.bandwidth import lscv_h, lscv_H
+    from parzen.bandwidth import lscv_H, lscv_h
 
     X = _real("faithful", 272)
     with warnings.catch_warnings():

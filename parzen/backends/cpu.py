@@ -19,7 +19,7 @@ Numba compiles each loop on first use for each precision and caches the machine 
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numba
 import numpy as np
@@ -79,7 +79,7 @@ def _hermite_in_s(order: int) -> np.ndarray:
     return coef
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pair_loops(ftype):
     """The two pair-sum loops for one precision (compiled on first call, cached on disk)."""
     m = make_math(ftype)
@@ -144,7 +144,7 @@ def _pair_loops(ftype):
     return hermite_pairs, lscv_pairs
 
 
-@lru_cache(maxsize=None)
+@cache
 def _kernel_sum_loop(ftype, kind: str):
     """The KDE sum loop for one precision and one kernel profile."""
     m = make_math(ftype)
