@@ -270,6 +270,60 @@ def demo(
     out.print(f"demo took {time.perf_counter() - start:.1f} s")
 
 
+@app.command()
+def bench(
+    only: Annotated[
+        str, typer.Option(help="Comma-separated problems: plugin, lscv_h, lscv_H (objective and selection), kde.")
+    ] = "plugin,lscv_h,lscv_H,kde",
+    full: Annotated[bool, typer.Option("--full", help="Paper 000's sizes (section 7.2); hours on 2 cores.")] = False,
+    repeat: Annotated[int, typer.Option(min=1, help="Timed calls after the first one; their median is reported.")] = 3,
+    max_seconds: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="Time budget of one measurement: repeats stop when it is spent, a size whose predicted time "
+            "exceeds it is skipped (reported as such); 0: no budget.",
+        ),
+    ] = 60.0,
+    output_dir: Annotated[Path, typer.Option("--output-dir", "-o", help="Folder for the JSON, markdown and PNG files.")]
+    = Path("benchmarks/results"),
+    peers: Annotated[bool, typer.Option(help="Time SciPy, scikit-learn, statsmodels, KDEpy and R's ks too.")] = True,
+    tiny: Annotated[bool, typer.Option(hidden=True, help="Tiny sizes (tests).")] = False,
+) -> None:
+    """Time parzen's sequential reference and cpu backend against the libraries a user would otherwise call."""
+    from .benchmark import bench as run_benchmark
+
+    with _user_errors():
+        if full and tiny:
+            raise ValueError("--full and --tiny exclude each other")
+        result = run_benchmark(
+            [key.strip() for key in only.split(",") if key.strip()],
+            scale="full" if full else "tiny" if tiny else "default",
+            repeat=repeat, max_seconds=max_seconds or None, output_dir=output_dir, with_peers=peers, console=err,
+        )
+    for problem in dict.fromkeys(row["problem"] for row in result.rows):
+        out.print(_bench_table(problem, [row for row in result.rows if row["problem"] == problem]))
+    for path in result.files:
+        out.print(f"wrote {path}")
+
+
+def _bench_table(problem: str, rows: list[dict]) -> Table:
+    """One problem's rows: median seconds, speedup over sequential and over the best exact peer."""
+    from .benchmark.report import show
+
+    table = Table(title=problem, title_justify="left", caption="x seq, x peer: > 1 is faster", caption_justify="left")
+    for heading in ("n", "d", "implementation", "dtype", "threads", "median s", "x seq", "x peer", "rel. diff"):
+        table.add_column(heading, justify="left" if heading in ("implementation", "dtype") else "right")
+    for row in rows:
+        cells = [show(row.get(key)) for key in ("n", "d", "implementation", "dtype", "threads")]
+        if row["status"] == "ok":
+            cells += [show(row[key]) for key in ("seconds", "speedup", "vs_best_exact_peer", "rel_diff")]
+        else:
+            cells += [Text(row["status"], style="yellow")]
+        table.add_row(*cells)
+    return table
+
+
 def _demo_univariate(name: str, df: pd.DataFrame, reference: dict, full: bool, fitted: dict) -> Table:
     n = len(df)
     table = Table(
