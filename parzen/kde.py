@@ -156,7 +156,8 @@ class KDE:
         """Density at the query points (m, d) (or (m,) for 1-D data)."""
         self._check_fitted()
         Qz = self._transform(as_queries(Q, self.n_features_in_))
-        sums = get_backend(self.backend, self.dtype).kernel_sum(
+        work = float(self._Z.shape[0]) * Qz.shape[0]
+        sums = get_backend(self.backend, self.dtype, work=work).kernel_sum(
             self._Z, Qz, self.kernel, self.weights_, dtype=self.dtype
         )
         return self._norm * np.asarray(sums, dtype=np.float64)

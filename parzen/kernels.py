@@ -145,6 +145,17 @@ def gauss_derivative(order: int, x: np.ndarray) -> np.ndarray:
     return sign * hermite_e.hermeval(x, coeffs) * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
 
 
+def gauss_derivative_even_coefficients(order: int) -> np.ndarray:
+    """Coefficients c_0..c_{r/2} with phi^(r)(u) = sum_m c_m s^m * exp(-s/2) / sqrt(2 pi), s = u^2.
+
+    For even r, He_r has only even powers of u, so the fast backends evaluate phi^(r) as a
+    polynomial in s = u^2 times one exponential.
+    """
+    if order % 2 or order < 0:
+        raise ValueError(f"only even derivative orders are polynomials in u^2, got r = {order}")
+    return hermite_e.herme2poly([0.0] * order + [1.0])[::2].copy()
+
+
 def gauss_derivative_at_zero(order: int) -> float:
     """phi^(r)(0): K^(4)(0) = 3/sqrt(2 pi), K^(6)(0) = -15/sqrt(2 pi)."""
     return float(gauss_derivative(order, np.zeros(1))[0])

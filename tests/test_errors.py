@@ -456,22 +456,28 @@ def test_bad_sample_size(n_samples):
         KDE(bandwidth=0.3).fit(X1).sample(n_samples)
 
 
+LOW_PRECISION_CALLS = [
+    lambda t, b: KDE(dtype=t, backend=b).fit(X1),
+    lambda t, b: KDE(bandwidth=0.4, dtype=t, backend=b).fit(X2),
+    lambda t, b: bw.plugin(X1, dtype=t, backend=b),
+    lambda t, b: bw.lscv_h(X2, dtype=t, backend=b),
+    lambda t, b: bw.lscv_H(X2, dtype=t, backend=b),
+    lambda t, b: bw.lscv_h_objective(X2, 0.5, dtype=t, backend=b),
+    lambda t, b: bw.lscv_H_objective(X2, H2, dtype=t, backend=b),
+]
+
+
 @pytest.mark.parametrize("dtype", [np.float32, "float32", np.float16])
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda t: KDE(dtype=t).fit(X1),
-        lambda t: KDE(bandwidth=0.4, dtype=t).fit(X2),
-        lambda t: bw.plugin(X1, dtype=t),
-        lambda t: bw.lscv_h(X2, dtype=t),
-        lambda t: bw.lscv_H(X2, dtype=t),
-        lambda t: bw.lscv_h_objective(X2, 0.5, dtype=t),
-        lambda t: bw.lscv_H_objective(X2, H2, dtype=t),
-    ],
-)
+@pytest.mark.parametrize("call", LOW_PRECISION_CALLS)
 def test_low_precision_dtype_on_numpy_backend(call, dtype):
     with pytest.raises(ValueError, match=r"backend 'numpy' computes in float64, not float(32|16); pass dtype=None"):
-        call(dtype)
+        call(dtype, "numpy")
+
+
+@pytest.mark.parametrize("call", LOW_PRECISION_CALLS)
+def test_dtype_no_backend_supports(call):
+    with pytest.raises(ValueError, match=r"no available backend computes in float16; pass dtype=None"):
+        call(np.float16, "auto")
 
 
 def test_float32_data_accepted():

@@ -15,6 +15,7 @@ The statistics (``parzen.bandwidth``, ``parzen.kde``) call only these, through
 from __future__ import annotations
 
 import importlib
+from functools import cache
 from types import ModuleType
 
 import numpy as np
@@ -23,13 +24,18 @@ import numpy as np
 _REGISTRY = {
     "numpy": "parzen.backends.reference",
     "cpu": "parzen.backends.cpu",
+    "gpu": "parzen.backends.gpu",
 }
 #: Order in which ``backend="auto"`` tries them (fastest first).
-_AUTO_ORDER = ("cpu", "numpy")
+_AUTO_ORDER = ("gpu", "cpu", "numpy")
+#: "auto" takes the GPU only for at least this many kernel evaluations (pairs x scales):
+#: below it, launch and transfer overheads exceed what the GPU saves.
+GPU_MIN_WORK = 4_000_000
 
 
-def available() -> list[str]:
-    """Names of the backends that import on this machine."""
+@cache
+def available() -> tuple[str, ...]:
+    """Names of the backends that import on this machine (checked once per process)."""
     names = []
     for name, path in _REGISTRY.items():
         try:
@@ -37,17 +43,18 @@ def available() -> list[str]:
         except ImportError:
             continue
         names.append(name)
-    return names
+    return tuple(names)
 
 
-def get_backend(name: str = "auto", dtype=None) -> ModuleType:
+def get_backend(name: str = "auto", dtype=None, *, work: float | None = None) -> ModuleType:
     """The backend module for ``name``; "auto" picks the fastest one available.
 
     ``dtype`` (None, float64 or float32) is checked against what the backend supports.
+    ``work`` (kernel evaluations the call will make) lets "auto" leave small problems on the
+    CPU; the GPU backend qualifies only on a real GPU (not under the Triton interpreter).
     """
     if name == "auto":
-        usable = available()
-        name = next(b for b in _AUTO_ORDER if b in usable)
+        name = _auto_choice(dtype, work)
     if name not in _REGISTRY:
         raise ValueError(
             f"unknown backend {name!r}; choose 'auto' or one of {', '.join(map(repr, _REGISTRY))}"
@@ -59,3 +66,21 @@ def get_backend(name: str = "auto", dtype=None) -> ModuleType:
             f"not {np.dtype(dtype)}; pass dtype=None or choose another backend"
         )
     return module
+
+
+def _auto_choice(dtype, work: float | None) -> str:
+    """The first backend of ``_AUTO_ORDER`` that imports, computes in ``dtype`` and is worth it."""
+    wanted = None if dtype is None else np.dtype(dtype)
+    for name in _AUTO_ORDER:
+        if name not in available() or (name == "gpu" and not _gpu_worth_it(work)):
+            continue
+        if wanted is None or wanted in importlib.import_module(_REGISTRY[name]).DTYPES:
+            return name
+    raise ValueError(
+        f"no available backend computes in {wanted}; pass dtype=None (float64) or dtype='float32'"
+    )
+
+
+def _gpu_worth_it(work: float | None) -> bool:
+    module = importlib.import_module(_REGISTRY["gpu"])
+    return not module.INTERPRETED and (work is None or work >= GPU_MIN_WORK)

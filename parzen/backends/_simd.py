@@ -2,7 +2,7 @@
 
 LLVM vectorises a loop only if every call in it has a vector form.  ``math.exp`` has none
 unless Numba's SVML is present (it is not in the PyPI wheels), so a loop of ``math.exp`` runs
-one lane at a time.  :func:`make_math` builds an exp from operations that all vectorise
+one lane at a time.  :func:`exp` is built from operations that all vectorise
 (AVX2: 4 float64 or 8 float32 lanes):
 
     exp(x) = 2^k exp(r),  k = rint(x / ln 2),  r = x - k ln 2 (Cody-Waite: ln 2 = hi + lo),
@@ -15,17 +15,20 @@ one lane at a time.  :func:`make_math` builds an exp from operations that all ve
 Below the smallest normal result (x < -708 in float64, x < -87 in float32) it returns 0:
 sub-normal terms are dropped.  This is the "SSE implementation" of paper 000, section 6.1,
 which also vectorised exp by hand.
+
+Every function here is a stub with one Numba overload per precision (``@overload``), so the
+jitted loops that call them are plain module-level functions whose machine code Numba can
+cache on disk: constants are typed from the argument (float32 code never widens to float64).
 """
 
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import types
+from numba.extending import intrinsic, overload
 
 _INT_OF = {types.float64: types.int64, types.float32: types.int32}
 _FLOAT_OF = {v: k for k, v in _INT_OF.items()}
@@ -64,28 +67,52 @@ _FORMAT = {
     np.float64: (12, -708.0, 0.693147180369123816490, 1.90821492927058770002e-10, 1.5 * 2.0**52, 1023, 52, np.int64),
     np.float32: (7, -87.0, 0.693359375, -2.12194440e-4, 1.5 * 2.0**23, 127, 23, np.int32),
 }
+_NUMPY_OF = {types.float64: np.float64, types.float32: np.float32}
 
 
-def make_math(ftype) -> SimpleNamespace:
-    """Inline-able jitted scalar functions for ``ftype`` (np.float64 or np.float32).
+def _ftype_of(numba_type):
+    """np.float64 / np.float32 for a float type or an array of floats; None otherwise."""
+    return _NUMPY_OF.get(getattr(numba_type, "dtype", numba_type))
 
-    Every constant is of ``ftype`` so that float32 code never widens to float64.  Returns a
-    namespace with ``exp(x)`` and ``profile_<kernel>(s)`` (the radial profiles of
-    :mod:`parzen.kernels`, k(s) with s = |u|^2) and the typed constants ``zero``/``one``.
+
+def exp(x):
+    """e^x for x <= 0 (vectorisable; 0 below the smallest normal result). Jitted code only."""
+    raise NotImplementedError("parzen.backends._simd.exp is called from Numba-compiled code")
+
+
+def like(value, array):
+    """``value`` as a scalar of ``array``'s float type. Jitted code only."""
+    raise NotImplementedError("parzen.backends._simd.like is called from Numba-compiled code")
+
+
+def profile(kind, s):
+    """The radial profile k(s), s = |u|^2, of kernel number ``kind`` (:data:`PROFILE_CODES`).
+
+    ``kind`` must be a compile-time branch outside the caller's inner loop for it to vectorise;
+    see :func:`parzen.backends.cpu.kernel_sum`. Jitted code only.
     """
+    raise NotImplementedError("parzen.backends._simd.profile is called from Numba-compiled code")
+
+
+#: Kernel name -> its ``kind`` number for :func:`profile` (the kernels of :mod:`parzen.kernels`).
+PROFILE_CODES = {"gaussian": 0, "epanechnikov": 1, "uniform": 2, "triangular": 3, "biweight": 4, "cosine": 5}
+
+
+@overload(exp, inline="always", jit_options={"fastmath": True})
+def _exp(x):
+    ftype = _ftype_of(x)
+    if ftype is None:
+        return None
     degree, lowest, ln2_hi, ln2_lo, magic, bias, shift, itype = _FORMAT[ftype]
     terms = 16 if degree >= 8 else 8
     c = tuple(ftype(1.0 / math.factorial(k) if k <= degree else 0.0) for k in range(terms))
-    lo, zero, one, half = ftype(lowest), ftype(0.0), ftype(1.0), ftype(0.5)
+    lo, zero = ftype(lowest), ftype(0.0)
     log2e, hi_, lo_ = ftype(1.0 / math.log(2.0)), ftype(ln2_hi), ftype(ln2_lo)
     m = ftype(magic)
     m_bits = itype(np.array(magic, dtype=ftype).view(itype))
     bias_, shift_ = itype(bias), itype(shift)
-    half_pi = ftype(0.5 * math.pi)
 
-    @njit(inline="always", fastmath=True, cache=True)
-    def exp(x):
-        """e^x for x <= 0 (vectorisable; 0 below the smallest normal result)."""
+    def implementation(x):
         y = max(x, lo)
         kf = np.rint(y * log2e)
         r = y - kf * hi_ - kf * lo_
@@ -101,39 +128,40 @@ def make_math(ftype) -> SimpleNamespace:
         value = p * bits_float(itype((k + bias_) << shift_))  # Numba widens int32 arithmetic
         return value if x >= lo else zero
 
-    @njit(inline="always", fastmath=True, cache=True)
-    def profile_gaussian(s):
-        return exp(-half * s)
+    return implementation
 
-    @njit(inline="always", fastmath=True, cache=True)
-    def profile_epanechnikov(s):
-        return max(one - s, zero)
 
-    @njit(inline="always", fastmath=True, cache=True)
-    def profile_uniform(s):
-        return one if s <= one else zero
+@overload(like, inline="always", jit_options={"fastmath": True})
+def _like(value, array):
+    ftype = _ftype_of(array)
+    if ftype is None:
+        return None
 
-    @njit(inline="always", fastmath=True, cache=True)
-    def profile_triangular(s):
-        return max(one - np.sqrt(s), zero)
+    def implementation(value, array):
+        return ftype(value)
 
-    @njit(inline="always", fastmath=True, cache=True)
-    def profile_biweight(s):
-        t = max(one - s, zero)
-        return t * t
+    return implementation
 
-    @njit(inline="always", fastmath=True, cache=True)
-    def profile_cosine(s):
-        return np.cos(half_pi * np.sqrt(s)) if s <= one else zero
 
-    return SimpleNamespace(
-        exp=exp,
-        zero=zero,
-        one=one,
-        gaussian=profile_gaussian,
-        epanechnikov=profile_epanechnikov,
-        uniform=profile_uniform,
-        triangular=profile_triangular,
-        biweight=profile_biweight,
-        cosine=profile_cosine,
-    )
+@overload(profile, jit_options={"fastmath": True})
+def _profile(kind, s):
+    ftype = _ftype_of(s)
+    if ftype is None:
+        return None
+    zero, one, half, half_pi = ftype(0.0), ftype(1.0), ftype(0.5), ftype(0.5 * math.pi)
+
+    def implementation(kind, s):
+        if kind == 0:  # gaussian
+            return exp(-half * s)
+        if kind == 1:  # epanechnikov
+            return max(one - s, zero)
+        if kind == 2:  # uniform
+            return one if s <= one else zero
+        if kind == 3:  # triangular
+            return max(one - np.sqrt(s), zero)
+        if kind == 4:  # biweight
+            t = max(one - s, zero)
+            return t * t
+        return np.cos(half_pi * np.sqrt(s)) if s <= one else zero  # cosine
+
+    return implementation

@@ -14,20 +14,18 @@ all cores with ``prange`` (paper 000, sections 5.2-5.5 and 6.1):
   accurate even for data far from the origin.
 
 Numba compiles each loop on first use for each precision and caches the machine code on disk
-(``cache=True``), so later runs start fast.
+(``cache=True``; the loops are module-level functions, see :mod:`._simd`), so later processes
+start fast.
 """
 
 from __future__ import annotations
 
-from functools import cache
-
 import numba
 import numpy as np
 from numba import njit, prange
-from numpy.polynomial import hermite_e
 
-from ..kernels import KERNELS
-from ._simd import make_math
+from ..kernels import KERNELS, gauss_derivative_even_coefficients
+from ._simd import PROFILE_CODES, exp, like, profile
 from .reference import derivative_order
 
 #: Floating-point types this backend computes in (None means float64).
@@ -64,121 +62,125 @@ def _centred(values: np.ndarray, ftype) -> np.ndarray:
 
 
 def _hermite_in_s(order: int) -> np.ndarray:
-    """Coefficients c_0..c_4 with phi^(r)(u) = sum_m c_m s^m * exp(-s/2) / sqrt(2 pi), s = u^2.
-
-    phi^(r)(u) = (-1)^r He_r(u) phi(u) (probabilists' Hermite polynomials); for even r,
-    He_r has only even powers of u.
-    """
+    """Coefficients c_0..c_4 of phi^(r) as a polynomial in s = u^2 (zero-padded to degree 4)."""
     if order % 2 or not 0 <= order <= MAX_ORDER:
         raise ValueError(
             f"the cpu backend sums phi^(r) for even r in 0..{MAX_ORDER} (the PLUGIN functionals), got r = {order}"
         )
-    in_u = hermite_e.herme2poly([0.0] * order + [1.0])
     coef = np.zeros(MAX_ORDER // 2 + 1)
-    coef[: order // 2 + 1] = in_u[::2]
+    coef[: order // 2 + 1] = gauss_derivative_even_coefficients(order)
     return coef
 
 
-@cache
-def _pair_loops(ftype):
-    """The two pair-sum loops for one precision (compiled on first call, cached on disk)."""
-    m = make_math(ftype)
-    exp, zero = m.exp, m.zero
-    half = ftype(0.5)
-
-    @njit(parallel=True, fastmath=True, cache=True)
-    def hermite_pairs(x, tiles, tile, inv_g, c):
-        """partial[t, k] = sum over tile t's pairs of P(s) exp(-s/2), s = ((x_i - x_j) inv_g[k])^2."""
-        n = x.size
-        out = np.zeros((tiles.shape[0], inv_g.size))
-        for t in prange(tiles.shape[0]):
-            i0, j0 = tiles[t, 0], tiles[t, 1]
-            i1, j1 = min(i0 + tile, n), min(j0 + tile, n)
-            for k in range(inv_g.size):
-                ig = inv_g[k]
-                acc = 0.0
-                for i in range(i0, i1):
-                    xi = x[i]
-                    row = zero
-                    for j in range(max(j0, i + 1), j1):
-                        u = (xi - x[j]) * ig
-                        s = u * u
-                        p = (((c[4] * s + c[3]) * s + c[2]) * s + c[1]) * s + c[0]
-                        row += p * exp(-half * s)
-                    acc += row
-                out[t, k] = acc
-        return out
-
-    @njit(parallel=True, fastmath=True, cache=True)
-    def lscv_pairs(Yt, tiles, tile, a):
-        """partial[t, k] = (sum exp(-a_k s), sum exp(-2 a_k s)) over tile t's pairs, s = |y_i - y_j|^2."""
-        d, n = Yt.shape
-        out = np.zeros((tiles.shape[0], a.size, 2))
-        for t in prange(tiles.shape[0]):
-            i0, j0 = tiles[t, 0], tiles[t, 1]
-            i1, j1 = min(i0 + tile, n), min(j0 + tile, n)
-            s = np.empty(tile, dtype=Yt.dtype)
+@njit(parallel=True, fastmath=True, cache=True)
+def _hermite_pairs(x, tiles, tile, inv_g, c):
+    """partial[t, k] = sum over tile t's pairs of P(s) exp(-s/2), s = ((x_i - x_j) inv_g[k])^2."""
+    n = x.size
+    half, zero = like(0.5, x), like(0.0, x)
+    out = np.zeros((tiles.shape[0], inv_g.size))
+    for t in prange(tiles.shape[0]):
+        i0, j0 = tiles[t, 0], tiles[t, 1]
+        i1, j1 = min(i0 + tile, n), min(j0 + tile, n)
+        for k in range(inv_g.size):
+            ig = inv_g[k]
+            acc = 0.0
             for i in range(i0, i1):
-                start = max(j0, i + 1)
-                length = j1 - start
-                if length <= 0:
-                    continue
-                s[:length] = zero
-                for c in range(d):
-                    yi = Yt[c, i]
-                    for jj in range(length):
-                        diff = yi - Yt[c, start + jj]
-                        s[jj] += diff * diff
-                for k in range(a.size):
-                    ak = a[k]
-                    r1 = zero
-                    r2 = zero
-                    for jj in range(length):
-                        e = exp(-ak * s[jj])
-                        r1 += e
-                        r2 += e * e
-                    out[t, k, 0] += r1
-                    out[t, k, 1] += r2
-        return out
-
-    return hermite_pairs, lscv_pairs
+                xi = x[i]
+                row = zero
+                for j in range(max(j0, i + 1), j1):
+                    u = (xi - x[j]) * ig
+                    s = u * u
+                    p = (((c[4] * s + c[3]) * s + c[2]) * s + c[1]) * s + c[0]
+                    row += p * exp(-half * s)
+                acc += row
+            out[t, k] = acc
+    return out
 
 
-@cache
-def _kernel_sum_loop(ftype, kind: str):
-    """The KDE sum loop for one precision and one kernel profile."""
-    m = make_math(ftype)
-    profile, zero = getattr(m, kind), m.zero
+@njit(inline="always", fastmath=True, cache=True)
+def _squared_distances(s, At, a, Bt, start, length):
+    """s[:length] = |A[a] - B[start + jj]|^2 for jj < length; At, Bt are (d, n) column data."""
+    s[:length] = like(0.0, s)
+    for c in range(At.shape[0]):
+        ac = At[c, a]
+        for jj in range(length):
+            diff = ac - Bt[c, start + jj]
+            s[jj] += diff * diff
 
-    @njit(parallel=True, fastmath=True, cache=True)
-    def kernel_sums(Zt, Qt, w, chunks, qblock, zblock):
-        """partial[c, q] = sum over data chunk c of w_i k(|q - z_i|^2)."""
-        d, n = Zt.shape
-        nq = Qt.shape[1]
-        chunk = -(-n // chunks)
-        nqb = -(-nq // qblock)
-        out = np.zeros((chunks, nq))
-        for task in prange(nqb * chunks):
-            qb, c = task // chunks, task % chunks
-            q0, q1 = qb * qblock, min(qb * qblock + qblock, nq)
-            z0, z1 = c * chunk, min(c * chunk + chunk, n)
-            s = np.empty(zblock, dtype=Zt.dtype)
-            for b in range(z0, z1, zblock):
-                length = min(zblock, z1 - b)
-                for q in range(q0, q1):
-                    s[:length] = zero
-                    for dim in range(d):
-                        qd = Qt[dim, q]
-                        for jj in range(length):
-                            diff = qd - Zt[dim, b + jj]
-                            s[jj] += diff * diff
-                    row = zero
-                    for jj in range(length):
-                        row += w[b + jj] * profile(s[jj])
-                    out[c, q] += row
-        return out
 
-    return kernel_sums
+@njit(parallel=True, fastmath=True, cache=True)
+def _lscv_pairs(Yt, tiles, tile, a):
+    """partial[t, k] = (sum exp(-a_k s), sum exp(-2 a_k s)) over tile t's pairs, s = |y_i - y_j|^2."""
+    n = Yt.shape[1]
+    zero = like(0.0, Yt)
+    out = np.zeros((tiles.shape[0], a.size, 2))
+    for t in prange(tiles.shape[0]):
+        i0, j0 = tiles[t, 0], tiles[t, 1]
+        i1, j1 = min(i0 + tile, n), min(j0 + tile, n)
+        s = np.empty(tile, dtype=Yt.dtype)
+        for i in range(i0, i1):
+            start = max(j0, i + 1)
+            length = j1 - start
+            if length <= 0:
+                continue
+            _squared_distances(s, Yt, i, Yt, start, length)
+            for k in range(a.size):
+                ak = a[k]
+                r1 = zero
+                r2 = zero
+                for jj in range(length):
+                    e = exp(-ak * s[jj])
+                    r1 += e
+                    r2 += e * e
+                out[t, k, 0] += r1
+                out[t, k, 1] += r2
+    return out
+
+
+@njit(fastmath=True, cache=True)
+def _profile_sum(KIND, s, w, b, length):
+    row = like(0.0, s)
+    for jj in range(length):
+        row += w[b + jj] * profile(KIND, s[jj])
+    return row
+
+
+@njit(fastmath=True, cache=True)
+def _weighted_profile_sum(kind, s, w, b, length):
+    """sum_jj w[b + jj] k(s[jj]): one branch per kernel, each a loop with a constant kernel,
+    so that the branch sits outside the loop and the loop vectorises."""
+    if kind == 0:
+        return _profile_sum(0, s, w, b, length)
+    if kind == 1:
+        return _profile_sum(1, s, w, b, length)
+    if kind == 2:
+        return _profile_sum(2, s, w, b, length)
+    if kind == 3:
+        return _profile_sum(3, s, w, b, length)
+    if kind == 4:
+        return _profile_sum(4, s, w, b, length)
+    return _profile_sum(5, s, w, b, length)
+
+
+@njit(parallel=True, fastmath=True, cache=True)
+def _kernel_sums(Zt, Qt, w, kind, chunks, qblock, zblock):
+    """partial[c, q] = sum over data chunk c of w_i k(|q - z_i|^2), k = profile number ``kind``."""
+    n = Zt.shape[1]
+    nq = Qt.shape[1]
+    chunk = -(-n // chunks)
+    nqb = -(-nq // qblock)
+    out = np.zeros((chunks, nq))
+    for task in prange(nqb * chunks):
+        qb, c = task // chunks, task % chunks
+        q0, q1 = qb * qblock, min(qb * qblock + qblock, nq)
+        z0, z1 = c * chunk, min(c * chunk + chunk, n)
+        s = np.empty(zblock, dtype=Zt.dtype)
+        for b in range(z0, z1, zblock):
+            length = min(zblock, z1 - b)
+            for q in range(q0, q1):
+                _squared_distances(s, Qt, q, Zt, b, length)
+                out[c, q] += _weighted_profile_sum(kind, s, w, b, length)
+    return out
 
 
 def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
@@ -191,8 +193,7 @@ def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> 
     xc = _centred(np.asarray(x, dtype=np.float64).reshape(-1, 1), ftype)[0]
     scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
     tiles, tile = _tiles(xc.size, TILE_1D)
-    hermite_pairs, _ = _pair_loops(ftype)
-    partial = hermite_pairs(xc, tiles, tile, (1.0 / scales).astype(ftype), _hermite_in_s(order).astype(ftype))
+    partial = _hermite_pairs(xc, tiles, tile, (1.0 / scales).astype(ftype), _hermite_in_s(order).astype(ftype))
     return partial.sum(axis=0) / _SQRT_2PI
 
 
@@ -208,8 +209,7 @@ def pair_sum_sq(Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> 
     Yt = _centred(np.asarray(Y, dtype=np.float64).reshape(len(Y), -1), ftype)
     h = np.atleast_1d(np.asarray(params, dtype=np.float64))
     tiles, tile = _tiles(Yt.shape[1], TILE_SQ)
-    _, lscv_pairs = _pair_loops(ftype)
-    return lscv_pairs(Yt, tiles, tile, (1.0 / (4.0 * h * h)).astype(ftype)).sum(axis=0)
+    return _lscv_pairs(Yt, tiles, tile, (1.0 / (4.0 * h * h)).astype(ftype)).sum(axis=0)
 
 
 def kernel_sum(
@@ -234,5 +234,4 @@ def kernel_sum(
     query_blocks = -(-Q.shape[0] // QUERY_BLOCK)
     wanted = -(-4 * numba.get_num_threads() // query_blocks)  # >= 4 tasks per thread
     chunks = int(max(1, min(wanted, -(-Z.shape[0] // DATA_BLOCK))))
-    loop = _kernel_sum_loop(ftype, kind)
-    return loop(Zt, Qt, w, chunks, QUERY_BLOCK, DATA_BLOCK).sum(axis=0)
+    return _kernel_sums(Zt, Qt, w, PROFILE_CODES[kind], chunks, QUERY_BLOCK, DATA_BLOCK).sum(axis=0)

@@ -61,7 +61,7 @@ def lscv_h_objective(X, h, *, backend: str = "auto", dtype=None):
 
 def _lscv_h_values(Y: np.ndarray, h: np.ndarray, sqrt_det: float, backend, dtype) -> np.ndarray:
     n, d = Y.shape
-    sums = get_backend(backend, dtype).pair_sum_sq(Y, "lscv", h, dtype=dtype)
+    sums = get_backend(backend, dtype, work=0.5 * n * n * h.size).pair_sum_sq(Y, "lscv", h, dtype=dtype)
     return _criterion(np.asarray(sums), n, d, h, sqrt_det)
 
 
@@ -192,7 +192,7 @@ def _minimise_matrix(
     """
     n, d = data.values.shape
     Z = _whiten(data.values, P)
-    be = get_backend(backend, dtype)
+    be = get_backend(backend, dtype, work=0.5 * n * n)
     P_inv_start = linalg.solve_triangular(P, start, lower=True)
     Ms = linalg.cholesky(linalg.solve_triangular(P, P_inv_start.T, lower=True), lower=True)
     theta0 = _pack_lower(Ms, diagonal_only)
@@ -213,7 +213,7 @@ def _minimise_matrix(
                 objective,
                 theta,
                 method="Nelder-Mead",
-                callback=lambda xk: bar.advance(1, status=f"g = {scale * objective(xk):.6g}") if progress else None,
+                callback=_progress_callback(bar, scale),
                 options={
                     "initial_simplex": _initial_simplex(theta, d, step),
                     "xatol": 1e-4,
@@ -233,6 +233,15 @@ def _minimise_matrix(
     PM = P @ M
     H = PM @ PM.T
     return 0.5 * (H + H.T)
+
+
+def _progress_callback(bar, scale: float):
+    """A Nelder-Mead callback advancing ``bar`` by one iteration, showing the best g(H) so far."""
+
+    def callback(intermediate_result):  # SciPy passes the iterate's value under this name
+        bar.advance(1, status=f"g = {scale * intermediate_result.fun:.6g}")
+
+    return callback
 
 
 def _matrix_start(data: Data, start, sigma: np.ndarray) -> np.ndarray:

@@ -50,7 +50,7 @@ def psi_functional(x: np.ndarray, order: int, g: float, *, backend="auto", dtype
         raise ValueError(f"the pilot bandwidth g must be a positive finite number, got {g!r}")
     x = data.values[:, 0]
     n = x.size
-    be = get_backend(backend, dtype)
+    be = get_backend(backend, dtype, work=0.5 * n * n)
     pair_sum = float(be.pair_sum_1d(x, f"gauss_d{order}", np.array([g]), dtype=dtype)[0])
     return (2.0 * pair_sum + n * gauss_derivative_at_zero(order)) / (n * n * g ** (order + 1))
 

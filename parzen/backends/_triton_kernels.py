@@ -1,0 +1,177 @@
+"""Triton kernels of the GPU backend: one program per (row block, group of column blocks).
+
+Each program keeps a 2-D accumulator tile in registers across its column blocks and reduces
+it once at the end (a tree sum), so the work per pair is only the pair's own arithmetic; the
+programs' partial sums are combined in float64 by the host wrapper (:mod:`parzen.backends.gpu`).
+
+Tiling of the triangle i < j (paper 000, section 5.4): with ``TRIANGLE`` the row and column
+arrays are the same and a program of row block ``bi`` visits column blocks ``bj >= bi``,
+masking j <= i only on the diagonal block; without it (two different chunks of data streamed
+through the GPU) it visits every column block of its group.  Rows beyond n are padded by the
+wrapper with points so far from everything that their terms are exactly 0 (see ``_pad``), so
+interior tiles need no masks.
+
+Exponentials use ``exp2`` (one MUFU instruction in float32) with log2(e) folded into the
+scales by the wrapper.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _column_range(bi, group, n_col_blocks, TRIANGLE: tl.constexpr, GROUP: tl.constexpr):
+    first = group * GROUP
+    if TRIANGLE:
+        first += bi
+    return first, tl.minimum(first + GROUP, n_col_blocks)
+
+
+@triton.jit
+def _polynomial(t, c0, c1, c2, c3, c4, DEGREE: tl.constexpr):
+    """c0 + c1 t + ... + c_DEGREE t^DEGREE by Horner's rule."""
+    if DEGREE == 4:
+        p = (((c4 * t + c3) * t + c2) * t + c1) * t + c0
+    elif DEGREE == 3:
+        p = ((c3 * t + c2) * t + c1) * t + c0
+    elif DEGREE == 2:
+        p = (c2 * t + c1) * t + c0
+    elif DEGREE == 1:
+        p = c1 * t + c0
+    else:
+        p = c0 + 0.0 * t
+    return p
+
+
+@triton.jit
+def hermite_pairs_kernel(
+    x_rows, x_cols, n_col_blocks, params, out,
+    TRIANGLE: tl.constexpr, DEGREE: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr,
+):
+    """out[bi, group] = sum over the program's pairs of P(t) 2^-t, t = scale2 (x_i - x_j)^2.
+
+    ``params`` = (c0, ..., c4, scale2, s_max) in the data's float type (a Python float
+    argument would be passed as float32, which rounds them in float64 runs);
+    P(t) = c0 + c1 t + ... + c_DEGREE t^DEGREE; t is clamped at s_max (where 2^-t is 0) so
+    that P never overflows.
+    """
+    c0, c1, c2, c3, c4 = tl.load(params), tl.load(params + 1), tl.load(params + 2), tl.load(params + 3), tl.load(params + 4)
+    scale2, s_max = tl.load(params + 5), tl.load(params + 6)
+    bi = tl.program_id(0)
+    group = tl.program_id(1)
+    first, last = _column_range(bi, group, n_col_blocks, TRIANGLE, GROUP)
+    offs = tl.arange(0, BLOCK)
+    xi = tl.load(x_rows + bi * BLOCK + offs)
+    acc = tl.zeros((BLOCK, BLOCK), dtype=xi.dtype)
+    for bj in range(first, last):
+        xj = tl.load(x_cols + bj * BLOCK + offs)
+        diff = xi[:, None] - xj[None, :]
+        t = tl.minimum(diff * diff * scale2, s_max)
+        term = _polynomial(t, c0, c1, c2, c3, c4, DEGREE) * tl.exp2(-t)
+        if TRIANGLE:  # noqa: SIM102  (a compile-time branch; Triton cannot mix it with a runtime "and")
+            if bj == bi:
+                term = tl.where(offs[None, :] > offs[:, None], term, 0.0)
+        acc += term
+    tl.store(out + bi * tl.num_programs(1) + group, tl.sum(tl.sum(acc, axis=1), axis=0).to(tl.float64))
+
+
+@triton.jit
+def _squared_distances(y_rows, y_cols, bi, bj, d, n_rows_padded, n_cols_padded, offs, BLOCK: tl.constexpr):
+    """(BLOCK, BLOCK) tile of |y_i - y_j|^2; y_* are (d, n_padded) row-major."""
+    yi = tl.load(y_rows + bi * BLOCK + offs)
+    yj = tl.load(y_cols + bj * BLOCK + offs)
+    diff = yi[:, None] - yj[None, :]
+    s = diff * diff
+    for c in range(1, d):
+        yi = tl.load(y_rows + c * n_rows_padded + bi * BLOCK + offs)
+        yj = tl.load(y_cols + c * n_cols_padded + bj * BLOCK + offs)
+        diff = yi[:, None] - yj[None, :]
+        s += diff * diff
+    return s
+
+
+@triton.jit
+def lscv_pairs_kernel(
+    y_rows, y_cols, d, n_rows_padded, n_cols_padded, n_col_blocks, a, n_a, out,
+    TRIANGLE: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, SCALES: tl.constexpr,
+):
+    """out[program, k] = (sum 2^(-a_k s), sum 2^(-2 a_k s)) over the program's pairs.
+
+    s = |y_i - y_j|^2.  The scales are taken ``SCALES`` at a time (``a`` is padded to a
+    multiple of SCALES); for each batch a (SCALES, BLOCK, BLOCK) accumulator stays in
+    registers across the program's column blocks and is reduced once, so s costs d
+    multiply-adds per pair per batch and each scale one exp2 per pair.
+    """
+    bi = tl.program_id(0)
+    group = tl.program_id(1)
+    program = bi * tl.num_programs(1) + group
+    first, last = _column_range(bi, group, n_col_blocks, TRIANGLE, GROUP)
+    offs = tl.arange(0, BLOCK)
+    batch = tl.arange(0, SCALES)
+    for k0 in range(0, n_a, SCALES):
+        a_batch = tl.load(a + k0 + batch)
+        acc1 = tl.zeros((SCALES, BLOCK, BLOCK), dtype=a_batch.dtype)
+        acc2 = tl.zeros((SCALES, BLOCK, BLOCK), dtype=a_batch.dtype)
+        for bj in range(first, last):
+            s = _squared_distances(y_rows, y_cols, bi, bj, d, n_rows_padded, n_cols_padded, offs, BLOCK)
+            if TRIANGLE:  # noqa: SIM102  (a compile-time branch; Triton cannot mix it with a runtime "and")
+                if bj == bi:  # i >= j: an infinite distance gives 2^-inf = 0
+                    s = tl.where(offs[None, :] > offs[:, None], s, float("inf"))
+            e = tl.exp2(-a_batch[:, None, None] * s[None, :, :])
+            acc1 += e
+            acc2 += e * e
+        slot = out + (program * n_a + k0 + batch) * 2
+        tl.store(slot, tl.sum(tl.sum(acc1, axis=2), axis=1).to(tl.float64), mask=k0 + batch < n_a)
+        tl.store(slot + 1, tl.sum(tl.sum(acc2, axis=2), axis=1).to(tl.float64), mask=k0 + batch < n_a)
+
+
+@triton.jit
+def _profile(s, KIND: tl.constexpr):
+    """Radial kernel profiles k(s), s = |u|^2 (parzen.kernels); gaussian takes s in log2 units."""
+    if KIND == 0:  # gaussian: the wrapper scales so that k = 2^-s
+        return tl.exp2(-s)
+    elif KIND == 1:  # epanechnikov
+        return tl.maximum(1.0 - s, 0.0)
+    elif KIND == 2:  # uniform
+        return tl.where(s <= 1.0, 1.0, 0.0)
+    elif KIND == 3:  # triangular
+        return tl.maximum(1.0 - tl.sqrt(s), 0.0)
+    elif KIND == 4:  # biweight
+        t = tl.maximum(1.0 - s, 0.0)
+        return t * t
+    else:  # cosine
+        return tl.where(s <= 1.0, tl.cos(1.5707963267948966 * tl.sqrt(tl.minimum(s, 1.0))), 0.0)
+
+
+@triton.jit
+def kernel_sum_kernel(
+    zt, qt, w, d, n_padded, m_padded, chunk_blocks, out,
+    KIND: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr,
+):
+    """out[chunk, q] = sum over the chunk's data points i of w_i k(|q - z_i|^2).
+
+    zt (d, n_padded) and qt (d, m_padded) row-major; padded data points carry weight 0.
+    """
+    qb = tl.program_id(0)
+    chunk = tl.program_id(1)
+    q_offs = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    z_range = tl.arange(0, BLOCK_Z)
+    first = chunk * chunk_blocks
+    last = tl.minimum(first + chunk_blocks, n_padded // BLOCK_Z)
+    acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=zt.dtype.element_ty)
+    for zb in range(first, last):
+        z_offs = zb * BLOCK_Z + z_range
+        qd = tl.load(qt + q_offs)
+        zd = tl.load(zt + z_offs)
+        diff = qd[:, None] - zd[None, :]
+        s = diff * diff
+        for c in range(1, d):
+            qd = tl.load(qt + c * m_padded + q_offs)
+            zd = tl.load(zt + c * n_padded + z_offs)
+            diff = qd[:, None] - zd[None, :]
+            s += diff * diff
+        acc += _profile(s, KIND) * tl.load(w + z_offs)[None, :]
+    tl.store(out + chunk * m_padded + q_offs, tl.sum(acc, axis=1).to(tl.float64))
+

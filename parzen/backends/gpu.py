@@ -1,0 +1,243 @@
+"""The GPU backend: Triton kernels (:mod:`._triton_kernels`) on PyTorch device memory.
+
+The papers' "GPU implementation" (paper 000, sections 5.4-6.2) and the GPU KDE of paper 001,
+with the same three primitives as :mod:`parzen.backends.reference`:
+
+- the pair sums over i < j cover the upper triangle with square tiles; each pair's squared
+  distance is computed once, in registers, and reused for every scale (ERRATA item 7);
+- arithmetic in float32 by default (``dtype=np.float64`` on request), each program's partial
+  sum converted to float64 and the partials added in float64 on the device;
+- data larger than one chunk (:data:`CHUNK_ROWS` rows) are streamed: the pair sums of two
+  chunks are an independent rectangle of the triangle, so only two chunks are on the device
+  at a time and the sum over chunk pairs is exact;
+- data are centred in float64 on the host before any cast.
+
+Without a CUDA GPU the module imports only under ``TRITON_INTERPRET=1``, where Triton runs the
+same kernels on the CPU (slowly; CI uses that for correctness).  Install with
+``pip install 'parzen[gpu]'`` (PyTorch and Triton).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator
+
+import numpy as np
+
+try:
+    import torch
+    import triton
+except ImportError as err:  # pragma: no cover - depends on the installation
+    raise ImportError("the gpu backend needs PyTorch and Triton: pip install 'parzen[gpu]'") from err
+
+#: True when Triton interprets the kernels on the CPU (no GPU; tests and CI).
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+if not INTERPRETED and not torch.cuda.is_available():
+    raise ImportError("the gpu backend needs a CUDA GPU (or TRITON_INTERPRET=1 to interpret its kernels on the CPU)")
+
+from ..kernels import KERNELS, gauss_derivative_even_coefficients
+from . import _triton_kernels as kernels
+from .reference import derivative_order
+
+#: Floating-point types this backend computes in; None means float32, the GPU's fast type.
+DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+DEVICE = torch.device("cpu" if INTERPRETED else "cuda")
+#: Tile sides (rows = columns) of the pair sums, and query x data blocks of the KDE sum.
+TILE_1D, TILE_SQ = (16, 16) if INTERPRETED else (32, 32)
+QUERY_BLOCK, DATA_BLOCK = (16, 16) if INTERPRETED else (64, 64)
+#: Rows of data held on the device at once; bigger data are streamed chunk pair by chunk pair.
+CHUNK_ROWS = 1 << 24
+#: Column groups per row block: bounds the partial sums (1-D sums / sums over many scales).
+GROUPS_1D, GROUPS_SQ = 256, 64
+#: Scales of one LSCV pass over a tile (a power of 2): each needs 2 accumulator tiles in registers.
+SCALES_PER_PASS = 4
+#: Warps per program.
+NUM_WARPS = 4
+#: 2^-t is exactly 0 in float32 and float64 beyond this t; P(t) is clamped there.
+T_ZERO = 2000.0
+#: Largest data size the interpreter tests use (its kernels run at Python speed).
+MAX_TEST_N = 130 if INTERPRETED else None
+_LOG2E = 1.0 / math.log(2.0)
+_MAX_ORDER = 8
+
+
+def _torch_dtype(dtype):
+    return torch.float64 if dtype is not None and np.dtype(dtype) == np.float64 else torch.float32
+
+
+def _chunks(n: int) -> list[slice]:
+    return [slice(start, min(start + CHUNK_ROWS, n)) for start in range(0, n, CHUNK_ROWS)]
+
+
+def _chunk_pairs(n: int) -> Iterator[tuple[slice, slice, bool]]:
+    """The chunk pairs (a, b), a <= b, whose pairs i < j make up the whole triangle."""
+    chunks = _chunks(n)
+    for a, rows in enumerate(chunks):
+        for cols in chunks[a:]:
+            yield rows, cols, rows == cols
+
+
+def _padded(values: np.ndarray, tile: int, edge: float, step: float, fdtype) -> torch.Tensor:
+    """(d, n_padded) device tensor: ``values`` (n, d) plus rows placed far from every point.
+
+    Pad k has first coordinate ``edge + (k + 1) step`` and 0 elsewhere; ``step`` is chosen
+    by the caller so that any pair with a pad has a term of exactly 0, and ``edge`` lies
+    beyond all data (below it, with a negative step, for the columns of a rectangle).
+    """
+    n, d = values.shape
+    n_padded = triton.cdiv(max(n, 1), tile) * tile
+    out = np.zeros((d, n_padded))
+    out[:, :n] = values.T
+    out[0, n:] = edge + step * np.arange(1, n_padded - n + 1)
+    return torch.from_numpy(out).to(device=DEVICE, dtype=fdtype)
+
+
+def _pair_sums(values: np.ndarray, launch, spacing: float, tile: int, fdtype) -> torch.Tensor:
+    """Sum of ``launch(rows, cols, triangle)`` over every chunk pair, on the device.
+
+    ``values`` (n, d) is centred; ``spacing`` is the pad step that zeroes pad terms.
+    """
+    top, bottom = float(values[:, 0].max()), float(values[:, 0].min())
+    total = None
+    for rows, cols, triangle in _chunk_pairs(values.shape[0]):
+        row_tensor = _padded(values[rows], tile, top + spacing, spacing, fdtype)
+        col_tensor = row_tensor if triangle else _padded(values[cols], tile, bottom - spacing, -spacing, fdtype)
+        partial = launch(row_tensor, col_tensor, triangle)
+        total = partial if total is None else total + partial
+    return total
+
+
+def _grid(n_rows_padded: int, n_cols_padded: int, tile: int, groups_per_row: int) -> tuple[int, int, int]:
+    """(row blocks, column groups, column blocks per group) for one chunk pair."""
+    row_blocks, col_blocks = n_rows_padded // tile, n_cols_padded // tile
+    group = triton.cdiv(col_blocks, min(col_blocks, groups_per_row))
+    return row_blocks, triton.cdiv(col_blocks, group), group
+
+
+def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
+    """For each scale g: sum_{i<j} phi^(r)((x_i - x_j) / g), kind = "gauss_d<r>" (r even, <= 8).
+
+    With kappa = log2(e) / 2 and t = kappa ((x_i - x_j)/g)^2 the term is P(t) 2^-t / sqrt(2 pi),
+    P the Hermite polynomial of :func:`parzen.kernels.gauss_derivative_even_coefficients`
+    rescaled to t.  See :func:`parzen.backends.reference.pair_sum_1d`.
+    """
+    order = derivative_order(kind)
+    if order % 2 or order > _MAX_ORDER:
+        raise ValueError(f"the gpu backend sums phi^(r) for even r in 0..{_MAX_ORDER}, got r = {order}")
+    fdtype = _torch_dtype(dtype)
+    x = np.asarray(x, dtype=np.float64).reshape(-1, 1)
+    x = x - x.mean()
+    scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
+    kappa = 0.5 * _LOG2E
+    coef = np.zeros(5)
+    coef[: order // 2 + 1] = gauss_derivative_even_coefficients(order) / kappa ** np.arange(order // 2 + 1)
+    out = np.zeros(scales.size)
+    for k, g in enumerate(scales):
+        scale2 = kappa / (g * g)
+        params = torch.tensor([*coef, scale2, T_ZERO], dtype=fdtype, device=DEVICE)
+
+        def run(rows, cols, triangle, params=params):
+            row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_1D, GROUPS_1D)
+            partial = torch.zeros((row_blocks, n_groups), dtype=torch.float64, device=DEVICE)
+            kernels.hermite_pairs_kernel[(row_blocks, n_groups)](
+                rows, cols, cols.shape[1] // TILE_1D, params, partial,
+                TRIANGLE=triangle, DEGREE=order // 2, BLOCK=TILE_1D, GROUP=group, num_warps=NUM_WARPS,
+            )
+            return partial.sum()
+
+        spacing = math.sqrt(T_ZERO / scale2)
+        out[k] = float(_pair_sums(x, run, spacing, TILE_1D, fdtype))
+    return out / math.sqrt(2.0 * math.pi)
+
+
+def pair_sum_sq(Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> np.ndarray:
+    """(len(h), 2): sum_{i<j} exp(-s / 4h^2) and exp(-s / 2h^2), s = |y_i - y_j|^2 (kind "lscv").
+
+    All scales in one pass over the pairs; see :func:`parzen.backends.reference.pair_sum_sq`.
+    """
+    if kind != "lscv":
+        raise ValueError(f"unknown pair_sum_sq kind {kind!r}; the gpu backend knows 'lscv'")
+    fdtype = _torch_dtype(dtype)
+    Y = np.asarray(Y, dtype=np.float64)
+    Y = Y.reshape(len(Y), -1)
+    Y = Y - Y.mean(axis=0)
+    h = np.atleast_1d(np.asarray(params, dtype=np.float64))
+    a = _LOG2E / (4.0 * h * h)  # exp(-s / 4h^2) = 2^(-a s); the square gives exp(-s / 2h^2)
+    batch = min(SCALES_PER_PASS, triton.next_power_of_2(h.size))
+    a_padded = np.r_[a, np.full(-h.size % batch, a[-1])]  # the padding's sums are not read
+    a_tensor = torch.from_numpy(a_padded).to(device=DEVICE, dtype=fdtype)
+    d = Y.shape[1]
+
+    def run(rows, cols, triangle):
+        row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_SQ, GROUPS_SQ)
+        partial = torch.empty((row_blocks * n_groups, h.size, 2), dtype=torch.float64, device=DEVICE)
+        kernels.lscv_pairs_kernel[(row_blocks, n_groups)](
+            rows, cols, d, rows.shape[1], cols.shape[1], cols.shape[1] // TILE_SQ, a_tensor, h.size, partial,
+            TRIANGLE=triangle, BLOCK=TILE_SQ, GROUP=group, SCALES=batch, num_warps=NUM_WARPS,
+        )
+        return partial.sum(dim=0)
+
+    spacing = math.sqrt(T_ZERO / a.min())
+    return _pair_sums(Y, run, spacing, TILE_SQ, fdtype).cpu().numpy()
+
+
+#: Kernel name -> the KIND constant of ``_triton_kernels._profile``.
+_PROFILE_KIND = {"gaussian": 0, "epanechnikov": 1, "uniform": 2, "triangular": 3, "biweight": 4, "cosine": 5}
+
+
+def kernel_sum(
+    Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
+) -> np.ndarray:
+    """For each query q: sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
+
+    Programs are (block of queries) x (chunk of data), so few queries over many points still
+    fill the GPU; padded data points carry weight 0.  The Gaussian profile exp(-s/2) becomes
+    2^-s by scaling both point sets by sqrt(log2(e)/2).
+    See :func:`parzen.backends.reference.kernel_sum`.
+    """
+    if kind not in KERNELS:
+        raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
+    fdtype = _torch_dtype(dtype)
+    Z = np.asarray(Z, dtype=np.float64)
+    Z = Z.reshape(len(Z), -1)
+    Q = np.asarray(Q, dtype=np.float64).reshape(-1, Z.shape[1])
+    m = Q.shape[0]
+    if m == 0:
+        return np.zeros(0)
+    centre = Z.mean(axis=0)
+    scale = math.sqrt(0.5 * _LOG2E) if kind == "gaussian" else 1.0
+    Z, Q = (Z - centre) * scale, (Q - centre) * scale
+    w = np.ones(Z.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+    out = np.zeros(m)
+    for queries in _chunks(m):
+        q_tensor = _padded(Q[queries], QUERY_BLOCK, 0.0, 0.0, fdtype)
+        for data in _chunks(Z.shape[0]):
+            z_tensor = _padded(Z[data], DATA_BLOCK, 0.0, 0.0, fdtype)
+            w_tensor = torch.zeros(z_tensor.shape[1], dtype=fdtype, device=DEVICE)
+            w_tensor[: data.stop - data.start] = torch.from_numpy(w[data]).to(DEVICE, fdtype)
+            out[queries] += _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind)[: queries.stop - queries.start]
+    return out
+
+
+def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str) -> np.ndarray:
+    """One launch over a chunk of queries and a chunk of data: per-query float64 sums."""
+    d, n_padded = z_tensor.shape
+    m_padded = q_tensor.shape[1]
+    query_blocks, data_blocks = m_padded // QUERY_BLOCK, n_padded // DATA_BLOCK
+    programs = 8 * _multiprocessors()
+    data_chunks = max(1, min(data_blocks, triton.cdiv(programs, query_blocks)))
+    chunk_blocks = triton.cdiv(data_blocks, data_chunks)
+    data_chunks = triton.cdiv(data_blocks, chunk_blocks)
+    partial = torch.zeros((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
+    kernels.kernel_sum_kernel[(query_blocks, data_chunks)](
+        z_tensor, q_tensor, w_tensor, d, n_padded, m_padded, chunk_blocks, partial,
+        KIND=_PROFILE_KIND[kind], BLOCK_Q=QUERY_BLOCK, BLOCK_Z=DATA_BLOCK, num_warps=NUM_WARPS,
+    )
+    return partial.sum(dim=0).cpu().numpy()
+
+
+def _multiprocessors() -> int:
+    if INTERPRETED:
+        return 1
+    return torch.cuda.get_device_properties(DEVICE).multi_processor_count
