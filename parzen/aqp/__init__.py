@@ -1,0 +1,13 @@
+"""Approximate query processing: density synopses of database tables (DuckDB by default).
+
+    from parzen.aqp import Engine
+    engine = Engine("flights.duckdb")
+    engine.build("flights", group_by=["carrier"])
+    engine.query("SELECT AVG(arr_delay) FROM flights WHERE distance BETWEEN 500 AND 1000")
+"""
+
+from .engine import Engine, StaleSynopsisWarning
+from .sql import UnsupportedQuery
+from .synopsis import CorruptSynopsis
+
+__all__ = ["CorruptSynopsis", "Engine", "StaleSynopsisWarning", "UnsupportedQuery"]

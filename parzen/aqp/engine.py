@@ -1,0 +1,320 @@
+"""The AQP engine: build synopses of DuckDB tables and answer aggregate SQL from them."""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from . import store
+from .build import build_synopsis, quote
+from .estimate import Estimate, SampleView, row_terms, sum_variance, z_value
+from .sql import AggregateQuery, UnsupportedQuery, parse, read_only_sql, to_sql
+from .synopsis import Synopsis
+
+
+class StaleSynopsisWarning(UserWarning):
+    """The table's row count changed since its synopsis was built."""
+
+
+class Engine:
+    """Approximate answers to ``SELECT COUNT/SUM/AVG ... WHERE ranges [GROUP BY]`` from density synopses.
+
+    ``database`` is a DuckDB file path (created if missing), ``":memory:"`` or an open
+    ``duckdb`` connection.  Synopses are stored in the database (table ``parzen_synopses``)
+    and reloaded by a new Engine.
+    """
+
+    def __init__(self, database, *, read_only: bool = False) -> None:
+        if isinstance(database, duckdb.DuckDBPyConnection):
+            self.con = database
+        else:
+            path = str(database)
+            if read_only and path != ":memory:" and not Path(path).exists():
+                raise ValueError(f"no database file {path!r}")
+            self.con = duckdb.connect(path, read_only=read_only)
+        self._cache: dict[str, Synopsis] = {}
+        self._views: dict[str, list] = {}
+
+    # --- synopses -------------------------------------------------------------------------
+
+    def build(self, table: str, columns=None, *, sample: int = 100_000, bandwidth="plugin", group_by=None,
+              seed: int = 0, progress: bool = False) -> Synopsis:
+        """Read ``table`` once and store its synopsis.
+
+        ``columns``: numeric columns to model (default: all numeric ones).  ``sample``: rows in
+        the uniform sample (DuckDB's reservoir sampling).  ``bandwidth``: "plugin" (default),
+        "scott", "silverman", "normal_scale", a number, or a dict column -> number; selected per
+        column on <= 10 000 sampled values and rescaled to the sample size by n^(-1/5).
+        ``group_by``: categorical columns for GROUP BY and IN/= predicates: their groups get
+        exact totals and a stratified sample (each group >= 1000 rows, or all of it).
+        """
+        synopsis = build_synopsis(self.con, table, columns=columns, sample=sample, bandwidth=bandwidth,
+                                  group_by=group_by, seed=seed, progress=progress)
+        store.save(self.con, synopsis)
+        self._cache[table] = synopsis
+        self._views.pop(table, None)
+        return synopsis
+
+    def refresh(self, table: str, *, progress: bool = False) -> Synopsis:
+        """Rebuild ``table``'s synopsis with the columns and groups it had (for stale or corrupt ones)."""
+        try:
+            old = self.synopsis(table)
+            options = {"columns": list(old.models), "sample": max(old.sample_size, 10), "group_by": old.group_by}
+        except ValueError:
+            options = {}
+        return self.build(table, progress=progress, **options)
+
+    def synopsis(self, table: str) -> Synopsis:
+        """The stored synopsis of ``table`` (loaded once; a stale one warns when it is loaded)."""
+        if table not in self._cache:
+            synopsis = store.load(self.con, table)
+            self._check_fresh(synopsis)
+            self._cache[table] = synopsis
+        return self._cache[table]
+
+    def list(self) -> pd.DataFrame:
+        """One row per stored synopsis: columns, rows then and now, staleness, bytes, build time."""
+        rows = []
+        for table in store.stored_tables(self.con):
+            s = self.synopsis(table)
+            current = self._row_count(table)
+            size = s.nbytes()
+            rows.append({
+                "table": table, "columns": len(s.models), "group_by": ", ".join(s.group_by),
+                "sample rows": s.sample_size, "rows at build": s.row_count, "rows now": current,
+                "stale": current != s.row_count, "bytes": size["total"], "built at": s.built_at,
+                "build s": round(s.build_seconds, 3),
+            })
+        return pd.DataFrame(rows)
+
+    def _row_count(self, table: str) -> int | None:
+        try:
+            return int(self.con.execute(f"SELECT COUNT(*) FROM {quote(table)}").fetchone()[0])
+        except duckdb.CatalogException:  # the table was dropped: report it, do not fail the listing
+            return None
+
+    # --- queries --------------------------------------------------------------------------
+
+    def query(self, sql: str, *, exact: bool = False, with_error: bool = False, confidence: float = 0.95) -> pd.DataFrame:
+        """The answer to ``sql`` as a DataFrame shaped like DuckDB's (one row per group).
+
+        ``exact=True`` runs the query in DuckDB (any read-only SELECT, re-generated by sqlglot).
+        ``with_error=True`` adds ``<name> low`` / ``<name> high`` columns: a normal-theory
+        interval at ``confidence`` from the sample variance of the per-row kernel masses
+        (finite-population corrected; stratified over groups).  It covers the sampling error,
+        not the smoothing bias.  ``df.attrs["seconds"]`` holds the latency.
+        """
+        started = time.perf_counter()
+        if exact:
+            result = self._exact(sql)
+        else:
+            query = parse(sql)
+            result = self._approximate(query, with_error, z_value(confidence))
+        result.attrs["seconds"] = time.perf_counter() - started
+        return result
+
+    def compare(self, sql: str) -> pd.DataFrame:
+        """Approximate beside exact: per aggregate, both values and the relative error.
+
+        ``attrs["approximate_seconds"]`` and ``attrs["exact_seconds"]`` hold the latencies.
+        """
+        query = parse(sql)
+        approx = self.query(sql)
+        exact = self._run(to_sql(query))
+        keys = list(query.group_by)
+        merged = approx.merge(exact, on=keys, how="outer", suffixes=(" approx", " exact")) if keys else \
+            approx.add_suffix(" approx").join(exact.add_suffix(" exact"))
+        for a in query.aggregates:
+            e = merged[f"{a.name} exact"].astype(float)
+            merged[f"{a.name} rel. error"] = (merged[f"{a.name} approx"] - e).abs() / e.abs()
+        merged.attrs = {"approximate_seconds": approx.attrs["seconds"], "exact_seconds": exact.attrs["seconds"]}
+        return merged
+
+    def _exact(self, sql: str) -> pd.DataFrame:
+        text, tables = read_only_sql(sql)
+        known = {r[0] for r in self.con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        missing = sorted(tables - known)
+        if missing:
+            raise ValueError(f"no table {missing[0]!r} in the database; its tables: {', '.join(sorted(known))}")
+        return self._run(text)
+
+    def _run(self, text: str) -> pd.DataFrame:
+        started = time.perf_counter()
+        frame = self.con.execute(text).df()
+        frame.attrs["seconds"] = time.perf_counter() - started
+        return frame
+
+    def _approximate(self, query: AggregateQuery, with_error: bool, z: float) -> pd.DataFrame:
+        synopsis = self.synopsis(query.table)
+        _check_columns(query, synopsis)
+        z = z if with_error else None
+        if query.group_by or query.members or set(query.ranges) & set(synopsis.group_by):
+            groups = {}
+            for key, strata in _matching_strata(query, synopsis, self._strata(synopsis)).items():
+                groups[key] = _answers(query, synopsis, strata, z)
+        else:
+            whole = self._strata(synopsis)[0]
+            groups = {(): _answers(query, synopsis, [whole[1]], z)}
+        return _frame(query, groups, with_error)
+
+    def _strata(self, synopsis: Synopsis) -> list[tuple[tuple, Stratum]]:
+        """[(key, stratum)]: the whole table (key ()) first, then each group of the synopsis."""
+        if synopsis.table not in self._views:
+            out = [((), Stratum(synopsis.row_count, synopsis.totals, SampleView(synopsis.sample), synopsis.models))]
+            base_n = synopsis.sample_size
+            for g in synopsis.groups:
+                n_g = g.stop - g.start
+                scale = (base_n / n_g) ** 0.2 if n_g > 0 else 1.0  # h ~ n^(-1/5) for the stratum's sample
+                models = {c: replace(m, bandwidth=m.bandwidth * scale) for c, m in synopsis.models.items()}
+                view = SampleView({c: v[g.start:g.stop] for c, v in synopsis.group_sample.items()})
+                out.append((g.key, Stratum(g.rows, g.totals, view, models)))
+            self._views[synopsis.table] = out
+        return self._views[synopsis.table]
+
+    def _check_fresh(self, synopsis: Synopsis) -> None:
+        now = self._row_count(synopsis.table)
+        if now != synopsis.row_count:
+            warnings.warn(
+                f"the synopsis of {synopsis.table!r} was built at {synopsis.row_count} rows, the table has {now}; "
+                f"answers describe the old data: engine.refresh({synopsis.table!r}) rebuilds it",
+                StaleSynopsisWarning, stacklevel=3,
+            )
+
+
+def _check_columns(query: AggregateQuery, synopsis: Synopsis) -> None:
+    categorical = set(synopsis.group_by)
+    for column in set(query.group_by) | set(query.members):
+        if column not in categorical:
+            raise UnsupportedQuery(
+                f"GROUP BY / IN / = on {column!r}, which the synopsis has no groups for "
+                f"(rebuild with group_by=[{column!r}, ...])"
+            )
+    for column in query.ranges:
+        if column not in synopsis.models and column not in categorical:
+            raise ValueError(f"the synopsis of {synopsis.table!r} has no column {column!r}; "
+                             f"modelled: {', '.join(synopsis.models)}")
+    for a in query.aggregates:
+        if a.column is not None and a.column not in synopsis.models:
+            raise ValueError(f"{a.func.upper()}({a.column}): the synopsis of {synopsis.table!r} models no numeric "
+                             f"column {a.column!r}; modelled: {', '.join(synopsis.models)}")
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """Rows of one group (or the whole table): exact totals, sample and per-column kernels."""
+
+    rows: int
+    totals: dict[str, tuple[int, float]]
+    view: SampleView
+    models: dict
+
+
+def _matching_strata(query: AggregateQuery, synopsis: Synopsis, strata) -> dict[tuple, list[Stratum]]:
+    """The synopsis's groups that pass the query's IN / = / range filters, by output group key."""
+    positions = [synopsis.group_by.index(g) for g in query.group_by]
+    chosen: dict[tuple, list[Stratum]] = {}
+    for key, stratum in strata[1:]:
+        if _key_matches(key, synopsis.group_by, query):
+            chosen.setdefault(tuple(key[p] for p in positions), []).append(stratum)
+    return chosen
+
+
+def _key_matches(key: tuple, group_by: tuple, query: AggregateQuery) -> bool:
+    for column, value in zip(group_by, key):
+        if column in query.members and not any(_same(value, v) for v in query.members[column]):
+            return False
+        if column in query.ranges and (
+            value is None or isinstance(value, str) or not query.ranges[column].contains(float(value))
+        ):
+            return False
+    return True
+
+
+def _same(stored, literal) -> bool:
+    if isinstance(literal, str) or isinstance(stored, str):
+        return str(stored) == str(literal)
+    return stored is not None and float(stored) == float(literal)
+
+
+def _answers(query: AggregateQuery, synopsis: Synopsis, strata: list[Stratum], z: float | None) -> dict[str, Estimate]:
+    """Per aggregate, the estimate over the union of ``strata`` (stratified: totals add up).
+
+    COUNT and SUM: sum over strata of rows_s * mean_s(terms); AVG: the ratio of the summed SUM
+    and COUNT(col) totals; interval variances add over strata (delta method for AVG).
+    Without numeric predicates the exact totals answer.
+    """
+    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
+    if not ranges:
+        return {a.name: _exact_total(a, strata) for a in query.aggregates}
+    aggregated = {a.column for a in query.aggregates if a.column is not None}
+    terms = [row_terms(s.view, s.models, ranges, aggregated) for s in strata]
+    out = {}
+    for a in query.aggregates:
+        if a.func == "count":
+            num = [t.count if a.column is None else t.count_y[a.column] for t in terms]
+        else:
+            num = [t.sum_y[a.column] for t in terms]
+        num_total = sum(_scaled_sum(x, t.n, s.rows) for x, t, s in zip(num, terms, strata))
+        if a.func != "avg":
+            out[a.name] = _with_interval(num_total, num, terms, strata, z, scale=1.0)
+            continue
+        den = [t.count_y[a.column] for t in terms]
+        den_total = sum(_scaled_sum(x, t.n, s.rows) for x, t, s in zip(den, terms, strata))
+        if den_total <= 0:
+            out[a.name] = Estimate(math.nan, math.nan, math.nan)
+            continue
+        r = num_total / den_total
+        linear = [x - r * y for x, y in zip(num, den)]
+        out[a.name] = _with_interval(r, linear, terms, strata, z, scale=1.0 / den_total)
+    return out
+
+
+def _scaled_sum(x: np.ndarray, n: int, rows: int) -> float:
+    return rows * float(x.sum()) / n if n else 0.0
+
+
+def _with_interval(value, parts, terms, strata, z, *, scale: float) -> Estimate:
+    if z is None:
+        return Estimate(value)
+    se = scale * math.sqrt(sum(sum_variance(x, t.n, s.rows) for x, t, s in zip(parts, terms, strata)))
+    return Estimate(value, value - z * se, value + z * se)
+
+
+def _exact_total(a, strata: list[Stratum]) -> Estimate:
+    rows = sum(s.rows for s in strata)
+    if a.func == "count" and a.column is None:
+        value = float(rows)
+    else:
+        count = sum(s.totals[a.column][0] for s in strata)
+        total = sum(s.totals[a.column][1] for s in strata)
+        value = {"count": float(count), "sum": total}.get(a.func, total / count if count else math.nan)
+    return Estimate(value, value, value)
+
+
+def _frame(query: AggregateQuery, groups: dict, with_error: bool) -> pd.DataFrame:
+    rows = []
+    for key in sorted(groups, key=lambda k: tuple((v is None, str(v) if isinstance(v, str) else v) for v in k)):
+        answers = groups[key]
+        row = dict(zip(query.group_by, key))
+        for item in query.select:
+            if isinstance(item, str):
+                continue
+            estimate = answers[item.name]
+            row[item.name] = estimate.value
+            if with_error:
+                row[f"{item.name} low"], row[f"{item.name} high"] = estimate.low, estimate.high
+        rows.append(row)
+    columns = []
+    for item in query.select:
+        name = item if isinstance(item, str) else item.name
+        columns.append(name)
+        if with_error and not isinstance(item, str):
+            columns += [f"{name} low", f"{name} high"]
+    return pd.DataFrame(rows, columns=columns)

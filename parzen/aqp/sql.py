@@ -1,0 +1,312 @@
+"""The SQL subset that density synopses answer, parsed with sqlglot and re-generated.
+
+    SELECT [g, ...,] COUNT(*) | COUNT(col) | SUM(col) | AVG(col) [AS alias], ...
+    FROM table
+    [WHERE p AND p AND ...]     p: col BETWEEN a AND b | col <, <=, >, >=, = number
+                                   | col = 'text' | col IN (v, ...)
+    [GROUP BY g, ...]
+
+Anything else raises :class:`UnsupportedQuery`, which names the construct and suggests
+``exact=True``.  The exact path never runs the user's text: it runs :func:`to_sql` of the
+parsed query, so only what this module understood reaches the database.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+#: Output column names DuckDB gives unaliased aggregates (kept so answers look alike).
+_DEFAULT_NAME = {"count": "count({})", "sum": "sum({})", "avg": "avg({})"}
+_AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg"}
+#: Comparison -> (is the literal a lower bound when the column is on the left, inclusive).
+_COMPARISONS = {exp.GT: (True, False), exp.GTE: (True, True), exp.LT: (False, False), exp.LTE: (False, True)}
+
+
+class UnsupportedQuery(ValueError):
+    """The query is outside the subset a synopsis answers; ``exact=True`` runs it in the database."""
+
+    def __init__(self, construct: str) -> None:
+        super().__init__(
+            f"{construct} is not supported by the approximate engine (it answers SELECT COUNT/SUM/AVG "
+            "FROM one table WHERE range and IN predicates joined by AND, GROUP BY columns); "
+            "pass exact=True (CLI: --exact) to run it in the database"
+        )
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """COUNT(*) (column None), COUNT(col), SUM(col) or AVG(col), named as in the answer."""
+
+    func: str
+    column: str | None
+    name: str
+
+
+@dataclass(frozen=True)
+class Range:
+    """low <(=) column <(=) high; None means unbounded."""
+
+    column: str
+    low: float | None = None
+    high: float | None = None
+    low_inclusive: bool = True
+    high_inclusive: bool = True
+
+    def intersect(self, other: Range) -> Range:
+        low, low_inc = _tighter(self.low, self.low_inclusive, other.low, other.low_inclusive, max)
+        high, high_inc = _tighter(self.high, self.high_inclusive, other.high, other.high_inclusive, min)
+        return Range(self.column, low, high, low_inc, high_inc)
+
+    def contains(self, value: float) -> bool:
+        above = self.low is None or value > self.low or (self.low_inclusive and value == self.low)
+        below = self.high is None or value < self.high or (self.high_inclusive and value == self.high)
+        return above and below
+
+
+def _tighter(a, a_inc, b, b_inc, pick):
+    if a is None:
+        return b, b_inc
+    if b is None or a == b:
+        return a, (a_inc and b_inc) if b is not None else a_inc
+    return (a, a_inc) if pick(a, b) == a else (b, b_inc)
+
+
+@dataclass(frozen=True)
+class AggregateQuery:
+    """A parsed query: ``select`` lists output columns in order (group column names or aggregates)."""
+
+    table: str
+    select: tuple[str | Aggregate, ...]
+    ranges: dict[str, Range] = field(default_factory=dict)
+    members: dict[str, frozenset] = field(default_factory=dict)
+    group_by: tuple[str, ...] = ()
+
+    @property
+    def aggregates(self) -> tuple[Aggregate, ...]:
+        return tuple(item for item in self.select if isinstance(item, Aggregate))
+
+    @property
+    def columns(self) -> set[str]:
+        """Every column the query reads."""
+        used = set(self.ranges) | set(self.members) | set(self.group_by)
+        return used | {a.column for a in self.aggregates if a.column is not None}
+
+
+def parse(sql: str) -> AggregateQuery:
+    """Parse ``sql`` into an :class:`AggregateQuery`, or raise :class:`UnsupportedQuery`."""
+    try:
+        statements = sqlglot.parse(sql, read="duckdb")
+    except ParseError as err:
+        raise ValueError(f"could not parse the SQL: {err}") from err
+    if len(statements) != 1 or statements[0] is None:
+        raise UnsupportedQuery(f"{len(statements)} statements (give exactly one SELECT)")
+    tree = statements[0]
+    if not isinstance(tree, exp.Select):
+        raise UnsupportedQuery(f"{tree.sql(dialect='duckdb')!r} (not a SELECT statement)")
+    for arg, construct in (("joins", "JOIN"), ("having", "HAVING"), ("order", "ORDER BY"), ("limit", "LIMIT"),
+                           ("offset", "OFFSET"), ("distinct", "SELECT DISTINCT"), ("with", "WITH"),
+                           ("qualify", "QUALIFY"), ("windows", "WINDOW")):
+        if tree.args.get(arg):
+            raise UnsupportedQuery(construct)
+    table = _table(tree)
+    group_by = tuple(_column(g, "GROUP BY") for g in (tree.args["group"].expressions if tree.args.get("group") else ()))
+    select = tuple(_select_item(item, group_by) for item in tree.expressions)
+    if not any(isinstance(item, Aggregate) for item in select):
+        raise UnsupportedQuery("a SELECT without COUNT, SUM or AVG")
+    ranges: dict[str, Range] = {}
+    members: dict[str, frozenset] = {}
+    where = tree.args.get("where")
+    for predicate in _conjuncts(where.this) if where else ():
+        _add_predicate(predicate, ranges, members)
+    return AggregateQuery(table, select, ranges, members, group_by)
+
+
+def _table(tree: exp.Select) -> str:
+    source = tree.args.get("from_") or tree.args.get("from")
+    if source is None:
+        raise UnsupportedQuery("a SELECT without FROM")
+    table = source.this
+    if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
+        raise UnsupportedQuery(f"FROM {table.sql(dialect='duckdb')} (a subquery or table function)")
+    if table.args.get("db") or table.args.get("catalog"):
+        raise UnsupportedQuery(f"a qualified table name {table.sql(dialect='duckdb')}")
+    return table.name
+
+
+def _column(node: exp.Expression, where: str) -> str:
+    if not isinstance(node, exp.Column) or node.table:
+        raise UnsupportedQuery(f"{node.sql(dialect='duckdb')!s} in {where} (only plain column names)")
+    return node.name
+
+
+def _select_item(item: exp.Expression, group_by: tuple[str, ...]) -> str | Aggregate:
+    alias = None
+    if isinstance(item, exp.Alias):
+        alias, item = item.alias, item.this
+    if isinstance(item, exp.Column):
+        name = _column(item, "SELECT")
+        if name not in group_by:
+            raise UnsupportedQuery(f"the column {name} in SELECT without GROUP BY {name}")
+        if alias and alias != name:
+            raise UnsupportedQuery(f"renaming the group column {name} AS {alias}")
+        return name
+    func = _AGGREGATES.get(type(item))
+    if func is None:
+        raise UnsupportedQuery(f"{item.sql(dialect='duckdb')} in SELECT")
+    argument = item.this
+    if isinstance(argument, exp.Distinct):
+        raise UnsupportedQuery(f"{func.upper()}(DISTINCT ...)")
+    if isinstance(argument, exp.Star):
+        if func != "count":
+            raise UnsupportedQuery(f"{func.upper()}(*)")
+        return Aggregate("count", None, alias or "count_star()")
+    column = _column(argument, f"{func.upper()}(...)")
+    return Aggregate(func, column, alias or _DEFAULT_NAME[func].format(column))
+
+
+def _conjuncts(node: exp.Expression):
+    node = node.unnest()
+    if isinstance(node, exp.And):
+        yield from _conjuncts(node.left)
+        yield from _conjuncts(node.right)
+    elif isinstance(node, exp.Or):
+        raise UnsupportedQuery("OR in WHERE (split the query into one per branch)")
+    else:
+        yield node
+
+
+def _add_predicate(node: exp.Expression, ranges: dict[str, Range], members: dict[str, frozenset]) -> None:
+    text = node.sql(dialect="duckdb")
+    if isinstance(node, exp.Between):
+        new = Range(_column(node.this, "WHERE"), _number(node.args["low"], text), _number(node.args["high"], text))
+    elif isinstance(node, exp.In):
+        if node.args.get("query"):
+            raise UnsupportedQuery(f"a subquery in {text}")
+        values = frozenset(_value(v, text) for v in node.expressions)
+        column = _column(node.this, "WHERE")
+        members[column] = members[column] & values if column in members else values
+        return
+    elif isinstance(node, exp.EQ):
+        column, literal = _sides(node, text)
+        value = _value(literal, text)
+        if isinstance(value, str):
+            members[column] = members[column] & {value} if column in members else frozenset({value})
+            return
+        new = Range(column, value, value)
+    elif type(node) in _COMPARISONS:
+        column, literal, flipped = _sides(node, text, with_flip=True)
+        is_lower, inclusive = _COMPARISONS[type(node)]
+        value = _number(literal, text)
+        if is_lower != flipped:
+            new = Range(column, low=value, low_inclusive=inclusive)
+        else:
+            new = Range(column, high=value, high_inclusive=inclusive)
+    else:
+        raise UnsupportedQuery(f"the predicate {text}")
+    ranges[new.column] = ranges[new.column].intersect(new) if new.column in ranges else new
+
+
+def _sides(node, text, with_flip=False):
+    left, right = node.this, node.expression
+    flipped = isinstance(right, exp.Column) and not isinstance(left, exp.Column)
+    if flipped:
+        left, right = right, left
+    column = _column(left, "WHERE")
+    return (column, right, flipped) if with_flip else (column, right)
+
+
+def _value(node: exp.Expression, text: str):
+    """A literal: str for quoted text, float for numbers."""
+    if isinstance(node, exp.Literal) and node.is_string:
+        return node.this
+    return _number(node, text)
+
+
+def _number(node: exp.Expression, text: str) -> float:
+    negative = isinstance(node, exp.Neg)
+    if negative:
+        node = node.this
+    if not (isinstance(node, exp.Literal) and not node.is_string):
+        raise UnsupportedQuery(f"{node.sql(dialect='duckdb')} in {text} (compare columns with number literals)")
+    value = float(node.this)
+    if not math.isfinite(value):
+        raise ValueError(f"the literal {node.this} in {text} is not a finite number")
+    return -value if negative else value
+
+
+# --- re-generation --------------------------------------------------------------------------
+
+
+def to_sql(query: AggregateQuery) -> str:
+    """The DuckDB SQL of ``query``, built from the parsed structure (identifiers quoted)."""
+    items = []
+    for item in query.select:
+        if isinstance(item, str):
+            items.append(_ident(item))
+            continue
+        argument = exp.Star() if item.column is None else _ident(item.column)
+        call = {"count": exp.Count, "sum": exp.Sum, "avg": exp.Avg}[item.func](this=argument)
+        items.append(exp.alias_(call, item.name, quoted=True))
+    select = exp.select(*items).from_(_table_ident(query.table))
+    conditions = [_range_sql(r) for r in query.ranges.values()]
+    conditions += [
+        exp.In(this=_ident(column), expressions=[_literal(v) for v in sorted(values, key=str)])
+        for column, values in query.members.items()
+    ]
+    if conditions:
+        select = select.where(exp.and_(*conditions))
+    if query.group_by:
+        select = select.group_by(*(_ident(g) for g in query.group_by))
+    return select.sql(dialect="duckdb")
+
+
+def _ident(name: str) -> exp.Column:
+    return exp.column(exp.to_identifier(name, quoted=True))
+
+
+def _table_ident(name: str) -> exp.Table:
+    return exp.Table(this=exp.to_identifier(name, quoted=True))
+
+
+def _literal(value) -> exp.Expression:
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    return exp.Literal.number(repr(float(value)))
+
+
+def _range_sql(r: Range) -> exp.Expression:
+    parts = []
+    if r.low is not None:
+        parts.append((exp.GTE if r.low_inclusive else exp.GT)(this=_ident(r.column), expression=_literal(r.low)))
+    if r.high is not None:
+        parts.append((exp.LTE if r.high_inclusive else exp.LT)(this=_ident(r.column), expression=_literal(r.high)))
+    return exp.and_(*parts) if parts else exp.true()
+
+
+def read_only_sql(sql: str) -> tuple[str, set[str]]:
+    """Any single read-only SELECT, re-generated by sqlglot (for ``exact=True``), and its tables.
+
+    Rejects everything else: several statements, DDL/DML, PRAGMA/ATTACH/COPY and other
+    commands, and table functions (``read_csv(...)`` and friends read files).  The caller
+    checks that the returned table names exist (DuckDB would read a file named like one).
+    """
+    try:
+        statements = sqlglot.parse(sql, read="duckdb")
+    except ParseError as err:
+        raise ValueError(f"could not parse the SQL: {err}") from err
+    if len(statements) != 1 or not isinstance(statements[0], exp.Query):
+        raise ValueError("exact=True runs one SELECT statement and nothing else")
+    tree = statements[0]
+    for node in tree.walk():
+        if isinstance(node, (exp.Command, exp.DML, exp.Create, exp.Drop, exp.Pragma)):
+            raise ValueError(f"exact=True runs read-only queries: {node.key.upper()} is not allowed")  # noqa: TRY004
+        if isinstance(node, exp.Table) and not isinstance(node.this, exp.Identifier):
+            raise ValueError(f"exact=True reads tables only, not {node.this.sql(dialect='duckdb')}")  # noqa: TRY004
+    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
+    tables = {t.name for t in tree.find_all(exp.Table)} - ctes
+    return tree.sql(dialect="duckdb"), tables

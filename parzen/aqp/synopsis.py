@@ -1,0 +1,115 @@
+"""A table's density synopsis and its byte form (what is stored in the database).
+
+A synopsis keeps, for the numeric columns of one table: exact totals (row count, COUNT and SUM
+per column, from the full table), a uniform sample with one Gaussian bandwidth per column
+(:class:`parzen.aqp.estimate.ColumnModel`), and, when built with ``group_by``, a sample
+stratified by the groups with each group's exact totals.  Bytes: 8 per sampled value, a few
+hundred for the rest; :meth:`Synopsis.nbytes` reports them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .estimate import ColumnModel
+
+#: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
+FORMAT_VERSION = 1
+
+
+class CorruptSynopsis(ValueError):
+    """A stored synopsis failed its checksum or could not be decoded."""
+
+
+@dataclass
+class Group:
+    """One stratum: its key (values of the group columns), exact totals and sample rows."""
+
+    key: tuple
+    rows: int
+    totals: dict[str, tuple[int, float]]  # column -> (COUNT(col), SUM(col))
+    start: int
+    stop: int
+
+
+@dataclass
+class Synopsis:
+    table: str
+    row_count: int
+    models: dict[str, ColumnModel]
+    totals: dict[str, tuple[int, float]]
+    sample: dict[str, np.ndarray]
+    group_by: tuple[str, ...] = ()
+    groups: list[Group] = field(default_factory=list)
+    group_sample: dict[str, np.ndarray] = field(default_factory=dict)
+    built_at: str = ""
+    build_seconds: float = 0.0
+
+    @property
+    def sample_size(self) -> int:
+        return next(iter(self.sample.values())).size if self.sample else 0
+
+    def nbytes(self) -> dict[str, int]:
+        """Bytes of the sample, of the stratified sample and in all (serialised)."""
+        return {
+            "sample": sum(a.nbytes for a in self.sample.values()),
+            "group_sample": sum(a.nbytes for a in self.group_sample.values()),
+            "total": len(self.to_bytes()),
+        }
+
+    # --- bytes ------------------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "table": self.table,
+            "row_count": self.row_count,
+            "models": [asdict(m) for m in self.models.values()],
+            "totals": self.totals,
+            "group_by": list(self.group_by),
+            "groups": [asdict(g) for g in self.groups],
+            "built_at": self.built_at,
+            "build_seconds": self.build_seconds,
+        }
+        arrays = {f"sample/{k}": v for k, v in self.sample.items()}
+        arrays |= {f"group_sample/{k}": v for k, v in self.group_sample.items()}
+        buffer = io.BytesIO()
+        np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, payload: bytes, *, where: str = "") -> Synopsis:
+        try:
+            with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
+                meta = json.loads(arrays["meta"].tobytes().decode())
+                sample = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("sample/")}
+                group_sample = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("group_sample/")}
+        except Exception as err:  # any decoding failure means the bytes are not a synopsis
+            raise CorruptSynopsis(f"the synopsis{where} cannot be decoded ({err}); rebuild it") from err
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise CorruptSynopsis(
+                f"the synopsis{where} has format {meta.get('format_version')}, this parzen reads "
+                f"{FORMAT_VERSION}; rebuild it"
+            )
+        return cls(
+            table=meta["table"],
+            row_count=meta["row_count"],
+            models={m["name"]: ColumnModel(**m) for m in meta["models"]},
+            totals={k: tuple(v) for k, v in meta["totals"].items()},
+            sample=sample,
+            group_by=tuple(meta["group_by"]),
+            groups=[Group(**{**g, "key": tuple(g["key"]), "totals": {k: tuple(v) for k, v in g["totals"].items()}})
+                    for g in meta["groups"]],
+            group_sample=group_sample,
+            built_at=meta["built_at"],
+            build_seconds=meta["build_seconds"],
+        )
+
+
+def checksum(payload: bytes) -> str:
+    return hashlib.sha256(payload).hexdigest()
