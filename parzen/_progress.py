@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 class _Silent:
     def advance(self, steps: float = 1.0, **fields) -> None:
-        pass
+        """Progress off: nothing to show."""
 
 
 class _Bar:

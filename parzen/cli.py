@@ -302,8 +302,9 @@ def _comparison_table(results, engine) -> Table:
     table = Table(title="approximate (synopsis) vs exact (DuckDB)", title_justify="left",
                   caption="grouped queries: the first group's values and the median / max error over all groups",
                   caption_justify="left")
-    for header in ("query", "aggregate", "approx", "exact", "rel. error", "approx ms", "exact ms"):
-        table.add_column(header, overflow="fold", justify="left" if header in ("query", "aggregate") else "right")
+    table.add_column("query", overflow="fold", ratio=1)
+    for header in ("aggregate", "approx", "exact", "rel. error", "approx ms", "exact ms"):
+        table.add_column(header, no_wrap=True, justify="left" if header == "aggregate" else "right")
     for sql, frame in results:
         query = parse(sql)
         for k, a in enumerate(query.aggregates):

@@ -129,11 +129,11 @@ def test_integer_continuity_correction():
 
 
 @pytest.mark.parametrize("lower", [None, 0.0])
-@pytest.mark.parametrize(("a", "b"), [(-1.0, 2.0), (0.5, 0.7), (1.0, math.inf), (-math.inf, 0.3)])
+@pytest.mark.parametrize(("a", "b"), [(-1.0, 2.0), (0.5, 0.7), (1.0, math.inf), (-math.inf, 0.3), (0.2, 20.0)])
 def test_mass_and_moment_match_numerical_integration(lower, a, b):
     h = 0.4
     model = ColumnModel("w", CONTINUOUS, h, lower)
-    x = np.array([0.05, 0.3, 1.2, 3.0])
+    x = np.array([0.05, 0.3, 1.2, 3.0, 5.0, 9.0])  # near the ends, far inside and far outside
     mass, moment = model.mass_and_moment(x, *model.interval(Range("w", None if a == -math.inf else a,
                                                                    None if b == math.inf else b)))
     for xi, m, mo in zip(x, mass, moment):
@@ -293,3 +293,8 @@ def test_persisted_reloaded_stale_refreshed_and_corrupt(tmp_path):
     con.execute("UPDATE parzen_synopses SET payload = 'garbage'::BLOB")
     with pytest.raises(CorruptSynopsis, match="corrupt"):
         Engine(con).query(sql)
+
+
+def test_filters_matching_no_group(engine):
+    frame = engine.query("SELECT COUNT(*), AVG(x) FROM t WHERE g = 'zzz' AND x > 1")
+    assert frame["count_star()"].tolist() == [0.0] and np.isnan(frame["avg(x)"][0])

@@ -79,24 +79,24 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
         if rows < 2:
             raise ValueError(f"table {table!r} has {rows} rows; a synopsis needs at least 2")
         bar.advance(1)
-        cols = ", ".join(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric)
-        values = con.execute(
-            f"SELECT {cols} FROM {quote(table)} USING SAMPLE reservoir({int(sample)} ROWS) REPEATABLE ({int(seed)})"
-        ).fetchnumpy()
-        drawn = {c: np.ma.filled(np.ma.asarray(values[c], dtype=np.float64), np.nan) for c in numeric}  # NULL -> NaN
+        groups = []
+        if group_by:  # one stratified sample serves grouped and whole-table queries alike
+            groups, drawn = _strata(con, table, numeric, group_by, rows, sample, seed)
+        else:
+            cols = ", ".join(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric)
+            values = con.execute(
+                f"SELECT {cols} FROM {quote(table)} USING SAMPLE reservoir({int(sample)} ROWS) REPEATABLE ({int(seed)})"
+            ).fetchnumpy()
+            drawn = {c: np.ma.filled(np.ma.asarray(values[c], dtype=np.float64), np.nan) for c in numeric}  # NULL: NaN
         bar.advance(1)
         rng = np.random.default_rng(seed)
         models = {}
         for c in numeric:
             models[c] = _column_model(c, types[c], drawn[c], stats[c], bandwidth, rng)
             bar.advance(1)
-        groups, group_sample = ([], {})
-        if group_by:
-            groups, group_sample = _strata(con, table, numeric, group_by, rows, sample, seed)
         bar.advance(1)
     return Synopsis(
-        table=table, row_count=rows, models=models, totals=totals, sample=drawn, group_by=group_by,
-        groups=groups, group_sample=group_sample,
+        table=table, row_count=rows, models=models, totals=totals, sample=drawn, group_by=group_by, groups=groups,
         built_at=datetime.now(UTC).isoformat(timespec="seconds"),
         build_seconds=time.perf_counter() - started,
     )
@@ -183,8 +183,8 @@ def _strata(con, table, numeric, group_by, rows, sample, seed):
         per_column = {c: (int(row[g + 1 + 2 * k]), float(row[g + 2 + 2 * k] or 0.0)) for k, c in enumerate(numeric)}
         groups.append(Group(key=key, rows=int(row[g]), totals=per_column, start=start, stop=start + len(index)))
         start += len(index)
-    group_sample = {c: drawn[c].to_numpy(dtype=np.float64, na_value=np.nan)[order] for c in numeric}
-    return groups, group_sample
+    sample = {c: drawn[c].to_numpy(dtype=np.float64, na_value=np.nan)[order] for c in numeric}
+    return groups, sample
 
 
 def _plain(key: tuple) -> tuple:

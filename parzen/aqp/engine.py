@@ -52,8 +52,9 @@ class Engine:
         the uniform sample (DuckDB's reservoir sampling).  ``bandwidth``: "plugin" (default),
         "scott", "silverman", "normal_scale", a number, or a dict column -> number; selected per
         column on <= 10 000 sampled values and rescaled to the sample size by n^(-1/5).
-        ``group_by``: categorical columns for GROUP BY and IN/= predicates: their groups get
-        exact totals and a stratified sample (each group >= 1000 rows, or all of it).
+        ``group_by``: categorical columns for GROUP BY and IN/= predicates: the sample is then
+        stratified by their groups (proportional, each group >= 1000 rows or all of it), and
+        each group keeps exact totals.
         """
         synopsis = build_synopsis(self.con, table, columns=columns, sample=sample, bandwidth=bandwidth,
                                   group_by=group_by, seed=seed, progress=progress)
@@ -155,26 +156,31 @@ class Engine:
         synopsis = self.synopsis(query.table)
         _check_columns(query, synopsis)
         z = z if with_error else None
-        if query.group_by or query.members or set(query.ranges) & set(synopsis.group_by):
-            groups = {}
-            for key, strata in _matching_strata(query, synopsis, self._strata(synopsis)).items():
-                groups[key] = _answers(query, synopsis, strata, z)
+        strata = self._strata(synopsis)
+        if synopsis.groups:  # stratified: also whole-table queries add up the strata
+            matching = _matching_strata(query, synopsis, strata)
+            if not query.group_by and not matching:  # no group passes the filters: one row of zeros, as SQL
+                matching = {(): []}
+            groups = {key: _answers(query, synopsis, chosen, z) for key, chosen in matching.items()}
         else:
-            whole = self._strata(synopsis)[0]
-            groups = {(): _answers(query, synopsis, [whole[1]], z)}
+            groups = {(): _answers(query, synopsis, [strata[0][1]], z)}
         return _frame(query, groups, with_error)
 
     def _strata(self, synopsis: Synopsis) -> list[tuple[tuple, Stratum]]:
-        """[(key, stratum)]: the whole table (key ()) first, then each group of the synopsis."""
+        """[(key, stratum)]: each group of the synopsis, or the whole table (key ()) if it has none."""
         if synopsis.table not in self._views:
-            out = [((), Stratum(synopsis.row_count, synopsis.totals, SampleView(synopsis.sample), synopsis.models))]
-            base_n = synopsis.sample_size
-            for g in synopsis.groups:
-                n_g = g.stop - g.start
-                scale = (base_n / n_g) ** 0.2 if n_g > 0 else 1.0  # h ~ n^(-1/5) for the stratum's sample
-                models = {c: replace(m, bandwidth=m.bandwidth * scale) for c, m in synopsis.models.items()}
-                view = SampleView({c: v[g.start:g.stop] for c, v in synopsis.group_sample.items()})
-                out.append((g.key, Stratum(g.rows, g.totals, view, models)))
+            if not synopsis.groups:
+                view = SampleView(synopsis.sample, sort_now=True)
+                out = [((), Stratum(synopsis.row_count, synopsis.totals, view, synopsis.models))]
+            else:
+                out = []
+                base_n = synopsis.sample_size
+                for g in synopsis.groups:
+                    n_g = g.stop - g.start
+                    scale = (base_n / n_g) ** 0.2 if n_g > 0 else 1.0  # h ~ n^(-1/5) for the stratum's sample
+                    models = {c: replace(m, bandwidth=m.bandwidth * scale) for c, m in synopsis.models.items()}
+                    view = SampleView({c: v[g.start:g.stop] for c, v in synopsis.sample.items()})
+                    out.append((g.key, Stratum(g.rows, g.totals, view, models)))
             self._views[synopsis.table] = out
         return self._views[synopsis.table]
 
@@ -220,7 +226,7 @@ def _matching_strata(query: AggregateQuery, synopsis: Synopsis, strata) -> dict[
     """The synopsis's groups that pass the query's IN / = / range filters, by output group key."""
     positions = [synopsis.group_by.index(g) for g in query.group_by]
     chosen: dict[tuple, list[Stratum]] = {}
-    for key, stratum in strata[1:]:
+    for key, stratum in strata:
         if _key_matches(key, synopsis.group_by, query):
             chosen.setdefault(tuple(key[p] for p in positions), []).append(stratum)
     return chosen

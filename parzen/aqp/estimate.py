@@ -33,6 +33,8 @@ from scipy import special
 
 from .sql import Range
 
+#: Kernel mass beyond this many bandwidths from a box is below 1e-15 and is left out.
+_REACH = 8.0
 #: Kinds of numeric columns (see the module docstring).
 CONTINUOUS, INTEGER, DISCRETE = "continuous", "integer", "discrete"
 
@@ -68,11 +70,21 @@ class ColumnModel:
         if self.bandwidth == 0.0:
             inside = ((x >= a) & (x <= b)).astype(np.float64)
             return inside, np.where(inside > 0, x, 0.0)
-        mass, moment = _normal_box(x, a, b, self.bandwidth)
-        if self.lower is not None:
-            reflected_mass, reflected_moment = _normal_box(2.0 * self.lower - x, a, b, self.bandwidth)
-            mass, moment = mass + reflected_mass, moment + reflected_moment
-        return np.nan_to_num(mass), np.nan_to_num(moment)
+        # Only rows within _REACH bandwidths of an end need the normal integrals: deeper inside,
+        # mass 1 and moment x; further out, 0 (also for the reflected kernel, as a >= lower).
+        reach = _REACH * self.bandwidth
+        inner = (x >= a + reach) & (x <= b - reach)
+        mass = inner.astype(np.float64)
+        moment = np.where(inner, x, 0.0)
+        edge = np.flatnonzero(~inner & (x > a - reach) & (x < b + reach))
+        if edge.size:
+            xe = x[edge]
+            edge_mass, edge_moment = _normal_box(xe, a, b, self.bandwidth)
+            if self.lower is not None:
+                reflected_mass, reflected_moment = _normal_box(2.0 * self.lower - xe, a, b, self.bandwidth)
+                edge_mass, edge_moment = edge_mass + reflected_mass, edge_moment + reflected_moment
+            mass[edge], moment[edge] = edge_mass, edge_moment
+        return mass, moment
 
 
 def _normal_box(x: np.ndarray, a: float, b: float, h: float) -> tuple[np.ndarray, np.ndarray]:
@@ -91,10 +103,6 @@ def _phi(z: np.ndarray) -> np.ndarray:
         return np.exp(-0.5 * np.square(z)) / math.sqrt(2.0 * math.pi)
 
 
-#: Kernel mass beyond this many bandwidths from a box is below 1e-15 and is left out.
-_REACH = 8.0
-
-
 class SampleView:
     """Sampled rows of some columns (NaN = NULL) with lazily built sorted orders per column.
 
@@ -102,17 +110,23 @@ class SampleView:
     estimate costs O(rows near the box) rather than O(sample).
     """
 
-    def __init__(self, columns: dict[str, np.ndarray]) -> None:
+    def __init__(self, columns: dict[str, np.ndarray], *, sort_now: bool = False) -> None:
         self.columns = columns
         self.size = next(iter(columns.values())).size if columns else 0
         self._sorted: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        if sort_now:  # pay the sorting when the synopsis is loaded, not in the first queries
+            for column in columns:
+                self._sort(column)
 
-    def candidates(self, column: str, a: float, b: float, reach: float) -> np.ndarray:
+    def _sort(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         if column not in self._sorted:
             values = self.columns[column]
             order = np.argsort(values, kind="stable")  # NaN sorts last and is never in range
             self._sorted[column] = (values[order], order)
-        values, order = self._sorted[column]
+        return self._sorted[column]
+
+    def candidates(self, column: str, a: float, b: float, reach: float) -> np.ndarray:
+        values, order = self._sort(column)
         lo = np.searchsorted(values, a - reach, side="left")
         hi = np.searchsorted(values, b + reach, side="right")
         return order[lo:hi]

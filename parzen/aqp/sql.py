@@ -13,6 +13,7 @@ parsed query, so only what this module understood reaches the database.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -97,8 +98,12 @@ class AggregateQuery:
         return used | {a.column for a in self.aggregates if a.column is not None}
 
 
+@functools.lru_cache(maxsize=256)
 def parse(sql: str) -> AggregateQuery:
-    """Parse ``sql`` into an :class:`AggregateQuery`, or raise :class:`UnsupportedQuery`."""
+    """Parse ``sql`` into an :class:`AggregateQuery`, or raise :class:`UnsupportedQuery`.
+
+    Cached by text (dashboards repeat queries); callers must not modify the result.
+    """
     try:
         statements = sqlglot.parse(sql, read="duckdb")
     except ParseError as err:

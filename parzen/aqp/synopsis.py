@@ -1,10 +1,10 @@
 """A table's density synopsis and its byte form (what is stored in the database).
 
 A synopsis keeps, for the numeric columns of one table: exact totals (row count, COUNT and SUM
-per column, from the full table), a uniform sample with one Gaussian bandwidth per column
-(:class:`parzen.aqp.estimate.ColumnModel`), and, when built with ``group_by``, a sample
-stratified by the groups with each group's exact totals.  Bytes: 8 per sampled value, a few
-hundred for the rest; :meth:`Synopsis.nbytes` reports them.
+per column, from the full table), a sample with one Gaussian bandwidth per column
+(:class:`parzen.aqp.estimate.ColumnModel`): uniform, or, when built with ``group_by``,
+stratified by the groups (sorted by group; each :class:`Group` holds its slice and exact
+totals).  Bytes: 8 per sampled value, a few hundred for the rest; :meth:`Synopsis.nbytes`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 from .estimate import ColumnModel
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 class CorruptSynopsis(ValueError):
@@ -46,7 +46,6 @@ class Synopsis:
     sample: dict[str, np.ndarray]
     group_by: tuple[str, ...] = ()
     groups: list[Group] = field(default_factory=list)
-    group_sample: dict[str, np.ndarray] = field(default_factory=dict)
     built_at: str = ""
     build_seconds: float = 0.0
 
@@ -55,12 +54,8 @@ class Synopsis:
         return next(iter(self.sample.values())).size if self.sample else 0
 
     def nbytes(self) -> dict[str, int]:
-        """Bytes of the sample, of the stratified sample and in all (serialised)."""
-        return {
-            "sample": sum(a.nbytes for a in self.sample.values()),
-            "group_sample": sum(a.nbytes for a in self.group_sample.values()),
-            "total": len(self.to_bytes()),
-        }
+        """Bytes of the sample and in all (serialised)."""
+        return {"sample": sum(a.nbytes for a in self.sample.values()), "total": len(self.to_bytes())}
 
     # --- bytes ------------------------------------------------------------------------------
 
@@ -77,7 +72,6 @@ class Synopsis:
             "build_seconds": self.build_seconds,
         }
         arrays = {f"sample/{k}": v for k, v in self.sample.items()}
-        arrays |= {f"group_sample/{k}": v for k, v in self.group_sample.items()}
         buffer = io.BytesIO()
         np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
         return buffer.getvalue()
@@ -88,7 +82,6 @@ class Synopsis:
             with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
                 meta = json.loads(arrays["meta"].tobytes().decode())
                 sample = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("sample/")}
-                group_sample = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("group_sample/")}
         except Exception as err:  # any decoding failure means the bytes are not a synopsis
             raise CorruptSynopsis(f"the synopsis{where} cannot be decoded ({err}); rebuild it") from err
         if meta.get("format_version") != FORMAT_VERSION:
@@ -105,7 +98,6 @@ class Synopsis:
             group_by=tuple(meta["group_by"]),
             groups=[Group(**{**g, "key": tuple(g["key"]), "totals": {k: tuple(v) for k, v in g["totals"].items()}})
                     for g in meta["groups"]],
-            group_sample=group_sample,
             built_at=meta["built_at"],
             build_seconds=meta["build_seconds"],
         )

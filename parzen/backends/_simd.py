@@ -77,12 +77,12 @@ def _ftype_of(numba_type):
 
 def exp(x):
     """e^x for x <= 0 (vectorisable; 0 below the smallest normal result). Jitted code only."""
-    raise NotImplementedError("parzen.backends._simd.exp is called from Numba-compiled code")
+    raise RuntimeError("parzen.backends._simd.exp is only for Numba-compiled code")
 
 
 def like(value, array):
     """``value`` as a scalar of ``array``'s float type. Jitted code only."""
-    raise NotImplementedError("parzen.backends._simd.like is called from Numba-compiled code")
+    raise RuntimeError("parzen.backends._simd.like is only for Numba-compiled code")
 
 
 def profile(kind, s):
@@ -91,7 +91,7 @@ def profile(kind, s):
     ``kind`` must be a compile-time branch outside the caller's inner loop for it to vectorise;
     see :func:`parzen.backends.cpu.kernel_sum`. Jitted code only.
     """
-    raise NotImplementedError("parzen.backends._simd.profile is called from Numba-compiled code")
+    raise RuntimeError("parzen.backends._simd.profile is only for Numba-compiled code")
 
 
 #: Kernel name -> its ``kind`` number for :func:`profile` (the kernels of :mod:`parzen.kernels`).
