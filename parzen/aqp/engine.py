@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -14,7 +14,7 @@ import pandas as pd
 
 from . import store
 from .build import build_synopsis, quote
-from .estimate import Estimate, SampleView, row_terms, sum_variance, z_value
+from .estimate import Estimate, SampleView, row_terms, z_value
 from .sql import AggregateQuery, UnsupportedQuery, parse, read_only_sql, to_sql
 from .synopsis import Synopsis
 
@@ -155,33 +155,14 @@ class Engine:
     def _approximate(self, query: AggregateQuery, with_error: bool, z: float) -> pd.DataFrame:
         synopsis = self.synopsis(query.table)
         _check_columns(query, synopsis)
-        z = z if with_error else None
-        strata = self._strata(synopsis)
-        if synopsis.groups:  # stratified: also whole-table queries add up the strata
-            matching = _matching_strata(query, synopsis, strata)
-            if not query.group_by and not matching:  # no group passes the filters: one row of zeros, as SQL
-                matching = {(): []}
-            groups = {key: _answers(query, synopsis, chosen, z) for key, chosen in matching.items()}
-        else:
-            groups = {(): _answers(query, synopsis, [strata[0][1]], z)}
-        return _frame(query, groups, with_error)
+        layout = self._layout(synopsis)
+        keys, output_of_stratum = _output_groups(query, synopsis, layout)
+        answers = _answers(query, synopsis, layout, output_of_stratum, len(keys), z if with_error else None)
+        return _frame(query, dict(zip(keys, answers)), with_error)
 
-    def _strata(self, synopsis: Synopsis) -> list[tuple[tuple, Stratum]]:
-        """[(key, stratum)]: each group of the synopsis, or the whole table (key ()) if it has none."""
+    def _layout(self, synopsis: Synopsis) -> Layout:
         if synopsis.table not in self._views:
-            if not synopsis.groups:
-                view = SampleView(synopsis.sample, sort_now=True)
-                out = [((), Stratum(synopsis.row_count, synopsis.totals, view, synopsis.models))]
-            else:
-                out = []
-                base_n = synopsis.sample_size
-                for g in synopsis.groups:
-                    n_g = g.stop - g.start
-                    scale = (base_n / n_g) ** 0.2 if n_g > 0 else 1.0  # h ~ n^(-1/5) for the stratum's sample
-                    models = {c: replace(m, bandwidth=m.bandwidth * scale) for c, m in synopsis.models.items()}
-                    view = SampleView({c: v[g.start:g.stop] for c, v in synopsis.sample.items()})
-                    out.append((g.key, Stratum(g.rows, g.totals, view, models)))
-            self._views[synopsis.table] = out
+            self._views[synopsis.table] = Layout.of(synopsis)
         return self._views[synopsis.table]
 
     def _check_fresh(self, synopsis: Synopsis) -> None:
@@ -213,23 +194,47 @@ def _check_columns(query: AggregateQuery, synopsis: Synopsis) -> None:
 
 
 @dataclass(frozen=True)
-class Stratum:
-    """Rows of one group (or the whole table): exact totals, sample and per-column kernels."""
+class Layout:
+    """The synopsis's sample as strata: one per group (or one for an ungrouped synopsis).
 
-    rows: int
-    totals: dict[str, tuple[int, float]]
+    Stratum g has ``rows[g]`` rows in the table and ``drawn[g]`` in the sample; every sampled row
+    weighs rows/drawn of its stratum, and its kernels are widened by ``scale[g]`` =
+    (n / n_g)^(1/5) (bandwidths were chosen for the whole sample of n rows).
+    """
+
+    keys: list[tuple]
+    rows: np.ndarray
+    drawn: np.ndarray
+    totals: list[dict]
+    stratum_of_row: np.ndarray
+    row_scale: np.ndarray | None
     view: SampleView
-    models: dict
+
+    @classmethod
+    def of(cls, synopsis: Synopsis) -> Layout:
+        n = synopsis.sample_size
+        view = SampleView(synopsis.sample, sort_now=True)
+        if not synopsis.groups:
+            return cls([()], np.array([float(synopsis.row_count)]), np.array([float(n)]), [synopsis.totals],
+                       np.zeros(n, dtype=np.intp), None, view)
+        drawn = np.array([g.stop - g.start for g in synopsis.groups], dtype=np.float64)
+        stratum_of_row = np.repeat(np.arange(len(drawn)), drawn.astype(np.intp))
+        scale = (n / np.maximum(drawn, 1.0)) ** 0.2
+        return cls([g.key for g in synopsis.groups], np.array([float(g.rows) for g in synopsis.groups]), drawn,
+                   [g.totals for g in synopsis.groups], stratum_of_row, scale[stratum_of_row], view)
 
 
-def _matching_strata(query: AggregateQuery, synopsis: Synopsis, strata) -> dict[tuple, list[Stratum]]:
-    """The synopsis's groups that pass the query's IN / = / range filters, by output group key."""
+def _output_groups(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> tuple[list[tuple], np.ndarray]:
+    """The answer's group keys, and for each stratum the index of its answer row (-1: filtered out)."""
     positions = [synopsis.group_by.index(g) for g in query.group_by]
-    chosen: dict[tuple, list[Stratum]] = {}
-    for key, stratum in strata:
-        if _key_matches(key, synopsis.group_by, query):
-            chosen.setdefault(tuple(key[p] for p in positions), []).append(stratum)
-    return chosen
+    index: dict[tuple, int] = {}
+    output = np.full(len(layout.keys), -1, dtype=np.intp)
+    for sid, key in enumerate(layout.keys):
+        if not synopsis.groups or _key_matches(key, synopsis.group_by, query):
+            output[sid] = index.setdefault(tuple(key[p] for p in positions), len(index))
+    if not index and not query.group_by:  # no group passes the filters: one row of zeros, as in SQL
+        index[()] = 0
+    return list(index), output
 
 
 def _key_matches(key: tuple, group_by: tuple, query: AggregateQuery) -> bool:
@@ -249,57 +254,74 @@ def _same(stored, literal) -> bool:
     return stored is not None and float(stored) == float(literal)
 
 
-def _answers(query: AggregateQuery, synopsis: Synopsis, strata: list[Stratum], z: float | None) -> dict[str, Estimate]:
-    """Per aggregate, the estimate over the union of ``strata`` (stratified: totals add up).
+def _answers(query, synopsis, layout: Layout, output_of_stratum, groups: int, z) -> list[dict[str, Estimate]]:
+    """Per answer row, per aggregate: the stratified estimate (weighted sample sums).
 
-    COUNT and SUM: sum over strata of rows_s * mean_s(terms); AVG: the ratio of the summed SUM
-    and COUNT(col) totals; interval variances add over strata (delta method for AVG).
+    COUNT and SUM: sum over strata g of rows_g / drawn_g * sum of the rows' terms; AVG: the ratio
+    of the SUM and COUNT(col) totals.  Interval variances add over strata:
+    rows_g^2 s_g^2 / drawn_g (1 - drawn_g / rows_g), s_g^2 the terms' variance in stratum g (for
+    AVG, of the linearised terms num - R den, divided by the COUNT total: delta method).
     Without numeric predicates the exact totals answer.
     """
     ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
     if not ranges:
-        return {a.name: _exact_total(a, strata) for a in query.aggregates}
+        members = [np.flatnonzero(output_of_stratum == g) for g in range(groups)]
+        return [{a.name: _exact_total(a, [(layout.rows[s], layout.totals[s]) for s in m]) for a in query.aggregates}
+                for m in members]
     aggregated = {a.column for a in query.aggregates if a.column is not None}
-    terms = [row_terms(s.view, s.models, ranges, aggregated) for s in strata]
-    out = {}
+    terms = row_terms(layout.view, synopsis.models, ranges, aggregated, row_scale=layout.row_scale,
+                      keep=lambda rows: output_of_stratum[layout.stratum_of_row[rows]] >= 0)
+    stratum = layout.stratum_of_row[terms.rows]
+    group = output_of_stratum[stratum]
+    weight = (layout.rows / layout.drawn)[stratum]
+
+    def total(values):
+        return np.bincount(group, weights=weight * values, minlength=groups)
+
+    def interval(estimate, values, divisor):
+        if z is None:
+            return [Estimate(v) for v in estimate]
+        se = np.sqrt(_stratified_variance(values, stratum, group, layout, output_of_stratum, groups)) / divisor
+        return [Estimate(v, v - z * e, v + z * e) for v, e in zip(estimate, se)]
+
+    out = [{} for _ in range(groups)]
     for a in query.aggregates:
-        if a.func == "count":
-            num = [t.count if a.column is None else t.count_y[a.column] for t in terms]
+        if a.func == "avg":
+            num, den = terms.sum_y[a.column], terms.count_y[a.column]
+            num_total, den_total = total(num), total(den)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                r = np.where(den_total > 0, num_total / den_total, np.nan)
+            estimates = interval(r, num - np.nan_to_num(r)[group] * den, den_total)
         else:
-            num = [t.sum_y[a.column] for t in terms]
-        num_total = sum(_scaled_sum(x, t.n, s.rows) for x, t, s in zip(num, terms, strata))
-        if a.func != "avg":
-            out[a.name] = _with_interval(num_total, num, terms, strata, z, scale=1.0)
-            continue
-        den = [t.count_y[a.column] for t in terms]
-        den_total = sum(_scaled_sum(x, t.n, s.rows) for x, t, s in zip(den, terms, strata))
-        if den_total <= 0:
-            out[a.name] = Estimate(math.nan, math.nan, math.nan)
-            continue
-        r = num_total / den_total
-        linear = [x - r * y for x, y in zip(num, den)]
-        out[a.name] = _with_interval(r, linear, terms, strata, z, scale=1.0 / den_total)
+            values = terms.sum_y[a.column] if a.func == "sum" else \
+                terms.count if a.column is None else terms.count_y[a.column]
+            estimates = interval(total(values), values, 1.0)
+        for g, e in enumerate(estimates):
+            out[g][a.name] = e
     return out
 
 
-def _scaled_sum(x: np.ndarray, n: int, rows: int) -> float:
-    return rows * float(x.sum()) / n if n else 0.0
+def _stratified_variance(values, stratum, group, layout: Layout, output_of_stratum, groups: int) -> np.ndarray:
+    """Per answer row: the variance of the stratified total of ``values`` (sampling without replacement)."""
+    strata = len(layout.keys)
+    s1 = np.bincount(stratum, weights=values, minlength=strata)  # rows outside the candidates are 0
+    s2 = np.bincount(stratum, weights=values * values, minlength=strata)
+    n, rows = layout.drawn, layout.rows
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1), 0.0)
+        contribution = rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows)
+    contribution = np.where((n < 2) & (n < rows), np.inf, np.nan_to_num(contribution))
+    used = output_of_stratum >= 0
+    return np.bincount(output_of_stratum[used], weights=contribution[used], minlength=groups)
 
 
-def _with_interval(value, parts, terms, strata, z, *, scale: float) -> Estimate:
-    if z is None:
-        return Estimate(value)
-    se = scale * math.sqrt(sum(sum_variance(x, t.n, s.rows) for x, t, s in zip(parts, terms, strata)))
-    return Estimate(value, value - z * se, value + z * se)
-
-
-def _exact_total(a, strata: list[Stratum]) -> Estimate:
-    rows = sum(s.rows for s in strata)
+def _exact_total(a, strata: list[tuple[float, dict]]) -> Estimate:
+    rows = sum(r for r, _ in strata)
     if a.func == "count" and a.column is None:
         value = float(rows)
     else:
-        count = sum(s.totals[a.column][0] for s in strata)
-        total = sum(s.totals[a.column][1] for s in strata)
+        count = sum(t[a.column][0] for _, t in strata)
+        total = sum(t[a.column][1] for _, t in strata)
         value = {"count": float(count), "sum": total}.get(a.func, total / count if count else math.nan)
     return Estimate(value, value, value)
 

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from ._box import box_masses
 from .sql import Range
 
-#: Kernel mass beyond this many bandwidths from a box is below 1e-15 and is left out.
-_REACH = 8.0
+#: Kernel mass beyond this many bandwidths from a box (Phi(-6) = 1e-9 of a row) is left out.
+_REACH = 6.0
 #: Kinds of numeric columns (see the module docstring).
 CONTINUOUS, INTEGER, DISCRETE = "continuous", "integer", "discrete"
 
@@ -62,8 +63,11 @@ class ColumnModel:
             low = max(low, self.lower)
         return low, high
 
-    def mass_and_moment(self, x: np.ndarray, a: float, b: float) -> tuple[np.ndarray, np.ndarray]:
-        """(P(x), m(x)): kernel mass in [a, b] and first moment, for each sample value x."""
+    def mass_and_moment(self, x: np.ndarray, a: float, b: float, scale=1.0) -> tuple[np.ndarray, np.ndarray]:
+        """(P(x), m(x)): kernel mass in [a, b] and first moment, for each sample value x.
+
+        ``scale`` (a number or one per row) multiplies the bandwidth (strata of fewer rows).
+        """
         if b < a:
             zero = np.zeros_like(x)
             return zero, zero
@@ -71,36 +75,11 @@ class ColumnModel:
             inside = ((x >= a) & (x <= b)).astype(np.float64)
             return inside, np.where(inside > 0, x, 0.0)
         # Only rows within _REACH bandwidths of an end need the normal integrals: deeper inside,
-        # mass 1 and moment x; further out, 0 (also for the reflected kernel, as a >= lower).
-        reach = _REACH * self.bandwidth
-        inner = (x >= a + reach) & (x <= b - reach)
-        mass = inner.astype(np.float64)
-        moment = np.where(inner, x, 0.0)
-        edge = np.flatnonzero(~inner & (x > a - reach) & (x < b + reach))
-        if edge.size:
-            xe = x[edge]
-            edge_mass, edge_moment = _normal_box(xe, a, b, self.bandwidth)
-            if self.lower is not None:
-                reflected_mass, reflected_moment = _normal_box(2.0 * self.lower - xe, a, b, self.bandwidth)
-                edge_mass, edge_moment = edge_mass + reflected_mass, edge_moment + reflected_moment
-            mass[edge], moment[edge] = edge_mass, edge_moment
-        return mass, moment
-
-
-def _normal_box(x: np.ndarray, a: float, b: float, h: float) -> tuple[np.ndarray, np.ndarray]:
-    """Mass and first moment of N(x, h^2) over [a, b] (either end may be infinite)."""
-    alpha = (a - x) / h
-    beta = (b - x) / h
-    # Phi(beta) - Phi(alpha) without cancellation in the upper tail: use the symmetric form there
-    upper = alpha > 0
-    mass = np.where(upper, special.ndtr(-alpha) - special.ndtr(-beta), special.ndtr(beta) - special.ndtr(alpha))
-    density = _phi(beta) - _phi(alpha)
-    return mass, x * mass - h * density
-
-
-def _phi(z: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return np.exp(-0.5 * np.square(z)) / math.sqrt(2.0 * math.pi)
+        # mass 1 and moment x; further out, 0 (the reflected kernel too, as a >= lower).
+        scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), x.shape)
+        reflect = self.lower is not None
+        return box_masses(np.asarray(x, dtype=np.float64), np.ascontiguousarray(scale), self.bandwidth, a, b,
+                          self.lower if reflect else 0.0, reflect, _REACH)
 
 
 class SampleView:
@@ -134,27 +113,34 @@ class SampleView:
 
 @dataclass(frozen=True)
 class Terms:
-    """Per candidate row: the masses whose sums over the sample give COUNT(*), COUNT(y), SUM(y).
+    """Per candidate row (``rows``, indices into the sample): the masses whose weighted sums give
+    COUNT(*), COUNT(y) and SUM(y).  Rows not in ``rows`` contribute 0."""
 
-    Rows outside ``rows`` contribute 0; ``n`` is the whole sample size.
-    """
-
-    n: int
+    rows: np.ndarray
     count: np.ndarray  # p_i
     count_y: dict[str, np.ndarray]  # p_i [y_i not NULL], or for constrained y: mass in y's box
     sum_y: dict[str, np.ndarray]
 
 
-def row_terms(view: SampleView, models: dict[str, ColumnModel], ranges: dict[str, Range], aggregated: set[str]) -> Terms:
-    """The per-row terms of the estimators above for the predicates ``ranges`` (not empty)."""
+def row_terms(view: SampleView, models: dict[str, ColumnModel], ranges: dict[str, Range], aggregated: set[str],
+              *, row_scale: np.ndarray | None = None, keep=None) -> Terms:
+    """The per-row terms of the estimators above for the predicates ``ranges`` (not empty).
+
+    ``row_scale``: per sample row, a factor on every bandwidth (None: 1).  ``keep(rows)``: a
+    mask choosing the candidate rows to use (rows of strata the query filters out are dropped).
+    """
     boxes = {c: models[c].interval(r) for c, r in ranges.items()}
+    widest = 1.0 if row_scale is None else float(row_scale.max(initial=1.0))
     rows = None
     for c, (a, b) in boxes.items():
-        found = view.candidates(c, a, b, _REACH * models[c].bandwidth)
+        found = view.candidates(c, a, b, _REACH * models[c].bandwidth * widest)
         rows = found if rows is None or found.size < rows.size else rows
+    if keep is not None:
+        rows = rows[keep(rows)]
+    scale = 1.0 if row_scale is None else row_scale[rows]
     masses, moments = {}, {}
     for c, (a, b) in boxes.items():
-        masses[c], moments[c] = models[c].mass_and_moment(view.columns[c][rows], a, b)
+        masses[c], moments[c] = models[c].mass_and_moment(view.columns[c][rows], a, b, scale)
     p = np.ones(rows.size)
     for mass in masses.values():
         p = p * mass
@@ -172,7 +158,7 @@ def row_terms(view: SampleView, models: dict[str, ColumnModel], ranges: dict[str
             valid = ~np.isnan(values)
             count_y[y] = np.where(valid, p, 0.0)
             sum_y[y] = np.where(valid, values, 0.0) * p
-    return Terms(view.size, p, count_y, sum_y)
+    return Terms(rows, p, count_y, sum_y)
 
 
 @dataclass(frozen=True)
@@ -180,38 +166,6 @@ class Estimate:
     value: float
     low: float = math.nan
     high: float = math.nan
-
-
-def scaled_mean(terms: np.ndarray, n: int, rows: int, z: float | None) -> Estimate:
-    """rows * (sum(terms) / n), with a normal-theory interval (finite-population corrected) if z."""
-    if n == 0:
-        return Estimate(0.0, 0.0, 0.0)
-    mean = float(terms.sum()) / n
-    if z is None:
-        return Estimate(rows * mean)
-    se = math.sqrt(sum_variance(terms, n, rows)) / rows if rows else 0.0
-    return Estimate(rows * mean, rows * mean - z * rows * se, rows * mean + z * rows * se)
-
-
-def ratio(numerator: np.ndarray, denominator: np.ndarray, n: int, rows: int, z: float | None) -> Estimate:
-    """sum(numerator) / sum(denominator) with a delta-method interval if z; NaN if no mass."""
-    total = float(denominator.sum())
-    if total <= 0.0:
-        return Estimate(math.nan, math.nan, math.nan)
-    r = float(numerator.sum()) / total
-    if z is None:
-        return Estimate(r)
-    se = math.sqrt(sum_variance(numerator - r * denominator, n, rows)) / (rows * total / n)
-    return Estimate(r, r - z * se, r + z * se)
-
-
-def sum_variance(terms: np.ndarray, n: int, rows: int) -> float:
-    """Variance of rows * mean(terms over n rows; absent rows are 0), sampling n of ``rows``."""
-    if n < 2:
-        return 0.0 if n == rows else math.inf
-    total = float(terms.sum())
-    variance = max(0.0, (float(np.dot(terms, terms)) - total * total / n) / (n - 1))
-    return rows * rows * variance / n * max(0.0, 1.0 - n / rows)
 
 
 def z_value(confidence: float) -> float:
