@@ -40,7 +40,7 @@ class Engine:
                 raise ValueError(f"no database file {path!r}")
             self.con = duckdb.connect(path, read_only=read_only)
         self._cache: dict[str, Synopsis] = {}
-        self._views: dict[str, list] = {}
+        self._layouts: dict[str, Layout] = {}
 
     # --- synopses -------------------------------------------------------------------------
 
@@ -60,7 +60,7 @@ class Engine:
                                   group_by=group_by, seed=seed, progress=progress)
         store.save(self.con, synopsis)
         self._cache[table] = synopsis
-        self._views.pop(table, None)
+        self._layouts.pop(table, None)
         return synopsis
 
     def refresh(self, table: str, *, progress: bool = False) -> Synopsis:
@@ -161,9 +161,9 @@ class Engine:
         return _frame(query, dict(zip(keys, answers)), with_error)
 
     def _layout(self, synopsis: Synopsis) -> Layout:
-        if synopsis.table not in self._views:
-            self._views[synopsis.table] = Layout.of(synopsis)
-        return self._views[synopsis.table]
+        if synopsis.table not in self._layouts:
+            self._layouts[synopsis.table] = Layout.of(synopsis)
+        return self._layouts[synopsis.table]
 
     def _check_fresh(self, synopsis: Synopsis) -> None:
         now = self._row_count(synopsis.table)
