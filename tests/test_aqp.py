@@ -121,7 +121,7 @@ def test_exact_path_refuses_names_that_are_not_tables(engine):
 
 
 def test_integer_continuity_correction():
-    model = ColumnModel("k", INTEGER, 1.0, None)
+    model = ColumnModel("k", INTEGER, 1.0, None, integer=True)
     assert model.interval(Range("k", 3, 5)) == (2.5, 5.5)
     assert model.interval(Range("k", 3, 5, False, False)) == (3.5, 4.5)
     assert model.interval(Range("k", 2.5, 5.2)) == (2.5, 5.5)
@@ -145,8 +145,16 @@ def test_mass_and_moment_match_numerical_integration(lower, a, b):
         assert mo == pytest.approx(integrate.quad(lambda t: t * density(t), lo, b)[0], abs=1e-8)
 
 
+def test_discrete_fractions_honour_strict_bounds():
+    """Point masses at 0.04, 0.05, 0.06 (a discount column): < and <= differ, no continuity correction."""
+    model = ColumnModel("d", DISCRETE, 0.0, None, integer=False)
+    x = np.array([0.04, 0.05, 0.06])
+    assert model.mass_and_moment(x, *model.interval(Range("d", 0.04, 0.06)))[0].tolist() == [1, 1, 1]
+    assert model.mass_and_moment(x, *model.interval(Range("d", 0.04, 0.06, False, False)))[0].tolist() == [0, 1, 0]
+
+
 def test_discrete_columns_use_indicators():
-    model = ColumnModel("m", DISCRETE, 0.0, None)
+    model = ColumnModel("m", DISCRETE, 0.0, None, integer=True)
     mass, moment = model.mass_and_moment(np.array([2.0, 3.0, 4.0, np.nan]), *model.interval(Range("m", 3, 4)))
     np.testing.assert_array_equal(mass, [0, 1, 1, 0])
     np.testing.assert_array_equal(moment, [0, 3, 4, 0])

@@ -20,11 +20,11 @@ from .synopsis import Group, Synopsis
 
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
 _FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL"}
-#: Integer columns with at most this many distinct values are discrete (a point-mass kernel) ...
+#: Columns with at most this many distinct values are discrete (a point-mass kernel) ...
 DISCRETE_MAX_VALUES = 64
-#: ... and so are "lumpy" ones: fewer than this fraction of the integers between their 1st and
-#: 99th sampled percentiles occur (route distances, hhmm clock times with 60 of every 100 values,
-#: codes); smoothing across their gaps only adds bias.
+#: ... and so are "lumpy" integer ones: at most a tenth as many values as sampled rows, and fewer
+#: than this fraction of the integers between their 1st and 99th sampled percentiles occur (route
+#: distances, hhmm clock times with 60 of every 100 values); smoothing across their gaps only adds bias.
 MIN_OCCUPANCY = 0.7
 #: Bandwidths are selected on at most this many sampled values, then rescaled by n^(-1/5).
 BANDWIDTH_ROWS = 10_000
@@ -122,10 +122,11 @@ def _totals(con, table, numeric, types):
 def _column_model(name, type_name, values, stats, bandwidth, rng) -> ColumnModel:
     low, high, distinct, integral = stats
     present = values[~np.isnan(values)]
-    if present.size < 2 or low is None or low == high:
-        return ColumnModel(name, DISCRETE, 0.0, None)
-    if integral and (distinct <= DISCRETE_MAX_VALUES or _occupancy(present) < MIN_OCCUPANCY):
-        return ColumnModel(name, DISCRETE, 0.0, None)
+    if present.size < 2 or low is None or low == high or distinct <= DISCRETE_MAX_VALUES:
+        return ColumnModel(name, DISCRETE, 0.0, None, integral)
+    # lumpy integers: the sample sees each value ~10 times or more, and gaps are common
+    if integral and distinct * 10 <= present.size and _occupancy(present) < MIN_OCCUPANCY:
+        return ColumnModel(name, DISCRETE, 0.0, None, integral)
     kind = INTEGER if integral else CONTINUOUS
     lower = (-0.5 if kind == INTEGER else 0.0) if low >= 0 else None
     if isinstance(bandwidth, dict):
@@ -136,7 +137,7 @@ def _column_model(name, type_name, values, stats, bandwidth, rng) -> ColumnModel
         h = float(bandwidth)
     if not (math.isfinite(h) and h > 0):
         raise ValueError(f"bandwidth for column {name!r} must be a positive number, got {h!r}")
-    return ColumnModel(name, kind, h, lower)
+    return ColumnModel(name, kind, h, lower, integral)
 
 
 def _occupancy(values: np.ndarray) -> float:

@@ -14,7 +14,7 @@ alpha = (a - x)/h, beta = (b - x)/h (the first moment of a normal over [a, b]).
 
 Columns are handled as a user expects (documented in the README):
 
-- **discrete** columns (integers with few values) get h = 0: the kernel is a point mass and
+- **discrete** columns (few values, or lumpy integers) get h = 0: the kernel is a point mass and
   P_c an indicator, so their predicates are exact on the sample;
 - **integer** columns get the continuity correction: ``x <= 9`` integrates up to 9.5,
   ``x < 10`` too, and ``x BETWEEN 3 AND 5`` over [2.5, 5.5];
@@ -48,12 +48,16 @@ class ColumnModel:
     kind: str
     bandwidth: float
     lower: float | None
+    integer: bool = False  # all values are integers
 
     def interval(self, r: Range) -> tuple[float, float]:
         """[a, b] to integrate over for the predicate ``r`` (continuity correction, edge)."""
         low = -math.inf if r.low is None else r.low
         high = math.inf if r.high is None else r.high
-        if self.kind in (INTEGER, DISCRETE):  # the integers k in the range, each owning [k - 1/2, k + 1/2]
+        if not self.integer and self.kind == DISCRETE:  # point masses: a strict bound excludes its value
+            low = low if r.low_inclusive else math.nextafter(low, math.inf)
+            high = high if r.high_inclusive else math.nextafter(high, -math.inf)
+        if self.integer:  # the integers k in the range, each owning [k - 1/2, k + 1/2]
             if math.isfinite(low):
                 low = (math.ceil(low) if r.low_inclusive else math.floor(low) + 1) - 0.5
             if math.isfinite(high):

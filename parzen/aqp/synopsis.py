@@ -19,7 +19,7 @@ import numpy as np
 from .estimate import ColumnModel
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 class CorruptSynopsis(ValueError):
