@@ -306,3 +306,16 @@ def test_persisted_reloaded_stale_refreshed_and_corrupt(tmp_path):
 def test_filters_matching_no_group(engine):
     frame = engine.query("SELECT COUNT(*), AVG(x) FROM t WHERE g = 'zzz' AND x > 1")
     assert frame["count_star()"].tolist() == [0.0] and np.isnan(frame["avg(x)"][0])
+
+
+def test_sparse_keys_are_smoothed_and_lumpy_codes_are_not():
+    """Keys with gaps (every 4th value) but more values than the sample can repeat stay a KDE;
+    a few hundred widely spaced codes, each sampled many times, become point masses."""
+    rng = np.random.default_rng(3)
+    con = duckdb.connect(":memory:")
+    frame = pd.DataFrame({"key": 4 * rng.integers(0, 1_000_000, 5000), "code": 10 * rng.integers(0, 200, 5000)})
+    con.register("frame", frame)
+    con.execute("CREATE TABLE k AS SELECT CAST(key AS BIGINT) AS key, CAST(code AS INTEGER) AS code FROM frame")
+    models = Engine(con).build("k").models
+    assert models["key"].kind == INTEGER
+    assert models["code"].kind == DISCRETE
