@@ -17,6 +17,7 @@ import numpy as np
 from scipy import linalg
 
 from . import bandwidth as bw
+from ._threads import single_threaded_blas
 from ._validate import as_data, as_queries, check_spd, check_weights, choose
 from .backends import get_backend
 from .kernels import KERNELS, get_kernel
@@ -152,6 +153,7 @@ class KDE:
         return self._scale * linalg.solve_triangular(self._chol, points.T, lower=True).T
 
     # -- evaluation -------------------------------------------------------------------
+    @single_threaded_blas
     def pdf(self, Q) -> np.ndarray:
         """Density at the query points (m, d) (or (m,) for 1-D data)."""
         self._check_fitted()

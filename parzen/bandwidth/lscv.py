@@ -17,6 +17,7 @@ import numpy as np
 from scipy import linalg, optimize
 
 from .._progress import progress_bar
+from .._threads import single_threaded_blas
 from .._validate import Data, as_data, check_spd, covariance, warn_if_tied
 from ..backends import get_backend
 
@@ -44,6 +45,7 @@ def _whiten(values: np.ndarray, L: np.ndarray) -> np.ndarray:
     return linalg.solve_triangular(L, centred.T, lower=True).T
 
 
+@single_threaded_blas
 def lscv_h_objective(X, h, *, backend: str = "auto", dtype=None):
     """The LSCV_h criterion g(h) for H = h^2 Sigma (paper 000, eq. 43).
 
@@ -65,6 +67,7 @@ def _lscv_h_values(Y: np.ndarray, h: np.ndarray, sqrt_det: float, backend, dtype
     return _criterion(np.asarray(sums), n, d, h, sqrt_det)
 
 
+@single_threaded_blas
 def lscv_H_objective(X, H, *, backend: str = "auto", dtype=None) -> float:
     """The LSCV_H criterion g(H) for a bandwidth matrix H (paper 000, eq. 32)."""
     data = as_data(X)
@@ -83,6 +86,7 @@ def reference_h0(n: int, d: int) -> float:
     return (4.0 / ((d + 2) * n)) ** (1.0 / (d + 4))
 
 
+@single_threaded_blas
 def lscv_h(
     X,
     *,
@@ -257,6 +261,7 @@ def _matrix_start(data: Data, start, sigma: np.ndarray) -> np.ndarray:
     return start
 
 
+@single_threaded_blas
 def lscv_H(X, *, start=None, backend: str = "auto", dtype=None, progress: bool = False) -> np.ndarray:
     """LSCV_H bandwidth matrix: argmin over positive-definite H of g(H) (paper 000, eq. 32).
 
@@ -275,6 +280,7 @@ def lscv_H(X, *, start=None, backend: str = "auto", dtype=None, progress: bool =
     )
 
 
+@single_threaded_blas
 def lscv_diag(X, *, start=None, backend: str = "auto", dtype=None, progress: bool = False) -> np.ndarray:
     """LSCV over diagonal bandwidth matrices H = diag(h_1^2, ..., h_d^2) (``ks::Hlscv.diag``).
 
