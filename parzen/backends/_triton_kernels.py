@@ -1,14 +1,14 @@
 """Triton kernels of the GPU backend: one program per (row block, group of column blocks).
 
-Each program keeps a 2-D accumulator tile in registers across its column blocks and reduces
-it once at the end (a tree sum), so the work per pair is only the pair's own arithmetic; the
+Each program keeps its accumulator tiles in registers across its column blocks (one tile, or
+one per scale of a batch for LSCV) and reduces them once at the end (a tree sum), so the work per pair is only the pair's own arithmetic; the
 programs' partial sums are combined in float64 by the host wrapper (:mod:`parzen.backends.gpu`).
 
 Tiling of the triangle i < j (paper 000, section 5.4): with ``TRIANGLE`` the row and column
 arrays are the same and a program of row block ``bi`` visits column blocks ``bj >= bi``,
 masking j <= i only on the diagonal block; without it (two different chunks of data streamed
 through the GPU) it visits every column block of its group.  Rows beyond n are padded by the
-wrapper with points so far from everything that their terms are exactly 0 (see ``_pad``), so
+wrapper with points so far from everything that their terms are exactly 0 (see ``gpu._padded``), so
 interior tiles need no masks.
 
 Exponentials use ``exp2`` (one MUFU instruction in float32) with log2(e) folded into the
