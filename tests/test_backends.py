@@ -158,6 +158,23 @@ def test_pair_sum_sq_agrees(tiles, backend, dtype, n, d):
     np.testing.assert_allclose(got, reference.pair_sum_sq(Y, "lscv", h), rtol=RTOL[np.dtype(dtype)], atol=1e-300)
 
 
+@pytest.mark.parametrize(("backend", "dtype"), [*CASES, pytest.param("numpy", None, id="numpy")])
+@pytest.mark.parametrize("n", [3, 17, 100, 1025])
+@pytest.mark.parametrize("d", [1, 4, 16])
+def test_whitened_pair_sum_sq_agrees(tiles, backend, dtype, n, d):
+    """The prepared whitening (kept on the GPU across calls) = pair_sum_sq of host-whitened rows."""
+    _skip_large(backend, n)
+    Z = _data(n, d, offset=20.0).reshape(n, d)
+    rng = np.random.default_rng(n * d)
+    pair_sums = backends.whitened_pair_sum_sq(backends.get_backend(backend), Z, "lscv", dtype=dtype)
+    for _ in range(2):  # the same prepared data, two different factors
+        M = np.tril(rng.normal(size=(d, d)) * 0.2) + np.diag(rng.uniform(0.5, 2.0, d))
+        Y = np.linalg.solve(M, (Z - Z.mean(axis=0)).T).T
+        got = pair_sums(M, np.array([1.0]))
+        expected = reference.pair_sum_sq(Y, "lscv", np.array([1.0]))
+        np.testing.assert_allclose(got, expected, rtol=RTOL[np.dtype(dtype or np.float64)], atol=1e-300)
+
+
 @pytest.mark.skipif(not OTHER_BACKENDS, reason="no backend besides the reference is available")
 @pytest.mark.parametrize(("backend", "dtype"), CASES)
 @pytest.mark.parametrize("kind", sorted(KERNELS))
@@ -259,3 +276,23 @@ def test_kde_pdf_agrees_on_real_data(backend, dtype, kernel, bandwidth):
     got = KDE(bandwidth=H, kernel=kernel, backend=backend, dtype=dtype).fit(X).pdf(Q)
     expected = KDE(bandwidth=H, kernel=kernel, backend="numpy").fit(X).pdf(Q)
     np.testing.assert_allclose(got, expected, rtol=RTOL[np.dtype(dtype)], atol=RTOL[np.dtype(dtype)] * expected.max())
+
+
+@pytest.mark.skipif("gpu" not in backends.available(), reason="the gpu backend is not available")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gpu_skips_only_column_blocks_whose_terms_underflow(monkeypatch, dtype):
+    """Three far-apart clusters: the sorted triangle drops the blocks between clusters, and
+    the sum still equals the reference (those terms are exactly 0 in the compute type)."""
+    gpu = backends.get_backend("gpu")
+    monkeypatch.setattr(gpu, "TILE_1D", 8)
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.normal(size=40), rng.normal(size=40) + 300.0, rng.normal(size=40) - 300.0])
+    rows = gpu._padded(x[:, None] - x.mean(), 8, 400.0, 10.0, gpu._torch_dtype(dtype)).sort(dim=1).values
+    col_end = gpu._reachable_column_blocks(rows, rows, True, 50.0, 8).cpu().numpy()
+    assert np.any(col_end < rows.shape[1] // 8)  # some blocks are skipped
+    assert np.all(col_end >= np.arange(col_end.size) + 1)  # never the diagonal block
+    scales = np.array([0.5, 2.0])
+    got = gpu.pair_sum_1d(x, "gauss_d4", scales, dtype=dtype)
+    expected = reference.pair_sum_1d(x, "gauss_d4", scales)
+    bound = [_abs_pair_sum(x, 4, g) for g in scales]
+    np.testing.assert_array_less(np.abs(got - expected), RTOL[np.dtype(dtype)] * np.array(bound))

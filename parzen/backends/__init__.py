@@ -1,12 +1,17 @@
 """Backends: the only place that knows about hardware.
 
 A backend is a module providing three primitives (paper 000, section 5.1; DESIGN.md),
-each taking a keyword ``dtype``:
+each taking a keyword ``dtype`` (None: the first of the module's ``DTYPES``):
 
 - ``pair_sum_1d(x, kind, scales)``: for each scale g, sum_{i<j} f_kind((x_i - x_j)/g);
 - ``pair_sum_sq(Y, kind, params)``: sums over i<j of functions of |y_i - y_j|^2 for
   whitened rows y, for a vector of parameters at once;
 - ``kernel_sum(Z, Q, kind, weights)``: for each query q, sum_i w_i k(|q - z_i|^2).
+
+A backend may also provide ``prepare_whitened_pair_sum_sq(Z, kind)``, returning a function
+(M, params) -> ``pair_sum_sq(Z M^-T, kind, params)`` (or None where it cannot) that keeps Z where the backend computes
+(the GPU's memory) across the calls of an optimiser; :func:`whitened_pair_sum_sq` supplies
+the host version for the others.
 
 The statistics (``parzen.bandwidth``, ``parzen.kde``) call only these, through
 :func:`get_backend`.
@@ -19,6 +24,7 @@ from functools import cache
 from types import ModuleType
 
 import numpy as np
+from scipy import linalg
 
 #: Backend name -> module path.
 _REGISTRY = {
@@ -66,6 +72,23 @@ def get_backend(name: str = "auto", dtype=None, *, work: float | None = None) ->
             f"not {np.dtype(dtype)}; pass dtype=None or choose another backend"
         )
     return module
+
+
+def whitened_pair_sum_sq(backend: ModuleType, Z: np.ndarray, kind: str, *, dtype=None):
+    """A function (M, params) -> ``backend.pair_sum_sq`` over the rows y = M^-1 z of Z.
+
+    M is lower triangular.  Uses the backend's own ``prepare_whitened_pair_sum_sq`` when it
+    has one that accepts Z (it returns None otherwise); else whitens on the host at each call.
+    """
+    prepare = getattr(backend, "prepare_whitened_pair_sum_sq", None)
+    prepared = None if prepare is None else prepare(Z, kind, dtype=dtype)
+    if prepared is not None:
+        return prepared
+
+    def sums(M: np.ndarray, params) -> np.ndarray:
+        return backend.pair_sum_sq(linalg.solve_triangular(M, Z.T, lower=True).T, kind, params, dtype=dtype)
+
+    return sums
 
 
 def _auto_choice(dtype, work: float | None) -> str:

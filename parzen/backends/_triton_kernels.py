@@ -11,14 +11,25 @@ through the GPU) it visits every column block of its group.  Rows beyond n are p
 wrapper with points so far from everything that their terms are exactly 0 (see ``gpu._padded``), so
 interior tiles need no masks.
 
-Exponentials use ``exp2`` (one MUFU instruction in float32) with log2(e) folded into the
-scales by the wrapper.
+Exponentials use ``exp2`` with log2(e) folded into the scales by the wrapper; in float32 on a
+GPU that is one MUFU instruction with flush-to-zero (``_exp2``), which drops terms below
+1.2e-38, far under the sums' float32 rounding.
 """
 
 from __future__ import annotations
 
 import triton
 import triton.language as tl
+
+
+@triton.jit
+def _exp2(x, FAST: tl.constexpr):
+    """2^x.  FAST (float32 on a GPU): one ``ex2.approx.ftz`` instruction, whose results below
+    float32's smallest normal number (terms under 1.2e-38) are 0; else Triton's exp2."""
+    if FAST:
+        return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True, pack=1)
+    else:
+        return tl.exp2(x)
 
 
 @triton.jit
@@ -47,29 +58,33 @@ def _polynomial(t, c0, c1, c2, c3, c4, DEGREE: tl.constexpr):
 
 @triton.jit
 def hermite_pairs_kernel(
-    x_rows, x_cols, n_col_blocks, params, out,
-    TRIANGLE: tl.constexpr, DEGREE: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr,
+    x_rows, x_cols, col_end, constants, out,
+    TRIANGLE: tl.constexpr, DEGREE: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, FAST: tl.constexpr,
 ):
-    """out[bi, group] = sum over the program's pairs of P(t) 2^-t, t = scale2 (x_i - x_j)^2.
+    """out[bi, group] = sum over the program's pairs of P(t) 2^-t, t = (x_i - x_j)^2.
 
-    ``params`` = (c0, ..., c4, scale2, s_max) in the data's float type (a Python float
+    The wrapper scales x so that t is the Hermite argument (kappa ((x_i - x_j) / g)^2).
+
+    ``constants`` = (c0, ..., c4, s_max) in the data's float type (a Python float
     argument would be passed as float32, which rounds them in float64 runs);
     P(t) = c0 + c1 t + ... + c_DEGREE t^DEGREE; t is clamped at s_max (where 2^-t is 0) so
-    that P never overflows.
+    that P never overflows.  Row block bi visits the column blocks before ``col_end[bi]`` (the
+    rest underflow to 0; see ``gpu._reachable_column_blocks``).  (Not named ``params``: Triton 3.6's argument binder uses that name.)
     """
-    c0, c1, c2, c3, c4 = tl.load(params), tl.load(params + 1), tl.load(params + 2), tl.load(params + 3), tl.load(params + 4)
-    scale2, s_max = tl.load(params + 5), tl.load(params + 6)
+    c0, c1, c2 = tl.load(constants), tl.load(constants + 1), tl.load(constants + 2)
+    c3, c4 = tl.load(constants + 3), tl.load(constants + 4)
+    s_max = tl.load(constants + 5)
     bi = tl.program_id(0)
     group = tl.program_id(1)
-    first, last = _column_range(bi, group, n_col_blocks, TRIANGLE, GROUP)
+    first, last = _column_range(bi, group, tl.load(col_end + bi), TRIANGLE, GROUP)
     offs = tl.arange(0, BLOCK)
     xi = tl.load(x_rows + bi * BLOCK + offs)
     acc = tl.zeros((BLOCK, BLOCK), dtype=xi.dtype)
     for bj in range(first, last):
         xj = tl.load(x_cols + bj * BLOCK + offs)
         diff = xi[:, None] - xj[None, :]
-        t = tl.minimum(diff * diff * scale2, s_max)
-        term = _polynomial(t, c0, c1, c2, c3, c4, DEGREE) * tl.exp2(-t)
+        t = tl.minimum(diff * diff, s_max)
+        term = _polynomial(t, c0, c1, c2, c3, c4, DEGREE) * _exp2(-t, FAST)
         if TRIANGLE:  # noqa: SIM102  (a compile-time branch; Triton cannot mix it with a runtime "and")
             if bj == bi:
                 term = tl.where(offs[None, :] > offs[:, None], term, 0.0)
@@ -78,13 +93,14 @@ def hermite_pairs_kernel(
 
 
 @triton.jit
-def _squared_distances(y_rows, y_cols, bi, bj, d, n_rows_padded, n_cols_padded, offs, BLOCK: tl.constexpr):
-    """(BLOCK, BLOCK) tile of |y_i - y_j|^2; y_* are (d, n_padded) row-major."""
-    yi = tl.load(y_rows + bi * BLOCK + offs)
-    yj = tl.load(y_cols + bj * BLOCK + offs)
-    diff = yi[:, None] - yj[None, :]
-    s = diff * diff
-    for c in range(1, d):
+def _squared_distances(y_rows, y_cols, bi, bj, n_rows_padded, n_cols_padded, offs, DIM: tl.constexpr, BLOCK: tl.constexpr):
+    """(BLOCK, BLOCK) tile of |y_i - y_j|^2; y_* are (DIM, n_padded) row-major.
+
+    DIM is a compile-time constant, so the loop over coordinates is unrolled and the loads of
+    all coordinates can be issued before the arithmetic that needs them.
+    """
+    s = tl.zeros((BLOCK, BLOCK), dtype=y_rows.dtype.element_ty)
+    for c in tl.static_range(DIM):
         yi = tl.load(y_rows + c * n_rows_padded + bi * BLOCK + offs)
         yj = tl.load(y_cols + c * n_cols_padded + bj * BLOCK + offs)
         diff = yi[:, None] - yj[None, :]
@@ -94,44 +110,45 @@ def _squared_distances(y_rows, y_cols, bi, bj, d, n_rows_padded, n_cols_padded, 
 
 @triton.jit
 def lscv_pairs_kernel(
-    y_rows, y_cols, d, n_rows_padded, n_cols_padded, n_col_blocks, a, n_a, out,
-    TRIANGLE: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, SCALES: tl.constexpr,
+    y_rows, y_cols, n_rows_padded, n_cols_padded, n_col_blocks, a, n_a, out,
+    DIM: tl.constexpr, TRIANGLE: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, SCALES: tl.constexpr,
+    FAST: tl.constexpr,
 ):
     """out[program, k] = (sum 2^(-a_k s), sum 2^(-2 a_k s)) over the program's pairs.
 
-    s = |y_i - y_j|^2.  The scales are taken ``SCALES`` at a time (``a`` is padded to a
-    multiple of SCALES); for each batch a (SCALES, BLOCK, BLOCK) accumulator stays in
-    registers across the program's column blocks and is reduced once, so s costs d
-    multiply-adds per pair per batch and each scale one exp2 per pair.
+    s = |y_i - y_j|^2.  The third grid axis takes the scales ``SCALES`` at a time (``a`` is
+    padded to a multiple of SCALES): a (SCALES, BLOCK, BLOCK) accumulator stays in registers
+    across the program's column blocks and is reduced once, so s costs DIM subtractions and
+    multiply-adds per pair per batch and each scale one exp2 per pair.  Splitting the scales
+    over programs keeps a small n (few tiles) from leaving the GPU idle.
     """
     bi = tl.program_id(0)
     group = tl.program_id(1)
     program = bi * tl.num_programs(1) + group
     first, last = _column_range(bi, group, n_col_blocks, TRIANGLE, GROUP)
     offs = tl.arange(0, BLOCK)
-    batch = tl.arange(0, SCALES)
-    for k0 in range(0, n_a, SCALES):
-        a_batch = tl.load(a + k0 + batch)
-        acc1 = tl.zeros((SCALES, BLOCK, BLOCK), dtype=a_batch.dtype)
-        acc2 = tl.zeros((SCALES, BLOCK, BLOCK), dtype=a_batch.dtype)
-        for bj in range(first, last):
-            s = _squared_distances(y_rows, y_cols, bi, bj, d, n_rows_padded, n_cols_padded, offs, BLOCK)
-            if TRIANGLE:  # noqa: SIM102  (a compile-time branch; Triton cannot mix it with a runtime "and")
-                if bj == bi:  # i >= j: an infinite distance gives 2^-inf = 0
-                    s = tl.where(offs[None, :] > offs[:, None], s, float("inf"))
-            e = tl.exp2(-a_batch[:, None, None] * s[None, :, :])
-            acc1 += e
-            acc2 += e * e
-        slot = out + (program * n_a + k0 + batch) * 2
-        tl.store(slot, tl.sum(tl.sum(acc1, axis=2), axis=1).to(tl.float64), mask=k0 + batch < n_a)
-        tl.store(slot + 1, tl.sum(tl.sum(acc2, axis=2), axis=1).to(tl.float64), mask=k0 + batch < n_a)
+    k = tl.program_id(2) * SCALES + tl.arange(0, SCALES)
+    a_batch = tl.load(a + k)
+    acc1 = tl.zeros((SCALES, BLOCK, BLOCK), dtype=a_batch.dtype)
+    acc2 = tl.zeros((SCALES, BLOCK, BLOCK), dtype=a_batch.dtype)
+    for bj in range(first, last):
+        s = _squared_distances(y_rows, y_cols, bi, bj, n_rows_padded, n_cols_padded, offs, DIM, BLOCK)
+        if TRIANGLE:  # noqa: SIM102  (a compile-time branch; Triton cannot mix it with a runtime "and")
+            if bj == bi:  # i >= j: an infinite distance gives 2^-inf = 0
+                s = tl.where(offs[None, :] > offs[:, None], s, float("inf"))
+        e = _exp2(-a_batch[:, None, None] * s[None, :, :], FAST)
+        acc1 += e
+        acc2 += e * e
+    slot = out + (program * n_a + k) * 2
+    tl.store(slot, tl.sum(tl.sum(acc1, axis=2), axis=1).to(tl.float64), mask=k < n_a)
+    tl.store(slot + 1, tl.sum(tl.sum(acc2, axis=2), axis=1).to(tl.float64), mask=k < n_a)
 
 
 @triton.jit
-def _profile(s, KIND: tl.constexpr):
+def _profile(s, KIND: tl.constexpr, FAST: tl.constexpr):
     """Radial kernel profiles k(s), s = |u|^2 (parzen.kernels); gaussian takes s in log2 units."""
     if KIND == 0:  # gaussian: the wrapper scales so that k = 2^-s
-        return tl.exp2(-s)
+        return _exp2(-s, FAST)
     elif KIND == 1:  # epanechnikov
         return tl.maximum(1.0 - s, 0.0)
     elif KIND == 2:  # uniform
@@ -147,12 +164,12 @@ def _profile(s, KIND: tl.constexpr):
 
 @triton.jit
 def kernel_sum_kernel(
-    zt, qt, w, d, n_padded, m_padded, chunk_blocks, out,
-    KIND: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr,
+    zt, qt, w, n_padded, m_padded, chunk_blocks, out,
+    DIM: tl.constexpr, KIND: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr, FAST: tl.constexpr,
 ):
     """out[chunk, q] = sum over the chunk's data points i of w_i k(|q - z_i|^2).
 
-    zt (d, n_padded) and qt (d, m_padded) row-major; padded data points carry weight 0.
+    zt (DIM, n_padded) and qt (DIM, m_padded) row-major; padded data points carry weight 0.
     """
     qb = tl.program_id(0)
     chunk = tl.program_id(1)
@@ -163,15 +180,9 @@ def kernel_sum_kernel(
     acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=zt.dtype.element_ty)
     for zb in range(first, last):
         z_offs = zb * BLOCK_Z + z_range
-        qd = tl.load(qt + q_offs)
-        zd = tl.load(zt + z_offs)
-        diff = qd[:, None] - zd[None, :]
-        s = diff * diff
-        for c in range(1, d):
-            qd = tl.load(qt + c * m_padded + q_offs)
-            zd = tl.load(zt + c * n_padded + z_offs)
-            diff = qd[:, None] - zd[None, :]
+        s = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=zt.dtype.element_ty)
+        for c in tl.static_range(DIM):
+            diff = tl.load(qt + c * m_padded + q_offs)[:, None] - tl.load(zt + c * n_padded + z_offs)[None, :]
             s += diff * diff
-        acc += _profile(s, KIND) * tl.load(w + z_offs)[None, :]
+        acc += _profile(s, KIND, FAST) * tl.load(w + z_offs)[None, :]
     tl.store(out + chunk * m_padded + q_offs, tl.sum(acc, axis=1).to(tl.float64))
-

@@ -51,9 +51,12 @@ CHUNK_ROWS = 1 << 24
 #: Column groups per row block: bounds the partial sums (1-D sums / sums over many scales).
 GROUPS_1D, GROUPS_SQ = 256, 64
 #: Scales of one LSCV pass over a tile (a power of 2): each needs 2 accumulator tiles in registers.
-SCALES_PER_PASS = 4
-#: Warps per program.
-NUM_WARPS = 4
+SCALES_PER_PASS = 8
+#: Warps per program; LSCV sums of one scale (LSCV_H) ran faster with fewer (H100: g(H) for
+#: n = 16384, d = 16 took 0.75 ms with 4 warps, 1.7 ms with 8).
+NUM_WARPS, SINGLE_SCALE_WARPS = 8, 4
+#: float32 exponentials as one ``ex2.approx.ftz`` instruction (not under the interpreter).
+FAST_EXP2 = not INTERPRETED
 #: 2^-t is exactly 0 in float32 and float64 beyond this t; P(t) is clamped there.
 T_ZERO = 2000.0
 #: Largest data size the interpreter tests use (its kernels run at Python speed).
@@ -64,6 +67,10 @@ _MAX_ORDER = 8
 
 def _torch_dtype(dtype):
     return torch.float64 if dtype is not None and np.dtype(dtype) == np.float64 else torch.float32
+
+
+def _fast(fdtype) -> bool:
+    return FAST_EXP2 and fdtype == torch.float32
 
 
 def _chunks(n: int) -> list[slice]:
@@ -115,6 +122,26 @@ def _grid(n_rows_padded: int, n_cols_padded: int, tile: int, groups_per_row: int
     return row_blocks, triton.cdiv(col_blocks, group), group
 
 
+#: 2^-t is exactly 0 in float32 beyond t = 150 and in float64 beyond t = 1075 (below the
+#: smallest sub-normal number, rounded to nearest): pairs that far apart add exactly nothing.
+_T_UNDERFLOW = {torch.float32: 151.0, torch.float64: 1076.0}
+
+
+def _reachable_column_blocks(rows: torch.Tensor, cols: torch.Tensor, triangle: bool, reach: float, tile: int):
+    """int32 per row block: the end of the column blocks holding a point within ``reach``.
+
+    For the triangle of sorted 1-D data (pads sort last) the column blocks bj >= bi whose
+    smallest point exceeds the row block's largest by more than ``reach`` are skipped: their
+    terms underflow to exactly 0, so the sum is unchanged.  Rectangles (streamed chunks) keep
+    every column block.
+    """
+    row_blocks, n_col_blocks = rows.shape[1] // tile, cols.shape[1] // tile
+    if not triangle:
+        return torch.full((row_blocks,), n_col_blocks, dtype=torch.int32, device=DEVICE)
+    smallest, largest = cols[0, ::tile].contiguous(), rows[0, tile - 1 :: tile].contiguous()
+    return torch.searchsorted(smallest, largest + reach, right=True).to(torch.int32)
+
+
 def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
     """For each scale g: sum_{i<j} phi^(r)((x_i - x_j) / g), kind = "gauss_d<r>" (r even, <= 8).
 
@@ -132,22 +159,24 @@ def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> 
     kappa = 0.5 * _LOG2E
     coef = np.zeros(5)
     coef[: order // 2 + 1] = gauss_derivative_even_coefficients(order) / kappa ** np.arange(order // 2 + 1)
-    out = np.zeros(scales.size)
-    for k, g in enumerate(scales):
-        scale2 = kappa / (g * g)
-        params = torch.tensor([*coef, scale2, T_ZERO], dtype=fdtype, device=DEVICE)
+    constants = torch.tensor([*coef, T_ZERO], dtype=fdtype, device=DEVICE)
+    reach = math.sqrt(_T_UNDERFLOW[fdtype])
 
-        def run(rows, cols, triangle, params=params):
-            row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_1D, GROUPS_1D)
-            partial = torch.zeros((row_blocks, n_groups), dtype=torch.float64, device=DEVICE)
-            kernels.hermite_pairs_kernel[(row_blocks, n_groups)](
-                rows, cols, cols.shape[1] // TILE_1D, params, partial,
-                TRIANGLE=triangle, DEGREE=order // 2, BLOCK=TILE_1D, GROUP=group, num_warps=NUM_WARPS,
-            )
-            return partial.sum()
+    def run(rows, cols, triangle):
+        if triangle:  # sorted, so that each row block's pairs within reach are one column range
+            rows = cols = rows.sort(dim=1).values
+        col_end = _reachable_column_blocks(rows, cols, triangle, reach, TILE_1D)
+        row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_1D, GROUPS_1D)
+        partial = torch.zeros((row_blocks, n_groups), dtype=torch.float64, device=DEVICE)
+        kernels.hermite_pairs_kernel[(row_blocks, n_groups)](
+            rows, cols, col_end, constants, partial,
+            TRIANGLE=triangle, DEGREE=order // 2, BLOCK=TILE_1D, GROUP=group, FAST=_fast(fdtype),
+            num_warps=NUM_WARPS,
+        )
+        return partial.sum()
 
-        spacing = math.sqrt(T_ZERO / scale2)
-        out[k] = float(_pair_sums(x, run, spacing, TILE_1D, fdtype))
+    # x in units of g / sqrt(kappa): t is the squared difference (one multiply less per pair)
+    out = np.array([float(_pair_sums(x * (math.sqrt(kappa) / g), run, math.sqrt(T_ZERO), TILE_1D, fdtype)) for g in scales])
     return out / math.sqrt(2.0 * math.pi)
 
 
@@ -156,30 +185,82 @@ def pair_sum_sq(Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> 
 
     All scales in one pass over the pairs; see :func:`parzen.backends.reference.pair_sum_sq`.
     """
-    if kind != "lscv":
-        raise ValueError(f"unknown pair_sum_sq kind {kind!r}; the gpu backend knows 'lscv'")
+    _check_sq_kind(kind)
     fdtype = _torch_dtype(dtype)
     Y = np.asarray(Y, dtype=np.float64)
     Y = Y.reshape(len(Y), -1)
     Y = Y - Y.mean(axis=0)
-    h = np.atleast_1d(np.asarray(params, dtype=np.float64))
-    a = _LOG2E / (4.0 * h * h)  # exp(-s / 4h^2) = 2^(-a s); the square gives exp(-s / 2h^2)
-    batch = min(SCALES_PER_PASS, triton.next_power_of_2(h.size))
-    a_padded = np.r_[a, np.full(-h.size % batch, a[-1])]  # the padding's sums are not read
-    a_tensor = torch.from_numpy(a_padded).to(device=DEVICE, dtype=fdtype)
-    d = Y.shape[1]
+    scales = _LscvScales(params, fdtype)
 
     def run(rows, cols, triangle):
+        return scales.launch(rows, cols, triangle, Y.shape[1])
+
+    return _pair_sums(Y, run, scales.spacing, TILE_SQ, fdtype).cpu().numpy()
+
+
+def prepare_whitened_pair_sum_sq(Z: np.ndarray, kind: str, *, dtype=None):
+    """A function (M, params) -> pair_sum_sq(Z M^-T, kind, params) with Z kept on the device.
+
+    LSCV_H's Nelder-Mead loop evaluates g(H) hundreds of times on the same data, whitened by
+    a different lower-triangular M each time: here the data travel to the device once, and
+    each call only sends M^-1 (d x d), whitens on the device (float64) and launches the pair
+    sum.  Returns None for data of more than one chunk (they are whitened on the host).
+    """
+    _check_sq_kind(kind)
+    fdtype = _torch_dtype(dtype)
+    Z = np.asarray(Z, dtype=np.float64)
+    Z = Z.reshape(len(Z), -1)
+    n, d = Z.shape
+    if n > CHUNK_ROWS:
+        return None  # streamed data: the caller whitens on the host
+    z_device = torch.from_numpy(np.ascontiguousarray((Z - Z.mean(axis=0)).T)).to(DEVICE)
+    n_padded = triton.cdiv(max(n, 1), TILE_SQ) * TILE_SQ
+    y_device = torch.zeros((d, n_padded), dtype=fdtype, device=DEVICE)
+    pad_steps = torch.arange(1, n_padded - n + 1, dtype=torch.float64, device=DEVICE)
+
+    def sums(M: np.ndarray, params) -> np.ndarray:
+        scales = _LscvScales(params, fdtype)
+        M_inv = np.linalg.inv(np.asarray(M, dtype=np.float64))
+        y = torch.from_numpy(M_inv).to(DEVICE) @ z_device
+        y_device[:, :n] = y
+        y_device[0, n:] = y[0].max() + scales.spacing * pad_steps  # see _padded: pad terms are 0
+        return scales.launch(y_device, y_device, True, d).cpu().numpy()
+
+    return sums
+
+
+def _check_sq_kind(kind: str) -> None:
+    if kind != "lscv":
+        raise ValueError(f"unknown pair_sum_sq kind {kind!r}; the gpu backend knows 'lscv'")
+
+
+class _LscvScales:
+    """The scales of one LSCV pair sum on the device, and the launch of its kernel.
+
+    exp(-s / 4h^2) = 2^(-a s) with a = log2(e) / 4h^2, and its square is exp(-s / 2h^2);
+    ``a`` is padded to a multiple of the kernel's scale batch (the padding's sums are not read).
+    """
+
+    def __init__(self, params, fdtype):
+        h = np.atleast_1d(np.asarray(params, dtype=np.float64))
+        a = _LOG2E / (4.0 * h * h)
+        self.count = h.size
+        self.batch = min(SCALES_PER_PASS, triton.next_power_of_2(h.size))
+        a_padded = np.r_[a, np.full(-h.size % self.batch, a[-1])]
+        self.a = torch.from_numpy(a_padded).to(device=DEVICE, dtype=fdtype)
+        #: Pad step that puts every pad beyond the reach of the widest scale.
+        self.spacing = math.sqrt(T_ZERO / a.min())
+
+    def launch(self, rows: torch.Tensor, cols: torch.Tensor, triangle: bool, d: int) -> torch.Tensor:
+        """(count, 2) float64 device sums over the pairs of one chunk pair."""
         row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_SQ, GROUPS_SQ)
-        partial = torch.empty((row_blocks * n_groups, h.size, 2), dtype=torch.float64, device=DEVICE)
-        kernels.lscv_pairs_kernel[(row_blocks, n_groups)](
-            rows, cols, d, rows.shape[1], cols.shape[1], cols.shape[1] // TILE_SQ, a_tensor, h.size, partial,
-            TRIANGLE=triangle, BLOCK=TILE_SQ, GROUP=group, SCALES=batch, num_warps=NUM_WARPS,
+        partial = torch.empty((row_blocks * n_groups, self.count, 2), dtype=torch.float64, device=DEVICE)
+        kernels.lscv_pairs_kernel[(row_blocks, n_groups, self.a.numel() // self.batch)](
+            rows, cols, rows.shape[1], cols.shape[1], cols.shape[1] // TILE_SQ, self.a, self.count, partial,
+            DIM=d, TRIANGLE=triangle, BLOCK=TILE_SQ, GROUP=group, SCALES=self.batch, FAST=_fast(self.a.dtype),
+            num_warps=NUM_WARPS if self.batch > 1 else SINGLE_SCALE_WARPS,
         )
         return partial.sum(dim=0)
-
-    spacing = math.sqrt(T_ZERO / a.min())
-    return _pair_sums(Y, run, spacing, TILE_SQ, fdtype).cpu().numpy()
 
 
 #: Kernel name -> the KIND constant of ``_triton_kernels._profile``.
@@ -231,8 +312,9 @@ def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str) -> np.ndarray:
     data_chunks = triton.cdiv(data_blocks, chunk_blocks)
     partial = torch.zeros((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
     kernels.kernel_sum_kernel[(query_blocks, data_chunks)](
-        z_tensor, q_tensor, w_tensor, d, n_padded, m_padded, chunk_blocks, partial,
-        KIND=_PROFILE_KIND[kind], BLOCK_Q=QUERY_BLOCK, BLOCK_Z=DATA_BLOCK, num_warps=NUM_WARPS,
+        z_tensor, q_tensor, w_tensor, n_padded, m_padded, chunk_blocks, partial,
+        DIM=d, KIND=_PROFILE_KIND[kind], BLOCK_Q=QUERY_BLOCK, BLOCK_Z=DATA_BLOCK, FAST=_fast(z_tensor.dtype),
+        num_warps=NUM_WARPS,
     )
     return partial.sum(dim=0).cpu().numpy()
 

@@ -19,7 +19,7 @@ from scipy import linalg, optimize
 from .._progress import progress_bar
 from .._threads import single_threaded_blas
 from .._validate import Data, as_data, check_spd, covariance, warn_if_tied
-from ..backends import get_backend
+from ..backends import get_backend, whitened_pair_sum_sq
 
 
 class LSCVWarning(UserWarning):
@@ -113,8 +113,13 @@ def lscv_h(
     sqrt_det = float(np.prod(np.diag(L)))
     h0 = reference_h0(data.n, data.d)
 
+    # the grid and the refinement share Y, kept where the backend computes (the GPU's memory)
+    be = get_backend(backend, dtype, work=0.5 * data.n * data.n * grid)
+    pair_sums = whitened_pair_sum_sq(be, Y, "lscv", dtype=dtype)
+    identity = np.eye(data.d)
+
     def g(h: np.ndarray) -> np.ndarray:
-        return _lscv_h_values(Y, h, sqrt_det, backend, dtype)
+        return _criterion(np.asarray(pair_sums(identity, h)), data.n, data.d, h, sqrt_det)
 
     candidates = np.linspace(h0 / 4, 4 * h0, grid)
     values = _grid_values(g, candidates, progress, f"LSCV_h: {grid} candidates, n={data.n}, d={data.d}")
@@ -197,20 +202,21 @@ def _minimise_matrix(
     n, d = data.values.shape
     Z = _whiten(data.values, P)
     be = get_backend(backend, dtype, work=0.5 * n * n)
+    pair_sums = whitened_pair_sum_sq(be, Z, "lscv", dtype=dtype)
     P_inv_start = linalg.solve_triangular(P, start, lower=True)
     Ms = linalg.cholesky(linalg.solve_triangular(P, P_inv_start.T, lower=True), lower=True)
     theta0 = _pack_lower(Ms, diagonal_only)
 
     def g_sphered(theta: np.ndarray) -> float:
         M = _unpack_lower(theta, d, diagonal_only)
-        Y = linalg.solve_triangular(M, Z.T, lower=True).T
-        sums = be.pair_sum_sq(Y, "lscv", np.ones(1), dtype=dtype)
+        sums = pair_sums(M, np.ones(1))
         return float(_criterion(np.asarray(sums), n, d, np.ones(1), float(np.prod(np.diag(M))))[0])
 
     scale = abs(g_sphered(theta0))
     objective = lambda theta: g_sphered(theta) / scale
     # float32 sums carry ~1e-7 relative noise: a tighter tolerance only makes Nelder-Mead chase it
-    fatol = 1e-9 if dtype is None or np.dtype(dtype) == np.float64 else 1e-6
+    computes_in = be.DTYPES[0] if dtype is None else np.dtype(dtype)  # the gpu's default is float32
+    fatol = 1e-9 if computes_in == np.float64 else 1e-6
     npar = theta0.size
     with progress_bar(progress, label) as bar:
         theta, fbest = theta0, objective(theta0)
