@@ -8,6 +8,9 @@ GROUP BY.  Each query is answered by
 - DuckDB exactly (the truth, and its latency),
 - a uniform row sample with as many bytes as the synopsis (scaled sample aggregates).
 
+Families: "1-D" (a random aggregate column), "1-D, own column" (COUNT or SUM/AVG of the
+predicate's column: the gridded form answers these), "2-D", "1-D GROUP BY".
+
 Writes ``<out>/aqp_<table>.json`` and ``.md``: median and 95th percentile relative error and
 latency per query family.  Usage::
 
@@ -35,6 +38,9 @@ from parzen.aqp.demo import GROUP_BY, load_flights
 
 RESULTS = Path(__file__).resolve().parent / "results"
 AGGREGATES = ("COUNT(*)", "SUM({y})", "AVG({y})")
+#: "1-D, own column" aggregates the predicate's column (or counts): what the gridded form answers.
+OWN_COLUMN = "1-D, own column"
+FAMILIES = ["1-D", OWN_COLUMN, "2-D"]
 
 
 def quantiles(con, table: str, columns: list[str]) -> dict[str, np.ndarray]:
@@ -50,7 +56,7 @@ def random_queries(rng, table: str, q: dict[str, np.ndarray], count: int, group:
     columns = list(q)
     queries = []
     while len(queries) < count:
-        family = rng.choice(["1-D", "2-D", "1-D GROUP BY"] if group else ["1-D", "2-D"])
+        family = rng.choice([*FAMILIES, "1-D GROUP BY"] if group else FAMILIES)
         dims = 2 if family == "2-D" else 1
         chosen = rng.choice(columns, dims, replace=False)
         selectivity = float(np.exp(rng.uniform(np.log(0.01), np.log(0.5))))
@@ -60,7 +66,7 @@ def random_queries(rng, table: str, q: dict[str, np.ndarray], count: int, group:
             start = rng.uniform(0, 1 - per_column)
             low, high = np.interp([start, start + per_column], np.linspace(0, 1, 1001), q[c])
             predicates.append(f'"{c}" BETWEEN {low:.6g} AND {high:.6g}')
-        y = rng.choice(columns)
+        y = chosen[0] if family == OWN_COLUMN else rng.choice(columns)
         aggregate = rng.choice(AGGREGATES).format(y=f'"{y}"')
         select = f"{aggregate} AS value"
         where = " AND ".join(predicates)
@@ -110,7 +116,8 @@ def run(args) -> dict:
     started = time.perf_counter()
     synopsis = engine.build(args.table, sample=args.sample, group_by=args.group_by or None)
     build_seconds = time.perf_counter() - started
-    synopsis_bytes = synopsis.nbytes()["total"]
+    sizes = synopsis.nbytes()
+    synopsis_bytes = sizes["total"]
     smoothed = list(synopsis.models)
     rows = synopsis.row_count
     sample_rows = max(1, synopsis_bytes // (8 * len(smoothed)))
@@ -134,7 +141,7 @@ def run(args) -> dict:
         sample = sample_answer(con, item["sql"], "__sample", args.table, fraction)
         records.append({
             **{k: v for k, v in item.items() if k != "where"}, "selectivity": float(selectivity), "exact_ms": 1e3 * exact_s,
-            "approx_ms": 1e3 * approx.attrs["seconds"],
+            "approx_ms": 1e3 * approx.attrs["seconds"], "form": approx.attrs["form"],
             "parzen_error": float(np.median(relative_errors(approx, exact, keys))),
             "sample_error": float(np.median(relative_errors(sample, exact, keys))),
         })
@@ -143,13 +150,15 @@ def run(args) -> dict:
     for family, part in frame.groupby("family"):
         summary.append({
             "family": family, "queries": len(part),
+            "forms": ", ".join(f"{form} {count}" for form, count in part["form"].value_counts().items()),
             "parzen median error": part["parzen_error"].median(), "parzen p95 error": part["parzen_error"].quantile(0.95),
             "sample median error": part["sample_error"].median(), "sample p95 error": part["sample_error"].quantile(0.95),
             "parzen median ms": part["approx_ms"].median(), "parzen p95 ms": part["approx_ms"].quantile(0.95),
             "DuckDB exact median ms": part["exact_ms"].median(),
         })
     return {
-        "table": args.table, "rows": rows, "synopsis_bytes": synopsis_bytes, "build_seconds": build_seconds,
+        "table": args.table, "rows": rows, "synopsis_bytes": synopsis_bytes, "grid_bytes": sizes["grid"],
+        "build_seconds": build_seconds,
         "sample_rows_equal_bytes": int(sample_rows), "machine": platform.processor() or platform.machine(),
         "duckdb": duckdb.__version__, "summary": summary, "queries": records,
     }
@@ -160,21 +169,22 @@ def markdown(result: dict) -> str:
         f"# AQP accuracy and latency: {result['table']}",
         "",
         (
-            f"{result['rows']} rows; synopsis {result['synopsis_bytes'] / 1e6:.2f} MB, built in "
+            f"{result['rows']} rows; synopsis {result['synopsis_bytes'] / 1e6:.2f} MB (grids "
+            f"{result['grid_bytes'] / 1e6:.2f} MB of it), built in "
             f"{result['build_seconds']:.1f} s; the equal-bytes uniform sample has {result['sample_rows_equal_bytes']} "
             "rows. Errors are per query (the median over groups for GROUP BY), relative to DuckDB's exact answer; "
             f"queries of selectivity >= 1 %. Machine: {result['machine']}, DuckDB {result['duckdb']}."
         ),
         "",
         (
-            "| family | queries | parzen median err | parzen p95 err | sample median err | sample p95 err "
-            "| parzen median ms | parzen p95 ms | DuckDB exact median ms |"
+            "| family | queries (answered from) | parzen median err | parzen p95 err | sample median err "
+            "| sample p95 err | parzen median ms | parzen p95 ms | DuckDB exact median ms |"
         ),
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for s in result["summary"]:
         lines.append(
-            f"| {s['family']} | {s['queries']} | {100 * s['parzen median error']:.2f} % | {100 * s['parzen p95 error']:.2f} % "
+            f"| {s['family']} | {s['queries']} ({s['forms']}) | {100 * s['parzen median error']:.2f} % | {100 * s['parzen p95 error']:.2f} % "
             f"| {100 * s['sample median error']:.2f} % | {100 * s['sample p95 error']:.2f} % "
             f"| {s['parzen median ms']:.2f} | {s['parzen p95 ms']:.2f} | {s['DuckDB exact median ms']:.2f} |"
         )

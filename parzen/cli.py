@@ -296,14 +296,15 @@ def demo(
 
 
 def _comparison_table(results, engine) -> Table:
-    """One row per query and aggregate: approximate, exact, relative error, both latencies."""
+    """One row per query and aggregate: approximate, exact, relative error, both latencies, and
+    what answered (the synopsis's grid, its sample or its exact totals)."""
     from .aqp.sql import parse
 
     table = Table(title="approximate (synopsis) vs exact (DuckDB)", title_justify="left",
                   caption="grouped queries: the first group's values and the median / max error over all groups",
                   caption_justify="left")
     table.add_column("query", overflow="fold", ratio=1)
-    for header in ("aggregate", "approx", "exact", "rel. error", "approx ms", "exact ms"):
+    for header in ("aggregate", "approx", "exact", "rel. error", "approx ms", "from", "exact ms"):
         table.add_column(header, no_wrap=True, justify="left" if header == "aggregate" else "right")
     for sql, frame in results:
         query = parse(sql)
@@ -316,6 +317,7 @@ def _comparison_table(results, engine) -> Table:
             table.add_row(
                 sql if k == 0 else "", label, _num(first[f"{a.name} approx"]), _num(first[f"{a.name} exact"]), error,
                 f"{1e3 * frame.attrs['approximate_seconds']:.2f}" if k == 0 else "",
+                frame.attrs["form"] if k == 0 else "",
                 f"{1e3 * frame.attrs['exact_seconds']:.2f}" if k == 0 else "",
             )
     return table
@@ -335,6 +337,7 @@ def aqp_build(
     group_by: Annotated[list[str] | None, typer.Option("--group-by", "-g", help="Categorical column; repeat.")] = None,
     sample: Annotated[int, typer.Option(min=10, help="Rows in the synopsis's sample.")] = 100_000,
     bandwidth: Annotated[str, typer.Option(help="plugin, scott, silverman or normal_scale.")] = "plugin",
+    grid: Annotated[int | None, typer.Option(min=0, help="Points of each column's gridded form (0: none).")] = None,
 ) -> None:
     """Read TABLE once and store its synopsis in DB."""
     from .aqp import Engine
@@ -342,9 +345,10 @@ def aqp_build(
     with _user_errors():
         _existing(database)
         synopsis = Engine(database).build(table, columns, sample=sample, bandwidth=bandwidth, group_by=group_by,
-                                          progress=out.is_terminal)
+                                          progress=out.is_terminal, **({} if grid is None else {"grid": grid}))
+    size = synopsis.nbytes()
     out.print(f"built the synopsis of {table}: {synopsis.row_count} rows, {len(synopsis.models)} columns, "
-              f"{synopsis.nbytes()['total']} bytes, {synopsis.build_seconds:.2f} s")
+              f"{size['total']} bytes (sample {size['sample']}, grids {size['grid']}), {synopsis.build_seconds:.2f} s")
 
 
 @aqp_app.command("query")
@@ -369,7 +373,8 @@ def aqp_query(
             return
         frame = engine.query(sql, exact=exact, with_error=with_error)
     out.print(_frame_table(frame))
-    out.print(f"{'exact' if exact else 'approximate'}: {1e3 * frame.attrs['seconds']:.3f} ms")
+    out.print(f"{'exact' if exact else 'approximate, from the ' + frame.attrs['form']}: "
+              f"{1e3 * frame.attrs['seconds']:.3f} ms")
 
 
 @aqp_app.command("list")

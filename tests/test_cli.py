@@ -350,7 +350,7 @@ def test_aqp_build_query_list(flights_db, wide_console):
     sql = "SELECT c, COUNT(*), AVG(u) FROM s WHERE v > 0 GROUP BY c"
     approx = invoke("aqp", "query", flights_db, sql, "--with-error")
     assert approx.exit_code == 0, approx.output
-    assert "count_star() low" in approx.output and "approximate:" in approx.output
+    assert "count_star() low" in approx.output and "approximate, from the sample:" in approx.output
     compared = invoke("aqp", "query", flights_db, sql, "--compare")
     assert compared.exit_code == 0 and "rel. error" in compared.output and "exact" in compared.output
     exact = invoke("aqp", "query", flights_db, "SELECT MAX(u) FROM s", "--exact")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -34,13 +34,14 @@ def _normal_box(x, a, b, h):
     return mass, x * mass - h * density
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def box_masses(x, scale, h0, a, b, lower, reflect, reach):
-    """(mass, moment) per row: bandwidth h0 * scale[i], reflection at ``lower`` if ``reflect``."""
+    """(mass, moment) per row: bandwidth h0 * scale[i], reflection at ``lower`` if ``reflect``
+    (rows spread over all cores)."""
     n = x.size
     mass = np.zeros(n)
     moment = np.zeros(n)
-    for i in range(n):
+    for i in prange(n):
         xi = x[i]
         if math.isnan(xi):
             continue

@@ -16,6 +16,7 @@ import pandas as pd
 from .. import bandwidth as bw
 from .._progress import progress_bar
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
+from .grid import GRID_POINTS, column_grids
 from .synopsis import Group, Synopsis
 
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
@@ -56,7 +57,7 @@ def is_numeric(type_name: str) -> bool:
 
 
 def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, bandwidth="plugin",
-                   group_by=None, seed: int = 0, progress: bool = False) -> Synopsis:
+                   group_by=None, grid: int = GRID_POINTS, seed: int = 0, progress: bool = False) -> Synopsis:
     """Read ``table`` and return its synopsis (see :meth:`parzen.aqp.Engine.build`)."""
     started = time.perf_counter()
     types = table_columns(con, table)
@@ -74,7 +75,9 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
         raise ValueError(f"table {table!r} has no numeric columns to model")
     if not isinstance(sample, int) or sample < 10:
         raise ValueError(f"sample must be an integer >= 10, got {sample!r}")
-    with progress_bar(progress, f"synopsis of {table}", total=3 + len(numeric)) as bar:
+    if not isinstance(grid, int) or not (grid == 0 or grid >= 16):
+        raise ValueError(f"grid must be 0 (no gridded form) or an integer >= 16, got {grid!r}")
+    with progress_bar(progress, f"synopsis of {table}", total=4 + len(numeric)) as bar:
         rows, totals, stats = _totals(con, table, numeric, types)
         if rows < 2:
             raise ValueError(f"table {table!r} has {rows} rows; a synopsis needs at least 2")
@@ -94,12 +97,15 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
         for c in numeric:
             models[c] = _column_model(c, types[c], drawn[c], stats[c], bandwidth, rng)
             bar.advance(1)
-        bar.advance(1)
-    return Synopsis(
-        table=table, row_count=rows, models=models, totals=totals, sample=drawn, group_by=group_by, groups=groups,
-        built_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        build_seconds=time.perf_counter() - started,
-    )
+        synopsis = Synopsis(table=table, row_count=rows, models=models, totals=totals, sample=drawn,
+                            group_by=group_by, groups=groups, built_at=datetime.now(UTC).isoformat(timespec="seconds"))
+        if grid:
+            _, weights, scale = synopsis.strata()
+            synopsis.grids = column_grids(models, drawn, weights, scale, grid)
+            synopsis.grid_points = grid
+        bar.advance(2)
+    synopsis.build_seconds = time.perf_counter() - started
+    return synopsis
 
 
 def _totals(con, table, numeric, types):

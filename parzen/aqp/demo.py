@@ -23,7 +23,7 @@ GROUP_BY = ("carrier", "origin")
 QUERIES = (
     "SELECT COUNT(*) FROM flights WHERE dep_delay > 60",
     "SELECT AVG(arr_delay) FROM flights WHERE distance BETWEEN 1000 AND 2000",
-    "SELECT SUM(air_time) FROM flights WHERE dep_delay BETWEEN 0 AND 30",
+    "SELECT SUM(dep_delay), AVG(dep_delay) FROM flights WHERE dep_delay BETWEEN 0 AND 30",
     "SELECT COUNT(*), AVG(dep_delay) FROM flights WHERE sched_dep_time BETWEEN 1700 AND 2000",
     "SELECT COUNT(*) FROM flights WHERE arr_delay < -10 AND distance > 500",
     "SELECT AVG(air_time) FROM flights WHERE distance BETWEEN 500 AND 800",

@@ -15,6 +15,7 @@ import pandas as pd
 from . import store
 from .build import build_synopsis, quote
 from .estimate import Estimate, SampleView, row_terms, z_value
+from .grid import GRID_POINTS
 from .sql import AggregateQuery, UnsupportedQuery, parse, read_only_sql, to_sql
 from .synopsis import Synopsis
 
@@ -45,7 +46,7 @@ class Engine:
     # --- synopses -------------------------------------------------------------------------
 
     def build(self, table: str, columns=None, *, sample: int = 100_000, bandwidth="plugin", group_by=None,
-              seed: int = 0, progress: bool = False) -> Synopsis:
+              grid: int = GRID_POINTS, seed: int = 0, progress: bool = False) -> Synopsis:
         """Read ``table`` once and store its synopsis.
 
         ``columns``: numeric columns to model (default: all numeric ones).  ``sample``: rows in
@@ -54,10 +55,12 @@ class Engine:
         column on <= 10 000 sampled values and rescaled to the sample size by n^(-1/5).
         ``group_by``: categorical columns for GROUP BY and IN/= predicates: the sample is then
         stratified by their groups (proportional, each group >= 1000 rows or all of it), and
-        each group keeps exact totals.
+        each group keeps exact totals.  ``grid``: points of the gridded form of each column
+        (:mod:`parzen.aqp.grid`; 0: none), which answers one-column range queries without GROUP BY
+        in microseconds.
         """
         synopsis = build_synopsis(self.con, table, columns=columns, sample=sample, bandwidth=bandwidth,
-                                  group_by=group_by, seed=seed, progress=progress)
+                                  group_by=group_by, grid=grid, seed=seed, progress=progress)
         store.save(self.con, synopsis)
         self._cache[table] = synopsis
         self._layouts.pop(table, None)
@@ -67,7 +70,8 @@ class Engine:
         """Rebuild ``table``'s synopsis with the columns and groups it had (for stale or corrupt ones)."""
         try:
             old = self.synopsis(table)
-            options = {"columns": list(old.models), "sample": max(old.sample_size, 10), "group_by": old.group_by}
+            options = {"columns": list(old.models), "sample": max(old.sample_size, 10), "group_by": old.group_by,
+                       "grid": old.grid_points}
         except ValueError:
             options = {}
         return self.build(table, progress=progress, **options)
@@ -90,7 +94,8 @@ class Engine:
             rows.append({
                 "table": table, "columns": len(s.models), "group_by": ", ".join(s.group_by),
                 "sample rows": s.sample_size, "rows at build": s.row_count, "rows now": current,
-                "stale": current != s.row_count, "bytes": size["total"], "built at": s.built_at,
+                "stale": current != s.row_count, "bytes": size["total"], "grid bytes": size["grid"],
+                "built at": s.built_at,
                 "build s": round(s.build_seconds, 3),
             })
         return pd.DataFrame(rows)
@@ -110,21 +115,25 @@ class Engine:
         ``with_error=True`` adds ``<name> low`` / ``<name> high`` columns: a normal-theory
         interval at ``confidence`` from the sample variance of the per-row kernel masses
         (finite-population corrected; stratified over groups).  It covers the sampling error,
-        not the smoothing bias.  ``df.attrs["seconds"]`` holds the latency.
+        not the smoothing bias.  ``df.attrs["seconds"]`` holds the latency and ``df.attrs["form"]``
+        what answered: "grid" (one range column, no GROUP BY, IN or intervals), "sample", "totals"
+        (no numeric predicate) or "exact".
         """
         started = time.perf_counter()
         if exact:
-            result = self._exact(sql)
+            result, form = self._exact(sql), "exact"
         else:
             query = parse(sql)
-            result = self._approximate(query, with_error, z_value(confidence))
+            result, form = self._approximate(query, with_error, z_value(confidence))
         result.attrs["seconds"] = time.perf_counter() - started
+        result.attrs["form"] = form
         return result
 
     def compare(self, sql: str) -> pd.DataFrame:
         """Approximate beside exact: per aggregate, both values and the relative error.
 
-        ``attrs["approximate_seconds"]`` and ``attrs["exact_seconds"]`` hold the latencies.
+        ``attrs["approximate_seconds"]`` and ``attrs["exact_seconds"]`` hold the latencies,
+        ``attrs["form"]`` what answered (see :meth:`query`).
         """
         query = parse(sql)
         approx = self.query(sql)
@@ -135,7 +144,8 @@ class Engine:
         for a in query.aggregates:
             e = merged[f"{a.name} exact"].astype(float)
             merged[f"{a.name} rel. error"] = (merged[f"{a.name} approx"] - e).abs() / e.abs()
-        merged.attrs = {"approximate_seconds": approx.attrs["seconds"], "exact_seconds": exact.attrs["seconds"]}
+        merged.attrs = {"approximate_seconds": approx.attrs["seconds"], "exact_seconds": exact.attrs["seconds"],
+                        "form": approx.attrs["form"]}
         return merged
 
     def _exact(self, sql: str) -> pd.DataFrame:
@@ -152,13 +162,19 @@ class Engine:
         frame.attrs["seconds"] = time.perf_counter() - started
         return frame
 
-    def _approximate(self, query: AggregateQuery, with_error: bool, z: float) -> pd.DataFrame:
+    def _approximate(self, query: AggregateQuery, with_error: bool, z: float) -> tuple[pd.DataFrame, str]:
         synopsis = self.synopsis(query.table)
         _check_columns(query, synopsis)
+        if not any(c in synopsis.models for c in query.ranges):
+            form = "totals"
+        elif not with_error and (grid := _grid_for(query, synopsis)) is not None:
+            return _frame(query, {(): _grid_answers(query, synopsis, grid)}, False), "grid"
+        else:
+            form = "sample"
         layout = self._layout(synopsis)
         keys, output_of_stratum = _output_groups(query, synopsis, layout)
         answers = _answers(query, synopsis, layout, output_of_stratum, len(keys), z if with_error else None)
-        return _frame(query, dict(zip(keys, answers)), with_error)
+        return _frame(query, dict(zip(keys, answers)), with_error), form
 
     def _layout(self, synopsis: Synopsis) -> Layout:
         if synopsis.table not in self._layouts:
@@ -193,6 +209,25 @@ def _check_columns(query: AggregateQuery, synopsis: Synopsis) -> None:
                              f"column {a.column!r}; modelled: {', '.join(synopsis.models)}")
 
 
+def _grid_for(query: AggregateQuery, synopsis: Synopsis):
+    """The column grid that answers ``query`` alone, or None: one range column, no GROUP BY or
+    IN/=, and every aggregate COUNT(*) or COUNT/SUM/AVG of that column."""
+    if query.group_by or query.members or len(query.ranges) != 1:
+        return None
+    (column,) = query.ranges
+    if column not in synopsis.grids or any(a.column not in (None, column) for a in query.aggregates):
+        return None
+    return synopsis.grids[column]
+
+
+def _grid_answers(query: AggregateQuery, synopsis: Synopsis, grid) -> dict[str, Estimate]:
+    """COUNT = C(b) - C(a), SUM = S(b) - S(a), AVG = their ratio (see :mod:`parzen.aqp.grid`)."""
+    ((column, predicate),) = query.ranges.items()
+    rows, total = grid.box(*synopsis.models[column].interval(predicate))
+    value = {"count": rows, "sum": total, "avg": total / rows if rows > 0 else math.nan}
+    return {a.name: Estimate(value[a.func]) for a in query.aggregates}
+
+
 @dataclass(frozen=True)
 class Layout:
     """The synopsis's sample as strata: one per group (or one for an ungrouped synopsis).
@@ -212,16 +247,14 @@ class Layout:
 
     @classmethod
     def of(cls, synopsis: Synopsis) -> Layout:
-        n = synopsis.sample_size
         view = SampleView(synopsis.sample, sort_now=True)
+        stratum_of_row, _, row_scale = synopsis.strata()
         if not synopsis.groups:
-            return cls([()], np.array([float(synopsis.row_count)]), np.array([float(n)]), [synopsis.totals],
-                       np.zeros(n, dtype=np.intp), None, view)
+            return cls([()], np.array([float(synopsis.row_count)]), np.array([float(synopsis.sample_size)]),
+                       [synopsis.totals], stratum_of_row, None, view)
         drawn = np.array([g.stop - g.start for g in synopsis.groups], dtype=np.float64)
-        stratum_of_row = np.repeat(np.arange(len(drawn)), drawn.astype(np.intp))
-        scale = (n / np.maximum(drawn, 1.0)) ** 0.2
         return cls([g.key for g in synopsis.groups], np.array([float(g.rows) for g in synopsis.groups]), drawn,
-                   [g.totals for g in synopsis.groups], stratum_of_row, scale[stratum_of_row], view)
+                   [g.totals for g in synopsis.groups], stratum_of_row, row_scale, view)
 
 
 def _output_groups(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> tuple[list[tuple], np.ndarray]:
@@ -327,22 +360,17 @@ def _exact_total(a, strata: list[tuple[float, dict]]) -> Estimate:
 
 
 def _frame(query: AggregateQuery, groups: dict, with_error: bool) -> pd.DataFrame:
-    rows = []
-    for key in sorted(groups, key=lambda k: tuple((v is None, str(v) if isinstance(v, str) else v) for v in k)):
-        answers = groups[key]
-        row = dict(zip(query.group_by, key))
-        for item in query.select:
-            if isinstance(item, str):
-                continue
-            estimate = answers[item.name]
-            row[item.name] = estimate.value
-            if with_error:
-                row[f"{item.name} low"], row[f"{item.name} high"] = estimate.low, estimate.high
-        rows.append(row)
-    columns = []
+    """One row per group key (sorted as DuckDB's ORDER BY would, NULLs last), one column per item."""
+    keys = sorted(groups, key=lambda k: tuple((v is None, str(v) if isinstance(v, str) else v) for v in k))
+    columns: dict[str, list] = {}
     for item in query.select:
-        name = item if isinstance(item, str) else item.name
-        columns.append(name)
-        if with_error and not isinstance(item, str):
-            columns += [f"{name} low", f"{name} high"]
-    return pd.DataFrame(rows, columns=columns)
+        if isinstance(item, str):
+            position = query.group_by.index(item)
+            columns[item] = [key[position] for key in keys]
+            continue
+        estimates = [groups[key][item.name] for key in keys]
+        columns[item.name] = [e.value for e in estimates]
+        if with_error:
+            columns[f"{item.name} low"] = [e.low for e in estimates]
+            columns[f"{item.name} high"] = [e.high for e in estimates]
+    return pd.DataFrame(columns)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -98,19 +99,62 @@ class AggregateQuery:
         return used | {a.column for a in self.aggregates if a.column is not None}
 
 
+#: Number literals outside quotes: quoted text and identifiers (group 1) are matched first and kept.
+_NUMBERS = re.compile(r"""('(?:[^']|'')*'|"(?:[^"]|"")*")|(?<![\w.$:])((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(?![\w.])""")
+
+
 @functools.lru_cache(maxsize=256)
 def parse(sql: str) -> AggregateQuery:
     """Parse ``sql`` into an :class:`AggregateQuery`, or raise :class:`UnsupportedQuery`.
 
-    Cached by text (dashboards repeat queries); callers must not modify the result.
+    Cached by text (dashboards repeat queries); callers must not modify the result.  Queries
+    that differ only in their numbers share one sqlglot parse: the numbers are cut out into
+    placeholders (``:parzen_0``, ...), the template's tree is cached, and the numbers are read
+    back while the tree is converted.  Anything unusual (a template whose placeholders are not
+    exactly the cut numbers, any error) is parsed again from the user's own text.
     """
+    numbers: list[str] = []
+
+    def hole(match: re.Match) -> str:
+        if match.group(1):
+            return match.group(1)
+        numbers.append(match.group(2))
+        return f":parzen_{len(numbers) - 1}"
+
+    template = _NUMBERS.sub(hole, sql)
+    if numbers and (tree := _template_tree(template, len(numbers))) is not None:
+        try:
+            return _query(tree, numbers)
+        except (UnsupportedQuery, ValueError):
+            pass  # parsed again below, so that the message quotes the user's text
+    return _query(_tree(sql), [])
+
+
+@functools.lru_cache(maxsize=256)
+def _template_tree(template: str, count: int) -> exp.Expression | None:
+    """The template's tree (read only), or None unless its placeholders are the ``count`` cut numbers."""
+    try:
+        statements = sqlglot.parse(template, read="duckdb")
+    except ParseError:
+        return None
+    if len(statements) != 1 or statements[0] is None:
+        return None
+    names = sorted(p.name for p in statements[0].find_all(exp.Placeholder))
+    return statements[0] if names == sorted(f"parzen_{k}" for k in range(count)) else None
+
+
+def _tree(sql: str) -> exp.Expression:
     try:
         statements = sqlglot.parse(sql, read="duckdb")
     except ParseError as err:
         raise ValueError(f"could not parse the SQL: {err}") from err
     if len(statements) != 1 or statements[0] is None:
         raise UnsupportedQuery(f"{len(statements)} statements (give exactly one SELECT)")
-    tree = statements[0]
+    return statements[0]
+
+
+def _query(tree: exp.Expression, numbers: list[str]) -> AggregateQuery:
+    """The query of a parsed statement; ``numbers[k]`` is the text of placeholder ``:parzen_k``."""
     if not isinstance(tree, exp.Select):
         raise UnsupportedQuery(f"{tree.sql(dialect='duckdb')!r} (not a SELECT statement)")
     for arg, construct in (("joins", "JOIN"), ("having", "HAVING"), ("order", "ORDER BY"), ("limit", "LIMIT"),
@@ -127,7 +171,7 @@ def parse(sql: str) -> AggregateQuery:
     members: dict[str, frozenset] = {}
     where = tree.args.get("where")
     for predicate in _conjuncts(where.this) if where else ():
-        _add_predicate(predicate, ranges, members)
+        _add_predicate(predicate, ranges, members, numbers)
     return AggregateQuery(table, select, ranges, members, group_by)
 
 
@@ -185,38 +229,42 @@ def _conjuncts(node: exp.Expression):
         yield node
 
 
-def _add_predicate(node: exp.Expression, ranges: dict[str, Range], members: dict[str, frozenset]) -> None:
-    text = node.sql(dialect="duckdb")
+def _add_predicate(node: exp.Expression, ranges: dict[str, Range], members: dict[str, frozenset], numbers) -> None:
     if isinstance(node, exp.Between):
-        new = Range(_column(node.this, "WHERE"), _number(node.args["low"], text), _number(node.args["high"], text))
+        new = Range(_column(node.this, "WHERE"), _number(node.args["low"], node, numbers),
+                    _number(node.args["high"], node, numbers))
     elif isinstance(node, exp.In):
         if node.args.get("query"):
-            raise UnsupportedQuery(f"a subquery in {text}")
-        values = frozenset(_value(v, text) for v in node.expressions)
+            raise UnsupportedQuery(f"a subquery in {_text(node)}")
+        values = frozenset(_value(v, node, numbers) for v in node.expressions)
         column = _column(node.this, "WHERE")
         members[column] = members[column] & values if column in members else values
         return
     elif isinstance(node, exp.EQ):
-        column, literal = _sides(node, text)
-        value = _value(literal, text)
+        column, literal = _sides(node)
+        value = _value(literal, node, numbers)
         if isinstance(value, str):
             members[column] = members[column] & {value} if column in members else frozenset({value})
             return
         new = Range(column, value, value)
     elif type(node) in _COMPARISONS:
-        column, literal, flipped = _sides(node, text, with_flip=True)
+        column, literal, flipped = _sides(node, with_flip=True)
         is_lower, inclusive = _COMPARISONS[type(node)]
-        value = _number(literal, text)
+        value = _number(literal, node, numbers)
         if is_lower != flipped:
             new = Range(column, low=value, low_inclusive=inclusive)
         else:
             new = Range(column, high=value, high_inclusive=inclusive)
     else:
-        raise UnsupportedQuery(f"the predicate {text}")
+        raise UnsupportedQuery(f"the predicate {_text(node)}")
     ranges[new.column] = ranges[new.column].intersect(new) if new.column in ranges else new
 
 
-def _sides(node, text, with_flip=False):
+def _text(node: exp.Expression) -> str:
+    return node.sql(dialect="duckdb")
+
+
+def _sides(node, with_flip=False):
     left, right = node.this, node.expression
     flipped = isinstance(right, exp.Column) and not isinstance(left, exp.Column)
     if flipped:
@@ -225,22 +273,26 @@ def _sides(node, text, with_flip=False):
     return (column, right, flipped) if with_flip else (column, right)
 
 
-def _value(node: exp.Expression, text: str):
+def _value(node: exp.Expression, predicate: exp.Expression, numbers):
     """A literal: str for quoted text, float for numbers."""
     if isinstance(node, exp.Literal) and node.is_string:
         return node.this
-    return _number(node, text)
+    return _number(node, predicate, numbers)
 
 
-def _number(node: exp.Expression, text: str) -> float:
+def _number(node: exp.Expression, predicate: exp.Expression, numbers) -> float:
     negative = isinstance(node, exp.Neg)
     if negative:
         node = node.this
-    if not (isinstance(node, exp.Literal) and not node.is_string):
-        raise UnsupportedQuery(f"{node.sql(dialect='duckdb')} in {text} (compare columns with number literals)")
-    value = float(node.this)
+    if isinstance(node, exp.Placeholder) and node.name.startswith("parzen_") and numbers:
+        literal = numbers[int(node.name.removeprefix("parzen_"))]
+    elif isinstance(node, exp.Literal) and not node.is_string:
+        literal = node.this
+    else:
+        raise UnsupportedQuery(f"{_text(node)} in {_text(predicate)} (compare columns with number literals)")
+    value = float(literal)
     if not math.isfinite(value):
-        raise ValueError(f"the literal {node.this} in {text} is not a finite number")
+        raise ValueError(f"the literal {literal} in {_text(predicate)} is not a finite number")
     return -value if negative else value
 
 

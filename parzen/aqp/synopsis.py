@@ -4,7 +4,9 @@ A synopsis keeps, for the numeric columns of one table: exact totals (row count,
 per column, from the full table), a sample with one Gaussian bandwidth per column
 (:class:`parzen.aqp.estimate.ColumnModel`): uniform, or, when built with ``group_by``,
 stratified by the groups (sorted by group; each :class:`Group` holds its slice and exact
-totals).  Bytes: 8 per sampled value, a few hundred for the rest; :meth:`Synopsis.nbytes`.
+totals).  Optionally, its gridded form (:mod:`parzen.aqp.grid`): per column, cumulative integrals
+of the density on a grid, which answer one-column range queries without the sample.
+Bytes: 8 per sampled value, 32 per grid point, a few hundred for the rest; :meth:`Synopsis.nbytes`.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .estimate import ColumnModel
+from .grid import ColumnGrid
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 
 class CorruptSynopsis(ValueError):
@@ -46,6 +49,8 @@ class Synopsis:
     sample: dict[str, np.ndarray]
     group_by: tuple[str, ...] = ()
     groups: list[Group] = field(default_factory=list)
+    grids: dict[str, ColumnGrid] = field(default_factory=dict)
+    grid_points: int = 0  # asked for at build time (0: no grids)
     built_at: str = ""
     build_seconds: float = 0.0
 
@@ -54,8 +59,21 @@ class Synopsis:
         return next(iter(self.sample.values())).size if self.sample else 0
 
     def nbytes(self) -> dict[str, int]:
-        """Bytes of the sample and in all (serialised)."""
-        return {"sample": sum(a.nbytes for a in self.sample.values()), "total": len(self.to_bytes())}
+        """Bytes of the sample, of the grids and in all (serialised)."""
+        return {"sample": sum(a.nbytes for a in self.sample.values()),
+                "grid": sum(g.nbytes for g in self.grids.values()), "total": len(self.to_bytes())}
+
+    def strata(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per sampled row: its stratum, its weight (table rows it stands for: rows_g / drawn_g)
+        and its bandwidth factor (n / drawn_g)^(1/5) (bandwidths were chosen for all n rows)."""
+        n = self.sample_size
+        if not self.groups:
+            return np.zeros(n, dtype=np.intp), np.full(n, self.row_count / max(n, 1)), np.ones(n)
+        drawn = np.array([g.stop - g.start for g in self.groups], dtype=np.float64)
+        stratum = np.repeat(np.arange(drawn.size), drawn.astype(np.intp))
+        weight = np.array([g.rows for g in self.groups], dtype=np.float64) / np.maximum(drawn, 1.0)
+        scale = (n / np.maximum(drawn, 1.0)) ** 0.2
+        return stratum, weight[stratum], scale[stratum]
 
     # --- bytes ------------------------------------------------------------------------------
 
@@ -68,10 +86,13 @@ class Synopsis:
             "totals": self.totals,
             "group_by": list(self.group_by),
             "groups": [asdict(g) for g in self.groups],
+            "grid_points": self.grid_points,
             "built_at": self.built_at,
             "build_seconds": self.build_seconds,
         }
         arrays = {f"sample/{k}": v for k, v in self.sample.items()}
+        for column, grid in self.grids.items():
+            arrays.update({f"grid/{name}/{column}": v for name, v in grid.arrays().items()})
         buffer = io.BytesIO()
         np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
         return buffer.getvalue()
@@ -82,6 +103,12 @@ class Synopsis:
             with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
                 meta = json.loads(arrays["meta"].tobytes().decode())
                 sample = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("sample/")}
+                grid_arrays: dict[str, dict[str, np.ndarray]] = {}
+                for k in arrays.files:
+                    if k.startswith("grid/"):
+                        _, name, column = k.split("/", 2)
+                        grid_arrays.setdefault(column, {})[name] = arrays[k]
+                grids = {c: ColumnGrid.from_arrays(a) for c, a in grid_arrays.items()}
         except Exception as err:  # any decoding failure means the bytes are not a synopsis
             raise CorruptSynopsis(f"the synopsis{where} cannot be decoded ({err}); rebuild it") from err
         if meta.get("format_version") != FORMAT_VERSION:
@@ -95,6 +122,8 @@ class Synopsis:
             models={m["name"]: ColumnModel(**m) for m in meta["models"]},
             totals={k: tuple(v) for k, v in meta["totals"].items()},
             sample=sample,
+            grids=grids,
+            grid_points=meta["grid_points"],
             group_by=tuple(meta["group_by"]),
             groups=[Group(**{**g, "key": tuple(g["key"]), "totals": {k: tuple(v) for k, v in g["totals"].items()}})
                     for g in meta["groups"]],
