@@ -138,10 +138,11 @@ def run(args) -> dict:
         if selectivity < 0.01:
             continue
         approx = engine.query(item["sql"])
+        repeated = engine.query(item["sql"]).attrs["seconds"]  # parsed text cached, as on a dashboard
         sample = sample_answer(con, item["sql"], "__sample", args.table, fraction)
         records.append({
             **{k: v for k, v in item.items() if k != "where"}, "selectivity": float(selectivity), "exact_ms": 1e3 * exact_s,
-            "approx_ms": 1e3 * approx.attrs["seconds"], "form": approx.attrs["form"],
+            "approx_ms": 1e3 * approx.attrs["seconds"], "repeated_ms": 1e3 * repeated, "form": approx.attrs["form"],
             "parzen_error": float(np.median(relative_errors(approx, exact, keys))),
             "sample_error": float(np.median(relative_errors(sample, exact, keys))),
         })
@@ -154,6 +155,7 @@ def run(args) -> dict:
             "parzen median error": part["parzen_error"].median(), "parzen p95 error": part["parzen_error"].quantile(0.95),
             "sample median error": part["sample_error"].median(), "sample p95 error": part["sample_error"].quantile(0.95),
             "parzen median ms": part["approx_ms"].median(), "parzen p95 ms": part["approx_ms"].quantile(0.95),
+            "parzen repeated median ms": part["repeated_ms"].median(),
             "DuckDB exact median ms": part["exact_ms"].median(),
         })
     return {
@@ -173,20 +175,23 @@ def markdown(result: dict) -> str:
             f"{result['grid_bytes'] / 1e6:.2f} MB of it), built in "
             f"{result['build_seconds']:.1f} s; the equal-bytes uniform sample has {result['sample_rows_equal_bytes']} "
             "rows. Errors are per query (the median over groups for GROUP BY), relative to DuckDB's exact answer; "
+            "latencies are of the first call of each query text (a new parse, unless its shape with other numbers "
+            "was seen) and of the same text again (cached parse); "
             f"queries of selectivity >= 1 %. Machine: {result['machine']}, DuckDB {result['duckdb']}."
         ),
         "",
         (
             "| family | queries (answered from) | parzen median err | parzen p95 err | sample median err "
-            "| sample p95 err | parzen median ms | parzen p95 ms | DuckDB exact median ms |"
+            "| sample p95 err | parzen median ms | parzen p95 ms | parzen median ms, repeated | DuckDB exact median ms |"
         ),
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for s in result["summary"]:
         lines.append(
             f"| {s['family']} | {s['queries']} ({s['forms']}) | {100 * s['parzen median error']:.2f} % | {100 * s['parzen p95 error']:.2f} % "
             f"| {100 * s['sample median error']:.2f} % | {100 * s['sample p95 error']:.2f} % "
-            f"| {s['parzen median ms']:.2f} | {s['parzen p95 ms']:.2f} | {s['DuckDB exact median ms']:.2f} |"
+            f"| {s['parzen median ms']:.2f} | {s['parzen p95 ms']:.2f} | {s['parzen repeated median ms']:.2f} "
+            f"| {s['DuckDB exact median ms']:.2f} |"
         )
     return "\n".join(lines) + "\n"
 
