@@ -52,7 +52,9 @@ class Engine:
         ``columns``: numeric columns to model (default: all numeric ones).  ``sample``: rows in
         the uniform sample (DuckDB's reservoir sampling).  ``bandwidth``: "plugin" (default),
         "scott", "silverman", "normal_scale", a number, or a dict column -> number; selected per
-        column on <= 10 000 sampled values and rescaled to the sample size by n^(-1/5).
+        column on <= 10 000 sampled values, rescaled to the sample size by n^(-1/5) and then to
+        the n^(-1/3) rate of integrals (:func:`parzen.aqp.build.integral_factor`; numbers are
+        used as given).
         ``group_by``: categorical columns for GROUP BY and IN/= predicates: the sample is then
         stratified by their groups (proportional, each group >= 1000 rows or all of it), and
         each group keeps exact totals.  ``grid``: points of the gridded form of each column
