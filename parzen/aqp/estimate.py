@@ -172,6 +172,11 @@ class Estimate:
     high: float = math.nan
 
 
+def warm_up() -> None:
+    """Compile the box integrals now (or load them from Numba's disk cache), not in a query."""
+    box_masses(np.zeros(1), np.ones(1), 1.0, 0.0, 1.0, 0.0, False, _REACH)
+
+
 def z_value(confidence: float) -> float:
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
