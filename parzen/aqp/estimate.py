@@ -80,7 +80,9 @@ class ColumnModel:
             return inside, np.where(inside > 0, x, 0.0)
         # Only rows within _REACH bandwidths of an end need the normal integrals: deeper inside,
         # mass 1 and moment x; further out, 0 (the reflected kernel too, as a >= lower).
-        scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), x.shape)
+        scale = np.asarray(scale, dtype=np.float64)
+        if scale.shape != x.shape:  # a writable array, as warm_up compiles for (not a broadcast view)
+            scale = np.full(x.shape, float(scale))
         reflect = self.lower is not None
         return box_masses(np.asarray(x, dtype=np.float64), np.ascontiguousarray(scale), self.bandwidth, a, b,
                           self.lower if reflect else 0.0, reflect, _REACH)
