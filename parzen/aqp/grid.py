@@ -28,12 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ._box import _phi_cdf
+from ._box import _INV_SQRT_2PI, _phi_cdf
 from .estimate import _REACH, ColumnModel
 
 #: Grid points per column unless the build asks otherwise.
 GRID_POINTS = 2048
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 @dataclass(frozen=True)

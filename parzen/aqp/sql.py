@@ -143,11 +143,15 @@ def _template_tree(template: str, count: int) -> exp.Expression | None:
     return statements[0] if names == sorted(f"parzen_{k}" for k in range(count)) else None
 
 
-def _tree(sql: str) -> exp.Expression:
+def _statements(sql: str) -> list[exp.Expression | None]:
     try:
-        statements = sqlglot.parse(sql, read="duckdb")
+        return sqlglot.parse(sql, read="duckdb")
     except ParseError as err:
         raise ValueError(f"could not parse the SQL: {err}") from err
+
+
+def _tree(sql: str) -> exp.Expression:
+    statements = _statements(sql)
     if len(statements) != 1 or statements[0] is None:
         raise UnsupportedQuery(f"{len(statements)} statements (give exactly one SELECT)")
     return statements[0]
@@ -352,10 +356,7 @@ def read_only_sql(sql: str) -> tuple[str, set[str]]:
     commands, and table functions (``read_csv(...)`` and friends read files).  The caller
     checks that the returned table names exist (DuckDB would read a file named like one).
     """
-    try:
-        statements = sqlglot.parse(sql, read="duckdb")
-    except ParseError as err:
-        raise ValueError(f"could not parse the SQL: {err}") from err
+    statements = _statements(sql)
     if len(statements) != 1 or not isinstance(statements[0], exp.Query):
         raise ValueError("exact=True runs one SELECT statement and nothing else")
     tree = statements[0]
