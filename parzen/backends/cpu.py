@@ -16,6 +16,10 @@ all cores with ``prange`` (paper 000, sections 5.2-5.5 and 6.1):
 Numba compiles each loop on first use for each precision and caches the machine code on disk
 (``cache=True``; the loops are module-level functions, see :mod:`._simd`), so later processes
 start fast.
+
+The sparse-grid operators (paper 004, algorithm 1) visit, for each data point, the one non-zero
+basis function of every subspace (index computed from the point); B v gives each task its own
+grid-sized float64 accumulator, added up after.
 """
 
 from __future__ import annotations
@@ -235,3 +239,86 @@ def kernel_sum(
     wanted = -(-4 * numba.get_num_threads() // query_blocks)  # >= 4 tasks per thread
     chunks = int(max(1, min(wanted, -(-Z.shape[0] // DATA_BLOCK))))
     return _kernel_sums(Zt, Qt, w, PROFILE_CODES[kind], chunks, QUERY_BLOCK, DATA_BLOCK).sum(axis=0)
+
+
+@njit(inline="always")
+def _subspace_term(X, j, codes, s, modified):
+    """Value and local index of subspace s's non-zero basis function at point j
+    (see :func:`parzen.backends.reference.sparse_grid_basis`)."""
+    value = X.dtype.type(1.0)
+    local = 0
+    for k in range(codes.shape[1]):
+        c = codes[s, k]
+        x = X[j, k]
+        if c >= 1:
+            half = 1 << (c - 1)
+            digit = min(int(x * half), half - 1)
+            t = x * (2 * half) - (2 * digit + 1)
+            phi = 1.0 - abs(t)
+            if modified:
+                if c == 1:
+                    phi = 1.0
+                elif digit == 0:
+                    phi = 1.0 - t
+                elif digit == half - 1:
+                    phi = 1.0 + t
+            local = local * half + digit
+        else:
+            phi = 1.0 - abs(x + c)
+        value *= phi
+    return value, local
+
+
+@njit(parallel=True, fastmath=True, cache=True)
+def _sparse_grid_mult_transpose(X, codes, offsets, alpha, modified):
+    out = np.empty(X.shape[0])
+    for j in prange(X.shape[0]):
+        total = 0.0
+        for s in range(codes.shape[0]):
+            value, local = _subspace_term(X, j, codes, s, modified)
+            total += value * alpha[offsets[s] + local]
+        out[j] = total
+    return out
+
+
+@njit(parallel=True, fastmath=True, cache=True)
+def _sparse_grid_mult(X, codes, offsets, v, modified, tasks):
+    m = X.shape[0]
+    per_task = -(-m // tasks)
+    partial = np.zeros((tasks, offsets[-1]))
+    for task in prange(tasks):
+        for j in range(task * per_task, min(m, task * per_task + per_task)):
+            weight = v[j]
+            for s in range(codes.shape[0]):
+                value, local = _subspace_term(X, j, codes, s, modified)
+                partial[task, offsets[s] + local] += value * weight
+    return partial
+
+
+def _sparse_grid_arguments(X, codes, offsets, dtype):
+    ftype = _ftype(dtype)
+    return (
+        np.ascontiguousarray(X, dtype=ftype),
+        np.ascontiguousarray(codes, dtype=np.int64),
+        np.ascontiguousarray(offsets, dtype=np.int64),
+    )
+
+
+def sparse_grid_mult_transpose(
+    X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, alpha: np.ndarray, *, modified: bool, dtype=None
+) -> np.ndarray:
+    """v = B^T alpha at every point (paper 004, multTranspose); basis values in ``dtype``, sums in
+    float64.  See :func:`parzen.backends.reference.sparse_grid_mult_transpose`."""
+    X, codes, offsets = _sparse_grid_arguments(X, codes, offsets, dtype)
+    return _sparse_grid_mult_transpose(X, codes, offsets, np.asarray(alpha, dtype=np.float64), bool(modified))
+
+
+def sparse_grid_mult(
+    X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, v: np.ndarray, *, modified: bool, dtype=None
+) -> np.ndarray:
+    """u = B v over the grid (paper 004, mult); one float64 accumulator per task, added after.
+    See :func:`parzen.backends.reference.sparse_grid_mult`."""
+    X, codes, offsets = _sparse_grid_arguments(X, codes, offsets, dtype)
+    tasks = int(max(1, min(4 * numba.get_num_threads(), X.shape[0] // 256)))
+    partial = _sparse_grid_mult(X, codes, offsets, np.asarray(v, dtype=np.float64), bool(modified), tasks)
+    return partial.sum(axis=0)

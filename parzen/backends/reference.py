@@ -6,6 +6,9 @@ Its primitives accept ``dtype`` for a uniform interface; it computes in float64 
 Every pair sum is streamed over tiles of the upper triangle i < j (never an n x n
 array); within a tile NumPy's pairwise summation keeps the float64 error small.
 Paper 000, section 5.1: the sums R_fun, RR_fun and RR_fun^v.
+
+The sparse-grid operators B v and B^T alpha (paper 004, eq. 2, algorithm 1) are streamed over
+blocks of data points, each block's (points x subspaces) basis values held at once.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from ..kernels import gauss_derivative, get_kernel
 DTYPES = (np.dtype(np.float64),)
 #: Pairs held in memory per tile (a 1024 x 1024 block: 8 MiB of float64).
 TILE = 1024
+#: Point-subspace values held in memory per block of the sparse-grid operators.
+SPARSE_GRID_BLOCK = 1 << 20
 
 
 def upper_tiles(n: int, tile: int) -> Iterator[tuple[slice, slice, bool]]:
@@ -119,3 +124,63 @@ def derivative_order(kind: str) -> int:
     if kind.startswith("gauss_d") and kind[7:].isdigit():
         return int(kind[7:])
     raise ValueError(f"unknown pair_sum_1d kind {kind!r}; expected 'gauss_d<order>', e.g. 'gauss_d4'")
+
+
+def sparse_grid_basis(X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, modified: bool):
+    """For points X (m, d) in [0, 1]^d: the (m, S) values and coefficient indices of the one
+    non-zero basis function of each subspace (codes and offsets of ``parzen.sparsegrid.grid``).
+
+    Hat: phi = 1 - |2^c x - i| with i = 2 floor(x 2^{c-1}) + 1 (paper 004, eq. 1); level 0
+    (c <= 0): 1 - |x + c|; modified hats (``modified``): 1 on level 1, 2 - 2^c x for i = 1 and
+    2^c x - i + 1 for i = 2^c - 1 on levels c > 1 (Pflueger 2010, section 3.3).
+    """
+    values = np.ones((X.shape[0], codes.shape[0]))
+    local = np.zeros((X.shape[0], codes.shape[0]), dtype=np.int64)
+    for k in range(codes.shape[1]):
+        c = codes[:, k]
+        x = X[:, k : k + 1]
+        hat = c >= 1
+        half = np.where(hat, np.ldexp(1.0, np.maximum(c - 1, 0)), 1.0)  # 2^{c-1}: functions per level
+        j = np.where(hat, np.minimum(np.floor(x * half), half - 1), 0.0)
+        i = 2.0 * j + 1.0
+        t = 2.0 * half * x - i  # 2^c x - i
+        phi = np.where(hat, 1.0 - np.abs(t), 1.0 - np.abs(x + c))
+        if modified:
+            phi = np.where(hat & (c == 1), 1.0, phi)
+            phi = np.where(hat & (c > 1) & (i == 1.0), 1.0 - t, phi)
+            phi = np.where(hat & (c > 1) & (i == 2.0 * half - 1.0), 1.0 + t, phi)
+        values *= phi
+        local = local * half.astype(np.int64) + j.astype(np.int64)
+    return values, local + offsets[:-1]
+
+
+def _sparse_grid_blocks(X: np.ndarray, codes: np.ndarray) -> Iterator[slice]:
+    rows = max(1, SPARSE_GRID_BLOCK // max(1, codes.shape[0]))
+    return (slice(start, start + rows) for start in range(0, X.shape[0], rows))
+
+
+def sparse_grid_mult_transpose(
+    X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, alpha: np.ndarray, *, modified: bool, dtype=None
+) -> np.ndarray:
+    """v = B^T alpha: v_j = sum_g alpha_g phi_g(x_j), the sparse-grid function at every point
+    (paper 004, algorithm 1, multTranspose), one subspace term per point and subspace."""
+    X = np.asarray(X, dtype=np.float64)
+    alpha = np.asarray(alpha, dtype=np.float64)
+    out = np.empty(X.shape[0])
+    for rows in _sparse_grid_blocks(X, codes):
+        values, index = sparse_grid_basis(X[rows], codes, offsets, modified)
+        out[rows] = (values * alpha[index]).sum(axis=1)
+    return out
+
+
+def sparse_grid_mult(
+    X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, v: np.ndarray, *, modified: bool, dtype=None
+) -> np.ndarray:
+    """u = B v: u_g = sum_j phi_g(x_j) v_j for every grid point g (paper 004, algorithm 1, mult)."""
+    X = np.asarray(X, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    out = np.zeros(int(offsets[-1]))
+    for rows in _sparse_grid_blocks(X, codes):
+        values, index = sparse_grid_basis(X[rows], codes, offsets, modified)
+        out += np.bincount(index.ravel(), weights=(values * v[rows, None]).ravel(), minlength=out.size)
+    return out
