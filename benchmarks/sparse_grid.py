@@ -563,6 +563,9 @@ def large(args) -> dict:
             sparse_module = importlib.import_module("parzen.backends._gpu_sparse_grid")
         except ImportError:
             print("note: parzen.backends._gpu_sparse_grid not found; the GPU backend decides what stays resident")
+        if sparse_module is not None and not hasattr(sparse_module, "RESIDENT_MAX_BYTES"):
+            print("note: the GPU backend has no RESIDENT_MAX_BYTES; it decides what stays resident")
+            sparse_module = None
     saved = None if sparse_module is None else sparse_module.RESIDENT_MAX_BYTES
     t0 = time.perf_counter()
     X, y = friedman1(m, [args.seed, 41], dtype=np.float32)
