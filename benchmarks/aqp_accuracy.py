@@ -11,6 +11,13 @@ GROUP BY.  Each query is answered by
 Families: "1-D" (a random aggregate column), "1-D, own column" (COUNT or SUM/AVG of the
 predicate's column: the gridded form answers these), "2-D", "1-D GROUP BY".
 
+Regression synopses (issue 6, item 4): the synopsis is built with a regression y ~ x
+(``Engine.build(regression=...)``) for every pair (y, x) that a SUM(y) or AVG(y) query of the
+"1-D" family draws (y the aggregated column, x the range column; ``--no-regression`` leaves
+them out), and those queries are answered a second time with ``method="regression"``
+(N int r(x) f(x) dx, as DBEst): a second table sets its errors and latencies beside the joint
+density's on the same queries.  The equal-bytes sample is sized without the regressions' bytes.
+
 Writes ``<out>/aqp_<table>.json`` and ``.md``: median and 95th percentile relative error and
 latency per query family.  Usage::
 
@@ -34,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from parzen.aqp import Engine
+from parzen.aqp.build import is_numeric, table_columns
 from parzen.aqp.demo import GROUP_BY, load_flights
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -74,8 +82,16 @@ def random_queries(rng, table: str, q: dict[str, np.ndarray], count: int, group:
             sql = f'SELECT "{group}", {select} FROM "{table}" WHERE {where} GROUP BY "{group}"'
         else:
             sql = f'SELECT {select} FROM "{table}" WHERE {where}'
-        queries.append({"family": family, "aggregate": aggregate.split("(")[0], "sql": sql, "where": where})
+        queries.append({"family": family, "aggregate": aggregate.split("(")[0], "sql": sql, "where": where,
+                        "x": str(chosen[0]), "y": str(y)})
     return queries
+
+
+def regression_pairs(queries: list[dict]) -> list[tuple[str, str]]:
+    """(y, x) of the "1-D" family's SUM(y) / AVG(y) queries (y not x): what regressions answer."""
+    pairs = [(q["y"], q["x"]) for q in queries
+             if q["family"] == "1-D" and q["aggregate"] in ("SUM", "AVG") and q["y"] != q["x"]]
+    return list(dict.fromkeys(pairs))
 
 
 def sample_answer(con, sql: str, sample_table: str, table: str, fraction: float) -> pd.DataFrame:
@@ -113,21 +129,25 @@ def run(args) -> dict:
     if args.table == "lineitem" and "lineitem" not in tables:
         load_lineitem(con, args.tpch)
     engine = Engine(con)
-    started = time.perf_counter()
-    synopsis = engine.build(args.table, sample=args.sample, group_by=args.group_by or None)
-    build_seconds = time.perf_counter() - started
-    sizes = synopsis.nbytes()
-    synopsis_bytes = sizes["total"]
-    smoothed = list(synopsis.models)
-    rows = synopsis.row_count
-    sample_rows = max(1, synopsis_bytes // (8 * len(smoothed)))
-    fraction = min(1.0, sample_rows / rows)
-    con.execute(f'CREATE OR REPLACE TEMP TABLE "__sample" AS SELECT * FROM "{args.table}" '
-                f"USING SAMPLE reservoir({int(sample_rows)} ROWS) REPEATABLE ({args.seed + 1})")
+    # the columns the synopsis models (all numeric ones but the groups), known before it is built
+    # so that the queries, drawn first, say which regressions to build
+    smoothed = [c for c, t in table_columns(con, args.table).items() if is_numeric(t) and c not in args.group_by]
     rng = np.random.default_rng(args.seed)
     group = args.group_by[0] if args.group_by else None
     q = {c: v for c, v in quantiles(con, args.table, smoothed).items() if v[10] < v[-11]}  # not (nearly) constant
     queries = random_queries(rng, args.table, q, args.queries, group)
+    pairs = regression_pairs(queries) if args.regression else []
+    started = time.perf_counter()
+    synopsis = engine.build(args.table, sample=args.sample, group_by=args.group_by or None, regression=pairs or None)
+    build_seconds = time.perf_counter() - started
+    assert list(synopsis.models) == smoothed, (list(synopsis.models), smoothed)
+    sizes = synopsis.nbytes()
+    synopsis_bytes = sizes["total"]
+    rows = synopsis.row_count
+    sample_rows = max(1, (synopsis_bytes - sizes["regression"]) // (8 * len(smoothed)))
+    fraction = min(1.0, sample_rows / rows)
+    con.execute(f'CREATE OR REPLACE TEMP TABLE "__sample" AS SELECT * FROM "{args.table}" '
+                f"USING SAMPLE reservoir({int(sample_rows)} ROWS) REPEATABLE ({args.seed + 1})")
     records = []
     for item in queries:
         keys = [group] if item["family"].endswith("GROUP BY") else []
@@ -140,12 +160,22 @@ def run(args) -> dict:
         approx = engine.query(item["sql"])
         repeated = engine.query(item["sql"]).attrs["seconds"]  # parsed text cached, as on a dashboard
         sample = sample_answer(con, item["sql"], "__sample", args.table, fraction)
-        records.append({
+        record = {
             **{k: v for k, v in item.items() if k != "where"}, "selectivity": float(selectivity), "exact_ms": 1e3 * exact_s,
             "approx_ms": 1e3 * approx.attrs["seconds"], "repeated_ms": 1e3 * repeated, "form": approx.attrs["form"],
             "parzen_error": float(np.median(relative_errors(approx, exact, keys))),
             "sample_error": float(np.median(relative_errors(sample, exact, keys))),
-        })
+        }
+        if (item["family"] == "1-D" and item["aggregate"] in ("SUM", "AVG")
+                and (item["y"], item["x"]) in synopsis.regressions):
+            regression = engine.query(item["sql"], method="regression")
+            record.update({
+                "x_kind": synopsis.models[item["x"]].kind,
+                "regression_error": float(relative_errors(regression, exact, [])[0]),
+                "regression_ms": 1e3 * regression.attrs["seconds"],
+                "regression_repeated_ms": 1e3 * engine.query(item["sql"], method="regression").attrs["seconds"],
+            })
+        records.append(record)
     frame = pd.DataFrame(records)
     summary = []
     for family, part in frame.groupby("family"):
@@ -160,10 +190,35 @@ def run(args) -> dict:
         })
     return {
         "table": args.table, "rows": rows, "synopsis_bytes": synopsis_bytes, "grid_bytes": sizes["grid"],
-        "build_seconds": build_seconds,
+        "build_seconds": build_seconds, "regressions": [r.name for r in synopsis.regressions.values()],
+        "regression_bytes": sizes["regression"],
+        "regression_fit_seconds": sum(r.seconds for r in synopsis.regressions.values()),
+        "regression_summary": regression_summary(frame),
         "sample_rows_equal_bytes": int(sample_rows), "machine": platform.processor() or platform.machine(),
         "duckdb": duckdb.__version__, "summary": summary, "queries": records,
     }
+
+
+def regression_summary(frame: pd.DataFrame) -> list[dict]:
+    """Joint density, regression and equal-bytes sample on the queries a regression answered:
+    all of them, then by the kind of the range column x."""
+    if "regression_error" not in frame:
+        return []
+    answered = frame[frame["regression_error"].notna()]
+    parts = [("all", answered)] + [(f"x {kind}", part) for kind, part in answered.groupby("x_kind")]
+    out = []
+    for label, part in parts:
+        out.append({
+            "queries": label, "count": len(part),
+            "density median error": part["parzen_error"].median(), "density p95 error": part["parzen_error"].quantile(0.95),
+            "regression median error": part["regression_error"].median(),
+            "regression p95 error": part["regression_error"].quantile(0.95),
+            "sample median error": part["sample_error"].median(), "sample p95 error": part["sample_error"].quantile(0.95),
+            "density median ms": part["approx_ms"].median(), "regression median ms": part["regression_ms"].median(),
+            "density repeated median ms": part["repeated_ms"].median(),
+            "regression repeated median ms": part["regression_repeated_ms"].median(),
+        })
+    return out
 
 
 def markdown(result: dict) -> str:
@@ -193,6 +248,32 @@ def markdown(result: dict) -> str:
             f"| {s['parzen median ms']:.2f} | {s['parzen p95 ms']:.2f} | {s['parzen repeated median ms']:.2f} "
             f"| {s['DuckDB exact median ms']:.2f} |"
         )
+    if result.get("regression_summary"):
+        lines += [
+            "",
+            (
+                f"Regression synopsis vs joint density: the \"1-D\" family's SUM(y) / AVG(y) queries (range on x), "
+                f"answered also by a regression y ~ x (N int r(x) f(x) dx, f the gridded density of x; "
+                f"`method=\"regression\"`). {len(result['regressions'])} regressions, "
+                f"{result['regression_bytes'] / 1e3:.1f} kB, fitted in {result['regression_fit_seconds']:.1f} s "
+                "(part of the build time above)."
+            ),
+            "",
+            (
+                "| queries | count | density median err | density p95 err | regression median err | regression p95 err "
+                "| sample median err | sample p95 err | density median ms | regression median ms "
+                "| density median ms, repeated | regression median ms, repeated |"
+            ),
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for s in result["regression_summary"]:
+            lines.append(
+                f"| {s['queries']} | {s['count']} | {100 * s['density median error']:.2f} % "
+                f"| {100 * s['density p95 error']:.2f} % | {100 * s['regression median error']:.2f} % "
+                f"| {100 * s['regression p95 error']:.2f} % | {100 * s['sample median error']:.2f} % "
+                f"| {100 * s['sample p95 error']:.2f} % | {s['density median ms']:.2f} | {s['regression median ms']:.2f} "
+                f"| {s['density repeated median ms']:.2f} | {s['regression repeated median ms']:.2f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -205,6 +286,8 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-regression", dest="regression", action="store_false",
+                        help="build no regressions y ~ x (and skip their comparison)")
     parser.add_argument("--output-dir", type=Path, default=RESULTS)
     args = parser.parse_args()
     if args.tpch is not None:

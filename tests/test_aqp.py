@@ -409,3 +409,139 @@ def test_grids_survive_storage_and_refresh(tmp_path):
     Engine(con).refresh("t")
     assert Engine(con).synopsis("t").grids["x"].points.size == built.grids["x"].points.size
     assert Engine(con).list().loc[0, "grid bytes"] == built.nbytes()["grid"]
+
+
+# --- regression synopses (y ~ x, DBEst's answers) ---------------------------------------------
+
+
+def _regression_table(con, n=N, seed=3):
+    """y = g(x) + noise with a known, non-linear g; m discrete; 5 % of y NULL."""
+    rng = np.random.default_rng(seed)
+    x = rng.gamma(4.0, 1.5, n)
+    frame = pd.DataFrame({"x": x, "m": rng.integers(1, 13, n), "g": rng.choice(["a", "b"], n),
+                          "y": _g(x) + rng.normal(0.0, 1.0, n)})
+    frame["y"] = frame["y"] + 0.3 * frame["m"]
+    frame.loc[rng.random(n) < 0.05, "y"] = np.nan
+    con.register("frame", frame)
+    con.execute("CREATE OR REPLACE TABLE r AS SELECT x, CAST(m AS INTEGER) AS m, g, y FROM frame")
+    con.unregister("frame")
+
+
+def _g(x):
+    return 20.0 + 4.0 * np.sin(x) + 0.2 * x * x
+
+
+@pytest.fixture(scope="module")
+def regressed():
+    con = duckdb.connect(":memory:")
+    _regression_table(con)
+    e = Engine(con)
+    e.build("r", sample=N // 2, seed=1, group_by=["g"], regression=[("y", "x"), ("y", "m")])
+    return e
+
+
+REGRESSION_QUERIES = [
+    "SELECT AVG(y), SUM(y), COUNT(y), COUNT(*) FROM r WHERE x BETWEEN 2 AND 6",
+    "SELECT SUM(y) AS s, AVG(x) FROM r WHERE x > 9.5",
+    "SELECT AVG(y) FROM r WHERE x < 3",
+    "SELECT SUM(y), AVG(y) FROM r WHERE m BETWEEN 3 AND 6",
+]
+
+
+@pytest.mark.parametrize("sql", REGRESSION_QUERIES)
+def test_regression_answers_close_to_exact(regressed, sql):
+    frame = regressed.compare(sql, method="regression")
+    assert frame.attrs["form"] == "regression"
+    errors = frame.filter(like="rel. error").to_numpy()
+    assert np.all(errors < 0.02), frame.T  # seen: 0.8 % at most
+
+
+def test_regression_follows_the_known_function(regressed):
+    r = regressed.synopsis("r").regressions[("y", "x")]
+    t = np.linspace(1.0, 12.0, 60)  # where the data are dense enough
+    error = np.abs(r(t) - (_g(t) + 0.3 * 6.5))  # E[y | x] = g(x) + 0.3 E[m]
+    assert r.level == 7 and error.mean() < 0.2 and error.max() < 0.8  # seen: 0.10, 0.53
+    np.testing.assert_allclose(r(t), r.model().predict(t[:, None]), rtol=1e-12, atol=1e-9)  # r is piecewise linear
+    assert r.present == pytest.approx(0.95, abs=0.01) and r.r2 > 0.8
+    # its COUNT is the grid's (Simpson's rule is exact on C's cubic pieces)
+    synopsis = regressed.synopsis("r")
+    count, _ = r.integrals(synopsis.grids["x"], 2.0, 6.0)
+    assert count == pytest.approx(synopsis.grids["x"].box(2.0, 6.0)[0], rel=1e-9)
+
+
+def test_regression_is_asked_for_not_the_default(regressed):
+    sql = "SELECT AVG(y) FROM r WHERE x BETWEEN 2 AND 6"
+    assert regressed.query(sql).attrs["form"] == "sample"
+    assert regressed.query(sql, method="regression").attrs["form"] == "regression"
+    assert regressed.query("SELECT COUNT(*) FROM r WHERE x > 1", method="regression").iloc[0, 0] == pytest.approx(
+        regressed.query("SELECT COUNT(*) FROM r WHERE x > 1").iloc[0, 0], rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("sql", "kwargs", "message"),
+    [
+        ("SELECT g, AVG(y) FROM r WHERE x > 2 GROUP BY g", {}, "GROUP BY or IN"),
+        ("SELECT AVG(y) FROM r WHERE x > 2 AND g = 'a'", {}, "GROUP BY or IN"),
+        ("SELECT AVG(y) FROM r WHERE x > 2 AND m < 4", {}, "2 columns, not one"),
+        ("SELECT AVG(y) FROM r", {}, "0 columns, not one"),
+        ("SELECT AVG(m) FROM r WHERE x > 2", {}, "no regression on 'x' for"),
+        ("SELECT COUNT(*) FROM r WHERE y > 2", {}, "which no regression is on"),
+        ("SELECT AVG(y) FROM r WHERE x > 2", {"with_error": True}, "no intervals"),
+        ("SELECT AVG(y) FROM r WHERE x > 2", {"exact": True}, "takes no method"),
+        ("SELECT AVG(y) FROM r WHERE x > 2", {"method": "magic"}, "must be 'density' or 'regression'"),
+    ],
+)
+def test_regression_query_errors(regressed, sql, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        regressed.query(sql, **{"method": "regression", **kwargs})
+
+
+def test_regression_needs_one_built(engine):
+    with pytest.raises(ValueError, match=r"has no regressions; rebuild it with engine.build\('t', regression="):
+        engine.query("SELECT AVG(y) FROM t WHERE x > 9", method="regression")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"regression": [("y", "z")]}, "has no column 'z'"),
+        ({"regression": [("g", "x")]}, "'g' is not a modelled numeric column"),
+        ({"regression": [("y", "x")], "columns": ["x"]}, "'y' is not a modelled numeric column"),
+        ({"regression": [("y", ("x", "m"))]}, "x must be one column name"),
+        ({"regression": [("y", "y")]}, "must be different columns"),
+        ({"regression": {"y": "x"}}, "list of \\(y, x\\) column-name pairs"),
+        ({"regression": [("y", "x")], "grid": 0}, "grid > 0"),
+    ],
+)
+def test_regression_build_errors(kwargs, message):
+    con = duckdb.connect(":memory:")
+    _regression_table(con, n=300)
+    with pytest.raises(ValueError, match=message):
+        Engine(con).build("r", **kwargs)
+
+
+def test_regressions_survive_storage_and_refresh(tmp_path, monkeypatch):
+    con = duckdb.connect(str(tmp_path / "db.duckdb"))
+    _regression_table(con, n=3000)
+    built = Engine(con).build("r", sample=1000, grid=128, regression=[("y", "x")])
+    sql = "SELECT SUM(y), AVG(y) FROM r WHERE x BETWEEN 3 AND 7"
+    loaded = Engine(con)
+    stored = loaded.synopsis("r").regressions[("y", "x")]
+    original = built.regressions[("y", "x")]
+    np.testing.assert_array_equal(stored.coef, original.coef)
+    assert stored.meta() == original.meta()
+    pd.testing.assert_frame_equal(loaded.query(sql, method="regression"), Engine(con).query(sql, method="regression"))
+    listing = Engine(con).list()
+    assert listing.loc[0, "regressions"] == "y ~ x"
+    assert original.level == 4  # ~950 rows fitted: 64 or more per knot interval
+    assert listing.loc[0, "regression bytes"] == original.coef.nbytes == 8 * (2**4 - 1)
+    Engine(con).refresh("r")
+    assert list(Engine(con).synopsis("r").regressions) == [("y", "x")]
+    # a synopsis stored by an older parzen is refused with the rebuild hint
+    from parzen.aqp import synopsis as synopsis_module
+
+    monkeypatch.setattr(synopsis_module, "FORMAT_VERSION", synopsis_module.FORMAT_VERSION - 1)
+    Engine(con).build("r", sample=500, grid=64)
+    monkeypatch.undo()
+    with pytest.raises(CorruptSynopsis, match=r"has format \d+, this parzen reads \d+; rebuild it"):
+        Engine(con).synopsis("r")

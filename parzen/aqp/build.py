@@ -17,6 +17,7 @@ from .. import bandwidth as bw
 from .._progress import progress_bar
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
 from .grid import GRID_POINTS, column_grids
+from .regression import fit_regression, regression_pairs
 from .synopsis import Group, Synopsis
 
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
@@ -57,7 +58,8 @@ def is_numeric(type_name: str) -> bool:
 
 
 def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, bandwidth="plugin",
-                   group_by=None, grid: int = GRID_POINTS, seed: int = 0, progress: bool = False) -> Synopsis:
+                   group_by=None, grid: int = GRID_POINTS, regression=None, seed: int = 0,
+                   progress: bool = False) -> Synopsis:
     """Read ``table`` and return its synopsis (see :meth:`parzen.aqp.Engine.build`)."""
     started = time.perf_counter()
     types = table_columns(con, table)
@@ -77,7 +79,10 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
         raise ValueError(f"sample must be an integer >= 10, got {sample!r}")
     if not isinstance(grid, int) or not (grid == 0 or grid >= 16):
         raise ValueError(f"grid must be 0 (no gridded form) or an integer >= 16, got {grid!r}")
-    with progress_bar(progress, f"synopsis of {table}", total=4 + len(numeric)) as bar:
+    pairs = regression_pairs(regression, numeric, types, table)
+    if pairs and not grid:
+        raise ValueError("regression= integrates against the gridded form of x: build with grid > 0")
+    with progress_bar(progress, f"synopsis of {table}", total=4 + len(numeric) + len(pairs)) as bar:
         rows, totals, stats = _totals(con, table, numeric, types)
         if rows < 2:
             raise ValueError(f"table {table!r} has {rows} rows; a synopsis needs at least 2")
@@ -104,6 +109,9 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
             synopsis.grids = column_grids(models, drawn, weights, scale, grid)
             synopsis.grid_points = grid
         bar.advance(2)
+        for y, x in pairs:
+            synopsis.regressions[(y, x)] = fit_regression(y, x, drawn, synopsis.strata()[1], seed=seed)
+            bar.advance(1)
     synopsis.build_seconds = time.perf_counter() - started
     return synopsis
 

@@ -6,7 +6,10 @@ per column, from the full table), a sample with one Gaussian bandwidth per colum
 stratified by the groups (sorted by group; each :class:`Group` holds its slice and exact
 totals).  Optionally, its gridded form (:mod:`parzen.aqp.grid`): per column, cumulative integrals
 of the density on a grid, which answer one-column range queries without the sample.
-Bytes: 8 per sampled value, 32 per grid point, a few hundred for the rest; :meth:`Synopsis.nbytes`.
+Optionally, regressions y ~ x (:mod:`parzen.aqp.regression`): SUM/AVG(y) under a range on x as
+the integral of r(x) against the gridded density of x.
+Bytes: 8 per sampled value, 32 per grid point, 8 per regression coefficient, a few hundred for
+the rest; :meth:`Synopsis.nbytes`.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ import numpy as np
 
 from .estimate import ColumnModel
 from .grid import ColumnGrid
+from .regression import Regression
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
 
 class CorruptSynopsis(ValueError):
@@ -51,6 +55,7 @@ class Synopsis:
     groups: list[Group] = field(default_factory=list)
     grids: dict[str, ColumnGrid] = field(default_factory=dict)
     grid_points: int = 0  # asked for at build time (0: no grids)
+    regressions: dict[tuple[str, str], Regression] = field(default_factory=dict)  # (y, x) -> r
     built_at: str = ""
     build_seconds: float = 0.0
 
@@ -59,9 +64,10 @@ class Synopsis:
         return next(iter(self.sample.values())).size if self.sample else 0
 
     def nbytes(self) -> dict[str, int]:
-        """Bytes of the sample, of the grids and in all (serialised)."""
+        """Bytes of the sample, of the grids, of the regressions and in all (serialised)."""
         return {"sample": sum(a.nbytes for a in self.sample.values()),
-                "grid": sum(g.nbytes for g in self.grids.values()), "total": len(self.to_bytes())}
+                "grid": sum(g.nbytes for g in self.grids.values()),
+                "regression": sum(r.nbytes for r in self.regressions.values()), "total": len(self.to_bytes())}
 
     def strata(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per sampled row: its stratum, its weight (table rows it stands for: rows_g / drawn_g)
@@ -87,12 +93,14 @@ class Synopsis:
             "group_by": list(self.group_by),
             "groups": [asdict(g) for g in self.groups],
             "grid_points": self.grid_points,
+            "regressions": [r.meta() for r in self.regressions.values()],
             "built_at": self.built_at,
             "build_seconds": self.build_seconds,
         }
         arrays = {f"sample/{k}": v for k, v in self.sample.items()}
         for column, grid in self.grids.items():
             arrays.update({f"grid/{name}/{column}": v for name, v in grid.arrays().items()})
+        arrays.update({f"regression/{k}": r.coef for k, r in enumerate(self.regressions.values())})
         buffer = io.BytesIO()
         np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
         return buffer.getvalue()
@@ -109,6 +117,7 @@ class Synopsis:
                         _, name, column = k.split("/", 2)
                         grid_arrays.setdefault(column, {})[name] = arrays[k]
                 grids = {c: ColumnGrid.from_arrays(a) for c, a in grid_arrays.items()}
+                coefficients = [arrays[f"regression/{k}"] for k in range(len(meta.get("regressions", ())))]
         except Exception as err:  # any decoding failure means the bytes are not a synopsis
             raise CorruptSynopsis(f"the synopsis{where} cannot be decoded ({err}); rebuild it") from err
         if meta.get("format_version") != FORMAT_VERSION:
@@ -124,6 +133,7 @@ class Synopsis:
             sample=sample,
             grids=grids,
             grid_points=meta["grid_points"],
+            regressions={(r["y"], r["x"]): Regression.from_meta(r, c) for r, c in zip(meta["regressions"], coefficients)},
             group_by=tuple(meta["group_by"]),
             groups=[Group(**{**g, "key": tuple(g["key"]), "totals": {k: tuple(v) for k, v in g["totals"].items()}})
                     for g in meta["groups"]],
