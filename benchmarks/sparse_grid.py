@@ -688,11 +688,13 @@ def machine() -> dict:
 
         if torch.cuda.is_available():
             gpu = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).parent, check=False).stdout.strip() or None
-    except OSError:
-        commit = None
+    commit = os.environ.get("PARZEN_COMMIT")  # a copy of the working tree (the device tool's) may carry a stale .git
+    if commit is None:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                    cwd=Path(__file__).parent, check=False).stdout.strip() or None
+        except OSError:
+            commit = None
     return {"platform": platform.platform(), "cpu": cpu, "cpu_count": os.cpu_count(),
             "numba_threads": numba.get_num_threads(), "gpu": gpu, "python": platform.python_version(),
             "numpy": np.__version__, "scikit-learn": sklearn.__version__, "parzen_commit": commit}

@@ -18,8 +18,9 @@ GPU that is one MUFU instruction with flush-to-zero (``_exp2``), which drops ter
 
 from __future__ import annotations
 
-import triton
-import triton.language as tl
+from ._cuda import triton  # PyTorch and Triton, or an ImportError with the install hint
+
+tl = triton.language
 
 
 @triton.jit

@@ -249,6 +249,8 @@ def _subspace_term(X, j, codes, s, modified):
     local = 0
     for k in range(codes.shape[1]):
         c = codes[s, k]
+        if modified and c == 1:
+            continue  # the modified level-1 function is the constant 1
         x = X[j, k]
         if c >= 1:
             half = 1 << (c - 1)
@@ -256,9 +258,7 @@ def _subspace_term(X, j, codes, s, modified):
             t = x * (2 * half) - (2 * digit + 1)
             phi = 1.0 - abs(t)
             if modified:
-                if c == 1:
-                    phi = 1.0
-                elif digit == 0:
+                if digit == 0:
                     phi = 1.0 - t
                 elif digit == half - 1:
                     phi = 1.0 + t

@@ -20,29 +20,18 @@ same kernels on the CPU (slowly; CI uses that for correctness).  Install with
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterator
 
 import numpy as np
 
-try:
-    import torch
-    import triton
-except ImportError as err:  # pragma: no cover - depends on the installation
-    raise ImportError("the gpu backend needs PyTorch and Triton: pip install 'parzen[gpu]'") from err
-
-#: True when Triton interprets the kernels on the CPU (no GPU; tests and CI).
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
-if not INTERPRETED and not torch.cuda.is_available():
-    raise ImportError("the gpu backend needs a CUDA GPU (or TRITON_INTERPRET=1 to interpret its kernels on the CPU)")
-
 from ..kernels import KERNELS, gauss_derivative_even_coefficients
 from . import _triton_kernels as kernels
+from ._cuda import DEVICE, INTERPRETED, torch, torch_dtype, triton
+from ._gpu_sparse_grid import prepare_sparse_grid, sparse_grid_mult, sparse_grid_mult_transpose  # noqa: F401
 from .reference import derivative_order
 
 #: Floating-point types this backend computes in; None means float32, the GPU's fast type.
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-DEVICE = torch.device("cpu" if INTERPRETED else "cuda")
 #: Tile sides (rows = columns) of the pair sums, and query x data blocks of the KDE sum.
 TILE_1D, TILE_SQ = (16, 16) if INTERPRETED else (32, 32)
 QUERY_BLOCK, DATA_BLOCK = (16, 16) if INTERPRETED else (64, 64)
@@ -63,10 +52,6 @@ T_ZERO = 2000.0
 MAX_TEST_N = 130 if INTERPRETED else None
 _LOG2E = 1.0 / math.log(2.0)
 _MAX_ORDER = 8
-
-
-def _torch_dtype(dtype):
-    return torch.float64 if dtype is not None and np.dtype(dtype) == np.float64 else torch.float32
 
 
 def _fast(fdtype) -> bool:
@@ -152,7 +137,7 @@ def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> 
     order = derivative_order(kind)
     if order % 2 or order > _MAX_ORDER:
         raise ValueError(f"the gpu backend sums phi^(r) for even r in 0..{_MAX_ORDER}, got r = {order}")
-    fdtype = _torch_dtype(dtype)
+    fdtype = torch_dtype(dtype)
     x = np.asarray(x, dtype=np.float64).reshape(-1, 1)
     x = x - x.mean()
     scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
@@ -186,7 +171,7 @@ def pair_sum_sq(Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> 
     All scales in one pass over the pairs; see :func:`parzen.backends.reference.pair_sum_sq`.
     """
     _check_sq_kind(kind)
-    fdtype = _torch_dtype(dtype)
+    fdtype = torch_dtype(dtype)
     Y = np.asarray(Y, dtype=np.float64)
     Y = Y.reshape(len(Y), -1)
     Y = Y - Y.mean(axis=0)
@@ -207,7 +192,7 @@ def prepare_whitened_pair_sum_sq(Z: np.ndarray, kind: str, *, dtype=None):
     sum.  Returns None for data of more than one chunk (they are whitened on the host).
     """
     _check_sq_kind(kind)
-    fdtype = _torch_dtype(dtype)
+    fdtype = torch_dtype(dtype)
     Z = np.asarray(Z, dtype=np.float64)
     Z = Z.reshape(len(Z), -1)
     n, d = Z.shape
@@ -279,7 +264,7 @@ def kernel_sum(
     """
     if kind not in KERNELS:
         raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
-    fdtype = _torch_dtype(dtype)
+    fdtype = torch_dtype(dtype)
     Z = np.asarray(Z, dtype=np.float64)
     Z = Z.reshape(len(Z), -1)
     Q = np.asarray(Q, dtype=np.float64).reshape(-1, Z.shape[1])
@@ -323,3 +308,4 @@ def _multiprocessors() -> int:
     if INTERPRETED:
         return 1
     return torch.cuda.get_device_properties(DEVICE).multi_processor_count
+

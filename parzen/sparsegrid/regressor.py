@@ -146,8 +146,9 @@ class SparseGridRegressor:
 
     def _unit(self, values: np.ndarray) -> np.ndarray:
         """Rows scaled by the training box to [0, 1]^d (clipped)."""
-        scaled = (values - self.feature_min_) / (self.feature_max_ - self.feature_min_)
-        return np.clip(scaled, 0.0, 1.0)
+        scaled = values - self.feature_min_
+        scaled /= self.feature_max_ - self.feature_min_
+        return np.clip(scaled, 0.0, 1.0, out=scaled)
 
     def _check_parameters(self) -> None:
         choose(self.basis, BASES, what="basis")
