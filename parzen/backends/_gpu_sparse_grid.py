@@ -71,7 +71,7 @@ class _Grid:
         """B^T alpha over one chunk x (d, points): (points,) in x's type."""
         out = torch.empty(m, dtype=x.dtype, device=x.device)
         kernels.mult_transpose_kernel[(triton.cdiv(m, BLOCK_T),)](
-            x, m, x.shape[1], *self.tables, self.offsets, self.n_subspaces, alpha, out,
+            x, m, x.stride(0), *self.tables, self.offsets, self.n_subspaces, alpha, out,
             ACTIVE=self.active, BLOCK=BLOCK_T, MODIFIED=self.modified, num_warps=NUM_WARPS // 2,
         )
         return out
@@ -83,7 +83,7 @@ class _Grid:
         maker = torch.empty if self.onehot else torch.zeros
         partial = maker((rows, self.size), dtype=x.dtype, device=x.device)
         kernels.mult_kernel[(programs,)](
-            x, m, x.shape[1], *self.tables, self.offsets, self.n_subspaces, v, partial, self.size,
+            x, m, x.stride(0), *self.tables, self.offsets, self.n_subspaces, v, partial, self.size,
             ACTIVE=self.active, BLOCK=BLOCK, ONEHOT=self.onehot, MODIFIED=self.modified, num_warps=NUM_WARPS,
         )
         return partial.sum(dim=0, dtype=torch.float64)
