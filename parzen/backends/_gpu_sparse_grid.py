@@ -14,6 +14,8 @@ Under the Triton interpreter (no GPU) the same code runs with CPU tensors and no
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from . import _triton_sparse_grid as kernels
@@ -102,6 +104,10 @@ class _Lane:
         self.buffers = [torch.empty(chunk_shape, dtype=fdtype, device=device) for _ in self.streams]
         self.free = [None] * len(self.streams)  # event: the buffer's last kernels are done
 
+    def active(self):
+        """Make this lane's GPU the current one (Triton launches on the current device)."""
+        return torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
+
 
 class DeviceDesign:
     """B over data kept on the GPU(s) or streamed to them; see the module docstring.
@@ -134,26 +140,30 @@ class DeviceDesign:
     def _sweep(self, work):
         """Call ``work(lane, x, start, points)`` on every chunk, on its GPU; copies overlap compute."""
         for lane in self.lanes:
-            for stream in lane.streams:  # the inputs and accumulators were made on the default stream
-                stream.wait_stream(torch.cuda.current_stream(lane.device))
-            for turn, c in enumerate(lane.chunks):
-                start, block = self.host_chunks[c]
-                points = block.shape[1]
-                if not lane.streams:
-                    work(lane, lane.resident[c], start, points)
-                    continue
-                slot = turn % len(lane.streams)
-                stream = lane.streams[slot]
-                with torch.cuda.stream(stream):
-                    if lane.free[slot] is not None:
-                        stream.wait_event(lane.free[slot])
-                    x = lane.buffers[slot][:, :points]
-                    x.copy_(block, non_blocking=True)
-                    work(lane, x, start, points)
-                    lane.free[slot] = stream.record_event()
+            with lane.active():
+                self._sweep_lane(lane, work)
         for lane in self.lanes:
             for stream in lane.streams:
                 stream.synchronize()
+
+    def _sweep_lane(self, lane, work):
+        for stream in lane.streams:  # the inputs and accumulators were made on the default stream
+            stream.wait_stream(torch.cuda.current_stream(lane.device))
+        for turn, c in enumerate(lane.chunks):
+            start, block = self.host_chunks[c]
+            points = block.shape[1]
+            if not lane.streams:
+                work(lane, lane.resident[c], start, points)
+                continue
+            slot = turn % len(lane.streams)
+            stream = lane.streams[slot]
+            with torch.cuda.stream(stream):
+                if lane.free[slot] is not None:
+                    stream.wait_event(lane.free[slot])
+                x = lane.buffers[slot][:, :points]
+                x.copy_(block, non_blocking=True)
+                work(lane, x, start, points)
+                lane.free[slot] = stream.record_event()
 
     def _per_lane(self, vector: np.ndarray) -> list[torch.Tensor]:
         return [torch.from_numpy(np.asarray(vector, dtype=np.float64)).to(self.fdtype).to(lane.device) for lane in self.lanes]
