@@ -8,7 +8,6 @@ identity covariance (``parzen.kernels``), so H is the covariance of each bump.
 
 from __future__ import annotations
 
-import inspect
 import math
 from numbers import Real
 from typing import ClassVar
@@ -17,6 +16,7 @@ import numpy as np
 from scipy import linalg
 
 from . import bandwidth as bw
+from ._params import Parameters
 from ._threads import single_threaded_blas
 from ._validate import as_data, as_queries, check_spd, check_weights, choose
 from .backends import get_backend
@@ -37,7 +37,7 @@ _UNWEIGHTED_ONLY = ("plugin", "lscv_h", "lscv_H", "lscv_diag")
 _AUTO = "auto"
 
 
-class KDE:
+class KDE(Parameters):
     """Kernel density estimator with data-driven bandwidths.
 
     Parameters (keyword-only; stored as given, all work happens in :meth:`fit`):
@@ -73,23 +73,6 @@ class KDE:
         self.backend = backend
         self.dtype = dtype
         self.progress = progress
-
-    # -- scikit-learn protocol ----------------------------------------------------------
-    def get_params(self, deep: bool = True) -> dict:
-        return {name: getattr(self, name) for name in inspect.signature(type(self).__init__).parameters if name != "self"}
-
-    def set_params(self, **params) -> KDE:
-        valid = self.get_params()
-        for name, value in params.items():
-            if name not in valid:
-                raise ValueError(f"unknown parameter {name!r} for KDE; valid: {', '.join(valid)}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        defaults = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items()}
-        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if not _same(v, defaults[k])]
-        return f"KDE({', '.join(changed)})"
 
     # -- fitting --------------------------------------------------------------------------
     def fit(self, X, y=None, *, weights=None) -> KDE:
@@ -182,13 +165,6 @@ class KDE:
         idx = rng.choice(self.n_samples_, size=int(n_samples), p=self.weights_)
         u = _radial_draws(get_kernel(self.kernel), self.n_features_in_, int(n_samples), rng) / self._scale
         return self._data[idx] + u @ self._chol.T
-
-
-def _same(a, b) -> bool:
-    try:
-        return bool(np.all(a == b)) and type(a) is type(b)
-    except ValueError:
-        return False
 
 
 def _explicit_bandwidth(value, d: int):

@@ -12,20 +12,20 @@ are clipped to it, so the fit continues constantly beyond the training data.
 
 from __future__ import annotations
 
-import inspect
 from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, cg
 
+from .._params import Parameters
 from .._progress import progress_bar
 from .._validate import as_data, as_queries, choose
 from .grid import BASES, SparseGrid
 from .operators import design
 
 
-class SparseGridRegressor:
+class SparseGridRegressor(Parameters):
     """Least-squares regression on a regular sparse grid.
 
     Parameters (keyword-only; stored as given, all work happens in :meth:`fit`):
@@ -72,23 +72,6 @@ class SparseGridRegressor:
         self.backend = backend
         self.dtype = dtype
         self.progress = progress
-
-    # -- scikit-learn protocol ----------------------------------------------------------
-    def get_params(self, deep: bool = True) -> dict:
-        return {name: getattr(self, name) for name in inspect.signature(type(self).__init__).parameters if name != "self"}
-
-    def set_params(self, **params) -> SparseGridRegressor:
-        valid = self.get_params()
-        for name, value in params.items():
-            if name not in valid:
-                raise ValueError(f"unknown parameter {name!r} for SparseGridRegressor; valid: {', '.join(valid)}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        defaults = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items()}
-        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if v is not defaults[k] and v != defaults[k]]
-        return f"SparseGridRegressor({', '.join(changed)})"
 
     # -- fitting ----------------------------------------------------------------------------
     def fit(self, X, y) -> SparseGridRegressor:
