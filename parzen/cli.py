@@ -338,14 +338,19 @@ def aqp_build(
     sample: Annotated[int, typer.Option(min=10, help="Rows in the synopsis's sample.")] = 100_000,
     bandwidth: Annotated[str, typer.Option(help="plugin, scott, silverman or normal_scale.")] = "plugin",
     grid: Annotated[int | None, typer.Option(min=0, help="Points of each column's gridded form (0: none).")] = None,
+    regression: Annotated[list[str] | None, typer.Option(
+        "--regression", "-r", metavar="Y~X", help="Also fit the regression of column Y on column X; repeat.")] = None,
 ) -> None:
     """Read TABLE once and store its synopsis in DB."""
     from .aqp import Engine
 
     with _user_errors():
         _existing(database)
+        options = {} if grid is None else {"grid": grid}
+        if regression:
+            options["regression"] = [_regression_pair(text) for text in regression]
         synopsis = Engine(database).build(table, columns, sample=sample, bandwidth=bandwidth, group_by=group_by,
-                                          progress=out.is_terminal, **({} if grid is None else {"grid": grid}))
+                                          progress=out.is_terminal, **options)
     size = synopsis.nbytes()
     out.print(f"built the synopsis of {table}: {synopsis.row_count} rows, {len(synopsis.models)} columns, "
               f"{size['total']} bytes (sample {size['sample']}, grids {size['grid']}), {synopsis.build_seconds:.2f} s")
@@ -358,6 +363,9 @@ def aqp_query(
     exact: Annotated[bool, typer.Option("--exact", help="Run the query in DuckDB instead.")] = False,
     compare: Annotated[bool, typer.Option("--compare", help="Approximate and exact side by side.")] = False,
     with_error: Annotated[bool, typer.Option("--with-error", help="Add 95 % confidence intervals.")] = False,
+    method: Annotated[str, typer.Option(
+        help="density (the joint density) or regression (a stored regression Y~X: SUM/AVG(Y) WHERE a range on X).")]
+    = "density",
 ) -> None:
     """Answer SQL from the synopsis (approximately), or exactly in DuckDB."""
     from .aqp import Engine
@@ -366,12 +374,12 @@ def aqp_query(
         _existing(database)
         engine = Engine(database)
         if compare:
-            frame = engine.compare(sql)
+            frame = engine.compare(sql, method=method)
             out.print(_frame_table(frame))
             out.print(f"approximate {1e3 * frame.attrs['approximate_seconds']:.3f} ms, "
                       f"exact {1e3 * frame.attrs['exact_seconds']:.3f} ms")
             return
-        frame = engine.query(sql, exact=exact, with_error=with_error)
+        frame = engine.query(sql, exact=exact, with_error=with_error, **({} if exact else {"method": method}))
     out.print(_frame_table(frame))
     out.print(f"{'exact' if exact else 'approximate, from the ' + frame.attrs['form']}: "
               f"{1e3 * frame.attrs['seconds']:.3f} ms")
@@ -389,6 +397,14 @@ def aqp_list(database: Database) -> None:
         out.print("no synopses; build one with `parzen aqp build DB TABLE`")
         return
     out.print(_frame_table(frame))
+
+
+def _regression_pair(text: str) -> tuple[str, str]:
+    """"y~x" -> ("y", "x")."""
+    y, tilde, x = text.partition("~")
+    if not tilde or not y.strip() or not x.strip():
+        raise ValueError(f"--regression takes Y~X (the regression of column Y on column X), got {text!r}")
+    return y.strip(), x.strip()
 
 
 def _existing(database: Path) -> None:

@@ -364,3 +364,15 @@ def test_aqp_errors(flights_db, tmp_path):
     assert missing.exit_code == 2 and "no database file" in missing.output
     no_synopsis = invoke("aqp", "query", flights_db, "SELECT COUNT(*) FROM s WHERE v > 0")
     assert no_synopsis.exit_code == 2 and "parzen aqp build" in no_synopsis.output
+
+
+def test_aqp_regression_from_the_command_line(flights_db):
+    built = invoke("aqp", "build", flights_db, "s", "--sample", 3000, "--regression", "u~v")
+    assert built.exit_code == 0, built.output
+    sql = "SELECT AVG(u) FROM s WHERE v BETWEEN -1 AND 1"
+    answered = invoke("aqp", "query", flights_db, sql, "--method", "regression")
+    assert answered.exit_code == 0 and "approximate, from the regression:" in answered.output
+    compared = invoke("aqp", "query", flights_db, sql, "--method", "regression", "--compare")
+    assert compared.exit_code == 0 and "rel. error" in compared.output
+    malformed = invoke("aqp", "build", flights_db, "s", "--regression", "u")
+    assert malformed.exit_code == 2 and "--regression takes Y~X" in malformed.output
