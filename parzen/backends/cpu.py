@@ -243,9 +243,11 @@ def kernel_sum(
 
 @njit(inline="always")
 def _subspace_term(X, j, codes, s, modified):
-    """Value and local index of subspace s's non-zero basis function at point j
+    """Value (in X's type) and local index of subspace s's non-zero basis function at point j
     (see :func:`parzen.backends.reference.sparse_grid_basis`)."""
-    value = X.dtype.type(1.0)
+    real = X.dtype.type
+    one = real(1.0)
+    value = one
     local = 0
     for k in range(codes.shape[1]):
         c = codes[s, k]
@@ -254,17 +256,17 @@ def _subspace_term(X, j, codes, s, modified):
         x = X[j, k]
         if c >= 1:
             half = 1 << (c - 1)
-            digit = min(int(x * half), half - 1)
-            t = x * (2 * half) - (2 * digit + 1)
-            phi = 1.0 - abs(t)
+            digit = min(int(x * real(half)), half - 1)
+            t = x * real(2 * half) - real(2 * digit + 1)
+            phi = one - abs(t)
             if modified:
                 if digit == 0:
-                    phi = 1.0 - t
+                    phi = one - t
                 elif digit == half - 1:
-                    phi = 1.0 + t
+                    phi = one + t
             local = local * half + digit
         else:
-            phi = 1.0 - abs(x + c)
+            phi = one - abs(x + real(c))
         value *= phi
     return value, local
 
