@@ -175,6 +175,19 @@ def test_whitened_pair_sum_sq_agrees(tiles, backend, dtype, n, d):
         np.testing.assert_allclose(got, expected, rtol=RTOL[np.dtype(dtype or np.float64)], atol=1e-300)
 
 
+@pytest.mark.parametrize(("backend", "dtype"), [*CASES, pytest.param("numpy", None, id="numpy")])
+@pytest.mark.parametrize("n", [2, 17, 100, 1025])
+def test_prepared_pair_sum_1d_agrees(tiles, backend, dtype, n):
+    """The prepared 1-D sums (data kept sorted on the GPU across PLUGIN's stages) = the reference."""
+    _skip_large(backend, n)
+    x = _data(n, 1, offset=20.0)
+    pair_sums = backends.prepared_pair_sum_1d(backends.get_backend(backend), x, dtype=dtype)
+    for order, scales in ((6, np.array([0.2, 1.5])), (4, np.array([0.7]))):  # two calls on the same data
+        got = pair_sums(f"gauss_d{order}", scales)
+        expected = reference.pair_sum_1d(x, f"gauss_d{order}", scales)
+        np.testing.assert_allclose(got, expected, rtol=RTOL[np.dtype(dtype or np.float64)], atol=1e-12 * n * n)
+
+
 @pytest.mark.skipif(not OTHER_BACKENDS, reason="no backend besides the reference is available")
 @pytest.mark.parametrize(("backend", "dtype"), CASES)
 @pytest.mark.parametrize("kind", sorted(KERNELS))

@@ -8,7 +8,9 @@ each taking a keyword ``dtype`` (None: the first of the module's ``DTYPES``):
   whitened rows y, for a vector of parameters at once;
 - ``kernel_sum(Z, Q, kind, weights)``: for each query q, sum_i w_i k(|q - z_i|^2).
 
-A backend may also provide ``prepare_whitened_pair_sum_sq(Z, kind)``, returning a function
+A backend may also provide ``prepare_pair_sum_1d(x)`` (a function (kind, scales) -> the sums, x
+kept on the device; :func:`prepared_pair_sum_1d` falls back to ``pair_sum_1d``) and
+``prepare_whitened_pair_sum_sq(Z, kind)``, returning a function
 (M, params) -> ``pair_sum_sq(Z M^-T, kind, params)`` (or None where it cannot) that keeps Z where the backend computes
 (the GPU's memory) across the calls of an optimiser; :func:`whitened_pair_sum_sq` supplies
 the host version for the others.
@@ -89,6 +91,19 @@ def whitened_pair_sum_sq(backend: ModuleType, Z: np.ndarray, kind: str, *, dtype
         return backend.pair_sum_sq(linalg.solve_triangular(M, Z.T, lower=True).T, kind, params, dtype=dtype)
 
     return sums
+
+
+def prepared_pair_sum_1d(backend: ModuleType, x: np.ndarray, *, dtype=None):
+    """A function (kind, scales) -> ``backend.pair_sum_1d(x, kind, scales)`` for several calls on x.
+
+    Uses the backend's own ``prepare_pair_sum_1d`` when it has one that accepts x (the GPU keeps x
+    sorted in its memory between PLUGIN's two stages); else calls ``pair_sum_1d`` each time.
+    """
+    prepare = getattr(backend, "prepare_pair_sum_1d", None)
+    prepared = None if prepare is None else prepare(x, dtype=dtype)
+    if prepared is not None:
+        return prepared
+    return lambda kind, scales: backend.pair_sum_1d(x, kind, scales, dtype=dtype)
 
 
 def _auto_choice(dtype, work: float | None) -> str:

@@ -134,35 +134,81 @@ def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> 
     P the Hermite polynomial of :func:`parzen.kernels.gauss_derivative_even_coefficients`
     rescaled to t.  See :func:`parzen.backends.reference.pair_sum_1d`.
     """
-    order = derivative_order(kind)
-    if order % 2 or order > _MAX_ORDER:
-        raise ValueError(f"the gpu backend sums phi^(r) for even r in 0..{_MAX_ORDER}, got r = {order}")
-    fdtype = torch_dtype(dtype)
+    hermite = _HermiteSum(kind, torch_dtype(dtype))
     x = np.asarray(x, dtype=np.float64).reshape(-1, 1)
     x = x - x.mean()
     scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
-    kappa = 0.5 * _LOG2E
-    coef = np.zeros(5)
-    coef[: order // 2 + 1] = gauss_derivative_even_coefficients(order) / kappa ** np.arange(order // 2 + 1)
-    constants = torch.tensor([*coef, T_ZERO], dtype=fdtype, device=DEVICE)
-    reach = math.sqrt(_T_UNDERFLOW[fdtype])
 
     def run(rows, cols, triangle):
         if triangle:  # sorted, so that each row block's pairs within reach are one column range
             rows = cols = rows.sort(dim=1).values
-        col_end = _reachable_column_blocks(rows, cols, triangle, reach, TILE_1D)
+        return hermite.launch(rows, cols, triangle)
+
+    # x in units of g / sqrt(kappa): t is the squared difference (one multiply less per pair)
+    out = np.array([float(_pair_sums(x * hermite.unit(g), run, hermite.spacing, TILE_1D, hermite.fdtype)) for g in scales])
+    return out / math.sqrt(2.0 * math.pi)
+
+
+def prepare_pair_sum_1d(x: np.ndarray, *, dtype=None):
+    """A function (kind, scales) -> pair_sum_1d(x, kind, scales) with x kept on the device.
+
+    PLUGIN sums the same data at two pilot bandwidths: here x is centred, sent and sorted once;
+    each call rescales it on the device (order is kept), places the pads after the largest
+    point and launches.  Returns None for data of more than one chunk.
+    """
+    x = np.asarray(x, dtype=np.float64).ravel()
+    n = x.size
+    if n > CHUNK_ROWS:
+        return None
+    fdtype = torch_dtype(dtype)
+    ordered = torch.from_numpy(x - x.mean()).to(DEVICE).sort().values
+    n_padded = triton.cdiv(max(n, 1), TILE_1D) * TILE_1D
+    pad_steps = torch.arange(2, n_padded - n + 2, dtype=torch.float64, device=DEVICE)
+
+    def sums(kind: str, scales) -> np.ndarray:
+        hermite = _HermiteSum(kind, fdtype)
+        totals = []
+        for g in np.atleast_1d(np.asarray(scales, dtype=np.float64)):
+            scaled = ordered * hermite.unit(g)
+            rows = torch.empty((1, n_padded), dtype=fdtype, device=DEVICE)
+            rows[0, :n] = scaled
+            rows[0, n:] = scaled[-1] + hermite.spacing * pad_steps  # see _padded: pad terms are 0
+            totals.append(hermite.launch(rows, rows, True))
+        return torch.stack(totals).cpu().numpy() / math.sqrt(2.0 * math.pi)
+
+    return sums
+
+
+class _HermiteSum:
+    """The launch of one 1-D pair sum of phi^(r) (kind "gauss_d<r>") in compute type ``fdtype``."""
+
+    def __init__(self, kind: str, fdtype) -> None:
+        order = derivative_order(kind)
+        if order % 2 or order > _MAX_ORDER:
+            raise ValueError(f"the gpu backend sums phi^(r) for even r in 0..{_MAX_ORDER}, got r = {order}")
+        self.order, self.fdtype = order, fdtype
+        self.kappa = 0.5 * _LOG2E
+        coef = np.zeros(5)
+        coef[: order // 2 + 1] = gauss_derivative_even_coefficients(order) / self.kappa ** np.arange(order // 2 + 1)
+        self.constants = torch.tensor([*coef, T_ZERO], dtype=fdtype, device=DEVICE)
+        self.reach = math.sqrt(_T_UNDERFLOW[fdtype])
+        self.spacing = math.sqrt(T_ZERO)  # pads this far apart have terms of exactly 0
+
+    def unit(self, g: float) -> float:
+        """The factor that puts x in units of g / sqrt(kappa), so that t is a squared difference."""
+        return math.sqrt(self.kappa) / g
+
+    def launch(self, rows: torch.Tensor, cols: torch.Tensor, triangle: bool) -> torch.Tensor:
+        """The sum over one chunk pair (sorted rows for the triangle), as a float64 device scalar."""
+        col_end = _reachable_column_blocks(rows, cols, triangle, self.reach, TILE_1D)
         row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_1D, GROUPS_1D)
         partial = torch.zeros((row_blocks, n_groups), dtype=torch.float64, device=DEVICE)
         kernels.hermite_pairs_kernel[(row_blocks, n_groups)](
-            rows, cols, col_end, constants, partial,
-            TRIANGLE=triangle, DEGREE=order // 2, BLOCK=TILE_1D, GROUP=group, FAST=_fast(fdtype),
+            rows, cols, col_end, self.constants, partial,
+            TRIANGLE=triangle, DEGREE=self.order // 2, BLOCK=TILE_1D, GROUP=group, FAST=_fast(self.fdtype),
             num_warps=NUM_WARPS,
         )
         return partial.sum()
-
-    # x in units of g / sqrt(kappa): t is the squared difference (one multiply less per pair)
-    out = np.array([float(_pair_sums(x * (math.sqrt(kappa) / g), run, math.sqrt(T_ZERO), TILE_1D, fdtype)) for g in scales])
-    return out / math.sqrt(2.0 * math.pi)
 
 
 def pair_sum_sq(Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> np.ndarray:
