@@ -61,6 +61,17 @@ class ColumnGrid:
         return (_hermite(t, t0, t1, self.count[k], self.count[k + 1], c0, c1),
                 _hermite(t, t0, t1, self.moment[k], self.moment[k + 1], t0 * c0, t1 * c1))
 
+    def slope(self, t: np.ndarray) -> np.ndarray:
+        """C'(t) of the cubic Hermite interpolant :meth:`cumulative` uses, for t within the points
+        (a quadratic on each cell; equal to ``density`` at the points)."""
+        p = self.points
+        k = np.clip(np.searchsorted(p, t, side="right") - 1, 0, p.size - 2)
+        t0, t1 = p[k], p[k + 1]
+        width = t1 - t0
+        u = (t - t0) / width
+        return ((6 * u * u - 6 * u) * (self.count[k] - self.count[k + 1]) / width
+                + (3 * u * u - 4 * u + 1) * self.density[k] + (3 * u * u - 2 * u) * self.density[k + 1])
+
     def box(self, a: float, b: float) -> tuple[float, float]:
         """(rows, SUM(x)) with a <= x <= b."""
         if b < a:

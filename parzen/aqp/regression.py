@@ -116,21 +116,10 @@ class Regression:
         s = np.unique(np.concatenate([[low], p[(p > low) & (p < high)], knots[(knots > low) & (knots < high)], [high]]))
         s0, s1 = s[:-1], s[1:]
         mid = 0.5 * (s0 + s1)
-        cell = np.clip(np.searchsorted(p, mid, side="right") - 1, 0, p.size - 2)
-        c0, cm, c1 = (_hermite_slope(grid, cell, t) for t in (s0, mid, s1))
+        c0, cm, c1 = (grid.slope(t) for t in (s0, mid, s1))  # C' is continuous at the grid points
         r0, rm, r1 = self(s0), self(mid), self(s1)
         width = (s1 - s0) / 6.0
         return float(width @ (c0 + 4.0 * cm + c1)), float(width @ (r0 * c0 + 4.0 * rm * cm + r1 * c1))
-
-
-def _hermite_slope(grid: ColumnGrid, cell: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """C'(t) of the cubic Hermite through (C, c) at the ends of each ``cell`` (see ColumnGrid.cumulative)."""
-    t0, t1 = grid.points[cell], grid.points[cell + 1]
-    y0, y1 = grid.count[cell], grid.count[cell + 1]
-    d0, d1 = grid.density[cell], grid.density[cell + 1]
-    width = t1 - t0
-    u = (t - t0) / width
-    return ((6 * u * u - 6 * u) * (y0 - y1) / width + (3 * u * u - 4 * u + 1) * d0 + (3 * u * u - 2 * u) * d1)
 
 
 def regression_pairs(regression, numeric: list[str], types: dict[str, str], table: str) -> list[tuple[str, str]]:
