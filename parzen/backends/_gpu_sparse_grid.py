@@ -131,11 +131,12 @@ class DeviceDesign:
             self.host_chunks.append((start, block.pin_memory() if pin else block))
         chunk_shape = (self.dim, min(CHUNK_POINTS, self.m))
         self.lanes = [_Lane(device, (codes, offsets, modified), chunk_shape, self.fdtype, resident) for device in devices]
-        for c, (_, block) in enumerate(self.host_chunks):
+        for c, (start, block) in enumerate(self.host_chunks):
             lane = self.lanes[c % len(self.lanes)]
             lane.chunks.append(c)
             if not lane.streams:
                 lane.resident[c] = block.to(lane.device)
+                self.host_chunks[c] = (start, None)  # on the device for good: no host copy kept
 
     def _sweep(self, work):
         """Call ``work(lane, x, start, points)`` on every chunk, on its GPU; copies overlap compute."""
@@ -151,10 +152,11 @@ class DeviceDesign:
             stream.wait_stream(torch.cuda.current_stream(lane.device))
         for turn, c in enumerate(lane.chunks):
             start, block = self.host_chunks[c]
-            points = block.shape[1]
             if not lane.streams:
-                work(lane, lane.resident[c], start, points)
+                x = lane.resident[c]
+                work(lane, x, start, x.shape[1])
                 continue
+            points = block.shape[1]
             slot = turn % len(lane.streams)
             stream = lane.streams[slot]
             with torch.cuda.stream(stream):
