@@ -1,9 +1,16 @@
-"""The per-row kernel masses of :mod:`parzen.aqp.estimate` as one compiled loop (Numba).
+"""The per-row kernel masses of :mod:`parzen.aqp.estimate` as compiled loops (Numba).
 
 For each sampled value x with bandwidth h: the mass of N(x, h^2) in [a, b] and its first moment
 (plus the reflected kernel N(2L - x, h^2) when the column has a lower edge L), with Phi from
 erfc.  Rows deeper than ``reach`` bandwidths inside the box get (1, x) and rows further outside
-(0, 0) without any special function; NaN (NULL) rows get (0, 0).
+(0, 0) without any special function; NaN (NULL) rows get (0, 0); h = 0 (a point mass) gives the
+indicator of a <= x <= b.
+
+:func:`box_masses` returns the per-row masses of one column (the interval path and the tests);
+:func:`box_sums` fuses a whole query: the product of the masses of every range column per
+candidate row and its weighted sums per answer row, in one pass without temporaries.  Both are
+serial: on two cores Numba's thread pool cost 5-8 ms per call under load against 0.2 ms for
+10 000 rows in one thread.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -34,31 +41,123 @@ def _normal_box(x, a, b, h):
     return mass, x * mass - h * density
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
+def row_box(x, a, b, h, lower, reflect, reach):
+    """(mass, moment) of one row's kernel (bandwidth h, reflected at ``lower`` if ``reflect``) in [a, b]."""
+    if math.isnan(x):
+        return 0.0, 0.0
+    if h == 0.0:
+        if a <= x <= b:
+            return 1.0, x
+        return 0.0, 0.0
+    r = reach * h
+    if x >= a + r and x <= b - r:
+        return 1.0, x
+    m = 0.0
+    mo = 0.0
+    if a - r < x < b + r:
+        m, mo = _normal_box(x, a, b, h)
+    if reflect and x < 2.0 * lower - a + r:
+        m2, mo2 = _normal_box(2.0 * lower - x, a, b, h)
+        m += m2
+        mo += mo2
+    return m, mo
+
+
+@njit(cache=True)
 def box_masses(x, scale, h0, a, b, lower, reflect, reach):
-    """(mass, moment) per row: bandwidth h0 * scale[i], reflection at ``lower`` if ``reflect``
-    (rows spread over all cores)."""
+    """(mass, moment) per row: bandwidth h0 * scale[i], reflection at ``lower`` if ``reflect``."""
     n = x.size
     mass = np.zeros(n)
     moment = np.zeros(n)
-    for i in prange(n):
-        xi = x[i]
-        if math.isnan(xi):
-            continue
-        h = h0 * scale[i]
-        r = reach * h
-        if xi >= a + r and xi <= b - r:
-            mass[i] = 1.0
-            moment[i] = xi
-            continue
-        m = 0.0
-        mo = 0.0
-        if a - r < xi < b + r:
-            m, mo = _normal_box(xi, a, b, h)
-        if reflect and xi < 2.0 * lower - a + r:
-            m2, mo2 = _normal_box(2.0 * lower - xi, a, b, h)
-            m += m2
-            mo += mo2
-        mass[i] = m
-        moment[i] = mo
+    for i in range(n):
+        mass[i], moment[i] = row_box(x[i], a, b, h0 * scale[i], lower, reflect, reach)
     return mass, moment
+
+
+@njit(cache=True)
+def box_sums(rows, data, columns, lows, highs, bandwidths, lowers, reflects, row_scale, stratum_of_row,
+             output_of_stratum, weight_of_stratum, groups, aggregated, constrained, reach):
+    """Weighted sums over the candidate ``rows`` of the sample ``data`` (rows x columns), per answer row.
+
+    Range j is on ``data[:, columns[j]]`` over [lows[j], highs[j]] (bandwidth ``bandwidths[j] *
+    row_scale[i]``, edge ``lowers[j]`` if ``reflects[j]``).  A row i of stratum s counts with
+    weight ``weight_of_stratum[s]`` in answer row ``output_of_stratum[s]`` (skipped when -1).
+    Returns out[g, :]: [sum w p, sum w P_0, then per aggregated column q: sum w COUNT-term,
+    sum w SUM-term], p the product of the masses P_j and P_0 the mass of range 0 alone.
+    ``constrained[q]`` is the range index of aggregated column q (its moment then replaces
+    y p), or -1 (y_i p, NULL y left out).
+    """
+    r = columns.size
+    k = aggregated.size
+    out = np.zeros((groups, 2 + 2 * k))
+    mass = np.empty(r)
+    moment = np.empty(r)
+    for i in rows:
+        stratum = stratum_of_row[i]
+        g = output_of_stratum[stratum]
+        if g < 0:
+            continue
+        s = row_scale[i]
+        p = 1.0
+        for j in range(r):
+            m, mo = row_box(data[i, columns[j]], lows[j], highs[j], bandwidths[j] * s, lowers[j], reflects[j], reach)
+            mass[j] = m
+            moment[j] = mo
+            p *= m
+        w = weight_of_stratum[stratum]
+        out[g, 1] += w * mass[0]
+        if p == 0.0:
+            continue
+        out[g, 0] += w * p
+        for q in range(k):
+            c = constrained[q]
+            if c >= 0:
+                others = 1.0
+                for j in range(r):
+                    if j != c:
+                        others *= mass[j]
+                out[g, 2 + 2 * q] += w * p
+                out[g, 3 + 2 * q] += w * moment[c] * others
+            else:
+                y = data[i, aggregated[q]]
+                if not math.isnan(y):
+                    out[g, 2 + 2 * q] += w * p
+                    out[g, 3 + 2 * q] += w * y * p
+    return out
+
+
+@njit(cache=True)
+def _mass_sum(values, weights, start, stop, a, b, h, lower, reflect, reach):
+    total = 0.0
+    for k in range(start, stop):
+        total += weights[k] * row_box(values[k], a, b, h, lower, reflect, reach)[0]
+    return total
+
+
+@njit(cache=True)
+def sorted_mass(values, weights, cumulative, a, b, h, lower, reflect, reach):
+    """sum_i w_i P(x_i): the weighted kernel mass in [a, b] of rows sorted by value (NaN last),
+    ``cumulative`` = [0, cumsum(weights)].  Rows deeper than ``reach`` bandwidths inside (mass 1)
+    add by the cumulative sums, so only the rows near the ends (and, with reflection, those whose
+    mirror image reaches the box) cost a kernel integral."""
+    r = reach * h
+    lo = np.searchsorted(values, a - r)
+    hi = np.searchsorted(values, b + r, side="right")
+    if h == 0.0:  # point masses: [lo, hi) are the rows in [a, b]
+        return cumulative[hi] - cumulative[lo] if hi > lo else 0.0
+    i1 = max(np.searchsorted(values, a + r), lo)
+    i2 = max(np.searchsorted(values, b - r, side="right"), i1)
+    total = cumulative[i2] - cumulative[i1]
+    j = np.searchsorted(values, 2.0 * lower - a + r) if reflect else 0
+    if j > 0:  # rows [0, j) reach the box mirrored; [i1, i2) are inside already
+        if min(j, i1) >= lo:
+            total += _mass_sum(values, weights, 0, i1, a, b, h, lower, reflect, reach)
+        else:
+            total += _mass_sum(values, weights, 0, j, a, b, h, lower, reflect, reach)
+            total += _mass_sum(values, weights, lo, i1, a, b, h, lower, reflect, reach)
+        total += _mass_sum(values, weights, i2, max(hi, j), a, b, h, lower, reflect, reach)
+    else:
+        total += _mass_sum(values, weights, lo, i1, a, b, h, lower, reflect, reach)
+        total += _mass_sum(values, weights, i2, hi, a, b, h, lower, reflect, reach)
+    return total

@@ -16,7 +16,7 @@ import pandas as pd
 from .. import bandwidth as bw
 from .._progress import progress_bar
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
-from .grid import GRID_POINTS, column_grids
+from .grid import GRID_POINTS, column_grids, table_cumulative
 from .regression import fit_regression, regression_pairs
 from .synopsis import Group, Synopsis
 
@@ -106,7 +106,9 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
                             group_by=group_by, groups=groups, built_at=datetime.now(UTC).isoformat(timespec="seconds"))
         if grid:
             _, weights, scale = synopsis.strata()
-            synopsis.grids = column_grids(models, drawn, weights, scale, grid)
+            spans = {c: stats[c][:2] for c in numeric if stats[c][0] is not None}
+            synopsis.grids = table_cumulative(column_grids(models, drawn, weights, scale, grid, spans),
+                                              _batches(con, table, numeric))
             synopsis.grid_points = grid
         bar.advance(2)
         for y, x in pairs:
@@ -131,6 +133,15 @@ def _totals(con, table, numeric, types):
         totals[c] = (int(count), float(total or 0.0))
         stats[c] = (low, high, int(distinct or 0), bool(integral))
     return int(row[0]), totals, stats
+
+
+def _batches(con, table, numeric, rows: int = 1 << 20):
+    """Every row of the numeric columns, as dicts column -> float64 array (NULL: NaN), a batch at a time."""
+    cols = ", ".join(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric)
+    relation = con.sql(f"SELECT {cols} FROM {quote(table)}")
+    reader = relation.to_arrow_reader(rows) if hasattr(relation, "to_arrow_reader") else relation.fetch_arrow_reader(rows)
+    for batch in reader:
+        yield {c: batch.column(k).to_numpy(zero_copy_only=False) for k, c in enumerate(numeric)}
 
 
 def _column_model(name, type_name, values, stats, bandwidth, rng) -> ColumnModel:

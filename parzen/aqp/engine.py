@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import warnings
@@ -13,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from . import store
+from ._box import box_sums
 from .build import build_synopsis, quote
-from .estimate import Estimate, SampleView, row_terms, warm_up, z_value
+from .estimate import _REACH, Estimate, SampleView, row_terms, warm_up, z_value
 from .grid import GRID_POINTS
 from .sql import AggregateQuery, UnsupportedQuery, parse, read_only_sql, to_sql
 from .synopsis import Synopsis
@@ -134,9 +136,11 @@ class Engine:
         ``with_error=True`` adds ``<name> low`` / ``<name> high`` columns: a normal-theory
         interval at ``confidence`` from the sample variance of the per-row kernel masses
         (finite-population corrected; stratified over groups).  It covers the sampling error,
-        not the smoothing bias.  ``df.attrs["seconds"]`` holds the latency and ``df.attrs["form"]``
-        what answered: "grid" (one range column, no GROUP BY, IN or intervals), "sample", "totals"
-        (no numeric predicate), "regression" or "exact".
+        not the smoothing bias, and describes the plain stratified estimate, which it then returns.
+        Without ``with_error``, whole-table answers from the sample are calibrated to the table's
+        exact margins held by the grids (:func:`_fused_answers`).  ``df.attrs["seconds"]`` holds
+        the latency and ``df.attrs["form"]`` what answered: "grid" (one range column, no GROUP BY,
+        IN or intervals), "sample", "totals" (no numeric predicate), "regression" or "exact".
 
         ``method``: "density" (default) integrates the joint density (grid, sample or totals, as
         above); "regression" answers from a regression y ~ x built with ``build(regression=...)``:
@@ -321,17 +325,30 @@ class Layout:
     stratum_of_row: np.ndarray
     row_scale: np.ndarray | None
     view: SampleView
+    data: np.ndarray  # the sample as one (rows x columns) array, for :func:`box_sums` (a row's values together)
+    position: dict[str, int]  # column -> its column in ``data``
+    scale_of_row: np.ndarray  # ``row_scale``, or ones
+    weight: np.ndarray  # rows / drawn per stratum
+    ones: np.ndarray  # one per sampled row: the bandwidth factor of whole-table answers
 
     @classmethod
     def of(cls, synopsis: Synopsis) -> Layout:
-        view = SampleView(synopsis.sample, sort_now=True)
-        stratum_of_row, _, row_scale = synopsis.strata()
+        stratum_of_row, weight_of_row, row_scale = synopsis.strata()
+        view = SampleView(synopsis.sample, weights=weight_of_row, sort_now=True)
+        names = list(synopsis.sample)
+        data = np.ascontiguousarray(np.stack([synopsis.sample[c] for c in names], axis=1).astype(np.float64, copy=False)) \
+            if names else np.zeros((0, 0))
+        position = {c: k for k, c in enumerate(names)}
         if not synopsis.groups:
-            return cls([()], np.array([float(synopsis.row_count)]), np.array([float(synopsis.sample_size)]),
-                       [synopsis.totals], stratum_of_row, None, view)
+            rows, drawn = np.array([float(synopsis.row_count)]), np.array([float(synopsis.sample_size)])
+            ones = np.ones(synopsis.sample_size)
+            return cls([()], rows, drawn, [synopsis.totals], stratum_of_row, None, view, data, position,
+                       ones, rows / np.maximum(drawn, 1.0), ones)
         drawn = np.array([g.stop - g.start for g in synopsis.groups], dtype=np.float64)
-        return cls([g.key for g in synopsis.groups], np.array([float(g.rows) for g in synopsis.groups]), drawn,
-                   [g.totals for g in synopsis.groups], stratum_of_row, row_scale, view)
+        rows = np.array([float(g.rows) for g in synopsis.groups])
+        return cls([g.key for g in synopsis.groups], rows, drawn, [g.totals for g in synopsis.groups],
+                   stratum_of_row, row_scale, view, data, position, np.ascontiguousarray(row_scale, dtype=np.float64),
+                   rows / np.maximum(drawn, 1.0), np.ones(synopsis.sample_size))
 
 
 def _output_groups(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> tuple[list[tuple], np.ndarray]:
@@ -378,8 +395,11 @@ def _answers(query, synopsis, layout: Layout, output_of_stratum, groups: int, z)
         members = [np.flatnonzero(output_of_stratum == g) for g in range(groups)]
         return [{a.name: _exact_total(a, [(layout.rows[s], layout.totals[s]) for s in m]) for a in query.aggregates}
                 for m in members]
+    if z is None:
+        return _fused_answers(query, synopsis, layout, ranges, output_of_stratum, groups)
     aggregated = {a.column for a in query.aggregates if a.column is not None}
-    terms = row_terms(layout.view, synopsis.models, ranges, aggregated, row_scale=layout.row_scale,
+    whole = _whole_table(query, output_of_stratum)
+    terms = row_terms(layout.view, synopsis.models, ranges, aggregated, row_scale=None if whole else layout.row_scale,
                       keep=lambda rows: output_of_stratum[layout.stratum_of_row[rows]] >= 0)
     stratum = layout.stratum_of_row[terms.rows]
     group = output_of_stratum[stratum]
@@ -411,6 +431,112 @@ def _answers(query, synopsis, layout: Layout, output_of_stratum, groups: int, z)
     return out
 
 
+def _rake(n11: float, n1: float, m1: float, n: float, row_target: float, column_target: float) -> float | None:
+    """Cell (1, 1) of the 2 x 2 table [[n11, n1 - n11], [m1 - n11, n - n1 - m1 + n11]] raked to the
+    margins (row_target, n - row_target) and (column_target, n - column_target), or None when a
+    cell is empty (then one margin calibrates).
+
+    Raking (iterative proportional fitting; Deming and Stephan 1940) keeps the table's odds ratio
+    theta = n11 n00 / (n10 n01), so the raked cell x solves x (n - R - C + x) = theta (R - x)(C - x):
+    a quadratic, with one root between max(0, R + C - n) and min(R, C).
+    """
+    n10, n01 = n1 - n11, m1 - n11
+    n00 = n - n1 - m1 + n11
+    if min(n11, n10, n01, n00) <= 0.0:
+        return None
+    theta = n11 * n00 / (n10 * n01)
+    r, c = row_target, column_target
+    low, high = max(0.0, r + c - n), min(r, c)
+    qa, qb, qc = 1.0 - theta, (n - r - c) + theta * (r + c), -theta * r * c
+    if abs(qa) < 1e-12:
+        roots = [-qc / qb] if qb != 0.0 else []
+    else:
+        disc = qb * qb - 4.0 * qa * qc
+        if disc < 0.0:
+            return None
+        q = -0.5 * (qb + math.copysign(math.sqrt(disc), qb))
+        roots = [q / qa] + ([qc / q] if q != 0.0 else [])
+    slack = 1e-9 * max(n, 1.0)
+    inside = [x for x in roots if low - slack <= x <= high + slack]
+    return min(max(inside[0], low), high) if inside else None
+
+
+def _whole_table(query: AggregateQuery, output_of_stratum: np.ndarray) -> bool:
+    """Whether ``query`` asks about the whole table (no GROUP BY, no group filtered out): its
+    answer is then a KDE of all n sampled rows, whose bandwidths were chosen for n rows, so the
+    strata's wider kernels ((n / n_g)^(1/5), for answers per group) would only add bias; and the
+    table's exact marginals (the grids) calibrate it."""
+    return not query.group_by and not query.members and bool((output_of_stratum >= 0).all())
+
+
+def _fused_answers(query, synopsis, layout: Layout, ranges, output_of_stratum, groups: int) -> list[dict]:
+    """The estimates of :func:`_answers` without intervals, from one compiled pass (:func:`box_sums`).
+
+    Whole-table queries (:func:`_whole_table`) are calibrated to the table's exact margins, which
+    the grids hold (Deville and Saerndal 1992, calibration estimators): the candidate rows come
+    from the range column c with the fewest sampled rows near its box [a, b]; with M = the
+    table's rows in [a, b] and X = sum_i w_i P_c(x_ic) the sample's estimate of M (a ratio
+    estimator),
+
+        COUNT(*) = M / X sum_i w_i p_i,   SUM(y) = M / X sum_i w_i y_i p_i  (and so on),
+
+    whose error comes from the other predicates and from y alone: COUNT(*) of one range is M.
+    With exactly two range columns the factor is the 2 x 2 table's raked cell over its sample
+    value instead (:func:`_rake`: both margins).  AVG, a ratio already, is unchanged.
+    """
+    models = synopsis.models
+    whole = _whole_table(query, output_of_stratum)
+    boxes = {c: models[c].interval(r) for c, r in ranges.items()}
+    k = len({a.column for a in query.aggregates if a.column is not None})
+    if any(b < a for a, b in boxes.values()):
+        out = np.zeros((groups, 2 + 2 * k))
+        first = next(iter(boxes))
+    else:
+        widest = 1.0 if whole or layout.row_scale is None else float(layout.row_scale.max(initial=1.0))
+        first, rows = None, None
+        for c, (a, b) in boxes.items():
+            found = layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest)
+            if rows is None or found.size < rows.size:
+                first, rows = c, found
+        order = [first] + [c for c in boxes if c != first]
+        aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None))
+        out = box_sums(
+            rows, layout.data, np.array([layout.position[c] for c in order], dtype=np.intp),
+            np.array([boxes[c][0] for c in order]), np.array([boxes[c][1] for c in order]),
+            np.array([models[c].bandwidth for c in order]),
+            np.array([0.0 if models[c].lower is None else models[c].lower for c in order]),
+            np.array([models[c].lower is not None for c in order]), layout.ones if whole else layout.scale_of_row,
+            layout.stratum_of_row,
+            output_of_stratum, layout.weight, groups, np.array([layout.position[y] for y in aggregated], dtype=np.intp),
+            np.array([order.index(y) if y in boxes else -1 for y in aggregated], dtype=np.intp), _REACH,
+        )
+    factor = 1.0
+    if whole and first in synopsis.grids and out[0, 1] > 0:
+        exact = synopsis.grids[first].box(*boxes[first])[0]
+        factor = exact / out[0, 1]
+        if len(boxes) == 2 and (second := order[1]) in synopsis.grids and out[0, 0] > 0:
+            raked = _rake(out[0, 0], out[0, 1], layout.view.marginal(models[second], *boxes[second]),
+                          float(layout.rows.sum()), exact, synopsis.grids[second].box(*boxes[second])[0])
+            factor = factor if raked is None else raked / out[0, 0]
+    slot = {y: 2 + 2 * q for q, y in enumerate(dict.fromkeys(a.column for a in query.aggregates
+                                                                 if a.column is not None))}
+    answers = [{} for _ in range(groups)]
+    for a in query.aggregates:
+        if a.column is None:
+            values = factor * out[:, 0]
+        elif a.func == "count":
+            values = factor * out[:, slot[a.column]]
+        elif a.func == "sum":
+            values = factor * out[:, slot[a.column] + 1]
+        else:
+            count, total = out[:, slot[a.column]], out[:, slot[a.column] + 1]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                values = np.where(count > 0, total / count, np.nan)
+        for g in range(groups):
+            answers[g][a.name] = Estimate(float(values[g]))
+    return answers
+
+
 def _stratified_variance(values, stratum, group, layout: Layout, output_of_stratum, groups: int) -> np.ndarray:
     """Per answer row: the variance of the stratified total of ``values`` (sampling without replacement)."""
     strata = len(layout.keys)
@@ -438,6 +564,15 @@ def _exact_total(a, strata: list[tuple[float, dict]]) -> Estimate:
 
 def _frame(query: AggregateQuery, groups: dict, with_error: bool) -> pd.DataFrame:
     """One row per group key (sorted as DuckDB's ORDER BY would, NULLs last), one column per item."""
+    if not query.group_by:  # one row of floats: one array, column names made once per query shape
+        ((_, answers),) = groups.items()
+        values = []
+        for item in query.select:
+            e = answers[item.name]
+            values += [e.value, e.low, e.high] if with_error else [e.value]
+        names = tuple(item.name for item in query.select)
+        return pd.DataFrame(np.array([values], dtype=np.float64), columns=_column_index(names, with_error),
+                            index=_ONE_ROW, copy=False)
     keys = sorted(groups, key=lambda k: tuple((v is None, str(v) if isinstance(v, str) else v) for v in k))
     columns: dict[str, list] = {}
     for item in query.select:
@@ -451,3 +586,14 @@ def _frame(query: AggregateQuery, groups: dict, with_error: bool) -> pd.DataFram
             columns[f"{item.name} low"] = [e.low for e in estimates]
             columns[f"{item.name} high"] = [e.high for e in estimates]
     return pd.DataFrame(columns)
+
+
+_ONE_ROW = pd.RangeIndex(1)
+
+
+@functools.lru_cache(maxsize=1024)
+def _column_index(names: tuple[str, ...], with_error: bool) -> pd.Index:
+    """The answer's column names (an Index is immutable, so answers of one query shape share it)."""
+    if with_error:
+        names = tuple(n for name in names for n in (name, f"{name} low", f"{name} high"))
+    return pd.Index(names)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from ._box import box_masses
+from ._box import box_masses, box_sums, sorted_mass
 from .sql import Range
 
 #: Kernel mass beyond this many bandwidths from a box (Phi(-6) = 1e-9 of a row) is left out.
@@ -95,13 +95,17 @@ class SampleView:
     estimate costs O(rows near the box) rather than O(sample).
     """
 
-    def __init__(self, columns: dict[str, np.ndarray], *, sort_now: bool = False) -> None:
+    def __init__(self, columns: dict[str, np.ndarray], *, weights: np.ndarray | None = None,
+                 sort_now: bool = False) -> None:
         self.columns = columns
         self.size = next(iter(columns.values())).size if columns else 0
+        self.weights = np.ones(self.size) if weights is None else np.asarray(weights, dtype=np.float64)
         self._sorted: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._weights: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         if sort_now:  # pay the sorting when the synopsis is loaded, not in the first queries
             for column in columns:
                 self._sort(column)
+                self._sorted_weights(column)
 
     def _sort(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         if column not in self._sorted:
@@ -109,6 +113,23 @@ class SampleView:
             order = np.argsort(values, kind="stable")  # NaN sorts last and is never in range
             self._sorted[column] = (values[order], order)
         return self._sorted[column]
+
+    def _sorted_weights(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        if column not in self._weights:
+            w = np.ascontiguousarray(self.weights[self._sort(column)[1]])
+            self._weights[column] = (w, np.concatenate([[0.0], np.cumsum(w)]))
+        return self._weights[column]
+
+    def marginal(self, model: ColumnModel, a: float, b: float) -> float:
+        """sum_i w_i P(x_i): the sample's (weighted) kernel mass in [a, b] of ``model``'s column
+        (bandwidth factor 1), in O(log n + rows near the ends)."""
+        if b < a:
+            return 0.0
+        values = self._sort(model.name)[0]
+        weights, cumulative = self._sorted_weights(model.name)
+        reflect = model.lower is not None
+        return float(sorted_mass(values, weights, cumulative, a, b, model.bandwidth,
+                                 model.lower if reflect else 0.0, reflect, _REACH))
 
     def candidates(self, column: str, a: float, b: float, reach: float) -> np.ndarray:
         values, order = self._sort(column)
@@ -175,8 +196,13 @@ class Estimate:
 
 
 def warm_up() -> None:
-    """Compile the box integrals now (or load them from Numba's disk cache), not in a query."""
+    """Compile the box integrals now (or load them from Numba's disk cache), not in a query
+    (with the argument types queries pass: writable C-contiguous arrays)."""
     box_masses(np.zeros(1), np.ones(1), 1.0, 0.0, 1.0, 0.0, False, _REACH)
+    one = np.zeros(1, dtype=np.intp)
+    box_sums(one, np.zeros((1, 1)), one, np.zeros(1), np.ones(1), np.ones(1), np.zeros(1), np.zeros(1, dtype=np.bool_),
+             np.ones(1), one, one, np.ones(1), 1, one, one - 1, _REACH)
+    sorted_mass(np.zeros(1), np.ones(1), np.zeros(2), 0.0, 1.0, 1.0, 0.0, True, _REACH)
 
 
 def z_value(confidence: float) -> float:

@@ -1,23 +1,33 @@
-"""The gridded form of a synopsis: cumulative kernel integrals of each column on a grid.
+"""The gridded form of a synopsis: cumulative counts and sums of each column on a grid.
 
-For a numeric column x with weighted sampled rows (w_i = rows of the row's stratum / rows drawn
-from it) and kernel K_i of bandwidth h_i (Gaussian; reflected at the column's lower edge L when it
-has one, as in :mod:`parzen.aqp.estimate`), the grid keeps at points t_0 < ... < t_{G-1}
+For a numeric column x the grid keeps at points t_0 < ... < t_{G-1}
 
-    C(t) = sum_i w_i int_{-inf}^t K_i(u) du          (rows with x <= t),
-    S(t) = sum_i w_i int_{-inf}^t u K_i(u) du        (their SUM(x)),
-    c(t) = C'(t) = sum_i w_i K_i(t)                   (and S'(t) = t c(t)),
+    C(t) = rows of the table with x <= t,   S(t) = their SUM(x),      (exact: one pass over the table)
+    c(t) = sum_i w_i K_i(t)                  (the synopsis's kernel density there, rows per unit),
 
-so that between grid points C and S follow by cubic Hermite interpolation, and
+with w_i = rows of the sampled row's stratum / rows drawn from it and K_i its kernel (Gaussian of
+bandwidth h_i; reflected at the column's lower edge L when it has one, as in
+:mod:`parzen.aqp.estimate`).  Between grid points C and S follow by cubic Hermite interpolation
+with slopes c and t c (the density's shape between exact values), and
 
     COUNT(*) WHERE a <= x <= b = C(b) - C(a),   SUM(x) = S(b) - S(a),   AVG(x) = their ratio,
 
 for [a, b] from :meth:`parzen.aqp.estimate.ColumnModel.interval` (continuity correction and the
-reflection edge applied there).  The same integrals as the sample form, read off in
-microseconds; bytes (4 float64 per grid point and column) do not depend on the table's size.
-Discrete columns (point masses) keep their distinct values and cumulative sums: a step function,
-exact.  Points: half evenly spaced over the data +- 6 bandwidths, half at weighted sample
-quantiles (dense where the data are), and L.
+reflection edge applied there).  Read off in microseconds; bytes (4 float64 per grid point and
+column) do not depend on the table's size.  Where a query's ends are grid points the answer is
+exact, and the points are chosen so that they mostly are:
+
+- discrete columns (point masses) keep their distinct sampled values and the table's minimum and
+  maximum (a step function);
+- integer columns, whose ends are always k +- 1/2 (the continuity correction), get every k + 1/2
+  from min - 1/2 to max + 1/2 when there are at most as many as grid points, else the points
+  below rounded to the nearest k + 1/2;
+- continuous columns: half evenly spaced over the table's range +- 6 bandwidths, half at weighted
+  sample quantiles (dense where the data are), and L.
+
+The kernel integrals of the sample at the points (:func:`column_grid`) are what C and S were
+before the table's pass (:func:`table_cumulative`) replaced them; a synopsis built without the
+table keeps them (the same integrals as the sample form).
 """
 
 from __future__ import annotations
@@ -102,23 +112,41 @@ def _hermite(t, t0, t1, y0, y1, d0, d1) -> float:
 
 
 def column_grid(model: ColumnModel, values: np.ndarray, weights: np.ndarray, scale: np.ndarray,
-                points: int = GRID_POINTS) -> ColumnGrid:
+                points: int = GRID_POINTS, span: tuple[float, float] | None = None) -> ColumnGrid:
     """The grid of one column from its sampled ``values`` (NaN = NULL), row ``weights`` and
-    per-row bandwidth factors ``scale`` (strata of fewer rows have wider kernels)."""
+    per-row bandwidth factors ``scale`` (strata of fewer rows have wider kernels); ``span``:
+    the table's (min, max) of the column, which the points then cover (default: the sample's)."""
     present = ~np.isnan(values)
     x, w, s = values[present], weights[present], scale[present]
     order = np.argsort(x, kind="stable")
     x, w, s = x[order], w[order], s[order]
+    low, high = (float(x[0]), float(x[-1])) if x.size else (0.0, 0.0)
+    if span is not None and x.size:
+        low, high = min(low, float(span[0])), max(high, float(span[1]))
     if model.bandwidth == 0.0 or x.size == 0:
         distinct, first = np.unique(x, return_index=True)
         ends = np.r_[first[1:], x.size] - 1
-        return ColumnGrid(distinct, np.cumsum(w)[ends] if x.size else np.zeros(0),
+        grid = ColumnGrid(distinct, np.cumsum(w)[ends] if x.size else np.zeros(0),
                           np.cumsum(w * x)[ends] if x.size else np.zeros(0), np.zeros(0), True)
+        if x.size and (low < distinct[0] or high > distinct[-1]):  # the table's ends: every row in a step
+            t = np.unique(np.r_[low, distinct, high])
+            k = np.searchsorted(distinct, t, side="right") - 1
+            count = np.where(k >= 0, grid.count[np.maximum(k, 0)], 0.0)
+            moment = np.where(k >= 0, grid.moment[np.maximum(k, 0)], 0.0)
+            grid = ColumnGrid(t, count, moment, np.zeros(0), True)
+        return grid
     reach = _REACH * model.bandwidth * float(s.max())
-    uniform = np.linspace(x[0] - reach, x[-1] + reach, points // 2)
-    quantiles = np.interp(np.linspace(0.0, 1.0, points - points // 2), np.cumsum(w) / w.sum(), x)
     extra = [] if model.lower is None else [model.lower]
-    t = np.unique(np.concatenate([uniform, quantiles, extra]))
+    first, last = math.floor(low), math.ceil(high)
+    if model.integer and last - first + 2 <= points:  # every k + 1/2: integer ranges end on points
+        t = np.unique(np.concatenate([np.arange(first - 0.5, last + 1.0), extra]))
+    else:
+        uniform = np.linspace(low - reach, high + reach, points // 2)
+        quantiles = np.interp(np.linspace(0.0, 1.0, points - points // 2), np.cumsum(w) / w.sum(), x)
+        t = np.concatenate([uniform, quantiles])
+        if model.integer:
+            t = np.floor(t) + 0.5
+        t = np.unique(np.concatenate([t, extra]))
     reflect = model.lower is not None
     count, moment, density = _cumulative_integrals(x, w, model.bandwidth * s, t, model.lower if reflect else 0.0,
                                                    reflect, _REACH)
@@ -157,6 +185,57 @@ def _cumulative_integrals(x, w, h, t, lower, reflect, reach):
 
 
 def column_grids(models: dict[str, ColumnModel], sample: dict[str, np.ndarray], weights: np.ndarray,
-                 scale: np.ndarray, points: int = GRID_POINTS) -> dict[str, ColumnGrid]:
-    """The grid of every modelled column (see :func:`column_grid`)."""
-    return {c: column_grid(m, sample[c], weights, scale, points) for c, m in models.items()}
+                 scale: np.ndarray, points: int = GRID_POINTS, spans=None) -> dict[str, ColumnGrid]:
+    """The grid of every modelled column (see :func:`column_grid`; ``spans``: column -> table's (min, max))."""
+    spans = spans or {}
+    return {c: column_grid(m, sample[c], weights, scale, points, spans.get(c)) for c, m in models.items()}
+
+
+def table_cumulative(grids: dict[str, ColumnGrid], batches) -> dict[str, ColumnGrid]:
+    """The grids with C and S replaced by the table's exact values at their points.
+
+    ``batches``: an iterable of dicts column -> float64 array (NaN = NULL) that together hold
+    every row of the table once (DuckDB's record batches).  Each value is added to the bucket of
+    the first point >= it; C and S at the points are then cumulative sums of the buckets.
+    """
+    state = {}
+    for column, grid in grids.items():
+        t = grid.points
+        cells = 4 * t.size
+        width = (t[-1] - t[0]) / cells if t.size > 1 and t[-1] > t[0] else 1.0
+        lookup = np.searchsorted(t, t[0] + width * np.arange(cells + 1), side="left")
+        state[column] = (lookup, width, np.zeros(t.size + 1), np.zeros(t.size + 1))
+    for batch in batches:
+        for column, (lookup, width, count, total) in state.items():
+            values = np.ascontiguousarray(batch[column], dtype=np.float64)
+            _bucket_sums(values, grids[column].points, lookup, 1.0 / width, count, total)
+    out = {}
+    for column, grid in grids.items():
+        _, _, count, total = state[column]
+        out[column] = ColumnGrid(grid.points, np.cumsum(count)[:-1], np.cumsum(total)[:-1], grid.density, grid.steps)
+    return out
+
+
+@njit(cache=True)
+def _bucket_sums(x, t, lookup, inv_width, count, total):
+    """count[k] += 1 and total[k] += x for each non-NaN x, k = the first index with t[k] >= x
+    (t.size beyond the last point); ``lookup[u]``: that index for the start of cell u of a
+    uniform division of [t_0, t_last], where the search for x starts."""
+    g = t.size
+    cells = lookup.size - 1
+    for v in x:
+        if math.isnan(v):
+            continue
+        if v <= t[0]:
+            k = 0
+        elif v > t[g - 1]:
+            k = g
+        else:
+            u = min(int((v - t[0]) * inv_width), cells)
+            k = lookup[u]
+            while k > 0 and t[k - 1] >= v:  # rounding in the cell index: step back
+                k -= 1
+            while t[k] < v:
+                k += 1
+        count[k] += 1.0
+        total[k] += v
