@@ -114,10 +114,16 @@ class SampleView:
             self._sorted[column] = (values[order], order)
         return self._sorted[column]
 
-    def _sorted_weights(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+    def _sorted_weights(self, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The column's distinct values (NULLs left out), the weight of the rows holding each, and
+        the cumulative weights (integer columns: one kernel integral per value, not per row)."""
         if column not in self._weights:
-            w = np.ascontiguousarray(self.weights[self._sort(column)[1]])
-            self._weights[column] = (w, np.concatenate([[0.0], np.cumsum(w)]))
+            values, order = self._sort(column)
+            present = int(np.count_nonzero(~np.isnan(values)))
+            distinct, first = np.unique(values[:present], return_index=True)
+            w = np.add.reduceat(self.weights[order[:present]], first) if present else np.zeros(0)
+            self._weights[column] = (np.ascontiguousarray(distinct), np.ascontiguousarray(w, dtype=np.float64),
+                                     np.concatenate([[0.0], np.cumsum(w)]))
         return self._weights[column]
 
     def marginal(self, model: ColumnModel, a: float, b: float) -> float:
@@ -125,8 +131,7 @@ class SampleView:
         (bandwidth factor 1), in O(log n + rows near the ends)."""
         if b < a:
             return 0.0
-        values = self._sort(model.name)[0]
-        weights, cumulative = self._sorted_weights(model.name)
+        values, weights, cumulative = self._sorted_weights(model.name)
         reflect = model.lower is not None
         return float(sorted_mass(values, weights, cumulative, a, b, model.bandwidth,
                                  model.lower if reflect else 0.0, reflect, _REACH))
