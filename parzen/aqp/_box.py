@@ -81,9 +81,9 @@ def box_masses(x, scale, h0, a, b, lower, reflect, reach):
 @njit(cache=True)
 def box_sums(rows, data, columns, lows, highs, bandwidths, lowers, reflects, row_scale, stratum_of_row,
              output_of_stratum, weight_of_stratum, groups, aggregated, constrained, reach):
-    """Weighted sums over the candidate ``rows`` of the sample ``data`` (rows x columns), per answer row.
+    """Weighted sums over the candidate ``rows`` of the sample ``data`` (columns x rows), per answer row.
 
-    Range j is on ``data[:, columns[j]]`` over [lows[j], highs[j]] (bandwidth ``bandwidths[j] *
+    Range j is on ``data[columns[j]]`` over [lows[j], highs[j]] (bandwidth ``bandwidths[j] *
     row_scale[i]``, edge ``lowers[j]`` if ``reflects[j]``).  A row i of stratum s counts with
     weight ``weight_of_stratum[s]`` in answer row ``output_of_stratum[s]`` (skipped when -1).
     Returns out[g, :]: [sum w p, sum w P_0, then per aggregated column q: sum w COUNT-term,
@@ -97,7 +97,7 @@ def box_sums(rows, data, columns, lows, highs, bandwidths, lowers, reflects, row
     mass = np.empty(r)
     moment = np.empty(r)
     # per range, a direct-mapped cache of (value, bandwidth) -> (mass, moment): integer columns
-    # repeat a few values near the box's ends, whose kernel integrals are then computed once
+    # repeat a few values near the box's ends, whose kernel integrals are then computed once each
     cache_x = np.full((r, _CACHE), np.nan)
     cache_h = np.zeros((r, _CACHE))
     cache_m = np.zeros((r, _CACHE))
@@ -105,8 +105,24 @@ def box_sums(rows, data, columns, lows, highs, bandwidths, lowers, reflects, row
     smooth = False
     for j in range(r):
         smooth = smooth or bandwidths[j] > 0.0
+    # visit the candidates in the sample's order: each column is then read forwards (the hardware
+    # prefetches it) instead of at random; flights' 2-D queries from cold caches 2.1 -> 1.0 ms
+    n = data.shape[1]
+    mark = np.zeros(n, dtype=np.bool_)
+    first = n
+    last = -1
     for t in range(rows.size):
         i = rows[t]
+        mark[i] = True
+        first = min(first, i)
+        last = max(last, i)
+    ordered = np.empty(rows.size, dtype=np.intp)
+    count = 0
+    for i in range(first, last + 1):  # without a branch: the marks are random
+        ordered[min(count, rows.size - 1)] = i
+        count += mark[i]
+    for t in range(count):
+        i = ordered[t]
         stratum = stratum_of_row[i]
         g = output_of_stratum[stratum]
         if g < 0:
@@ -114,7 +130,7 @@ def box_sums(rows, data, columns, lows, highs, bandwidths, lowers, reflects, row
         s = row_scale[i] if smooth else 1.0
         p = 1.0
         for j in range(r):
-            x = data[i, columns[j]]
+            x = data[columns[j], i]
             h = bandwidths[j] * s
             if h == 0.0:  # a point mass (NaN is never inside)
                 inside = lows[j] <= x <= highs[j]
@@ -151,7 +167,7 @@ def box_sums(rows, data, columns, lows, highs, bandwidths, lowers, reflects, row
                 out[g, 2 + 2 * q] += w * p
                 out[g, 3 + 2 * q] += w * moment[c] * others
             else:
-                y = data[i, aggregated[q]]
+                y = data[aggregated[q], i]
                 if not math.isnan(y):
                     out[g, 2 + 2 * q] += w * p
                     out[g, 3 + 2 * q] += w * y * p

@@ -325,34 +325,37 @@ class Layout:
     stratum_of_row: np.ndarray
     row_scale: np.ndarray | None
     view: SampleView
-    data: np.ndarray  # the sample as one (rows x columns) array, for :func:`box_sums` (a row's values together)
-    position: dict[str, int]  # column -> its column in ``data``
+    data: np.ndarray  # the sample as one (columns x rows) array, for :func:`box_sums`
+    position: dict[str, int]  # column -> its row in ``data``
     scale_of_row: np.ndarray  # ``row_scale``, or ones
     weight: np.ndarray  # rows / drawn per stratum
     ones: np.ndarray  # one per sampled row: the bandwidth factor of whole-table answers
+    whole: np.ndarray  # zero per stratum: every stratum in answer row 0 (do not modify)
 
     @classmethod
     def of(cls, synopsis: Synopsis) -> Layout:
         stratum_of_row, weight_of_row, row_scale = synopsis.strata()
         view = SampleView(synopsis.sample, weights=weight_of_row, sort_now=True)
         names = list(synopsis.sample)
-        data = np.ascontiguousarray(np.stack([synopsis.sample[c] for c in names], axis=1).astype(np.float64, copy=False)) \
+        data = np.ascontiguousarray(np.stack([synopsis.sample[c] for c in names]).astype(np.float64, copy=False)) \
             if names else np.zeros((0, 0))
         position = {c: k for k, c in enumerate(names)}
         if not synopsis.groups:
             rows, drawn = np.array([float(synopsis.row_count)]), np.array([float(synopsis.sample_size)])
             ones = np.ones(synopsis.sample_size)
             return cls([()], rows, drawn, [synopsis.totals], stratum_of_row, None, view, data, position,
-                       ones, rows / np.maximum(drawn, 1.0), ones)
+                       ones, rows / np.maximum(drawn, 1.0), ones, np.zeros(1, dtype=np.intp))
         drawn = np.array([g.stop - g.start for g in synopsis.groups], dtype=np.float64)
         rows = np.array([float(g.rows) for g in synopsis.groups])
         return cls([g.key for g in synopsis.groups], rows, drawn, [g.totals for g in synopsis.groups],
                    stratum_of_row, row_scale, view, data, position, np.ascontiguousarray(row_scale, dtype=np.float64),
-                   rows / np.maximum(drawn, 1.0), np.ones(synopsis.sample_size))
+                   rows / np.maximum(drawn, 1.0), np.ones(synopsis.sample_size), np.zeros(len(synopsis.groups), dtype=np.intp))
 
 
 def _output_groups(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> tuple[list[tuple], np.ndarray]:
     """The answer's group keys, and for each stratum the index of its answer row (-1: filtered out)."""
+    if not query.group_by and not query.members and not any(c in synopsis.group_by for c in query.ranges):
+        return [()], layout.whole  # the whole table: every stratum in the one answer row
     positions = [synopsis.group_by.index(g) for g in query.group_by]
     index: dict[tuple, int] = {}
     output = np.full(len(layout.keys), -1, dtype=np.intp)
