@@ -329,7 +329,6 @@ class Layout:
     position: dict[str, int]  # column -> its row in ``data``
     scale_of_row: np.ndarray  # ``row_scale``, or ones
     weight: np.ndarray  # rows / drawn per stratum
-    ones: np.ndarray  # one per sampled row: the bandwidth factor of whole-table answers
     whole: np.ndarray  # zero per stratum: every stratum in answer row 0 (do not modify)
 
     @classmethod
@@ -342,14 +341,13 @@ class Layout:
         position = {c: k for k, c in enumerate(names)}
         if not synopsis.groups:
             rows, drawn = np.array([float(synopsis.row_count)]), np.array([float(synopsis.sample_size)])
-            ones = np.ones(synopsis.sample_size)
             return cls([()], rows, drawn, [synopsis.totals], stratum_of_row, None, view, data, position,
-                       ones, rows / np.maximum(drawn, 1.0), ones, np.zeros(1, dtype=np.intp))
+                       np.ones(synopsis.sample_size), rows / np.maximum(drawn, 1.0), np.zeros(1, dtype=np.intp))
         drawn = np.array([g.stop - g.start for g in synopsis.groups], dtype=np.float64)
         rows = np.array([float(g.rows) for g in synopsis.groups])
         return cls([g.key for g in synopsis.groups], rows, drawn, [g.totals for g in synopsis.groups],
                    stratum_of_row, row_scale, view, data, position, np.ascontiguousarray(row_scale, dtype=np.float64),
-                   rows / np.maximum(drawn, 1.0), np.ones(synopsis.sample_size), np.zeros(len(synopsis.groups), dtype=np.intp))
+                   rows / np.maximum(drawn, 1.0), np.zeros(len(synopsis.groups), dtype=np.intp))
 
 
 def _output_groups(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> tuple[list[tuple], np.ndarray]:
@@ -508,7 +506,7 @@ def _fused_answers(query, synopsis, layout: Layout, ranges, output_of_stratum, g
             np.array([boxes[c][0] for c in order]), np.array([boxes[c][1] for c in order]),
             np.array([models[c].bandwidth for c in order]),
             np.array([0.0 if models[c].lower is None else models[c].lower for c in order]),
-            np.array([models[c].lower is not None for c in order]), layout.ones if whole else layout.scale_of_row,
+            np.array([models[c].lower is not None for c in order]), _NO_SCALE if whole else layout.scale_of_row,
             layout.stratum_of_row,
             output_of_stratum, layout.weight, groups, np.array([layout.position[y] for y in aggregated], dtype=np.intp),
             np.array([order.index(y) if y in boxes else -1 for y in aggregated], dtype=np.intp), _REACH,
@@ -592,6 +590,8 @@ def _frame(query: AggregateQuery, groups: dict, with_error: bool) -> pd.DataFram
 
 
 _ONE_ROW = pd.RangeIndex(1)
+#: :func:`box_sums`'s "every bandwidth factor is 1" (whole-table answers read no per-row factors).
+_NO_SCALE = np.zeros(0)
 
 
 @functools.lru_cache(maxsize=1024)
