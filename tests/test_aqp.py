@@ -170,6 +170,16 @@ def test_mass_and_moment_match_numerical_integration(lower, a, b):
         assert mo == pytest.approx(integrate.quad(lambda t: t * density(t), lo, b)[0], abs=1e-8)
 
 
+def test_phi_table_matches_erfc():
+    """The kernel integrals' Phi (a cubic Hermite table, for speed) is erfc's to 1e-12 everywhere."""
+    from parzen.aqp._box import phi_table
+
+    z = np.r_[np.linspace(-10.0, 10.0, 100_003), -8.5, 8.5, -np.inf, np.inf]
+    exact = stats.norm.cdf(z)
+    assert max(abs(phi_table(v) - e) for v, e in zip(z, exact)) < 1e-12
+    assert math.isnan(phi_table(math.nan))
+
+
 def test_discrete_fractions_honour_strict_bounds():
     """Point masses at 0.04, 0.05, 0.06 (a discount column): < and <= differ, no continuity correction."""
     model = ColumnModel("d", DISCRETE, 0.0, None, integer=False)

@@ -510,6 +510,7 @@ def _fused_answers(query, synopsis, layout: Layout, ranges, output_of_stratum, g
             layout.stratum_of_row,
             output_of_stratum, layout.weight, groups, np.array([layout.position[y] for y in aggregated], dtype=np.intp),
             np.array([order.index(y) if y in boxes else -1 for y in aggregated], dtype=np.intp), _REACH,
+            np.array([c in aggregated for c in order]),
         )
     factor = 1.0
     if whole and first in synopsis.grids and out[0, 1] > 0:

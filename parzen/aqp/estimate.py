@@ -206,7 +206,7 @@ def warm_up() -> None:
     box_masses(np.zeros(1), np.ones(1), 1.0, 0.0, 1.0, 0.0, False, _REACH)
     one = np.zeros(1, dtype=np.intp)
     box_sums(one, np.zeros((1, 1)), one, np.zeros(1), np.ones(1), np.ones(1), np.zeros(1), np.zeros(1, dtype=np.bool_),
-             np.ones(1), one, one, np.ones(1), 1, one, one - 1, _REACH)
+             np.ones(1), one, one, np.ones(1), 1, one, one - 1, _REACH, np.zeros(1, dtype=np.bool_))
     sorted_mass(np.zeros(1), np.ones(1), np.zeros(2), 0.0, 1.0, 1.0, 0.0, True, _REACH)
 
 
