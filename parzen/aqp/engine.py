@@ -462,6 +462,35 @@ def _rake(n11: float, n1: float, m1: float, n: float, row_target: float, column_
     return min(max(inside[0], low), high) if inside else None
 
 
+def _rake_groups(inside: np.ndarray, rows: np.ndarray, target: float) -> np.ndarray:
+    """Per answer group: the factor that rakes the groups x (in, out of a box) table to the
+    groups' exact rows and the table's exact rows in the box (``target``).
+
+    ``inside``: the groups' estimated rows in the box; out of it, the rest of each group's
+    ``rows``.  Iterative proportional fitting (Deming and Stephan 1940) alternates the two
+    margins; one group is the ratio estimator target / inside.  Each group's estimate then
+    shares the correction of the sum of all groups' (independent, stratified) errors: with G
+    equal groups its variance falls by about 1/G.
+    """
+    start = np.asarray(inside, dtype=np.float64)
+    cells_in, cells_out = start.copy(), np.maximum(rows - start, 0.0)
+    total = float(rows.sum())
+    for _ in range(200):
+        have_in, have_out = cells_in.sum(), cells_out.sum()
+        if have_in <= 0.0:
+            return np.ones_like(start)
+        cells_in *= target / have_in
+        if have_out > 0.0:
+            cells_out *= max(total - target, 0.0) / have_out
+        both = cells_in + cells_out
+        scale = np.divide(rows, both, out=np.ones_like(both), where=both > 0)
+        cells_in *= scale
+        cells_out *= scale
+        if abs(cells_in.sum() - target) <= 1e-12 * max(total, 1.0):
+            break
+    return np.divide(cells_in, start, out=np.ones_like(start), where=start > 0)
+
+
 def _whole_table(query: AggregateQuery, output_of_stratum: np.ndarray) -> bool:
     """Whether ``query`` asks about the whole table (no GROUP BY, no group filtered out): its
     answer is then a KDE of all n sampled rows, whose bandwidths were chosen for n rows, so the
@@ -483,7 +512,9 @@ def _fused_answers(query, synopsis, layout: Layout, ranges, output_of_stratum, g
 
     whose error comes from the other predicates and from y alone: COUNT(*) of one range is M.
     With exactly two range columns the factor is the 2 x 2 table's raked cell over its sample
-    value instead (:func:`_rake`: both margins).  AVG, a ratio already, is unchanged.
+    value instead (:func:`_rake`: both margins).  GROUP BY answers without IN / = filters get
+    one factor per group, raking the groups' rows in c's box to M (:func:`_rake_groups`).  AVG,
+    a ratio already, is unchanged.
     """
     models = synopsis.models
     whole = _whole_table(query, output_of_stratum)
@@ -520,6 +551,9 @@ def _fused_answers(query, synopsis, layout: Layout, ranges, output_of_stratum, g
             raked = _rake(out[0, 0], out[0, 1], layout.view.marginal(models[second], *boxes[second]),
                           float(layout.rows.sum()), exact, synopsis.grids[second].box(*boxes[second])[0])
             factor = factor if raked is None else raked / out[0, 0]
+    elif query.group_by and not query.members and first in synopsis.grids and (output_of_stratum >= 0).all():
+        rows = np.bincount(output_of_stratum, weights=layout.rows, minlength=groups)
+        factor = _rake_groups(out[:, 1], rows, synopsis.grids[first].box(*boxes[first])[0])
     slot = {y: 2 + 2 * q for q, y in enumerate(dict.fromkeys(a.column for a in query.aggregates
                                                                  if a.column is not None))}
     answers = [{} for _ in range(groups)]
