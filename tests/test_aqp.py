@@ -67,11 +67,19 @@ def test_parse_shapes_and_names():
         'SELECT AVG("col 1") AS "a 2" FROM t WHERE "col 1" < 3 AND g IN (\'4\', \'5\') -- 6',
         "SELECT COUNT(*) FROM t WHERE g = $$8$$ AND x >= 9",
         "SELECT COUNT(*) FROM t WHERE x > :given",
+        'SELECT "g", COUNT("x") AS "n", AVG("y") FROM "t" WHERE "x" BETWEEN 1 AND 2 AND 3 < "k" GROUP BY "g"',
+        'SELECT "g" AS "g", SUM("a""b") FROM "t" WHERE "a""b" >= 2 AND "g" IN (\'x\', \'y\') GROUP BY "g"',
+        'SELECT COUNT(*) FROM "t" WHERE "x" IN ("a", 1)',
+        'SELECT COUNT(*) FROM "t" WHERE "x" > "y"',
+        'SELECT COUNT(*) FROM "t" WHERE "x" > 1 ORDER BY "x"',
+        'SELECT "t"."x", COUNT(*) FROM "t" GROUP BY "t"."x"',
+        'SELECT AVG("x") FROM "t" WHERE "g" = \'"k"\' AND "x" > 0',
     ],
 )
 def test_number_templates_parse_like_the_text(sql):
-    """Queries that differ in their numbers share a cached template parse: same result as the
-    text parsed as it is (comments, quoted digits and the user's own placeholders included)."""
+    """Queries that differ in their numbers and quoted column names share a cached template
+    parse: same result (or error) as the text parsed as it is (comments, quoted digits, quoted
+    names in text, aliases, qualified names and the user's own placeholders included)."""
     from parzen.aqp.sql import _query, _tree
 
     try:
@@ -81,6 +89,18 @@ def test_number_templates_parse_like_the_text(sql):
             parse(sql)
         return
     assert parse(sql) == expected
+
+
+def test_queries_differing_in_quoted_names_share_a_template():
+    from parzen.aqp.sql import _template_tree
+
+    before = _template_tree.cache_info()
+    first = parse('SELECT AVG("col_a") AS v FROM "tab" WHERE "col_b" BETWEEN 1 AND 2')
+    second = parse('SELECT AVG("col_c") AS v FROM "tab" WHERE "col_d" BETWEEN 3 AND 4')
+    after = _template_tree.cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, 1)
+    assert second.aggregates[0].column == "col_c" and second.ranges == {"col_d": Range("col_d", 3.0, 4.0)}
+    assert first.aggregates[0].column == "col_a" and set(first.ranges) == {"col_b"}
 
 
 def test_ranges_on_one_column_intersect():

@@ -102,8 +102,11 @@ class AggregateQuery:
         return used | {a.column for a in self.aggregates if a.column is not None}
 
 
-#: Number literals outside quotes: quoted text and identifiers (group 1) are matched first and kept.
-_NUMBERS = re.compile(r"""('(?:[^']|'')*'|"(?:[^"]|"")*")|(?<![\w.$:])((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(?![\w.])""")
+#: Number literals and quoted identifiers outside quoted text: text (group 1) is matched first and
+#: kept, quoted identifiers are group 2, numbers group 3.
+_NUMBERS = re.compile(r"""('(?:[^']|'')*')|("(?:[^"]|"")*")|(?<![\w.$:])((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(?![\w.])""")
+#: Quoted identifiers after these words (a table, an alias) stay in the template: no placeholder goes there.
+_NAMED_AFTER = re.compile(r"(?:\bAS|\bFROM|\bJOIN|\.)\s*$", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=256)
@@ -111,39 +114,49 @@ def parse(sql: str) -> AggregateQuery:
     """Parse ``sql`` into an :class:`AggregateQuery`, or raise :class:`UnsupportedQuery`.
 
     Cached by text (dashboards repeat queries); callers must not modify the result.  Queries
-    that differ only in their numbers share one sqlglot parse: the numbers are cut out into
-    placeholders (``:parzen_0``, ...), the template's tree is cached, and the numbers are read
-    back while the tree is converted.  Anything unusual (a template whose placeholders are not
-    exactly the cut numbers, any error) is parsed again from the user's own text.
+    that differ only in their numbers and quoted column names share one sqlglot parse: those
+    are cut out into placeholders (``:parzen_0``, ... and ``:parzen_c0``, ...; quoted names
+    after AS, FROM, JOIN or a dot stay), the template's tree is cached, and the numbers and
+    names are read back while the tree is converted (a new query text costs 0.15 ms instead of
+    0.5 ms after a DuckDB query has cooled the caches).  Anything unusual (a template whose
+    placeholders are not exactly the cut ones, any error) is parsed again from the user's text.
     """
     numbers: list[str] = []
+    names: list[str] = []
 
     def hole(match: re.Match) -> str:
         if match.group(1):
             return match.group(1)
-        numbers.append(match.group(2))
+        if match.group(2):
+            if _NAMED_AFTER.search(sql, 0, match.start()) or sql.startswith(".", match.end()):
+                return match.group(2)
+            names.append(match.group(2)[1:-1].replace('""', '"'))
+            return f":parzen_c{len(names) - 1}"
+        numbers.append(match.group(3))
         return f":parzen_{len(numbers) - 1}"
 
     template = _NUMBERS.sub(hole, sql)
-    if numbers and (tree := _template_tree(template, len(numbers))) is not None:
+    if (numbers or names) and (tree := _template_tree(template, len(numbers), len(names))) is not None:
         try:
-            return _query(tree, numbers)
+            return _query(tree, numbers, names)
         except (UnsupportedQuery, ValueError):
             pass  # parsed again below, so that the message quotes the user's text
     return _query(_tree(sql), [])
 
 
 @functools.lru_cache(maxsize=256)
-def _template_tree(template: str, count: int) -> exp.Expression | None:
-    """The template's tree (read only), or None unless its placeholders are the ``count`` cut numbers."""
+def _template_tree(template: str, count: int, named: int = 0) -> exp.Expression | None:
+    """The template's tree (read only), or None unless its placeholders are the ``count`` cut
+    numbers and ``named`` cut names."""
     try:
         statements = _DUCKDB.parse(template)
     except ParseError:
         return None
     if len(statements) != 1 or statements[0] is None:
         return None
-    names = sorted(p.name for p in statements[0].find_all(exp.Placeholder))
-    return statements[0] if names == sorted(f"parzen_{k}" for k in range(count)) else None
+    found = sorted(p.name for p in statements[0].find_all(exp.Placeholder))
+    expected = sorted([f"parzen_{k}" for k in range(count)] + [f"parzen_c{k}" for k in range(named)])
+    return statements[0] if found == expected else None
 
 
 def _statements(sql: str) -> list[exp.Expression | None]:
@@ -160,8 +173,9 @@ def _tree(sql: str) -> exp.Expression:
     return statements[0]
 
 
-def _query(tree: exp.Expression, numbers: list[str]) -> AggregateQuery:
-    """The query of a parsed statement; ``numbers[k]`` is the text of placeholder ``:parzen_k``."""
+def _query(tree: exp.Expression, numbers: list[str], names=()) -> AggregateQuery:
+    """The query of a parsed statement; ``numbers[k]`` is the text of placeholder ``:parzen_k``,
+    ``names[k]`` the column name of ``:parzen_ck``."""
     if not isinstance(tree, exp.Select):
         raise UnsupportedQuery(f"{tree.sql(dialect='duckdb')!r} (not a SELECT statement)")
     for arg, construct in (("joins", "JOIN"), ("having", "HAVING"), ("order", "ORDER BY"), ("limit", "LIMIT"),
@@ -170,15 +184,16 @@ def _query(tree: exp.Expression, numbers: list[str]) -> AggregateQuery:
         if tree.args.get(arg):
             raise UnsupportedQuery(construct)
     table = _table(tree)
-    group_by = tuple(_column(g, "GROUP BY") for g in (tree.args["group"].expressions if tree.args.get("group") else ()))
-    select = tuple(_select_item(item, group_by) for item in tree.expressions)
+    group_by = tuple(_column(g, "GROUP BY", names)
+                     for g in (tree.args["group"].expressions if tree.args.get("group") else ()))
+    select = tuple(_select_item(item, group_by, names) for item in tree.expressions)
     if not any(isinstance(item, Aggregate) for item in select):
         raise UnsupportedQuery("a SELECT without COUNT, SUM or AVG")
     ranges: dict[str, Range] = {}
     members: dict[str, frozenset] = {}
     where = tree.args.get("where")
     for predicate in _conjuncts(where.this) if where else ():
-        _add_predicate(predicate, ranges, members, numbers)
+        _add_predicate(predicate, ranges, members, numbers, names)
     return AggregateQuery(table, select, ranges, members, group_by)
 
 
@@ -194,18 +209,24 @@ def _table(tree: exp.Select) -> str:
     return table.name
 
 
-def _column(node: exp.Expression, where: str) -> str:
+def _is_column(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Column) or (isinstance(node, exp.Placeholder) and node.name.startswith("parzen_c"))
+
+
+def _column(node: exp.Expression, where: str, names=()) -> str:
+    if isinstance(node, exp.Placeholder) and node.name.startswith("parzen_c") and names:
+        return names[int(node.name.removeprefix("parzen_c"))]
     if not isinstance(node, exp.Column) or node.table:
         raise UnsupportedQuery(f"{node.sql(dialect='duckdb')!s} in {where} (only plain column names)")
     return node.name
 
 
-def _select_item(item: exp.Expression, group_by: tuple[str, ...]) -> str | Aggregate:
+def _select_item(item: exp.Expression, group_by: tuple[str, ...], names=()) -> str | Aggregate:
     alias = None
     if isinstance(item, exp.Alias):
         alias, item = item.alias, item.this
-    if isinstance(item, exp.Column):
-        name = _column(item, "SELECT")
+    if _is_column(item):
+        name = _column(item, "SELECT", names)
         if name not in group_by:
             raise UnsupportedQuery(f"the column {name} in SELECT without GROUP BY {name}")
         if alias and alias != name:
@@ -221,7 +242,7 @@ def _select_item(item: exp.Expression, group_by: tuple[str, ...]) -> str | Aggre
         if func != "count":
             raise UnsupportedQuery(f"{func.upper()}(*)")
         return Aggregate("count", None, alias or "count_star()")
-    column = _column(argument, f"{func.upper()}(...)")
+    column = _column(argument, f"{func.upper()}(...)", names)
     return Aggregate(func, column, alias or _DEFAULT_NAME[func].format(column))
 
 
@@ -236,26 +257,27 @@ def _conjuncts(node: exp.Expression):
         yield node
 
 
-def _add_predicate(node: exp.Expression, ranges: dict[str, Range], members: dict[str, frozenset], numbers) -> None:
+def _add_predicate(node: exp.Expression, ranges: dict[str, Range], members: dict[str, frozenset], numbers,
+                   names=()) -> None:
     if isinstance(node, exp.Between):
-        new = Range(_column(node.this, "WHERE"), _number(node.args["low"], node, numbers),
+        new = Range(_column(node.this, "WHERE", names), _number(node.args["low"], node, numbers),
                     _number(node.args["high"], node, numbers))
     elif isinstance(node, exp.In):
         if node.args.get("query"):
             raise UnsupportedQuery(f"a subquery in {_text(node)}")
         values = frozenset(_value(v, node, numbers) for v in node.expressions)
-        column = _column(node.this, "WHERE")
+        column = _column(node.this, "WHERE", names)
         members[column] = members[column] & values if column in members else values
         return
     elif isinstance(node, exp.EQ):
-        column, literal = _sides(node)
+        column, literal = _sides(node, names)
         value = _value(literal, node, numbers)
         if isinstance(value, str):
             members[column] = members[column] & {value} if column in members else frozenset({value})
             return
         new = Range(column, value, value)
     elif type(node) in _COMPARISONS:
-        column, literal, flipped = _sides(node, with_flip=True)
+        column, literal, flipped = _sides(node, names, with_flip=True)
         is_lower, inclusive = _COMPARISONS[type(node)]
         value = _number(literal, node, numbers)
         if is_lower != flipped:
@@ -271,12 +293,12 @@ def _text(node: exp.Expression) -> str:
     return node.sql(dialect="duckdb")
 
 
-def _sides(node, with_flip=False):
+def _sides(node, names=(), with_flip=False):
     left, right = node.this, node.expression
-    flipped = isinstance(right, exp.Column) and not isinstance(left, exp.Column)
+    flipped = _is_column(right) and not _is_column(left)
     if flipped:
         left, right = right, left
-    column = _column(left, "WHERE")
+    column = _column(left, "WHERE", names)
     return (column, right, flipped) if with_flip else (column, right)
 
 
@@ -291,7 +313,7 @@ def _number(node: exp.Expression, predicate: exp.Expression, numbers) -> float:
     negative = isinstance(node, exp.Neg)
     if negative:
         node = node.this
-    if isinstance(node, exp.Placeholder) and node.name.startswith("parzen_") and numbers:
+    if isinstance(node, exp.Placeholder) and node.name.removeprefix("parzen_").isdigit() and numbers:
         literal = numbers[int(node.name.removeprefix("parzen_"))]
     elif isinstance(node, exp.Literal) and not node.is_string:
         literal = node.this
