@@ -25,6 +25,12 @@ _SQRT_HALF = math.sqrt(0.5)
 #: Entries (a power of 2) of :func:`box_sums`'s per-range cache of kernel integrals.
 _CACHE = 64
 _CACHE_MAX = 2.0**62  # values whose int() is defined
+#: The position of a 64-bit word's only set bit: _DE_BRUIJN[(bit * _DE_BRUIJN_MAGIC) >> 58].
+_DE_BRUIJN_MAGIC = np.uint64(0x03F79D71B4CB0A89)
+_DE_BRUIJN = np.zeros(64, dtype=np.intp)
+for _k in range(64):
+    _DE_BRUIJN[((1 << _k) * 0x03F79D71B4CB0A89 % (1 << 64)) >> 58] = _k
+del _k
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
@@ -142,19 +148,19 @@ def box_sums(rows, data, columns, lows, highs, bandwidths, lowers, reflects, row
     # visit the candidates in the sample's order: each column is then read forwards (the hardware
     # prefetches it) instead of at random; flights' 2-D queries from cold caches 2.1 -> 1.0 ms
     n = data.shape[1]
-    mark = np.zeros(n, dtype=np.bool_)
-    first = n
-    last = -1
+    bits = np.zeros((n + 63) // 64, dtype=np.uint64)  # one bit per sampled row: 13 kB for 100 000
     for t in range(rows.size):
         i = rows[t]
-        mark[i] = True
-        first = min(first, i)
-        last = max(last, i)
+        bits[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
     ordered = np.empty(rows.size, dtype=np.intp)
     count = 0
-    for i in range(first, last + 1):  # without a branch: the marks are random
-        ordered[min(count, rows.size - 1)] = i
-        count += mark[i]
+    for word in range(bits.size):
+        b = bits[word]
+        while b != 0:
+            low = b & (~b + np.uint64(1))  # the lowest set bit
+            ordered[count] = (word << 6) + _DE_BRUIJN[(low * _DE_BRUIJN_MAGIC) >> np.uint64(58)]
+            count += 1
+            b ^= low
     for t in range(count):
         i = ordered[t]
         stratum = stratum_of_row[i]
