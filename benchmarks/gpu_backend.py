@@ -229,7 +229,7 @@ def run(args) -> list[dict]:
         cpu_s = _maybe(pairs * 150, args.cpu_max_pairs, lambda X=X, h=h: bw.lscv_h_objective(X, h, backend="cpu", dtype=np.float32))
         row("LSCV_h grid, 150 h", n, d, seconds, pairs, lscv_ops(d, 150), torch_s, cpu_s)
         seconds = median_seconds(lambda X=X: bw.lscv_h(X, backend="gpu"), max(1, args.repeat // 3))
-        row("LSCV_h selection (grid + refine)", n, d, seconds, pairs, lscv_ops(d, 150), note="refinement: Brent, one h per call")
+        row("LSCV_h selection (grid + refine)", n, d, seconds, pairs, lscv_ops(d, 150), note="refinement: 3 nested grids of 15 h, one pass each")
     # LSCV_H: one g(H), and a whole optimisation.
     for n in (64, 200) if quick else (1024, 16384):
         d = 16
@@ -295,30 +295,39 @@ HEADER = ("| problem | n | d | GPU ms | pairs/s | vs PyTorch | vs CPU backend | 
 
 
 def sweep(quick: bool) -> None:
-    """Tile, warp and scale-batch variants of each kernel at one size (prints a small table)."""
-    n1, nd = (300, 100) if quick else (1 << 18, 16384)
+    """Tile, warp, group and scale-batch variants of each kernel at one size (a small table)."""
+    n1, nd = (300, 100) if quick else (32768, 16384)
     x = mixture(n1, 1)[:, 0]
     Y = mixture(nd, 16)
     h = np.linspace(0.5, 3, 150)
-    names = ("TILE_1D", "TILE_SQ", "QUERY_BLOCK", "DATA_BLOCK", "NUM_WARPS", "SINGLE_SCALE_WARPS", "SCALES_PER_PASS")
+    names = ("TILE_1D", "TILE_SQ", "QUERY_BLOCK", "DATA_BLOCK", "GROUPS_1D", "GROUPS_SQ", "NUM_WARPS",
+             "SINGLE_SCALE_WARPS", "HERMITE_WARPS", "SCALES_PER_PASS")
     saved = {name: getattr(gpu, name) for name in names}
-    print("| kernel | tile | warps | scales per pass | ms |\n| --- | --- | --- | --- | --- |")
+    print("| kernel | tile | warps | groups | scales per pass | ms |\n| --- | --- | --- | --- | --- | --- |")
+
+    def report(kernel, call, tile, warps, groups="-", batch="-"):
+        print(f"| {kernel} | {tile} | {warps} | {groups} | {batch} | {1e3 * median_seconds(call, 3):.3f} |", flush=True)
+
     for tile in (32, 64):
         for warps in (4, 8):
-            gpu.TILE_1D = gpu.TILE_SQ = gpu.QUERY_BLOCK = gpu.DATA_BLOCK = tile
+            gpu.TILE_1D = gpu.QUERY_BLOCK = gpu.DATA_BLOCK = tile
+            gpu.NUM_WARPS = gpu.HERMITE_WARPS = warps
+            for groups in (16, 64):
+                gpu.GROUPS_1D = groups
+                report("hermite d6", lambda: gpu.pair_sum_1d(x, "gauss_d6", np.array([0.05])), tile, warps, groups)
+            report("kde gaussian", lambda: gpu.kernel_sum(x[:, None], x[:, None], "gaussian"), tile, warps)
+    for tile in (32, 64, 128):
+        gpu.TILE_SQ = tile
+        for warps in (4, 8):
             gpu.NUM_WARPS = gpu.SINGLE_SCALE_WARPS = warps
-            t1 = median_seconds(lambda: gpu.pair_sum_1d(x, "gauss_d6", np.array([0.05])), 3)
-            t4 = median_seconds(lambda: gpu.kernel_sum(x[:, None], x[:, None], "gaussian"), 3)
-            print(f"| hermite d6 | {tile} | {warps} | - | {1e3 * t1:.3f} |", flush=True)
-            print(f"| kde gaussian | {tile} | {warps} | - | {1e3 * t4:.3f} |", flush=True)
-            for batch in (1, 2, 4, 8, 16):
-                if tile * tile * batch > 64 * 32 * warps:
-                    continue  # two accumulators of more than 64 values per thread would spill
-                gpu.SCALES_PER_PASS = batch
-                t2 = median_seconds(lambda: gpu.pair_sum_sq(Y, "lscv", h), 3)
-                t3 = median_seconds(lambda: gpu.pair_sum_sq(Y, "lscv", np.ones(1)), 3)
-                print(f"| lscv 150 h | {tile} | {warps} | {batch} | {1e3 * t2:.3f} |", flush=True)
-                print(f"| lscv 1 h | {tile} | {warps} | {batch} | {1e3 * t3:.3f} |", flush=True)
+            for groups in (16, 64):
+                gpu.GROUPS_SQ = groups
+                report("lscv 1 h", lambda: gpu.pair_sum_sq(Y, "lscv", np.ones(1)), tile, warps, groups, 1)
+                for batch in (2, 4, 8, 16):
+                    if tile * tile * batch > 64 * 32 * warps:
+                        continue  # two accumulators of more than 64 values per thread would spill
+                    gpu.SCALES_PER_PASS = batch
+                    report("lscv 150 h", lambda: gpu.pair_sum_sq(Y, "lscv", h), tile, warps, groups, batch)
     for name, value in saved.items():
         setattr(gpu, name, value)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from functools import cache
 
 import numpy as np
 
@@ -34,16 +35,20 @@ from .reference import derivative_order
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 #: Tile sides (rows = columns) of the pair sums, and query x data blocks of the KDE sum.
 TILE_1D, TILE_SQ = (16, 16) if INTERPRETED else (32, 32)
+#: Tile side of the one-scale LSCV kernel (the Gram form; H100, g(H) at n = 16384, d = 16:
+#: 64 with 4 warps 0.22 ms, 32 0.28 ms, 128 0.26 ms with 8 warps).
+TILE_GRAM = 16 if INTERPRETED else 64
 QUERY_BLOCK, DATA_BLOCK = (16, 16) if INTERPRETED else (64, 64)
 #: Rows of data held on the device at once; bigger data are streamed chunk pair by chunk pair.
 CHUNK_ROWS = 1 << 24
 #: Column groups per row block: bounds the partial sums (1-D sums / sums over many scales).
-GROUPS_1D, GROUPS_SQ = 256, 64
+#: H100, PLUGIN's psi6 sum at n = 32768: 16 groups 0.66 ms, 256 groups 0.90 ms (4 warps).
+GROUPS_1D, GROUPS_SQ, GROUPS_GRAM = 16, 64, 32
 #: Scales of one LSCV pass over a tile (a power of 2): each needs 2 accumulator tiles in registers.
 SCALES_PER_PASS = 8
 #: Warps per program; LSCV sums of one scale (LSCV_H) ran faster with fewer (H100: g(H) for
 #: n = 16384, d = 16 took 0.75 ms with 4 warps, 1.7 ms with 8).
-NUM_WARPS, SINGLE_SCALE_WARPS = 8, 4
+NUM_WARPS, SINGLE_SCALE_WARPS, HERMITE_WARPS = 8, 4, 4
 #: float32 exponentials as one ``ex2.approx.ftz`` instruction (not under the interpreter).
 FAST_EXP2 = not INTERPRETED
 #: 2^-t is exactly 0 in float32 and float64 beyond this t; P(t) is clamped there.
@@ -70,31 +75,33 @@ def _chunk_pairs(n: int) -> Iterator[tuple[slice, slice, bool]]:
             yield rows, cols, rows == cols
 
 
-def _padded(values: np.ndarray, tile: int, edge: float, step: float, fdtype) -> torch.Tensor:
-    """(d, n_padded) device tensor: ``values`` (n, d) plus rows placed far from every point.
+def _padded(values: np.ndarray, tile: int, edge: float, step: float, fdtype, dims: int | None = None) -> torch.Tensor:
+    """(dims, n_padded) device tensor: ``values`` (n, d) plus rows placed far from every point.
 
     Pad k has first coordinate ``edge + (k + 1) step`` and 0 elsewhere; ``step`` is chosen
     by the caller so that any pair with a pad has a term of exactly 0, and ``edge`` lies
     beyond all data (below it, with a negative step, for the columns of a rectangle).
+    Coordinates d..dims-1 (``dims`` >= d, default d) are 0: they change no distance.
     """
     n, d = values.shape
     n_padded = triton.cdiv(max(n, 1), tile) * tile
-    out = np.zeros((d, n_padded))
-    out[:, :n] = values.T
+    out = np.zeros((dims or d, n_padded))
+    out[:d, :n] = values.T
     out[0, n:] = edge + step * np.arange(1, n_padded - n + 1)
     return torch.from_numpy(out).to(device=DEVICE, dtype=fdtype)
 
 
-def _pair_sums(values: np.ndarray, launch, spacing: float, tile: int, fdtype) -> torch.Tensor:
+def _pair_sums(values: np.ndarray, launch, spacing: float, tile: int, fdtype, dims: int | None = None) -> torch.Tensor:
     """Sum of ``launch(rows, cols, triangle)`` over every chunk pair, on the device.
 
-    ``values`` (n, d) is centred; ``spacing`` is the pad step that zeroes pad terms.
+    ``values`` (n, d) is centred; ``spacing`` is the pad step that zeroes pad terms; ``dims``
+    as in :func:`_padded`.
     """
     top, bottom = float(values[:, 0].max()), float(values[:, 0].min())
     total = None
     for rows, cols, triangle in _chunk_pairs(values.shape[0]):
-        row_tensor = _padded(values[rows], tile, top + spacing, spacing, fdtype)
-        col_tensor = row_tensor if triangle else _padded(values[cols], tile, bottom - spacing, -spacing, fdtype)
+        row_tensor = _padded(values[rows], tile, top + spacing, spacing, fdtype, dims)
+        col_tensor = row_tensor if triangle else _padded(values[cols], tile, bottom - spacing, -spacing, fdtype, dims)
         partial = launch(row_tensor, col_tensor, triangle)
         total = partial if total is None else total + partial
     return total
@@ -134,7 +141,7 @@ def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> 
     P the Hermite polynomial of :func:`parzen.kernels.gauss_derivative_even_coefficients`
     rescaled to t.  See :func:`parzen.backends.reference.pair_sum_1d`.
     """
-    hermite = _HermiteSum(kind, torch_dtype(dtype))
+    hermite = _hermite_sum(kind, torch_dtype(dtype))
     x = np.asarray(x, dtype=np.float64).reshape(-1, 1)
     x = x - x.mean()
     scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
@@ -152,31 +159,53 @@ def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> 
 def prepare_pair_sum_1d(x: np.ndarray, *, dtype=None):
     """A function (kind, scales) -> pair_sum_1d(x, kind, scales) with x kept on the device.
 
-    PLUGIN sums the same data at two pilot bandwidths: here x is centred, sent and sorted once;
-    each call rescales it on the device (order is kept), places the pads after the largest
-    point and launches.  Returns None for data of more than one chunk.
+    PLUGIN sums the same data at two pilot bandwidths: here x is centred, sent and sorted once,
+    with its pads placed after the largest point (in data units, far enough apart for every
+    scale up to the data's range; wider scales move them) and each row block's smallest and
+    largest value kept.  A call then only rescales the data into the compute type (one device
+    operation; order is kept), finds the reachable column blocks in data units and launches:
+    few device operations, as PLUGIN at n = 32768 is bound by their host overhead.
+    Returns None for data of more than one chunk.
     """
     x = np.asarray(x, dtype=np.float64).ravel()
     n = x.size
     if n > CHUNK_ROWS:
         return None
     fdtype = torch_dtype(dtype)
-    ordered = torch.from_numpy(x - x.mean()).to(DEVICE).sort().values
     n_padded = triton.cdiv(max(n, 1), TILE_1D) * TILE_1D
+    raw = torch.empty(n_padded, dtype=torch.float64, device=DEVICE)
+    raw[:n] = torch.from_numpy(x - x.mean()).to(DEVICE).sort().values
     pad_steps = torch.arange(2, n_padded - n + 2, dtype=torch.float64, device=DEVICE)
+    rows = torch.empty((1, n_padded), dtype=fdtype, device=DEVICE)
+    placed = {"widest": 0.0}
+
+    def place_pads(g: float) -> None:
+        """Pads apart by sqrt(T_ZERO) in units of g / sqrt(kappa) for every scale up to g."""
+        step = math.sqrt(T_ZERO) / _hermite_sum("gauss_d0", fdtype).unit(g)
+        raw[n:] = raw[n - 1] + step * pad_steps
+        placed.update(widest=g, smallest=raw[::TILE_1D].contiguous(), largest=raw[TILE_1D - 1 :: TILE_1D].contiguous())
+
+    place_pads(max(float(np.ptp(x)), np.finfo(float).tiny))
 
     def sums(kind: str, scales) -> np.ndarray:
-        hermite = _HermiteSum(kind, fdtype)
+        hermite = _hermite_sum(kind, fdtype)
         totals = []
         for g in np.atleast_1d(np.asarray(scales, dtype=np.float64)):
-            scaled = ordered * hermite.unit(g)
-            rows = torch.empty((1, n_padded), dtype=fdtype, device=DEVICE)
-            rows[0, :n] = scaled
-            rows[0, n:] = scaled[-1] + hermite.spacing * pad_steps  # see _padded: pad terms are 0
-            totals.append(hermite.launch(rows, rows, True))
+            if g > placed["widest"]:
+                place_pads(g)
+            unit = hermite.unit(g)
+            torch.mul(raw, unit, out=rows[0])
+            col_end = torch.searchsorted(placed["smallest"], placed["largest"] + hermite.reach / unit, right=True, out_int32=True)
+            totals.append(hermite.launch(rows, rows, True, col_end))
         return torch.stack(totals).cpu().numpy() / math.sqrt(2.0 * math.pi)
 
     return sums
+
+
+@cache
+def _hermite_sum(kind: str, fdtype) -> _HermiteSum:
+    """One :class:`_HermiteSum` per kind and type: its constants are computed and sent once."""
+    return _HermiteSum(kind, fdtype)
 
 
 class _HermiteSum:
@@ -198,15 +227,19 @@ class _HermiteSum:
         """The factor that puts x in units of g / sqrt(kappa), so that t is a squared difference."""
         return math.sqrt(self.kappa) / g
 
-    def launch(self, rows: torch.Tensor, cols: torch.Tensor, triangle: bool) -> torch.Tensor:
-        """The sum over one chunk pair (sorted rows for the triangle), as a float64 device scalar."""
-        col_end = _reachable_column_blocks(rows, cols, triangle, self.reach, TILE_1D)
+    def launch(self, rows: torch.Tensor, cols: torch.Tensor, triangle: bool, col_end=None) -> torch.Tensor:
+        """The sum over one chunk pair (sorted rows for the triangle), as a float64 device scalar.
+
+        ``col_end``: the reachable column blocks per row block, if the caller knows them.
+        """
+        if col_end is None:
+            col_end = _reachable_column_blocks(rows, cols, triangle, self.reach, TILE_1D)
         row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_1D, GROUPS_1D)
-        partial = torch.zeros((row_blocks, n_groups), dtype=torch.float64, device=DEVICE)
+        partial = torch.empty((row_blocks, n_groups), dtype=torch.float64, device=DEVICE)  # every program writes
         kernels.hermite_pairs_kernel[(row_blocks, n_groups)](
             rows, cols, col_end, self.constants, partial,
             TRIANGLE=triangle, DEGREE=self.order // 2, BLOCK=TILE_1D, GROUP=group, FAST=_fast(self.fdtype),
-            num_warps=NUM_WARPS,
+            num_warps=HERMITE_WARPS,
         )
         return partial.sum()
 
@@ -222,11 +255,12 @@ def pair_sum_sq(Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> 
     Y = Y.reshape(len(Y), -1)
     Y = Y - Y.mean(axis=0)
     scales = _LscvScales(params, fdtype)
+    d = Y.shape[1]
 
     def run(rows, cols, triangle):
-        return scales.launch(rows, cols, triangle, Y.shape[1])
+        return scales.launch(rows, cols, triangle, d)
 
-    return _pair_sums(Y, run, scales.spacing, TILE_SQ, fdtype).cpu().numpy()
+    return _pair_sums(Y, run, scales.spacing, _lscv_tile(fdtype), fdtype, _lscv_dims(d, fdtype)).cpu().numpy()
 
 
 def prepare_whitened_pair_sum_sq(Z: np.ndarray, kind: str, *, dtype=None):
@@ -235,7 +269,8 @@ def prepare_whitened_pair_sum_sq(Z: np.ndarray, kind: str, *, dtype=None):
     LSCV_H's Nelder-Mead loop evaluates g(H) hundreds of times on the same data, whitened by
     a different lower-triangular M each time: here the data travel to the device once, and
     each call only sends M^-1 (d x d), whitens on the device (float64) and launches the pair
-    sum.  Returns None for data of more than one chunk (they are whitened on the host).
+    sum; the whitened data of the last M are kept (LSCV_h calls with M = I every time).
+    Returns None for data of more than one chunk (they are whitened on the host).
     """
     _check_sq_kind(kind)
     fdtype = torch_dtype(dtype)
@@ -245,19 +280,33 @@ def prepare_whitened_pair_sum_sq(Z: np.ndarray, kind: str, *, dtype=None):
     if n > CHUNK_ROWS:
         return None  # streamed data: the caller whitens on the host
     z_device = torch.from_numpy(np.ascontiguousarray((Z - Z.mean(axis=0)).T)).to(DEVICE)
-    n_padded = triton.cdiv(max(n, 1), TILE_SQ) * TILE_SQ
-    y_device = torch.zeros((d, n_padded), dtype=fdtype, device=DEVICE)
+    n_padded = triton.cdiv(max(n, 1), _lscv_tile(fdtype)) * _lscv_tile(fdtype)
+    y_device = torch.zeros((_lscv_dims(d, fdtype), n_padded), dtype=fdtype, device=DEVICE)
     pad_steps = torch.arange(1, n_padded - n + 1, dtype=torch.float64, device=DEVICE)
+    whitened = {"M": None, "spacing": math.inf}
 
     def sums(M: np.ndarray, params) -> np.ndarray:
         scales = _LscvScales(params, fdtype)
-        M_inv = np.linalg.inv(np.asarray(M, dtype=np.float64))
-        y = torch.from_numpy(M_inv).to(DEVICE) @ z_device
-        y_device[:, :n] = y
-        y_device[0, n:] = y[0].max() + scales.spacing * pad_steps  # see _padded: pad terms are 0
+        M = np.asarray(M, dtype=np.float64)
+        if whitened["M"] is None or not np.array_equal(M, whitened["M"]) or scales.spacing > whitened["spacing"]:
+            y = torch.from_numpy(np.linalg.inv(M)).to(DEVICE) @ z_device
+            y_device[:d, :n] = y
+            y_device[0, n:] = y[0].max() + scales.spacing * pad_steps  # see _padded: pad terms are 0
+            whitened.update(M=M.copy(), spacing=scales.spacing)
         return scales.launch(y_device, y_device, True, d).cpu().numpy()
 
     return sums
+
+
+def _lscv_dims(d: int, fdtype) -> int:
+    """Coordinate rows of the LSCV data: in float32 a multiple of 16, for the one-scale kernel's
+    matrix products (the added coordinates are 0; the many-scale kernel reads the first d)."""
+    return 16 * triton.cdiv(d, 16) if fdtype == torch.float32 else d
+
+
+def _lscv_tile(fdtype) -> int:
+    """Row padding of the LSCV data: a multiple of the tiles of both LSCV kernels."""
+    return max(TILE_SQ, TILE_GRAM) if fdtype == torch.float32 else TILE_SQ
 
 
 def _check_sq_kind(kind: str) -> None:
@@ -283,7 +332,17 @@ class _LscvScales:
         self.spacing = math.sqrt(T_ZERO / a.min())
 
     def launch(self, rows: torch.Tensor, cols: torch.Tensor, triangle: bool, d: int) -> torch.Tensor:
-        """(count, 2) float64 device sums over the pairs of one chunk pair."""
+        """(count, 2) float64 device sums over the pairs of one chunk pair ((dims, n_padded) data
+        of d coordinates): one scale in float32 by the Gram-form kernel, else the many-scale one."""
+        if self.count == 1 and self.a.dtype == torch.float32:
+            row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_GRAM, GROUPS_GRAM)
+            partial = torch.empty((row_blocks * n_groups, 1, 2), dtype=torch.float64, device=DEVICE)
+            kernels.lscv_one_scale_kernel[(row_blocks, n_groups)](
+                rows, cols, rows.shape[1], cols.shape[1], cols.shape[1] // TILE_GRAM, self.a, partial,
+                DIM=rows.shape[0], TRIANGLE=triangle, BLOCK=TILE_GRAM, GROUP=group, FAST=_fast(self.a.dtype),
+                num_warps=SINGLE_SCALE_WARPS,
+            )
+            return partial.sum(dim=0)
         row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_SQ, GROUPS_SQ)
         partial = torch.empty((row_blocks * n_groups, self.count, 2), dtype=torch.float64, device=DEVICE)
         kernels.lscv_pairs_kernel[(row_blocks, n_groups, self.a.numel() // self.batch)](
