@@ -149,10 +149,9 @@ def check_spd(M: np.ndarray, *, what: str, columns=None) -> np.ndarray:
 
 def warn_if_tied(data: Data, *, method: str) -> None:
     """Warn when observations repeat: LSCV tends to -inf as h -> 0 (ERRATA item 8)."""
-    values = data.values
-    tied = [
-        c for c, col in zip(data.columns, values.T) if np.unique(col).size < col.size
-    ]
+    ordered = np.sort(data.values, axis=0)  # one sort for all columns: ties are equal neighbours
+    repeats = np.any(ordered[1:] == ordered[:-1], axis=0)
+    tied = [c for c, repeated in zip(data.columns, repeats) if repeated]
     if tied:
         warnings.warn(
             f"data contain duplicated values (column(s) {', '.join(map(repr, tied))}): "

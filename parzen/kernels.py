@@ -156,6 +156,7 @@ def gauss_derivative_even_coefficients(order: int) -> np.ndarray:
     return hermite_e.herme2poly([0.0] * order + [1.0])[::2].copy()
 
 
+@cache
 def gauss_derivative_at_zero(order: int) -> float:
-    """phi^(r)(0): K^(4)(0) = 3/sqrt(2 pi), K^(6)(0) = -15/sqrt(2 pi)."""
+    """phi^(r)(0): K^(4)(0) = 3/sqrt(2 pi), K^(6)(0) = -15/sqrt(2 pi) (cached: PLUGIN asks each call)."""
     return float(gauss_derivative(order, np.zeros(1))[0])

@@ -34,7 +34,10 @@ from .reference import derivative_order
 #: Floating-point types this backend computes in; None means float32, the GPU's fast type.
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 #: Tile sides (rows = columns) of the pair sums, and query x data blocks of the KDE sum.
-TILE_1D, TILE_SQ = (16, 16) if INTERPRETED else (32, 32)
+#: LSCV over many scales (H100, 150 h, d = 16, tile / warps / groups / scales per pass):
+#: 16 / 8 / 1 / 16 took 0.093, 8.8 and 138 ms at n = 1024, 16384 and 65536; the former
+#: 32 / 8 / 64 / 8 took 0.50, 22 and 220 ms (small tiles: more programs to hide latency).
+TILE_1D, TILE_SQ = (16, 16) if INTERPRETED else (32, 16)
 #: Tile side of the one-scale LSCV kernel (the Gram form; H100, g(H) at n = 16384, d = 16:
 #: 64 with 4 warps 0.22 ms, 32 0.28 ms, 128 0.26 ms with 8 warps).
 TILE_GRAM = 16 if INTERPRETED else 64
@@ -42,10 +45,11 @@ QUERY_BLOCK, DATA_BLOCK = (16, 16) if INTERPRETED else (64, 64)
 #: Rows of data held on the device at once; bigger data are streamed chunk pair by chunk pair.
 CHUNK_ROWS = 1 << 24
 #: Column groups per row block: bounds the partial sums (1-D sums / sums over many scales).
-#: H100, PLUGIN's psi6 sum at n = 32768: 16 groups 0.66 ms, 256 groups 0.90 ms (4 warps).
-GROUPS_1D, GROUPS_SQ, GROUPS_GRAM = 16, 64, 32
+#: H100, PLUGIN's psi6 sum at n = 32768: 16 groups 0.66 ms, 256 groups 0.90 ms (4 warps);
+#: LSCV over many scales: one program per row block and scale batch was fastest (above).
+GROUPS_1D, GROUPS_SQ, GROUPS_GRAM = 16, 1, 32
 #: Scales of one LSCV pass over a tile (a power of 2): each needs 2 accumulator tiles in registers.
-SCALES_PER_PASS = 8
+SCALES_PER_PASS = 16
 #: Warps per program; LSCV sums of one scale (LSCV_H) ran faster with fewer (H100: g(H) for
 #: n = 16384, d = 16 took 0.75 ms with 4 warps, 1.7 ms with 8).
 NUM_WARPS, SINGLE_SCALE_WARPS, HERMITE_WARPS = 8, 4, 4

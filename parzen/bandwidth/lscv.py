@@ -42,7 +42,7 @@ def _criterion(sums: np.ndarray, n: int, d: int, h: np.ndarray, sqrt_det: float)
 def _whiten(values: np.ndarray, L: np.ndarray) -> np.ndarray:
     """Rows y = L^-1 (x - mean), for the lower-triangular factor L."""
     centred = values - values.mean(axis=0)
-    return linalg.solve_triangular(L, centred.T, lower=True).T
+    return linalg.solve_triangular(L, centred.T, lower=True, check_finite=False).T  # X was validated
 
 
 @single_threaded_blas
