@@ -5,7 +5,9 @@ Usage (on a machine with a CUDA GPU):  python benchmarks/gpu_backend.py [--outpu
 
 For each problem and size it prints and writes (JSON + markdown) one row: the time of the
 parzen call on the GPU (median of repeats after a warm-up that compiles the kernels; host
-validation, centring and host<->device transfers included, as in the papers), pairs per
+validation, centring and host<->device transfers included, as in the papers; the LSCV_h grid
+rows time the pair sum from host rows to host sums, the same work as the PyTorch peer, and
+note the public call's time; the g(H) rows time the call inside LSCV_H's loop), pairs per
 second, the ratio to a plain PyTorch implementation of the same sum (chunked, no custom
 kernel) and to the CPU backend (Numba, all cores), and the fraction of the GPU's limit:
 per pair the kernel issues ``fp32`` arithmetic instructions and ``mufu`` exp2 instructions
