@@ -179,6 +179,11 @@ def test_whitened_pair_sum_sq_agrees(tiles, backend, dtype, n, d):
         got = pair_sums(M, np.array([1.0]))
         expected = reference.pair_sum_sq(Y, "lscv", np.array([1.0]))
         np.testing.assert_allclose(got, expected, rtol=RTOL[np.dtype(dtype or np.float64)], atol=1e-300)
+    # the same factor again, now with a scale wider than the data (the pads must move out)
+    wide = np.array([1.0, 500.0])
+    np.testing.assert_allclose(
+        pair_sums(M, wide), reference.pair_sum_sq(Y, "lscv", wide), rtol=RTOL[np.dtype(dtype or np.float64)], atol=1e-300
+    )
 
 
 @pytest.mark.parametrize(("backend", "dtype"), [*CASES, pytest.param("numpy", None, id="numpy")])

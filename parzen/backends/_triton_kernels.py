@@ -198,6 +198,28 @@ def lscv_pairs_kernel(
 
 
 @triton.jit
+def whiten_kernel(z, m_inv, y, n, n_padded, edge, spacing, D: tl.constexpr, D_POW2: tl.constexpr, BLOCK: tl.constexpr):
+    """y[r, j] = sum_c m_inv[r, c] z[c, j] (float64, rounded to y's type) for j < n, r < D.
+
+    LSCV_H's whitening y = M^-1 z in one launch (z: (D, n_padded) float64 with zero pad
+    columns; m_inv: (D, D) row-major).  Pad columns j >= n become the pads of ``gpu._padded``:
+    first coordinate edge + (j - n + 1) spacing, the others 0.  Rows D.. of y are not touched.
+    """
+    j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    c = tl.arange(0, D_POW2)
+    inside = j < n_padded
+    zt = tl.load(z + c[:, None] * n_padded + j[None, :], mask=(c[:, None] < D) & inside[None, :], other=0.0)
+    pads = edge + (j - n + 1).to(tl.float64) * spacing
+    for r in tl.static_range(D):
+        row = tl.sum(tl.load(m_inv + r * D + c, mask=c < D, other=0.0)[:, None] * zt, axis=0)
+        if r == 0:
+            row = tl.where(j < n, row, pads)
+        else:
+            row = tl.where(j < n, row, 0.0)
+        tl.store(y + r * n_padded + j, row.to(y.dtype.element_ty), mask=inside)
+
+
+@triton.jit
 def _profile(s, KIND: tl.constexpr, FAST: tl.constexpr):
     """Radial kernel profiles k(s), s = |u|^2 (parzen.kernels); gaussian takes s in log2 units."""
     if KIND == 0:  # gaussian: the wrapper scales so that k = 2^-s

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -42,6 +42,8 @@ TILE_1D, TILE_SQ = (16, 16) if INTERPRETED else (32, 16)
 #: 64 with 4 warps 0.22 ms, 32 0.28 ms, 128 0.26 ms with 8 warps).
 TILE_GRAM = 16 if INTERPRETED else 64
 QUERY_BLOCK, DATA_BLOCK = (16, 16) if INTERPRETED else (64, 64)
+#: Points per program of the whitening kernel (LSCV_H's y = M^-1 z).
+WHITEN_BLOCK = 16 if INTERPRETED else 128
 #: Rows of data held on the device at once; bigger data are streamed chunk pair by chunk pair.
 CHUNK_ROWS = 1 << 24
 #: Column groups per row block: bounds the partial sums (1-D sums / sums over many scales).
@@ -270,10 +272,12 @@ def pair_sum_sq(Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> 
 def prepare_whitened_pair_sum_sq(Z: np.ndarray, kind: str, *, dtype=None):
     """A function (M, params) -> pair_sum_sq(Z M^-T, kind, params) with Z kept on the device.
 
-    LSCV_H's Nelder-Mead loop evaluates g(H) hundreds of times on the same data, whitened by
+    LSCV_H's Nelder-Mead loop evaluates g(H) some 1600 times on the same data, whitened by
     a different lower-triangular M each time: here the data travel to the device once, and
-    each call only sends M^-1 (d x d), whitens on the device (float64) and launches the pair
-    sum; the whitened data of the last M are kept (LSCV_h calls with M = I every time).
+    each call only sends M^-1 (d x d), whitens and places the pads on the device (one launch,
+    float64 products) and launches the pair sum; the whitened data of the last M are kept
+    (LSCV_h calls with M = I every time).  The pads go beyond every whitened point without a
+    device reduction: by Cauchy-Schwarz y_0 = (M^-1)_0 . z <= |(M^-1)_0| max|z|.
     Returns None for data of more than one chunk (they are whitened on the host).
     """
     _check_sq_kind(kind)
@@ -283,23 +287,38 @@ def prepare_whitened_pair_sum_sq(Z: np.ndarray, kind: str, *, dtype=None):
     n, d = Z.shape
     if n > CHUNK_ROWS:
         return None  # streamed data: the caller whitens on the host
-    z_device = torch.from_numpy(np.ascontiguousarray((Z - Z.mean(axis=0)).T)).to(DEVICE)
+    centred = Z - Z.mean(axis=0)
+    radius = float(np.sqrt(np.max(np.sum(centred * centred, axis=1), initial=0.0)))
     n_padded = triton.cdiv(max(n, 1), _lscv_tile(fdtype)) * _lscv_tile(fdtype)
+    z_device = torch.zeros((d, n_padded), dtype=torch.float64, device=DEVICE)  # pad columns 0
+    z_device[:, :n] = torch.from_numpy(np.ascontiguousarray(centred.T)).to(DEVICE)
     y_device = torch.zeros((_lscv_dims(d, fdtype), n_padded), dtype=fdtype, device=DEVICE)
-    pad_steps = torch.arange(1, n_padded - n + 1, dtype=torch.float64, device=DEVICE)
+    # M^-1 goes up through page-locked memory without a host wait (each call ends synchronised)
+    m_host = torch.empty((d, d), dtype=torch.float64, pin_memory=not INTERPRETED)
+    m_device = torch.empty((d, d), dtype=torch.float64, device=DEVICE)
     whitened = {"M": None, "spacing": math.inf}
 
     def sums(M: np.ndarray, params) -> np.ndarray:
-        scales = _LscvScales(params, fdtype)
+        scales = _lscv_scales(tuple(np.atleast_1d(np.asarray(params, dtype=np.float64)).tolist()), fdtype)
         M = np.asarray(M, dtype=np.float64)
         if whitened["M"] is None or not np.array_equal(M, whitened["M"]) or scales.spacing > whitened["spacing"]:
-            y = torch.from_numpy(np.linalg.inv(M)).to(DEVICE) @ z_device
-            y_device[:d, :n] = y
-            y_device[0, n:] = y[0].max() + scales.spacing * pad_steps  # see _padded: pad terms are 0
+            m_host.numpy()[...] = np.linalg.inv(M)
+            m_device.copy_(m_host, non_blocking=True)
+            edge = float(np.linalg.norm(m_host.numpy()[0])) * radius + scales.spacing
+            kernels.whiten_kernel[(triton.cdiv(n_padded, WHITEN_BLOCK),)](
+                z_device, m_device, y_device, n, n_padded, edge, scales.spacing,
+                D=d, D_POW2=max(2, triton.next_power_of_2(d)), BLOCK=WHITEN_BLOCK,
+            )
             whitened.update(M=M.copy(), spacing=scales.spacing)
         return scales.launch(y_device, y_device, True, d).cpu().numpy()
 
     return sums
+
+
+@lru_cache(maxsize=16)
+def _lscv_scales(params: tuple[float, ...], fdtype) -> _LscvScales:
+    """One :class:`_LscvScales` per parameter vector (LSCV_H sends h = 1 at every call)."""
+    return _LscvScales(np.array(params), fdtype)
 
 
 def _lscv_dims(d: int, fdtype) -> int:
