@@ -18,6 +18,23 @@ them out), and those queries are answered a second time with ``method="regressio
 (N int r(x) f(x) dx, as DBEst): a second table sets its errors and latencies beside the joint
 density's on the same queries.  The equal-bytes sample is sized without the regressions' bytes.
 
+DBEst (``dbestclient`` on PyPI, version 3.0 = DBEst++, Ma et al.), where it imports (``--no-dbest``
+leaves it out): for the "1-D" family's COUNT / SUM / AVG queries (one range on x, no GROUP BY) a
+DBEst model per column pair (y, x) is trained on the equal-bytes sample's rows (exported to CSV and
+declared a uniform sample of rate rows_sample / rows_table).  DBEst fits a mixture density network
+for the density f(x) and one for the regression E[y | x] and answers, with a 20-point trapezoid
+rule on [a, b], COUNT = N int f, SUM = N int f r, AVG = int f r / int f (N the table's rows, from
+the sample's rows and the rate).  A COUNT(*) query uses a model whose y has no NULLs (DBEst counts
+the rows with y and x present).  DBEst 3.0 needs three work-arounds, all outside its source: it
+must run with ``sqlparse==0.4.1`` (its pinned version; later ones split ``m(y real, x real)`` into
+two tokens, and its parser then fails with IndexError), with ``encoder='onehot'`` (its default
+embedding encoder calls gensim 3's ``Word2Vec(size=...)``, a TypeError with gensim 4), and with
+``GROUP BY`` a constant column (its path without GROUP BY fails with "TypeError: can only
+concatenate list (not "NoneType") to list").  Its models are stored in ``./dbestwarehouse``, so
+it is trained in a temporary directory; its latency is that of ``SqlExecutor.execute``.  Install
+it beside the main environment: ``python -m venv --system-site-packages /tmp/dbestenv &&
+/tmp/dbestenv/bin/pip install dbestclient sqlparse==0.4.1`` and run this script with that python.
+
 Writes ``<out>/aqp_<table>.json`` and ``.md``: median and 95th percentile relative error and
 latency per query family.  Usage::
 
@@ -29,11 +46,14 @@ latency per query family.  Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import platform
 import subprocess
 import tempfile
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 import duckdb
@@ -121,6 +141,84 @@ def load_lineitem(con, scale: float) -> None:
         con.execute(f"CREATE TABLE lineitem AS SELECT * FROM read_parquet('{path}')")
 
 
+def dbest_pairs(queries: list[dict], columns: list[str], no_nulls: list[str]) -> dict[int, tuple[str, str]]:
+    """The (y, x) of the DBEst model answering each "1-D" COUNT / SUM / AVG query (by its index):
+    SUM(y) / AVG(y) its own pair (not when y is x), COUNT(*) a pair whose y has no NULLs."""
+    out = {}
+    for i, q in enumerate(queries):
+        if q["family"] != "1-D":
+            continue
+        if q["aggregate"] in ("SUM", "AVG") and q["y"] != q["x"]:
+            out[i] = (q["y"], q["x"])
+        elif q["aggregate"] == "COUNT":
+            y = next((c for c in no_nulls if c != q["x"] and c in columns), None)
+            if y is not None:
+                out[i] = (y, q["x"])
+    return out
+
+
+class DBEst:
+    """DBEst models (y real, x real) trained from the equal-bytes sample, answering
+    ``SELECT f(y) FROM <model> WHERE a <= x <= b`` (see the module's docstring)."""
+
+    def __init__(self, con, sample_table: str, pairs: list[tuple[str, str]], fraction: float, seed: int):
+        import dbestclient  # noqa: F401  (optional peer: ImportError when it is not installed)
+        import torch
+        from dbestclient.executor.executor import SqlExecutor
+
+        torch.manual_seed(seed)
+        np.random.seed(seed)  # DBEst shuffles its training data with numpy's global generator
+        self.models, self.failed, self.seconds, self.nbytes = {}, {}, 0.0, 0
+        with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder), quiet():
+            Path("dbestwarehouse").mkdir()
+            self.executor = SqlExecutor()
+            self.executor.runtime_config["b_print_to_screen"] = False
+            for k, (y, x) in enumerate(pairs):
+                name = f"m{k}"
+                csv = Path(folder, f"{name}.csv")
+                con.execute(f'COPY (SELECT "{y}" AS y, "{x}" AS x, 1 AS g FROM "{sample_table}") TO \'{csv}\' (HEADER)')
+                started = time.perf_counter()
+                try:
+                    self.executor.execute("set encoder='onehot'")  # a CREATE resets DBEst's settings
+                    self.executor.execute(f"create table {name}(y real, x real) from '{name}.csv' group by g "
+                                          f"method uniform size {fraction:.10f}")
+                    self.nbytes += Path("dbestwarehouse", f"{name}.dill").stat().st_size
+                    self.models[(y, x)] = name
+                except Exception as error:  # noqa: BLE001  (one pair failing in DBEst leaves the others)
+                    self.failed[f"{y} ~ {x}"] = f"{type(error).__name__}: {error}"
+                self.seconds += time.perf_counter() - started
+
+    def answer(self, item: dict, pair: tuple[str, str]) -> tuple[float, float] | None:
+        """(estimate, seconds) of one "1-D" query, or None when its pair has no model."""
+        if pair not in self.models:
+            return None
+        low, high = item["where"].split(" BETWEEN ")[1].split(" AND ")
+        function = "count" if item["aggregate"] == "COUNT" else item["aggregate"].lower()
+        sql = f"select {function}(y) from {self.models[pair]} where {low} <= x <= {high}"
+        started = time.perf_counter()
+        with quiet():
+            frame = self.executor.execute(sql)
+        return float(frame.iloc[0, 1]), time.perf_counter() - started
+
+
+@contextlib.contextmanager
+def quiet():
+    """DBEst prints its progress on stdout (epochs, "OK", times): kept out of the benchmark's."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        yield
+
+
+def dbest_peer(con, sample_table: str, pairs: list[tuple[str, str]], fraction: float, seed: int):
+    """(the DBEst peer or None, a record of its status, models, bytes and training time)."""
+    try:
+        peer = DBEst(con, sample_table, pairs, fraction, seed)
+    except Exception as error:  # noqa: BLE001  (not installed, or failing with today's libraries)
+        return None, {"status": f"skipped: {type(error).__name__}: {error}"}
+    return peer, {"status": "ok", "version": version("dbestclient"), "sqlparse": version("sqlparse"),
+                  "models": len(peer.models), "failed": peer.failed, "model_bytes": peer.nbytes,
+                  "train_seconds": peer.seconds}
+
+
 def run(args) -> dict:
     con = duckdb.connect(str(args.database))
     tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
@@ -148,8 +246,14 @@ def run(args) -> dict:
     fraction = min(1.0, sample_rows / rows)
     con.execute(f'CREATE OR REPLACE TEMP TABLE "__sample" AS SELECT * FROM "{args.table}" '
                 f"USING SAMPLE reservoir({int(sample_rows)} ROWS) REPEATABLE ({args.seed + 1})")
+    dbest, dbest_info = None, {"status": "skipped: --no-dbest"}
+    answered_by = {}
+    if args.dbest:
+        no_nulls = [c for c in q if con.execute(f'SELECT COUNT(*) FROM "{args.table}" WHERE "{c}" IS NULL').fetchone()[0] == 0]
+        answered_by = dbest_pairs(queries, list(q), no_nulls)
+        dbest, dbest_info = dbest_peer(con, "__sample", list(dict.fromkeys(answered_by.values())), fraction, args.seed)
     records = []
-    for item in queries:
+    for index, item in enumerate(queries):
         keys = [group] if item["family"].endswith("GROUP BY") else []
         t0 = time.perf_counter()
         exact = con.execute(item["sql"]).df()
@@ -175,6 +279,11 @@ def run(args) -> dict:
                 "regression_ms": 1e3 * regression.attrs["seconds"],
                 "regression_repeated_ms": 1e3 * engine.query(item["sql"], method="regression").attrs["seconds"],
             })
+        dbest_answer = dbest.answer(item, answered_by[index]) if dbest and index in answered_by else None
+        if dbest_answer is not None:
+            estimate, seconds = dbest_answer
+            record.update({"dbest_error": float(relative_errors(pd.DataFrame({"value": [estimate]}), exact, [])[0]),
+                           "dbest_ms": 1e3 * seconds, "dbest_nan": bool(np.isnan(estimate))})
         records.append(record)
     frame = pd.DataFrame(records)
     summary = []
@@ -194,6 +303,7 @@ def run(args) -> dict:
         "regression_bytes": sizes["regression"],
         "regression_fit_seconds": sum(r.seconds for r in synopsis.regressions.values()),
         "regression_summary": regression_summary(frame),
+        "dbest": {**dbest_info, "summary": dbest_summary(frame)},
         "sample_rows_equal_bytes": int(sample_rows), "machine": platform.processor() or platform.machine(),
         "duckdb": duckdb.__version__, "summary": summary, "queries": records,
     }
@@ -217,6 +327,24 @@ def regression_summary(frame: pd.DataFrame) -> list[dict]:
             "density median ms": part["approx_ms"].median(), "regression median ms": part["regression_ms"].median(),
             "density repeated median ms": part["repeated_ms"].median(),
             "regression repeated median ms": part["regression_repeated_ms"].median(),
+        })
+    return out
+
+
+def dbest_summary(frame: pd.DataFrame) -> list[dict]:
+    """parzen, DBEst and the equal-bytes sample on the queries DBEst answered, by aggregate."""
+    if "dbest_error" not in frame:
+        return []
+    answered = frame[frame["dbest_error"].notna()]
+    out = []
+    for label, part in [("all", answered), *answered.groupby("aggregate")]:
+        out.append({
+            "queries": label, "count": len(part),
+            "parzen median error": part["parzen_error"].median(), "parzen p95 error": part["parzen_error"].quantile(0.95),
+            "dbest median error": part["dbest_error"].median(), "dbest p95 error": part["dbest_error"].quantile(0.95),
+            "sample median error": part["sample_error"].median(), "sample p95 error": part["sample_error"].quantile(0.95),
+            "parzen median ms": part["approx_ms"].median(), "dbest median ms": part["dbest_ms"].median(),
+            "dbest NaN answers": int(part["dbest_nan"].sum()),
         })
     return out
 
@@ -274,6 +402,36 @@ def markdown(result: dict) -> str:
                 f"| {100 * s['sample p95 error']:.2f} % | {s['density median ms']:.2f} | {s['regression median ms']:.2f} "
                 f"| {s['density repeated median ms']:.2f} | {s['regression repeated median ms']:.2f} |"
             )
+    dbest = result.get("dbest", {})
+    if dbest.get("status") != "ok":
+        lines += ["", f"DBEst: {dbest.get('status', 'skipped: not run')}."]
+    elif dbest["summary"]:
+        failed = f", {len(dbest['failed'])} failed ({'; '.join(dbest['failed'])})" if dbest["failed"] else ""
+        lines += [
+            "",
+            (
+                f"DBEst (dbestclient {dbest['version']}, sqlparse {dbest['sqlparse']}) vs parzen vs the equal-bytes "
+                f"sample: the \"1-D\" family's COUNT / SUM / AVG queries (range on x). {dbest['models']} DBEst models "
+                f"(y, x){failed}, {dbest['model_bytes'] / 1e3:.1f} kB, trained in {dbest['train_seconds']:.1f} s on "
+                f"the sample's {result['sample_rows_equal_bytes']} rows; parzen's synopsis is "
+                f"{result['synopsis_bytes'] / 1e6:.2f} MB, built in {result['build_seconds']:.1f} s. A NaN answer "
+                "from DBEst counts as 100 % error, as a group an estimate misses does above."
+            ),
+            "",
+            (
+                "| queries | count | parzen median err | parzen p95 err | DBEst median err | DBEst p95 err "
+                "| sample median err | sample p95 err | parzen median ms | DBEst median ms | DBEst NaN answers |"
+            ),
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for s in dbest["summary"]:
+            lines.append(
+                f"| {s['queries']} | {s['count']} | {100 * s['parzen median error']:.2f} % "
+                f"| {100 * s['parzen p95 error']:.2f} % | {100 * s['dbest median error']:.2f} % "
+                f"| {100 * s['dbest p95 error']:.2f} % | {100 * s['sample median error']:.2f} % "
+                f"| {100 * s['sample p95 error']:.2f} % | {s['parzen median ms']:.2f} | {s['dbest median ms']:.2f} "
+                f"| {s['dbest NaN answers']} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -288,6 +446,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-regression", dest="regression", action="store_false",
                         help="build no regressions y ~ x (and skip their comparison)")
+    parser.add_argument("--no-dbest", dest="dbest", action="store_false",
+                        help="leave out the DBEst peer (dbestclient), which is skipped anyway where it does not import")
     parser.add_argument("--output-dir", type=Path, default=RESULTS)
     args = parser.parse_args()
     if args.tpch is not None:
