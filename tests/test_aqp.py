@@ -200,6 +200,61 @@ def test_phi_table_matches_erfc():
     assert math.isnan(phi_table(math.nan))
 
 
+@pytest.mark.parametrize("scaled", [False, True])
+def test_box_sums_match_the_rows_masses(scaled):
+    """The compiled pass over the rows that every range reaches (an AND of candidate sets, which
+    may be any supersets) equals per-row sums of :func:`row_box` over all rows: a point-mass,
+    a repeating integer (cached integrals) and a reflected continuous column, NULLs, strata with
+    widened kernels, one stratum filtered out, constrained and unconstrained aggregates."""
+    from parzen.aqp._box import box_sums, row_box
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    data = np.stack([
+        rng.integers(0, 6, n).astype(float),  # point masses (h = 0)
+        rng.integers(0, 40, n).astype(float),  # integers, each value ~75 times
+        rng.exponential(3.0, n),  # continuous, reflected at 0
+        rng.normal(10.0, 2.0, n),  # aggregated only
+    ])
+    data[1, rng.random(n) < 0.05] = np.nan
+    data[3, rng.random(n) < 0.05] = np.nan
+    columns = np.array([0, 1, 2])
+    lows, highs = np.array([1.0, 9.5, 0.7]), np.array([4.0, 30.5, 5.0])
+    bandwidths, lowers = np.array([0.0, 1.3, 0.4]), np.array([0.0, 0.0, 0.0])
+    reflects = np.array([False, False, True])
+    stratum_of_row = rng.integers(0, 3, n).astype(np.intp)
+    output_of_stratum = np.array([0, -1, 1], dtype=np.intp)
+    weight_of_stratum = np.array([2.0, 3.0, 5.0])
+    row_scale = np.array([1.0, 1.2, 1.5])[stratum_of_row] if scaled else np.zeros(0)
+    aggregated, constrained = np.array([3, 2], dtype=np.intp), np.array([-1, 2], dtype=np.intp)
+    moments, repeats = np.array([False, False, True]), np.array([False, True, False])
+    candidates = []
+    for j in range(3):  # rows the kernels reach, plus random others
+        x, reach = data[columns[j]], 6.0 * bandwidths[j] * (1.5 if scaled else 1.0)
+        near = (x >= lows[j] - reach) & (x <= highs[j] + reach) | (rng.random(n) < 0.1)
+        candidates.append(rng.permutation(np.flatnonzero(near)))
+    rows = np.concatenate(candidates)
+    starts = np.cumsum([0] + [c.size for c in candidates])
+    out = box_sums(rows, starts, data, columns, lows, highs, bandwidths, lowers, reflects, row_scale, stratum_of_row,
+                   output_of_stratum, weight_of_stratum, 2, aggregated, constrained, 6.0, moments, repeats)
+    expected = np.zeros((2, 5))
+    for i in range(n):
+        g = output_of_stratum[stratum_of_row[i]]
+        if g < 0:
+            continue
+        s = row_scale[i] if scaled else 1.0
+        masses = [row_box(data[c, i], lows[j], highs[j], bandwidths[j] * s, lowers[j], reflects[j], 6.0, True)
+                  for j, c in enumerate(columns)]
+        p = math.prod(m for m, _ in masses)
+        w = weight_of_stratum[stratum_of_row[i]]
+        expected[g, 0] += w * p
+        if not math.isnan(data[3, i]):
+            expected[g, 1:3] += w * p, w * p * data[3, i]
+        expected[g, 3:5] += w * p, w * masses[2][1] * masses[0][0] * masses[1][0]
+    assert expected[:, 0].min() > 100  # the boxes hold rows of both answer groups
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-9)
+
+
 def test_discrete_fractions_honour_strict_bounds():
     """Point masses at 0.04, 0.05, 0.06 (a discount column): < and <= differ, no continuity correction."""
     model = ColumnModel("d", DISCRETE, 0.0, None, integer=False)
@@ -448,6 +503,8 @@ def test_buckets_are_the_first_point_at_or_above():
     "SELECT COUNT(*), SUM(x), AVG(w) FROM t WHERE k < 400 AND x >= 9 AND w BETWEEN 1 AND 6",
     "SELECT SUM(y), AVG(k) FROM t WHERE m BETWEEN 3 AND 6 AND k > 395",
     "SELECT g, COUNT(*), SUM(w), AVG(y) FROM t WHERE w < 3 GROUP BY g",
+    "SELECT g, COUNT(*), SUM(y), AVG(x) FROM t WHERE w < 3 AND x BETWEEN 5 AND 9 GROUP BY g",
+    "SELECT COUNT(*), SUM(k), AVG(w) FROM t WHERE g IN ('a', 'b') AND k > 395 AND x < 9 AND w > 1",
     "SELECT COUNT(*), AVG(x) FROM t WHERE g IN ('b', 'c') AND w BETWEEN 1 AND 6",
     "SELECT COUNT(*), SUM(w) FROM t WHERE w > 100",
     "SELECT COUNT(*) FROM t WHERE x > 9 AND x < 8",

@@ -503,9 +503,9 @@ def _fused_answers(query, synopsis, layout: Layout, ranges, output_of_stratum, g
     """The estimates of :func:`_answers` without intervals, from one compiled pass (:func:`box_sums`).
 
     Whole-table queries (:func:`_whole_table`) are calibrated to the table's exact margins, which
-    the grids hold (Deville and Saerndal 1992, calibration estimators): the candidate rows come
-    from the range column c with the fewest sampled rows near its box [a, b]; with M = the
-    table's rows in [a, b] and X = sum_i w_i P_c(x_ic) the sample's estimate of M (a ratio
+    the grids hold (Deville and Saerndal 1992, calibration estimators): c is the range column
+    with the fewest sampled rows near its box [a, b]; with M = the table's rows in [a, b] and
+    X = sum_i w_i P_c(x_ic) the sample's estimate of M (:meth:`SampleView.marginal`; a ratio
     estimator),
 
         COUNT(*) = M / X sum_i w_i p_i,   SUM(y) = M / X sum_i w_i y_i p_i  (and so on),
@@ -519,43 +519,39 @@ def _fused_answers(query, synopsis, layout: Layout, ranges, output_of_stratum, g
     models = synopsis.models
     whole = _whole_table(query, output_of_stratum)
     boxes = {c: models[c].interval(r) for c, r in ranges.items()}
-    k = len({a.column for a in query.aggregates if a.column is not None})
+    rake_groups = bool(query.group_by) and not query.members and bool((output_of_stratum >= 0).all())
+    aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None))
     if any(b < a for a, b in boxes.values()):
-        out = np.zeros((groups, 2 + 2 * k))
-        first = next(iter(boxes))
+        order = list(boxes)
+        out = np.zeros((groups, 1 + 2 * len(aggregated)))
+        inside = np.zeros(groups)
     else:
         widest = 1.0 if whole or layout.row_scale is None else float(layout.row_scale.max(initial=1.0))
-        first, rows = None, None
-        for c, (a, b) in boxes.items():
-            found = layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest)
-            if rows is None or found.size < rows.size:
-                first, rows = c, found
-        order = [first] + [c for c in boxes if c != first]
-        aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None))
-        out = box_sums(
-            rows, layout.data, np.array([layout.position[c] for c in order], dtype=np.intp),
-            np.array([boxes[c][0] for c in order]), np.array([boxes[c][1] for c in order]),
-            np.array([models[c].bandwidth for c in order]),
-            np.array([0.0 if models[c].lower is None else models[c].lower for c in order]),
-            np.array([models[c].lower is not None for c in order]), _NO_SCALE if whole else layout.scale_of_row,
-            layout.stratum_of_row,
-            output_of_stratum, layout.weight, groups, np.array([layout.position[y] for y in aggregated], dtype=np.intp),
-            np.array([order.index(y) if y in boxes else -1 for y in aggregated], dtype=np.intp), _REACH,
-            np.array([c in aggregated for c in order]),
-        )
+        found = {c: layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest) for c, (a, b) in boxes.items()}
+        order = sorted(found, key=lambda c: found[c].size)  # the column with the fewest rows near its box first
+        scale = _NO_SCALE if whole else layout.scale_of_row
+        out = _box_sums(layout, models, boxes, found, order, aggregated, scale, output_of_stratum, groups)
+        # the groups' (weighted) sample rows in the first column's box, for raking them
+        inside = None
+        if rake_groups and order[0] in synopsis.grids:
+            inside = out[:, 0] if len(order) == 1 else \
+                _box_sums(layout, models, boxes, found, order[:1], [], scale, output_of_stratum, groups)[:, 0]
+    first = order[0]
     factor = 1.0
-    if whole and first in synopsis.grids and out[0, 1] > 0:
-        exact = synopsis.grids[first].box(*boxes[first])[0]
-        factor = exact / out[0, 1]
-        if len(boxes) == 2 and (second := order[1]) in synopsis.grids and out[0, 0] > 0:
-            raked = _rake(out[0, 0], out[0, 1], layout.view.marginal(models[second], *boxes[second]),
-                          float(layout.rows.sum()), exact, synopsis.grids[second].box(*boxes[second])[0])
-            factor = factor if raked is None else raked / out[0, 0]
-    elif query.group_by and not query.members and first in synopsis.grids and (output_of_stratum >= 0).all():
+    if whole and first in synopsis.grids:
+        # X above (one range: the sums' own sum of w p)
+        sampled = out[0, 0] if len(order) == 1 else layout.view.marginal(models[first], *boxes[first])
+        if sampled > 0:
+            exact = synopsis.grids[first].box(*boxes[first])[0]
+            factor = exact / sampled
+            if len(boxes) == 2 and (second := order[1]) in synopsis.grids and out[0, 0] > 0:
+                raked = _rake(out[0, 0], sampled, layout.view.marginal(models[second], *boxes[second]),
+                              float(layout.rows.sum()), exact, synopsis.grids[second].box(*boxes[second])[0])
+                factor = factor if raked is None else raked / out[0, 0]
+    elif rake_groups and first in synopsis.grids:
         rows = np.bincount(output_of_stratum, weights=layout.rows, minlength=groups)
-        factor = _rake_groups(out[:, 1], rows, synopsis.grids[first].box(*boxes[first])[0])
-    slot = {y: 2 + 2 * q for q, y in enumerate(dict.fromkeys(a.column for a in query.aggregates
-                                                                 if a.column is not None))}
+        factor = _rake_groups(inside, rows, synopsis.grids[first].box(*boxes[first])[0])
+    slot = {y: 1 + 2 * q for q, y in enumerate(aggregated)}
     answers = [{} for _ in range(groups)]
     for a in query.aggregates:
         if a.column is None:
@@ -571,6 +567,23 @@ def _fused_answers(query, synopsis, layout: Layout, ranges, output_of_stratum, g
         for g in range(groups):
             answers[g][a.name] = Estimate(float(values[g]))
     return answers
+
+
+def _box_sums(layout: Layout, models, boxes, found, order: list[str], aggregated: list[str], scale, output_of_stratum,
+              groups: int) -> np.ndarray:
+    """:func:`box_sums` of the ranges on the columns ``order`` (boxes, candidate rows ``found``)."""
+    return box_sums(
+        found[order[0]] if len(order) == 1 else np.concatenate([found[c] for c in order]),
+        np.cumsum([0] + [found[c].size for c in order]), layout.data,
+        np.array([layout.position[c] for c in order], dtype=np.intp),
+        np.array([boxes[c][0] for c in order]), np.array([boxes[c][1] for c in order]),
+        np.array([models[c].bandwidth for c in order]),
+        np.array([0.0 if models[c].lower is None else models[c].lower for c in order]),
+        np.array([models[c].lower is not None for c in order]), scale, layout.stratum_of_row,
+        output_of_stratum, layout.weight, groups, np.array([layout.position[y] for y in aggregated], dtype=np.intp),
+        np.array([order.index(y) if y in boxes else -1 for y in aggregated], dtype=np.intp), _REACH,
+        np.array([c in aggregated for c in order]), np.array([layout.view.repeats(c) for c in order]),
+    )
 
 
 def _stratified_variance(values, stratum, group, layout: Layout, output_of_stratum, groups: int) -> np.ndarray:

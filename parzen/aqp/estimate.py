@@ -102,6 +102,7 @@ class SampleView:
         self.weights = np.ones(self.size) if weights is None else np.asarray(weights, dtype=np.float64)
         self._sorted: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._weights: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._repeats: dict[str, bool] = {}
         if sort_now:  # pay the sorting when the synopsis is loaded, not in the first queries
             for column in columns:
                 self._sort(column)
@@ -125,6 +126,15 @@ class SampleView:
             self._weights[column] = (np.ascontiguousarray(distinct), np.ascontiguousarray(w, dtype=np.float64),
                                      np.concatenate([[0.0], np.cumsum(w)]))
         return self._weights[column]
+
+    def repeats(self, column: str) -> bool:
+        """Whether the column's sampled values repeat, each at least twice on average (integers
+        with few values): their kernel integrals are worth caching (:func:`box_sums`)."""
+        if column not in self._repeats:
+            distinct, _, _ = self._sorted_weights(column)
+            present = int(np.count_nonzero(~np.isnan(self.columns[column])))
+            self._repeats[column] = 2 * distinct.size <= present
+        return self._repeats[column]
 
     def marginal(self, model: ColumnModel, a: float, b: float) -> float:
         """sum_i w_i P(x_i): the sample's (weighted) kernel mass in [a, b] of ``model``'s column
@@ -205,8 +215,9 @@ def warm_up() -> None:
     (with the argument types queries pass: writable C-contiguous arrays)."""
     box_masses(np.zeros(1), np.ones(1), 1.0, 0.0, 1.0, 0.0, False, _REACH)
     one = np.zeros(1, dtype=np.intp)
-    box_sums(one, np.zeros((1, 1)), one, np.zeros(1), np.ones(1), np.ones(1), np.zeros(1), np.zeros(1, dtype=np.bool_),
-             np.ones(1), one, one, np.ones(1), 1, one, one - 1, _REACH, np.zeros(1, dtype=np.bool_))
+    box_sums(one, np.array([0, 1]), np.zeros((1, 1)), one, np.zeros(1), np.ones(1), np.ones(1), np.zeros(1),
+             np.zeros(1, dtype=np.bool_), np.ones(1), one, one, np.ones(1), 1, one, one - 1, _REACH,
+             np.zeros(1, dtype=np.bool_), np.ones(1, dtype=np.bool_))
     sorted_mass(np.zeros(1), np.ones(1), np.zeros(2), 0.0, 1.0, 1.0, 0.0, True, _REACH)
 
 
