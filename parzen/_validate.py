@@ -117,10 +117,16 @@ def check_variance(data: Data, *, name: str = "X") -> None:
 
 def covariance(data: Data, *, name: str = "X") -> np.ndarray:
     """Sample covariance (ddof = 1, paper 000 eqs. 21-23), checked positive definite."""
+    return covariance_factor(data, name=name)[0]
+
+
+def covariance_factor(data: Data, *, name: str = "X") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Sigma, L, X - mean): the sample covariance (ddof = 1), its Cholesky factor L L^T = Sigma
+    (checked positive definite, once) and the centred data it was computed from."""
     check_variance(data, name=name)
-    sigma = np.atleast_2d(np.cov(data.values, rowvar=False, ddof=1))
-    check_spd(sigma, what=f"the covariance matrix of {name}", columns=data.columns)
-    return sigma
+    centred = data.values - data.values.mean(axis=0)
+    sigma = centred.T @ centred / (data.n - 1)
+    return sigma, check_spd(sigma, what=f"the covariance matrix of {name}", columns=data.columns), centred
 
 
 def check_spd(M: np.ndarray, *, what: str, columns=None) -> np.ndarray:
@@ -148,13 +154,42 @@ def check_spd(M: np.ndarray, *, what: str, columns=None) -> np.ndarray:
 
 
 def warn_if_tied(data: Data, *, method: str) -> None:
-    """Warn when observations repeat: LSCV tends to -inf as h -> 0 (ERRATA item 8)."""
+    """Warn when values repeat within a column: LSCV over bandwidth matrices can shrink H along
+    that column, where the tied pairs make g(H) tend to -inf (ERRATA item 8)."""
     ordered = np.sort(data.values, axis=0)  # one sort for all columns: ties are equal neighbours
     repeats = np.any(ordered[1:] == ordered[:-1], axis=0)
     tied = [c for c, repeated in zip(data.columns, repeats) if repeated]
     if tied:
         warnings.warn(
             f"data contain duplicated values (column(s) {', '.join(map(repr, tied))}): "
+            f"{method} is not well-behaved on tied data (rounded measurements); "
+            "consider 'plugin' or a rule of thumb",
+            TiedDataWarning,
+            stacklevel=3,
+        )
+
+
+def warn_if_repeated_rows(data: Data, *, method: str) -> None:
+    """Warn when a row (a whole observation) repeats: with H = h^2 Sigma the pair's distance is 0
+    for every h, so LSCV_h tends to -inf as h -> 0 once such pairs are many (ERRATA item 8).
+
+    ``ks`` checks ``duplicated(x)``, i.e. rows, as here.  Ties within one column only matter
+    where H can shrink along that column (LSCV_H, diagonal LSCV: :func:`warn_if_tied`).
+    Equal rows have equal first values, so one sort of the first column finds the candidates,
+    which are then compared whole.
+    """
+    values = data.values
+    order = np.argsort(values[:, 0], kind="stable")
+    shared = np.diff(values[order, 0]) == 0.0
+    candidates = np.sort(order[np.r_[shared, False] | np.r_[False, shared]])  # rows sharing a first value
+    if not candidates.size:
+        return
+    _, inverse, counts = np.unique(values[candidates], axis=0, return_inverse=True, return_counts=True)
+    repeated = np.flatnonzero(counts > 1)
+    if repeated.size:
+        first, second = candidates[np.flatnonzero(inverse.ravel() == repeated[0])[:2]]
+        warnings.warn(
+            f"data contain duplicated values (rows {first} and {second} are the same observation): "
             f"{method} is not well-behaved on tied data (rounded measurements); "
             "consider 'plugin' or a rule of thumb",
             TiedDataWarning,

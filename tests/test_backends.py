@@ -189,15 +189,21 @@ def test_whitened_pair_sum_sq_agrees(tiles, backend, dtype, n, d):
 @pytest.mark.parametrize(("backend", "dtype"), [*CASES, pytest.param("numpy", None, id="numpy")])
 @pytest.mark.parametrize("n", [2, 17, 100, 1025])
 def test_prepared_pair_sum_1d_agrees(tiles, backend, dtype, n):
-    """The prepared 1-D sums (data kept sorted on the GPU across PLUGIN's stages) = the reference."""
+    """The prepared 1-D sums (data kept sorted on the GPU across PLUGIN's stages) = the reference,
+    also for a scale computed from an earlier sum (a device number on the GPU) and for scales wider
+    than the data's range (the GPU's pads are masked, not spaced)."""
     _skip_large(backend, n)
     x = _data(n, 1, offset=20.0)
     pair_sums = backends.prepared_pair_sum_1d(backends.get_backend(backend), x, dtype=dtype)
-    # calls on the same data; the last scale is wider than the data's range (the GPU moves its pads)
-    for order, scales in ((6, np.array([0.2, 1.5])), (4, np.array([0.7])), (2, np.array([0.5, 80.0]))):
-        got = pair_sums(f"gauss_d{order}", scales)
-        expected = reference.pair_sum_1d(x, f"gauss_d{order}", scales)
-        np.testing.assert_allclose(got, expected, rtol=RTOL[np.dtype(dtype or np.float64)], atol=1e-12 * n * n)
+    first = pair_sums.sum("gauss_d6", 0.2)
+    derived = 0.7 + 0.0 * first  # 0.7, carried on from a sum as PLUGIN's g2 is from psi6
+    calls = [("gauss_d6", 0.2, first), ("gauss_d4", 0.7, pair_sums.sum("gauss_d4", derived)),
+             ("gauss_d6", 1.5, pair_sums.sum("gauss_d6", 1.5)), ("gauss_d2", 80.0, pair_sums.sum("gauss_d2", 80.0))]
+    got = pair_sums.fetch(*(value for _, _, value in calls))
+    assert all(type(v) is float for v in got)
+    for (kind, g, _), value in zip(calls, got):
+        expected = reference.pair_sum_1d(x, kind, np.array([g]))[0]
+        np.testing.assert_allclose(value, expected, rtol=RTOL[np.dtype(dtype or np.float64)], atol=1e-12 * n * n)
 
 
 @pytest.mark.skipif(not OTHER_BACKENDS, reason="no backend besides the reference is available")

@@ -502,10 +502,15 @@ def _tied_sample(n: int = 60) -> np.ndarray:
     return np.round(np.random.default_rng(8).normal(size=(n, 2)) * [1.0, 2.0], 1)
 
 
+def _repeated_rows_sample(n: int = 60) -> np.ndarray:
+    """Whole observations that repeat: measurements rounded to integers."""
+    return np.round(np.random.default_rng(8).normal(size=(n, 2)) * [1.0, 2.0])
+
+
 @pytest.mark.parametrize(
     ("call", "method"),
     [
-        (lambda X: bw.lscv_h(X), "LSCV_h"),
+        (lambda X: bw.lscv_h(_repeated_rows_sample()), "LSCV_h"),
         (lambda X: bw.lscv_h(X[:, 0]), "LSCV_h"),
         (lambda X: bw.lscv_H(X), "LSCV_H"),
         (lambda X: bw.lscv_diag(X), r"LSCV \(diagonal\)"),
@@ -521,7 +526,19 @@ def test_tied_data_warning(call, method):
 
 def test_tied_data_warning_names_quakes_columns():
     with pytest.warns(TiedDataWarning, match=r"column\(s\) 'lat', 'long'"):
+        bw.lscv_diag(QUAKES[["lat", "long"]].iloc[:300])
+
+
+def test_lscv_h_warns_of_repeated_rows_only():
+    """LSCV_h (H = h^2 Sigma) degenerates only on repeated rows, whose distance is 0 at every h;
+    ties within one column (quakes' rounded coordinates) leave it well-behaved (ks checks rows too)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TiedDataWarning)
         bw.lscv_h(QUAKES[["lat", "long"]].iloc[:300])
+    X = QUAKES[["lat", "long"]].iloc[:300].to_numpy()
+    X[250] = X[17]
+    with pytest.warns(TiedDataWarning, match=r"rows 17 and 250 are the same observation"):
+        bw.lscv_h(X)
 
 
 def test_no_tied_data_warning_on_continuous_data():

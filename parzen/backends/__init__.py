@@ -8,8 +8,8 @@ each taking a keyword ``dtype`` (None: the first of the module's ``DTYPES``):
   whitened rows y, for a vector of parameters at once;
 - ``kernel_sum(Z, Q, kind, weights)``: for each query q, sum_i w_i k(|q - z_i|^2).
 
-A backend may also provide ``prepare_pair_sum_1d(x)`` (a function (kind, scales) -> the sums, x
-kept on the device; :func:`prepared_pair_sum_1d` falls back to ``pair_sum_1d``) and
+A backend may also provide ``prepare_pair_sum_1d(x)`` (a :class:`PairSums1D`, x kept on the
+device; :func:`prepared_pair_sum_1d` falls back to ``pair_sum_1d``) and
 ``prepare_whitened_pair_sum_sq(Z, kind)``, returning a function
 (M, params) -> ``pair_sum_sq(Z M^-T, kind, params)`` (or None where it cannot) that keeps Z where the backend computes
 (the GPU's memory) across the calls of an optimiser; :func:`whitened_pair_sum_sq` supplies
@@ -22,6 +22,8 @@ The statistics (``parzen.bandwidth``, ``parzen.kde``) call only these, through
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 
@@ -80,30 +82,44 @@ def whitened_pair_sum_sq(backend: ModuleType, Z: np.ndarray, kind: str, *, dtype
     """A function (M, params) -> ``backend.pair_sum_sq`` over the rows y = M^-1 z of Z.
 
     M is lower triangular.  Uses the backend's own ``prepare_whitened_pair_sum_sq`` when it
-    has one that accepts Z (it returns None otherwise); else whitens on the host at each call.
+    has one that accepts Z (it returns None otherwise); else whitens on the host, once per M.
     """
     prepare = getattr(backend, "prepare_whitened_pair_sum_sq", None)
     prepared = None if prepare is None else prepare(Z, kind, dtype=dtype)
     if prepared is not None:
         return prepared
+    last = {"M": None, "Y": None}
 
     def sums(M: np.ndarray, params) -> np.ndarray:
-        return backend.pair_sum_sq(linalg.solve_triangular(M, Z.T, lower=True).T, kind, params, dtype=dtype)
+        if last["M"] is None or not np.array_equal(M, last["M"]):
+            last.update(M=np.array(M, dtype=np.float64), Y=linalg.solve_triangular(M, Z.T, lower=True).T)
+        return backend.pair_sum_sq(last["Y"], kind, params, dtype=dtype)
 
     return sums
 
 
-def prepared_pair_sum_1d(backend: ModuleType, x: np.ndarray, *, dtype=None):
-    """A function (kind, scales) -> ``backend.pair_sum_1d(x, kind, scales)`` for several calls on x.
+@dataclass(frozen=True)
+class PairSums1D:
+    """1-D pair sums over one data set, for several calls (PLUGIN's two stages).
 
-    Uses the backend's own ``prepare_pair_sum_1d`` when it has one that accepts x (the GPU keeps x
-    sorted in its memory between PLUGIN's two stages); else calls ``pair_sum_1d`` each time.
+    ``sum(kind, g)`` is sum_{i<j} f_kind((x_i - x_j) / g) for one scale g, as a number that
+    arithmetic can continue from: a float, or on the GPU a 0-d device tensor.  A scale computed
+    from an earlier sum (PLUGIN's g2 from Psi_6) then never waits for the device, which runs
+    both stages back to back.  ``fetch(*values)`` returns such numbers as floats, together.
     """
+
+    sum: Callable
+    fetch: Callable = lambda *values: tuple(float(v) for v in values)
+
+
+def prepared_pair_sum_1d(backend: ModuleType, x: np.ndarray, *, dtype=None) -> PairSums1D:
+    """:class:`PairSums1D` over x: the backend's own ``prepare_pair_sum_1d`` when it has one that
+    accepts x (the GPU keeps x sorted in its memory), else ``pair_sum_1d`` at each call."""
     prepare = getattr(backend, "prepare_pair_sum_1d", None)
     prepared = None if prepare is None else prepare(x, dtype=dtype)
     if prepared is not None:
         return prepared
-    return lambda kind, scales: backend.pair_sum_1d(x, kind, scales, dtype=dtype)
+    return PairSums1D(lambda kind, g: float(backend.pair_sum_1d(x, kind, np.array([float(g)]), dtype=dtype)[0]))
 
 
 def _auto_choice(dtype, work: float | None) -> str:

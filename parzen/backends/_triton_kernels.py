@@ -59,7 +59,7 @@ def _polynomial(t, c0, c1, c2, c3, c4, DEGREE: tl.constexpr):
 
 @triton.jit
 def hermite_pairs_kernel(
-    x_rows, x_cols, col_end, constants, out,
+    x_rows, x_cols, col_end, n_cols, constants, out,
     TRIANGLE: tl.constexpr, DEGREE: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, FAST: tl.constexpr,
 ):
     """out[bi, group] = sum over the program's pairs of P(t) 2^-t, t = (x_i - x_j)^2.
@@ -70,7 +70,9 @@ def hermite_pairs_kernel(
     argument would be passed as float32, which rounds them in float64 runs);
     P(t) = c0 + c1 t + ... + c_DEGREE t^DEGREE; t is clamped at s_max (where 2^-t is 0) so
     that P never overflows.  Row block bi visits the column blocks before ``col_end[bi]`` (the
-    rest underflow to 0; see ``gpu._reachable_column_blocks``).  (Not named ``params``: Triton 3.6's argument binder uses that name.)
+    rest underflow to 0; see ``gpu._reachable_column_blocks``); columns j >= ``n_cols`` add
+    nothing (pads that the caller did not space apart).  (Not named ``params``: Triton 3.6's
+    argument binder uses that name.)
     """
     c0, c1, c2 = tl.load(constants), tl.load(constants + 1), tl.load(constants + 2)
     c3, c4 = tl.load(constants + 3), tl.load(constants + 4)
@@ -89,6 +91,8 @@ def hermite_pairs_kernel(
         if TRIANGLE:  # noqa: SIM102  (a compile-time branch; Triton cannot mix it with a runtime "and")
             if bj == bi:
                 term = tl.where(offs[None, :] > offs[:, None], term, 0.0)
+        if (bj + 1) * BLOCK > n_cols:
+            term = tl.where(bj * BLOCK + offs[None, :] < n_cols, term, 0.0)
         acc += term
     tl.store(out + bi * tl.num_programs(1) + group, tl.sum(tl.sum(acc, axis=1), axis=0).to(tl.float64))
 

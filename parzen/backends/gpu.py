@@ -26,6 +26,7 @@ from functools import cache, lru_cache
 import numpy as np
 
 from ..kernels import KERNELS, gauss_derivative_even_coefficients
+from . import PairSums1D
 from . import _triton_kernels as kernels
 from ._cuda import DEVICE, INTERPRETED, torch, torch_dtype, triton
 from ._gpu_sparse_grid import prepare_sparse_grid, sparse_grid_mult, sparse_grid_mult_transpose  # noqa: F401
@@ -50,6 +51,10 @@ CHUNK_ROWS = 1 << 24
 #: H100, PLUGIN's psi6 sum at n = 32768: 16 groups 0.66 ms, 256 groups 0.90 ms (4 warps);
 #: LSCV over many scales: one program per row block and scale batch was fastest (above).
 GROUPS_1D, GROUPS_SQ, GROUPS_GRAM = 16, 1, 32
+#: Programs the many-scale LSCV sum asks for at least (more column groups per row block when n
+#: is small).  H100, n = 1024, d = 16, tile 16: 150 h in 0.22 ms with 640 programs, 0.15 ms with
+#: 1280; 15 h in 0.23 ms with 64, 0.09 ms with 512 or 1024 (host rows to host sums).
+MIN_PROGRAMS = 1024
 #: Scales of one LSCV pass over a tile (a power of 2): each needs 2 accumulator tiles in registers.
 SCALES_PER_PASS = 16
 #: Warps per program; LSCV sums of one scale (LSCV_H) ran faster with fewer (H100: g(H) for
@@ -62,6 +67,7 @@ T_ZERO = 2000.0
 #: Largest data size the interpreter tests use (its kernels run at Python speed).
 MAX_TEST_N = 130 if INTERPRETED else None
 _LOG2E = 1.0 / math.log(2.0)
+_NUMPY_TYPE = {torch.float32: np.float32, torch.float64: np.float64}
 _MAX_ORDER = 8
 
 
@@ -81,6 +87,26 @@ def _chunk_pairs(n: int) -> Iterator[tuple[slice, slice, bool]]:
             yield rows, cols, rows == cols
 
 
+def _to_device(values: np.ndarray, fdtype) -> torch.Tensor:
+    """``values`` as a device tensor of type ``fdtype``: cast on the host, then copied from
+    page-locked memory (PyTorch's caching host allocator), so the copy neither stages through
+    the driver nor makes the host wait (H100 host: a pageable 512 kB copy took 0.28 ms)."""
+    host = torch.from_numpy(np.ascontiguousarray(values, dtype=_NUMPY_TYPE[fdtype]))
+    if INTERPRETED:
+        return host.clone()
+    return host.pin_memory().to(DEVICE, non_blocking=True)
+
+
+def _to_host(values: torch.Tensor) -> np.ndarray:
+    """A device tensor as a NumPy array, copied into page-locked memory (one wait)."""
+    if INTERPRETED:
+        return values.numpy()
+    host = torch.empty(values.shape, dtype=values.dtype, pin_memory=True)
+    host.copy_(values, non_blocking=True)
+    torch.cuda.current_stream(DEVICE).synchronize()
+    return host.numpy()
+
+
 def _padded(values: np.ndarray, tile: int, edge: float, step: float, fdtype, dims: int | None = None) -> torch.Tensor:
     """(dims, n_padded) device tensor: ``values`` (n, d) plus rows placed far from every point.
 
@@ -94,7 +120,7 @@ def _padded(values: np.ndarray, tile: int, edge: float, step: float, fdtype, dim
     out = np.zeros((dims or d, n_padded))
     out[:d, :n] = values.T
     out[0, n:] = edge + step * np.arange(1, n_padded - n + 1)
-    return torch.from_numpy(out).to(device=DEVICE, dtype=fdtype)
+    return _to_device(out, fdtype)
 
 
 def _pair_sums(values: np.ndarray, launch, spacing: float, tile: int, fdtype, dims: int | None = None) -> torch.Tensor:
@@ -162,15 +188,15 @@ def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> 
     return out / math.sqrt(2.0 * math.pi)
 
 
-def prepare_pair_sum_1d(x: np.ndarray, *, dtype=None):
-    """A function (kind, scales) -> pair_sum_1d(x, kind, scales) with x kept on the device.
+def prepare_pair_sum_1d(x: np.ndarray, *, dtype=None) -> PairSums1D:
+    """:class:`PairSums1D` over x, kept sorted on the device (PLUGIN's two stages).
 
-    PLUGIN sums the same data at two pilot bandwidths: here x is centred, sent and sorted once,
-    with its pads placed after the largest point (in data units, far enough apart for every
-    scale up to the data's range; wider scales move them) and each row block's smallest and
-    largest value kept.  A call then only rescales the data into the compute type (one device
-    operation; order is kept), finds the reachable column blocks in data units and launches:
-    few device operations, as PLUGIN at n = 32768 is bound by their host overhead.
+    x is sent once, centred and sorted on the device; each row block's smallest and largest
+    value are kept.  A sum then rescales the data into the compute type (order is kept), finds
+    the reachable column blocks and launches, all as device operations queued behind each other:
+    with a scale g that is a device number (PLUGIN's g2, computed from psi6) nothing waits for
+    the device until :meth:`PairSums1D.fetch`.  The pads after the largest point are masked by
+    index in the kernel, so they need no spacing that depends on g.
     Returns None for data of more than one chunk.
     """
     x = np.asarray(x, dtype=np.float64).ravel()
@@ -180,32 +206,31 @@ def prepare_pair_sum_1d(x: np.ndarray, *, dtype=None):
     fdtype = torch_dtype(dtype)
     n_padded = triton.cdiv(max(n, 1), TILE_1D) * TILE_1D
     raw = torch.empty(n_padded, dtype=torch.float64, device=DEVICE)
-    raw[:n] = torch.from_numpy(x - x.mean()).to(DEVICE).sort().values
-    pad_steps = torch.arange(2, n_padded - n + 2, dtype=torch.float64, device=DEVICE)
+    values = _to_device(x, torch.float64)
+    raw[:n] = torch.sort(values - values.mean()).values
+    raw[n:] = raw[n - 1]  # pads: beyond every point in sorted order, masked in the kernel
+    smallest, largest = raw[::TILE_1D].contiguous(), raw[TILE_1D - 1 :: TILE_1D].contiguous()
     rows = torch.empty((1, n_padded), dtype=fdtype, device=DEVICE)
-    placed = {"widest": 0.0}
 
-    def place_pads(g: float) -> None:
-        """Pads apart by sqrt(T_ZERO) in units of g / sqrt(kappa) for every scale up to g."""
-        step = math.sqrt(T_ZERO) / _hermite_sum("gauss_d0", fdtype).unit(g)
-        raw[n:] = raw[n - 1] + step * pad_steps
-        placed.update(widest=g, smallest=raw[::TILE_1D].contiguous(), largest=raw[TILE_1D - 1 :: TILE_1D].contiguous())
-
-    place_pads(max(float(np.ptp(x)), np.finfo(float).tiny))
-
-    def sums(kind: str, scales) -> np.ndarray:
+    def pair_sum(kind: str, g):
         hermite = _hermite_sum(kind, fdtype)
-        totals = []
-        for g in np.atleast_1d(np.asarray(scales, dtype=np.float64)):
-            if g > placed["widest"]:
-                place_pads(g)
-            unit = hermite.unit(g)
-            torch.mul(raw, unit, out=rows[0])
-            col_end = torch.searchsorted(placed["smallest"], placed["largest"] + hermite.reach / unit, right=True, out_int32=True)
-            totals.append(hermite.launch(rows, rows, True, col_end))
-        return torch.stack(totals).cpu().numpy() / math.sqrt(2.0 * math.pi)
+        unit = math.sqrt(hermite.kappa) / g  # a float, or a device number when g is one
+        torch.mul(raw, unit, out=rows[0])
+        col_end = torch.searchsorted(smallest, largest + hermite.reach / unit, right=True, out_int32=True)
+        return hermite.launch(rows, rows, True, col_end, n) / math.sqrt(2.0 * math.pi)
 
-    return sums
+    return PairSums1D(pair_sum, _fetch)
+
+
+def _fetch(*values) -> tuple[float, ...]:
+    """Numbers, some of them 0-d device tensors, as floats: one transfer for all of them."""
+    out = list(values)
+    on_device = [k for k, v in enumerate(values) if isinstance(v, torch.Tensor)]
+    if on_device:
+        fetched = _to_host(torch.stack([values[k].to(torch.float64) for k in on_device]))
+        for k, value in zip(on_device, fetched):
+            out[k] = value
+    return tuple(float(v) for v in out)
 
 
 @cache
@@ -233,17 +258,19 @@ class _HermiteSum:
         """The factor that puts x in units of g / sqrt(kappa), so that t is a squared difference."""
         return math.sqrt(self.kappa) / g
 
-    def launch(self, rows: torch.Tensor, cols: torch.Tensor, triangle: bool, col_end=None) -> torch.Tensor:
+    def launch(self, rows: torch.Tensor, cols: torch.Tensor, triangle: bool, col_end=None, n_cols=None) -> torch.Tensor:
         """The sum over one chunk pair (sorted rows for the triangle), as a float64 device scalar.
 
-        ``col_end``: the reachable column blocks per row block, if the caller knows them.
+        ``col_end``: the reachable column blocks per row block, if the caller knows them;
+        ``n_cols``: columns from this one on are pads whose terms the kernel masks (default:
+        none are; the caller spaced them apart).
         """
         if col_end is None:
             col_end = _reachable_column_blocks(rows, cols, triangle, self.reach, TILE_1D)
         row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_1D, GROUPS_1D)
         partial = torch.empty((row_blocks, n_groups), dtype=torch.float64, device=DEVICE)  # every program writes
         kernels.hermite_pairs_kernel[(row_blocks, n_groups)](
-            rows, cols, col_end, self.constants, partial,
+            rows, cols, col_end, cols.shape[1] if n_cols is None else n_cols, self.constants, partial,
             TRIANGLE=triangle, DEGREE=self.order // 2, BLOCK=TILE_1D, GROUP=group, FAST=_fast(self.fdtype),
             num_warps=HERMITE_WARPS,
         )
@@ -288,11 +315,13 @@ def prepare_whitened_pair_sum_sq(Z: np.ndarray, kind: str, *, dtype=None):
     if n > CHUNK_ROWS:
         return None  # streamed data: the caller whitens on the host
     centred = Z - Z.mean(axis=0)
-    radius = float(np.sqrt(np.max(np.sum(centred * centred, axis=1), initial=0.0)))
+    radius = float(np.sqrt(np.max(np.einsum("ij,ij->i", centred, centred), initial=0.0)))
     n_padded = triton.cdiv(max(n, 1), _lscv_tile(fdtype)) * _lscv_tile(fdtype)
-    z_device = torch.zeros((d, n_padded), dtype=torch.float64, device=DEVICE)  # pad columns 0
-    z_device[:, :n] = torch.from_numpy(np.ascontiguousarray(centred.T)).to(DEVICE)
-    y_device = torch.zeros((_lscv_dims(d, fdtype), n_padded), dtype=fdtype, device=DEVICE)
+    z_host = np.zeros((d, n_padded))  # pad columns 0
+    z_host[:, :n] = centred.T
+    z_device = _to_device(z_host, torch.float64)
+    dims = _lscv_dims(d, fdtype)  # coordinates d.. stay 0; the whitening writes the first d
+    y_device = (torch.zeros if dims > d else torch.empty)((dims, n_padded), dtype=fdtype, device=DEVICE)
     # M^-1 goes up through page-locked memory without a host wait (each call ends synchronised)
     m_host = torch.empty((d, d), dtype=torch.float64, pin_memory=not INTERPRETED)
     m_device = torch.empty((d, d), dtype=torch.float64, device=DEVICE)
@@ -350,7 +379,7 @@ class _LscvScales:
         self.count = h.size
         self.batch = min(SCALES_PER_PASS, triton.next_power_of_2(h.size))
         a_padded = np.r_[a, np.full(-h.size % self.batch, a[-1])]
-        self.a = torch.from_numpy(a_padded).to(device=DEVICE, dtype=fdtype)
+        self.a = _to_device(a_padded, fdtype)
         #: Pad step that puts every pad beyond the reach of the widest scale.
         self.spacing = math.sqrt(T_ZERO / a.min())
 
@@ -366,9 +395,12 @@ class _LscvScales:
                 num_warps=SINGLE_SCALE_WARPS,
             )
             return partial.sum(dim=0)
-        row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_SQ, GROUPS_SQ)
+        batches = self.a.numel() // self.batch
+        # a small n has few row blocks: split their columns into groups until the GPU is full
+        groups = max(GROUPS_SQ, triton.cdiv(MIN_PROGRAMS, (rows.shape[1] // TILE_SQ) * batches))
+        row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_SQ, groups)
         partial = torch.empty((row_blocks * n_groups, self.count, 2), dtype=torch.float64, device=DEVICE)
-        kernels.lscv_pairs_kernel[(row_blocks, n_groups, self.a.numel() // self.batch)](
+        kernels.lscv_pairs_kernel[(row_blocks, n_groups, batches)](
             rows, cols, rows.shape[1], cols.shape[1], cols.shape[1] // TILE_SQ, self.a, self.count, partial,
             DIM=d, TRIANGLE=triangle, BLOCK=TILE_SQ, GROUP=group, SCALES=self.batch, FAST=_fast(self.a.dtype),
             num_warps=NUM_WARPS if self.batch > 1 else SINGLE_SCALE_WARPS,
@@ -408,8 +440,9 @@ def kernel_sum(
         q_tensor = _padded(Q[queries], QUERY_BLOCK, 0.0, 0.0, fdtype)
         for data in _chunks(Z.shape[0]):
             z_tensor = _padded(Z[data], DATA_BLOCK, 0.0, 0.0, fdtype)
-            w_tensor = torch.zeros(z_tensor.shape[1], dtype=fdtype, device=DEVICE)
-            w_tensor[: data.stop - data.start] = torch.from_numpy(w[data]).to(DEVICE, fdtype)
+            w_padded = np.zeros(z_tensor.shape[1])
+            w_padded[: data.stop - data.start] = w[data]
+            w_tensor = _to_device(w_padded, fdtype)
             out[queries] += _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind)[: queries.stop - queries.start]
     return out
 
@@ -429,7 +462,7 @@ def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str) -> np.ndarray:
         DIM=d, KIND=_PROFILE_KIND[kind], BLOCK_Q=QUERY_BLOCK, BLOCK_Z=DATA_BLOCK, FAST=_fast(z_tensor.dtype),
         num_warps=NUM_WARPS,
     )
-    return partial.sum(dim=0).cpu().numpy()
+    return _to_host(partial.sum(dim=0))
 
 
 def _multiprocessors() -> int:

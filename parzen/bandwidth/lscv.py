@@ -18,7 +18,7 @@ from scipy import linalg, optimize
 
 from .._progress import progress_bar
 from .._threads import single_threaded_blas
-from .._validate import Data, as_data, check_spd, covariance, warn_if_tied
+from .._validate import Data, as_data, check_spd, covariance, covariance_factor, warn_if_repeated_rows, warn_if_tied
 from ..backends import get_backend, whitened_pair_sum_sq
 
 
@@ -56,8 +56,9 @@ def lscv_h_objective(X, h, *, backend: str = "auto", dtype=None):
     h_arr = np.atleast_1d(np.asarray(h, dtype=np.float64))
     if h_arr.ndim != 1 or not np.all(np.isfinite(h_arr)) or np.any(h_arr <= 0):
         raise ValueError("h must be a positive finite scalar or 1-D array of them")
-    L = check_spd(covariance(data), what="the covariance matrix of X", columns=data.columns)
-    values = _lscv_h_values(_whiten(data.values, L), h_arr, float(np.prod(np.diag(L))), backend, dtype)
+    _, L, centred = covariance_factor(data)
+    Y = linalg.solve_triangular(L, centred.T, lower=True, check_finite=False).T  # X was validated
+    values = _lscv_h_values(Y, h_arr, float(np.prod(np.diag(L))), backend, dtype)
     return float(values[0]) if np.ndim(h) == 0 else values
 
 
@@ -104,7 +105,7 @@ def lscv_h(
     :data:`ZOOM` candidates across the best point's neighbours per pass, until they are
     :data:`ZOOM_TOL` h0 apart, and the vertex of the parabola through the last best three
     (error O(spacing^2)).  Like a golden-section search it only shrinks a bracket, but each
-    shrink by 7 costs one pass over the pairs for all its candidates together (3 passes),
+    shrink by 7 costs one pass over the pairs for all its candidates together (2 passes),
     where Brent's method needs some 20 sequential passes of one h each.  A minimum on the outer
     edge raises :class:`LSCVWarning`.  The density uses the kernel scaled by Sigma, so
     for 1-D data the bandwidth in data units is h * sd.
@@ -112,19 +113,18 @@ def lscv_h(
     if grid < 3:
         raise ValueError(f"grid must have at least 3 points, got {grid}")
     data = as_data(X)
-    warn_if_tied(data, method="LSCV_h")
-    L = check_spd(covariance(data), what="the covariance matrix of X", columns=data.columns)
-    Y = _whiten(data.values, L)
+    warn_if_repeated_rows(data, method="LSCV_h")
+    _, L, centred = covariance_factor(data)
     sqrt_det = float(np.prod(np.diag(L)))
     h0 = reference_h0(data.n, data.d)
 
-    # the grid and the refinement share Y, kept where the backend computes (the GPU's memory)
+    # the grid and the refinement share the rows y = L^-1 (x - mean), whitened once where the
+    # backend computes (on the GPU: the centred data go up once and are whitened there)
     be = get_backend(backend, dtype, work=0.5 * data.n * data.n * grid)
-    pair_sums = whitened_pair_sum_sq(be, Y, "lscv", dtype=dtype)
-    identity = np.eye(data.d)
+    pair_sums = whitened_pair_sum_sq(be, centred, "lscv", dtype=dtype)
 
     def g(h: np.ndarray) -> np.ndarray:
-        return _criterion(np.asarray(pair_sums(identity, h)), data.n, data.d, h, sqrt_det)
+        return _criterion(np.asarray(pair_sums(L, h)), data.n, data.d, h, sqrt_det)
 
     candidates = np.linspace(h0 / 4, 4 * h0, grid)
     values = _grid_values(g, candidates, progress, f"LSCV_h: {grid} candidates, n={data.n}, d={data.d}")
@@ -150,8 +150,11 @@ def lscv_h(
 
 #: Candidates per refinement pass of LSCV_h (odd: the previous best is among them).
 ZOOM = 15
-#: The refinement stops when its candidates are this close, relative to h0.
-ZOOM_TOL = 1e-4
+#: The refinement stops when its candidates are this close, relative to h0 (two passes after a
+#: grid of 150).  The final parabola is then within about spacing^2 |g'''/g''| ~ 1e-6 h0 of the
+#: minimiser, finer than float32 sums resolve it: their relative noise of ~1e-7 in g moves the
+#: argmin of a parabola by about sqrt(1e-7) ~ 3e-4 of its width.
+ZOOM_TOL = 1e-3
 
 
 def _refine(g, bracket: np.ndarray, tol: float) -> float:
@@ -306,8 +309,7 @@ def lscv_H(X, *, start=None, backend: str = "auto", dtype=None, progress: bool =
     if data.n < data.d + 2:
         raise ValueError(f"LSCV_H needs at least d + 2 = {data.d + 2} rows for {data.d}-column X, got {data.n}")
     warn_if_tied(data, method="LSCV_H")
-    sigma = covariance(data)
-    P = check_spd(sigma, what="the covariance matrix of X", columns=data.columns)
+    sigma, P, _ = covariance_factor(data)
     return _minimise_matrix(
         data, P, _matrix_start(data, start, sigma), diagonal_only=False,
         backend=backend, dtype=dtype, progress=progress, label=f"LSCV_H n={data.n} d={data.d}",

@@ -50,13 +50,16 @@ def psi_functional(x: np.ndarray, order: int, g: float, *, backend="auto", dtype
         raise ValueError(f"the pilot bandwidth g must be a positive finite number, got {g!r}")
     x = data.values[:, 0]
     be = get_backend(backend, dtype, work=0.5 * x.size * x.size)
-    return _psi(lambda kind, scales: be.pair_sum_1d(x, kind, scales, dtype=dtype), x.size, order, g)
+    return _psi(lambda kind, g: float(be.pair_sum_1d(x, kind, np.array([g]), dtype=dtype)[0]), x.size, order, g)
 
 
-def _psi(pair_sums, n: int, order: int, g: float) -> float:
-    """Psi_r(g) from ``pair_sums(kind, scales)``, the backend's 1-D pair sums over the data."""
-    pair_sum = float(pair_sums(f"gauss_d{order}", np.array([g]))[0])
-    return (2.0 * pair_sum + n * gauss_derivative_at_zero(order)) / (n * n * g ** (order + 1))
+def _psi(pair_sum, n: int, order: int, g):
+    """Psi_r(g) from ``pair_sum(kind, g)``, the backend's 1-D pair sum over the data.
+
+    Plain arithmetic on what ``pair_sum`` returns (a float, or a device number: see
+    :class:`parzen.backends.PairSums1D`), so ``g`` may itself be such a number.
+    """
+    return (2.0 * pair_sum(f"gauss_d{order}", g) + n * gauss_derivative_at_zero(order)) / (n * n * g ** (order + 1))
 
 
 def plugin_stages(x, *, scale: str = "sd", backend: str = "auto", dtype=None) -> PluginStages:
@@ -78,11 +81,14 @@ def plugin_stages(x, *, scale: str = "sd", backend: str = "auto", dtype=None) ->
             sigma = min(sigma, float(q75 - q25) / NORMAL_IQR)
     psi8_ns = 105.0 / (32.0 * math.sqrt(math.pi) * sigma**9)  # eq. (14)
     g1 = (-2.0 * gauss_derivative_at_zero(6) / (GAUSS_MU2 * psi8_ns * n)) ** (1 / 9)  # eq. (15)
+    # both stages on the same prepared data; g2 follows from psi6 by arithmetic, on the device
+    # when the backend computes there, so the stages run back to back and one fetch waits
     pair_sums = prepared_pair_sum_1d(get_backend(backend, dtype, work=0.5 * n * n), v, dtype=dtype)
-    psi6 = _psi(pair_sums, n, 6, g1)  # eq. (16)
+    psi6 = _psi(pair_sums.sum, n, 6, g1)  # eq. (16)
     g2 = (-2.0 * gauss_derivative_at_zero(4) / (GAUSS_MU2 * psi6 * n)) ** (1 / 7)  # eq. (17)
-    psi4 = _psi(pair_sums, n, 4, g2)  # eq. (18)
+    psi4 = _psi(pair_sums.sum, n, 4, g2)  # eq. (18)
     h = (GAUSS_RK / (GAUSS_MU2**2 * psi4 * n)) ** 0.2  # eq. (19)
+    psi6, g2, psi4, h = pair_sums.fetch(psi6, g2, psi4, h)
     return PluginStages(h=h, sigma=sigma, g1=g1, psi6=psi6, g2=g2, psi4=psi4)
 
 
