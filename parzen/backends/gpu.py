@@ -10,7 +10,7 @@ with the same three primitives as :mod:`parzen.backends.reference`:
 - data larger than one chunk (:data:`CHUNK_ROWS` rows) are streamed: the pair sums of two
   chunks are an independent rectangle of the triangle, so only two chunks are on the device
   at a time and the sum over chunk pairs is exact;
-- data are centred in float64 on the host before any cast.
+- data are centred in float64 before any cast.
 
 Without a CUDA GPU the module imports only under ``TRITON_INTERPRET=1``, where Triton runs the
 same kernels on the CPU (slowly; CI uses that for correctness).  Install with
@@ -45,6 +45,8 @@ TILE_GRAM = 16 if INTERPRETED else 64
 QUERY_BLOCK, DATA_BLOCK = (16, 16) if INTERPRETED else (64, 64)
 #: Points per program of the whitening kernel (LSCV_H's y = M^-1 z).
 WHITEN_BLOCK = 16 if INTERPRETED else 128
+#: Host arrays from this size on go to the device through page-locked memory (see _to_device).
+PINNED_BYTES = 1 << 17
 #: Rows of data held on the device at once; bigger data are streamed chunk pair by chunk pair.
 CHUNK_ROWS = 1 << 24
 #: Column groups per row block: bounds the partial sums (1-D sums / sums over many scales).
@@ -88,12 +90,15 @@ def _chunk_pairs(n: int) -> Iterator[tuple[slice, slice, bool]]:
 
 
 def _to_device(values: np.ndarray, fdtype) -> torch.Tensor:
-    """``values`` as a device tensor of type ``fdtype``: cast on the host, then copied from
-    page-locked memory (PyTorch's caching host allocator), so the copy neither stages through
-    the driver nor makes the host wait (H100 host: a pageable 512 kB copy took 0.28 ms)."""
+    """``values`` as a device tensor of type ``fdtype``, cast on the host.  Arrays of
+    :data:`PINNED_BYTES` or more are copied from page-locked memory (PyTorch's caching host
+    allocator), so the copy neither stages through the driver nor makes the host wait (H100
+    host: a pageable 512 kB copy took 0.28 ms); below that, pinning (70 us) costs more."""
     host = torch.from_numpy(np.ascontiguousarray(values, dtype=_NUMPY_TYPE[fdtype]))
     if INTERPRETED:
         return host.clone()
+    if host.nbytes < PINNED_BYTES:
+        return host.to(DEVICE)
     return host.pin_memory().to(DEVICE, non_blocking=True)
 
 
@@ -205,9 +210,9 @@ def prepare_pair_sum_1d(x: np.ndarray, *, dtype=None) -> PairSums1D:
         return None
     fdtype = torch_dtype(dtype)
     n_padded = triton.cdiv(max(n, 1), TILE_1D) * TILE_1D
-    raw = torch.empty(n_padded, dtype=torch.float64, device=DEVICE)
+    raw = torch.empty(n_padded, dtype=fdtype, device=DEVICE)  # in float32, a sort of 4 radix passes, not 8
     values = _to_device(x, torch.float64)
-    raw[:n] = torch.sort(values - values.mean()).values
+    raw[:n] = torch.sort((values - values.mean()).to(fdtype)).values
     raw[n:] = raw[n - 1]  # pads: beyond every point in sorted order, masked in the kernel
     smallest, largest = raw[::TILE_1D].contiguous(), raw[TILE_1D - 1 :: TILE_1D].contiguous()
     rows = torch.empty((1, n_padded), dtype=fdtype, device=DEVICE)
