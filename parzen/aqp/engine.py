@@ -331,6 +331,14 @@ class Layout:
     weight: np.ndarray  # rows / drawn per stratum
     whole: np.ndarray  # zero per stratum: every stratum in answer row 0 (do not modify)
 
+    @functools.cached_property
+    def effective_rows(self) -> float:
+        """Kish's effective sample size of the whole sample (Kish 1965, Survey Sampling),
+        (sum_i w_i)^2 / sum_i w_i^2 = N^2 / sum_g rows_g^2 / drawn_g: the drawn rows when every
+        row weighs alike, fewer when small groups were drawn more densely."""
+        drawn = np.maximum(self.drawn, 1.0)
+        return float(self.rows.sum() ** 2 / (self.rows * self.rows / drawn).sum())
+
     @classmethod
     def of(cls, synopsis: Synopsis) -> Layout:
         stratum_of_row, weight_of_row, row_scale = synopsis.strata()
@@ -462,6 +470,44 @@ def _rake(n11: float, n1: float, m1: float, n: float, row_target: float, column_
     return min(max(inside[0], low), high) if inside else None
 
 
+def _shrink_to_independence(x: float, n: float, row_target: float, column_target: float, drawn: float,
+                            fraction: float) -> float:
+    """Cell (1, 1) of the raked 2 x 2 table (``x``, margins R = ``row_target`` and C =
+    ``column_target`` of n rows) shrunk towards R C / n, the table with the same margins and no
+    interaction, by as much as the sample fails to tell the two apart (empirical Bayes).
+
+    With both margins exact, the table has one free cell.  Its share d = (x - R C / n) / n (the
+    departure from independence) is estimated with variance
+
+        s^2 = (1 - f) / (m sum_ij 1 / p_ij),
+
+    p_ij the raked table's shares, m = ``drawn`` the (effective) sampled rows and f =
+    ``fraction`` the sampled fraction of the table's rows: the variance of the cell's indicator
+    left after its regression on both margins' indicators, which is what raking's calibration
+    leaves (Deville and Saerndal 1992; the residual lies along the table's one free direction
+    (+1, -1, -1, +1) / p_ij), i.e. the inverse Fisher information of that cell.  With a normal
+    prior d ~ N(0, tau^2) and tau^2 estimated by max(0, d^2 - s^2), the posterior mean is
+    (Efron and Morris 1973, JASA 68: the empirical Bayes form of Stein's rule)
+
+        d (1 - s^2 / d^2)  when d^2 > s^2,   else 0.
+
+    Columns whose dependence the sample shows clearly (|d| >> s) keep the raked cell; independent
+    ones get R C / n, whose error is only the table's own departure from independence.  With one
+    parameter the rule trades risk (simulated, d_hat ~ N(d, s^2)): its mean squared error is
+    0.33 s^2 at d = 0 and at most 1.49 s^2 (near |d| = 2.5 s), against the raked cell's s^2.
+    The result keeps both margins (it mixes two tables that have them).
+    """
+    independent = row_target * column_target / n
+    cells = (x, row_target - x, column_target - x, n - row_target - column_target + x)
+    if drawn <= 0.0 or min(cells) <= 0.0:
+        return x
+    variance = max(1.0 - fraction, 0.0) / (drawn * n * sum(1.0 / c for c in cells))
+    d = (x - independent) / n
+    if d * d <= variance:
+        return independent
+    return independent + (x - independent) * (1.0 - variance / (d * d))
+
+
 def _rake_groups(inside: np.ndarray, rows: np.ndarray, target: float) -> np.ndarray:
     """Per answer group: the factor that rakes the groups x (in, out of a box) table to the
     groups' exact rows and the table's exact rows in the box (``target``).
@@ -512,7 +558,9 @@ def _fused_answers(query, synopsis, layout: Layout, ranges, output_of_stratum, g
 
     whose error comes from the other predicates and from y alone: COUNT(*) of one range is M.
     With exactly two range columns the factor is the 2 x 2 table's raked cell over its sample
-    value instead (:func:`_rake`: both margins).  GROUP BY answers without IN / = filters get
+    value instead (:func:`_rake`: both margins), the raked cell shrunk towards the margins'
+    product as far as the sample cannot tell the columns' dependence from noise
+    (:func:`_shrink_to_independence`).  GROUP BY answers without IN / = filters get
     one factor per group, raking the groups' rows in c's box to M (:func:`_rake_groups`).  AVG,
     a ratio already, is unchanged.
     """
@@ -545,9 +593,14 @@ def _fused_answers(query, synopsis, layout: Layout, ranges, output_of_stratum, g
             exact = synopsis.grids[first].box(*boxes[first])[0]
             factor = exact / sampled
             if len(boxes) == 2 and (second := order[1]) in synopsis.grids and out[0, 0] > 0:
+                table_rows = float(layout.rows.sum())
+                column_target = synopsis.grids[second].box(*boxes[second])[0]
                 raked = _rake(out[0, 0], sampled, layout.view.marginal(models[second], *boxes[second]),
-                              float(layout.rows.sum()), exact, synopsis.grids[second].box(*boxes[second])[0])
-                factor = factor if raked is None else raked / out[0, 0]
+                              table_rows, exact, column_target)
+                if raked is not None:
+                    raked = _shrink_to_independence(raked, table_rows, exact, column_target, layout.effective_rows,
+                                                    float(layout.drawn.sum()) / table_rows)
+                    factor = raked / out[0, 0]
     elif rake_groups and first in synopsis.grids:
         rows = np.bincount(output_of_stratum, weights=layout.rows, minlength=groups)
         factor = _rake_groups(inside, rows, synopsis.grids[first].box(*boxes[first])[0])
