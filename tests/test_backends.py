@@ -187,23 +187,52 @@ def test_whitened_pair_sum_sq_agrees(tiles, backend, dtype, n, d):
 
 
 @pytest.mark.parametrize(("backend", "dtype"), [*CASES, pytest.param("numpy", None, id="numpy")])
+@pytest.mark.parametrize("n", [17, 100, 1025])
+def test_whitened_sums_repeat_and_share_buffers(tiles, backend, dtype, n):
+    """Many calls (on a GPU: eager, then replays of captured CUDA graphs), a new M or new scales
+    at each, interleaved with a second data set of the same size (the GPU shares device buffers
+    by size: each function must still sum its own data)."""
+    _skip_large(backend, n)
+    d = 3
+    rng = np.random.default_rng(n)
+    first, second = _data(n, d, offset=5.0).reshape(n, d), _data(n, d, offset=-3.0).reshape(n, d)[::-1].copy()
+    be = backends.get_backend(backend)
+    sums_first = backends.whitened_pair_sum_sq(be, first, "lscv", dtype=dtype)
+    sums_second = backends.whitened_pair_sum_sq(be, second, "lscv", dtype=dtype)
+    rtol = RTOL[np.dtype(dtype or np.float64)]
+    for call in range(6):
+        M = np.tril(rng.normal(size=(d, d)) * 0.2) + np.diag(rng.uniform(0.5, 2.0, d))
+        h = np.array([1.0]) if call % 2 else np.array([0.5, 1.0, 2.0]) * (1.0 + 0.1 * call)
+        for Z, sums in ((first, sums_first), (second, sums_second)):
+            Y = np.linalg.solve(M, (Z - Z.mean(axis=0)).T).T
+            np.testing.assert_allclose(sums(M, h), reference.pair_sum_sq(Y, "lscv", h), rtol=rtol, atol=1e-300)
+    for k in range(5):  # the same M again: the kept whitening, new scales
+        h = np.array([0.7, 1.3]) * (1.0 + 0.05 * k)
+        np.testing.assert_allclose(sums_second(M, h), reference.pair_sum_sq(Y, "lscv", h), rtol=rtol, atol=1e-300)
+
+
+def _four_sums(pair_sum, n: int, g):
+    """A chain as PLUGIN's: sums at g, at a scale computed from the first sum (0.7, carried on
+    from it as g2 is from psi6), and at scales narrower and wider than the data's range."""
+    first = pair_sum("gauss_d6", g)
+    return first, pair_sum("gauss_d4", 0.7 + 0.0 * first), pair_sum("gauss_d6", 1.5), pair_sum("gauss_d2", 80.0 + 0 * n)
+
+
+@pytest.mark.parametrize(("backend", "dtype"), [*CASES, pytest.param("numpy", None, id="numpy")])
 @pytest.mark.parametrize("n", [2, 17, 100, 1025])
 def test_prepared_pair_sum_1d_agrees(tiles, backend, dtype, n):
     """The prepared 1-D sums (data kept sorted on the GPU across PLUGIN's stages) = the reference,
-    also for a scale computed from an earlier sum (a device number on the GPU) and for scales wider
-    than the data's range (the GPU's pads are masked, not spaced)."""
+    for a chain of sums evaluated three times on new data and a new scale (on a GPU: eagerly,
+    then captured as a CUDA graph, then replayed), the GPU's pads masked, not spaced."""
     _skip_large(backend, n)
-    x = _data(n, 1, offset=20.0)
-    pair_sums = backends.prepared_pair_sum_1d(backends.get_backend(backend), x, dtype=dtype)
-    first = pair_sums.sum("gauss_d6", 0.2)
-    derived = 0.7 + 0.0 * first  # 0.7, carried on from a sum as PLUGIN's g2 is from psi6
-    calls = [("gauss_d6", 0.2, first), ("gauss_d4", 0.7, pair_sums.sum("gauss_d4", derived)),
-             ("gauss_d6", 1.5, pair_sums.sum("gauss_d6", 1.5)), ("gauss_d2", 80.0, pair_sums.sum("gauss_d2", 80.0))]
-    got = pair_sums.fetch(*(value for _, _, value in calls))
-    assert all(type(v) is float for v in got)
-    for (kind, g, _), value in zip(calls, got):
-        expected = reference.pair_sum_1d(x, kind, np.array([g]))[0]
-        np.testing.assert_allclose(value, expected, rtol=RTOL[np.dtype(dtype or np.float64)], atol=1e-12 * n * n)
+    for call, g in enumerate((0.2, 0.22, 0.18)):
+        x = _data(n, 1, offset=20.0 + call)
+        pair_sums = backends.prepared_pair_sum_1d(backends.get_backend(backend), x, dtype=dtype)
+        got = pair_sums.evaluate(_four_sums, n, g)
+        assert all(type(v) is float for v in got)
+        for (kind, scale), value in zip((("gauss_d6", g), ("gauss_d4", 0.7), ("gauss_d6", 1.5), ("gauss_d2", 80.0)), got):
+            expected = reference.pair_sum_1d(x, kind, np.array([scale]))[0]
+            np.testing.assert_allclose(value, expected, rtol=RTOL[np.dtype(dtype or np.float64)], atol=1e-12 * n * n)
 
 
 @pytest.mark.skipif(not OTHER_BACKENDS, reason="no backend besides the reference is available")

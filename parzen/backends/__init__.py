@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 
@@ -98,18 +97,24 @@ def whitened_pair_sum_sq(backend: ModuleType, Z: np.ndarray, kind: str, *, dtype
     return sums
 
 
-@dataclass(frozen=True)
 class PairSums1D:
-    """1-D pair sums over one data set, for several calls (PLUGIN's two stages).
+    """1-D pair sums over one data set, for the stages of one computation (PLUGIN's two).
 
     ``sum(kind, g)`` is sum_{i<j} f_kind((x_i - x_j) / g) for one scale g, as a number that
-    arithmetic can continue from: a float, or on the GPU a 0-d device tensor.  A scale computed
-    from an earlier sum (PLUGIN's g2 from Psi_6) then never waits for the device, which runs
-    both stages back to back.  ``fetch(*values)`` returns such numbers as floats, together.
+    arithmetic can continue from: a float here, a 0-d device tensor on the GPU, so that a scale
+    computed from an earlier sum (PLUGIN's g2 from Psi_6) never waits for the device.
+    :meth:`evaluate` runs a whole chain of such stages and returns its numbers as floats.
     """
 
-    sum: Callable
-    fetch: Callable = lambda *values: tuple(float(v) for v in values)
+    def __init__(self, pair_sum: Callable) -> None:
+        self.sum = pair_sum
+
+    def evaluate(self, chain: Callable, *args) -> tuple[float, ...]:
+        """``chain(self.sum, *args)`` (a tuple of numbers computed from the sums by plain
+        arithmetic), as floats.  Backends may run it their own way: the GPU queues it without
+        waiting and, from the second call of the same chain, integer arguments and data size,
+        replays it as one CUDA graph (float arguments are its inputs)."""
+        return tuple(float(v) for v in chain(self.sum, *args))
 
 
 def prepared_pair_sum_1d(backend: ModuleType, x: np.ndarray, *, dtype=None) -> PairSums1D:

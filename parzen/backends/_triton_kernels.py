@@ -130,7 +130,7 @@ def _gram_distances(minus2_yi, norm_i, y_cols, bj, n_cols_padded, offs, DIM: tl.
 
 @triton.jit
 def lscv_one_scale_kernel(
-    y_rows, y_cols, n_rows_padded, n_cols_padded, n_col_blocks, a, out,
+    y_rows, y_cols, n_rows_padded, n_cols_padded, n_col_blocks, n_cols, a, out,
     DIM: tl.constexpr, TRIANGLE: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, FAST: tl.constexpr,
 ):
     """out[program] = (sum 2^(-a s), sum 2^(-2 a s)) over the program's pairs, for one scale a.
@@ -138,6 +138,7 @@ def lscv_one_scale_kernel(
     LSCV_H's g(H).  s = |y_i - y_j|^2 in the Gram form |y_i|^2 + |y_j|^2 - 2 y_i.y_j: one
     matrix product per tile (DIM a multiple of 16, the added coordinates 0), i.e. DIM
     multiply-adds per pair instead of DIM subtractions and DIM multiply-adds (float32 only).
+    Columns j >= ``n_cols`` add nothing (pads; in the triangle pad rows meet only pad columns).
     """
     bi = tl.program_id(0)
     group = tl.program_id(1)
@@ -155,6 +156,8 @@ def lscv_one_scale_kernel(
         if TRIANGLE:  # noqa: SIM102  (a compile-time branch; Triton cannot mix it with a runtime "and")
             if bj == bi:  # i >= j: an infinite distance gives 2^-inf = 0
                 s = tl.where(offs[None, :] > offs[:, None], s, float("inf"))
+        if (bj + 1) * BLOCK > n_cols:  # pad columns the caller did not space apart
+            s = tl.where(bj * BLOCK + offs[None, :] < n_cols, s, float("inf"))
         e = _exp2(-a_value * s, FAST)
         acc1 += e
         acc2 += e * e
@@ -165,7 +168,7 @@ def lscv_one_scale_kernel(
 
 @triton.jit
 def lscv_pairs_kernel(
-    y_rows, y_cols, n_rows_padded, n_cols_padded, n_col_blocks, a, n_a, out,
+    y_rows, y_cols, n_rows_padded, n_cols_padded, n_col_blocks, n_cols, a, n_a, out,
     DIM: tl.constexpr, TRIANGLE: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, SCALES: tl.constexpr,
     FAST: tl.constexpr,
 ):
@@ -177,7 +180,7 @@ def lscv_pairs_kernel(
     multiply-adds per pair per batch and each scale one exp2 per pair.  Splitting the scales
     over programs keeps a small n (few tiles) from leaving the GPU idle.  (The Gram form of
     :func:`lscv_one_scale_kernel` ran slower here: the tensor of products does not broadcast
-    over the scales without a layout change per tile.)
+    over the scales without a layout change per tile.)  Columns j >= ``n_cols`` add nothing.
     """
     bi = tl.program_id(0)
     group = tl.program_id(1)
@@ -193,6 +196,8 @@ def lscv_pairs_kernel(
         if TRIANGLE:  # noqa: SIM102  (a compile-time branch; Triton cannot mix it with a runtime "and")
             if bj == bi:  # i >= j: an infinite distance gives 2^-inf = 0
                 s = tl.where(offs[None, :] > offs[:, None], s, float("inf"))
+        if (bj + 1) * BLOCK > n_cols:  # pad columns the caller did not space apart
+            s = tl.where(bj * BLOCK + offs[None, :] < n_cols, s, float("inf"))
         e = _exp2(-a_batch[:, None, None] * s[None, :, :], FAST)
         acc1 += e
         acc2 += e * e
@@ -202,24 +207,19 @@ def lscv_pairs_kernel(
 
 
 @triton.jit
-def whiten_kernel(z, m_inv, y, n, n_padded, edge, spacing, D: tl.constexpr, D_POW2: tl.constexpr, BLOCK: tl.constexpr):
-    """y[r, j] = sum_c m_inv[r, c] z[c, j] (float64, rounded to y's type) for j < n, r < D.
+def whiten_kernel(z, m_inv, y, n_padded, D: tl.constexpr, D_POW2: tl.constexpr, BLOCK: tl.constexpr):
+    """y[r, j] = sum_c m_inv[r, c] z[c, j] (float64, rounded to y's type) for r < D.
 
-    LSCV_H's whitening y = M^-1 z in one launch (z: (D, n_padded) float64 with zero pad
-    columns; m_inv: (D, D) row-major).  Pad columns j >= n become the pads of ``gpu._padded``:
-    first coordinate edge + (j - n + 1) spacing, the others 0.  Rows D.. of y are not touched.
+    LSCV's whitening y = M^-1 z in one launch (z: (D, n_padded) float64; m_inv: (D, D)
+    row-major).  Pad columns of z are 0, so are those of y: the sums mask them by index.
+    Rows D.. of y are not touched.
     """
     j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     c = tl.arange(0, D_POW2)
     inside = j < n_padded
     zt = tl.load(z + c[:, None] * n_padded + j[None, :], mask=(c[:, None] < D) & inside[None, :], other=0.0)
-    pads = edge + (j - n + 1).to(tl.float64) * spacing
     for r in tl.static_range(D):
         row = tl.sum(tl.load(m_inv + r * D + c, mask=c < D, other=0.0)[:, None] * zt, axis=0)
-        if r == 0:
-            row = tl.where(j < n, row, pads)
-        else:
-            row = tl.where(j < n, row, 0.0)
         tl.store(y + r * n_padded + j, row.to(y.dtype.element_ty), mask=inside)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from functools import cache, lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -196,35 +196,87 @@ def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> 
 def prepare_pair_sum_1d(x: np.ndarray, *, dtype=None) -> PairSums1D:
     """:class:`PairSums1D` over x, kept sorted on the device (PLUGIN's two stages).
 
-    x is sent once, centred and sorted on the device; each row block's smallest and largest
-    value are kept.  A sum then rescales the data into the compute type (order is kept), finds
-    the reachable column blocks and launches, all as device operations queued behind each other:
-    with a scale g that is a device number (PLUGIN's g2, computed from psi6) nothing waits for
-    the device until :meth:`PairSums1D.fetch`.  The pads after the largest point are masked by
-    index in the kernel, so they need no spacing that depends on g.
+    Each sum rescales the sorted data into the compute type, finds the reachable column blocks
+    and launches, all queued behind each other: with a scale g that is a device number
+    (PLUGIN's g2, computed from psi6) nothing waits for the device until the chain's numbers are
+    fetched.  From the second :meth:`~PairSums1D.evaluate` of the same chain on as many points,
+    the whole chain (sending x, centring, sorting, both stages, their arithmetic) is one CUDA
+    graph: the host then spends some 20 us on it instead of one PyTorch call per operation.
     Returns None for data of more than one chunk.
     """
     x = np.asarray(x, dtype=np.float64).ravel()
-    n = x.size
-    if n > CHUNK_ROWS:
+    if x.size > CHUNK_ROWS:
         return None
-    fdtype = torch_dtype(dtype)
-    n_padded = triton.cdiv(max(n, 1), TILE_1D) * TILE_1D
-    raw = torch.empty(n_padded, dtype=fdtype, device=DEVICE)  # in float32, a sort of 4 radix passes, not 8
-    values = _to_device(x, torch.float64)
-    raw[:n] = torch.sort((values - values.mean()).to(fdtype)).values
-    raw[n:] = raw[n - 1]  # pads: beyond every point in sorted order, masked in the kernel
-    smallest, largest = raw[::TILE_1D].contiguous(), raw[TILE_1D - 1 :: TILE_1D].contiguous()
-    rows = torch.empty((1, n_padded), dtype=fdtype, device=DEVICE)
+    return _DevicePairSums1D(x, torch_dtype(dtype))
 
-    def pair_sum(kind: str, g):
-        hermite = _hermite_sum(kind, fdtype)
-        unit = math.sqrt(hermite.kappa) / g  # a float, or a device number when g is one
-        torch.mul(raw, unit, out=rows[0])
-        col_end = torch.searchsorted(smallest, largest + hermite.reach / unit, right=True, out_int32=True)
-        return hermite.launch(rows, rows, True, col_end, n) / math.sqrt(2.0 * math.pi)
 
-    return PairSums1D(pair_sum, _fetch)
+class _SortedData1D:
+    """n points on the device, centred (in float64) and sorted in the compute type, padded to
+    whole tiles with copies of the largest (the kernel masks them by index), and each row
+    block's smallest and largest value."""
+
+    def __init__(self, n: int, fdtype) -> None:
+        self.n, self.fdtype = n, fdtype
+        n_padded = triton.cdiv(max(n, 1), TILE_1D) * TILE_1D
+        self.raw = torch.empty(n_padded, dtype=fdtype, device=DEVICE)
+        self.rows = torch.empty((1, n_padded), dtype=fdtype, device=DEVICE)
+
+    def load(self, values: torch.Tensor) -> None:
+        """Centre and sort ``values`` ((n,) float64 on the device) into place."""
+        n = self.n
+        self.raw[:n] = torch.sort((values - values.mean()).to(self.fdtype)).values
+        self.raw[n:] = self.raw[n - 1]
+        self.smallest = self.raw[::TILE_1D].contiguous()
+        self.largest = self.raw[TILE_1D - 1 :: TILE_1D].contiguous()
+
+    def pair_sum(self, kind: str, g):
+        """sum_{i<j} phi^(r)((x_i - x_j) / g) as a float64 device number; g a float or one."""
+        hermite = _hermite_sum(kind, self.fdtype)
+        unit = math.sqrt(hermite.kappa) / g
+        torch.mul(self.raw, unit, out=self.rows[0])
+        col_end = torch.searchsorted(self.smallest, self.largest + hermite.reach / unit, right=True, out_int32=True)
+        return hermite.launch(self.rows, self.rows, True, col_end, self.n) / math.sqrt(2.0 * math.pi)
+
+
+#: Chains replayed as CUDA graphs: (chain, n, compute type, integer arguments) -> _Replay, or
+#: the chain's first call (no graph yet: it compiles the kernels), or None (could not capture).
+_GRAPHS: dict = {}
+_GRAPHS_KEPT = 8
+
+
+class _DevicePairSums1D(PairSums1D):
+    """x on the GPU; ``sum`` loads it on first use, :meth:`evaluate` replays graphs."""
+
+    def __init__(self, x: np.ndarray, fdtype) -> None:
+        self.x, self.fdtype = x, fdtype
+        self._data = None
+        super().__init__(self._sum)
+
+    def _sum(self, kind: str, g):
+        if self._data is None:
+            self._data = _SortedData1D(self.x.size, self.fdtype)
+            self._data.load(_to_device(self.x, torch.float64))
+        return self._data.pair_sum(kind, g)
+
+    def evaluate(self, chain, *args) -> tuple[float, ...]:
+        """The chain's numbers, fetched together; integer arguments are part of a graph's key,
+        float arguments are its inputs."""
+        key = (chain, self.x.size, self.fdtype, tuple(a if isinstance(a, int) else None for a in args))
+        replay = _GRAPHS.get(key, False)
+        if INTERPRETED or replay is None:
+            return _fetch(*chain(self.sum, *args))
+        if replay is False:  # the first call compiles the kernels, eagerly
+            _remember(key, True)
+            return _fetch(*chain(self.sum, *args))
+        if replay is True:
+            try:
+                replay = _Replay(chain, self.x.size, self.fdtype, args)
+            except RuntimeError:  # something in the chain cannot be captured: stay eager
+                _remember(key, None)
+                torch.cuda.synchronize(DEVICE)
+                return _fetch(*chain(self.sum, *args))
+            _remember(key, replay)
+        return replay(self.x, args)
 
 
 def _fetch(*values) -> tuple[float, ...]:
@@ -236,6 +288,50 @@ def _fetch(*values) -> tuple[float, ...]:
         for k, value in zip(on_device, fetched):
             out[k] = value
     return tuple(float(v) for v in out)
+
+
+def _remember(key, value) -> None:
+    _GRAPHS.pop(key, None)
+    while len(_GRAPHS) >= _GRAPHS_KEPT:
+        _GRAPHS.pop(next(iter(_GRAPHS)))
+    _GRAPHS[key] = value
+
+
+class _Replay:
+    """A chain over n sorted points captured as one CUDA graph, with its inputs (x, the float
+    arguments) in fixed buffers that each call overwrites (x through page-locked memory)."""
+
+    def __init__(self, chain, n: int, fdtype, args) -> None:
+        self.host_x = torch.empty(n, dtype=torch.float64, pin_memory=True)
+        self.x = torch.zeros(n, dtype=torch.float64, device=DEVICE)
+        self.floats = torch.ones(sum(not isinstance(a, int) for a in args), dtype=torch.float64, device=DEVICE)
+        data = _SortedData1D(n, fdtype)
+        inputs = self._inputs(args)
+
+        def body():
+            data.load(self.x)
+            return torch.stack([torch.as_tensor(v, dtype=torch.float64, device=DEVICE) for v in chain(data.pair_sum, *inputs)])
+
+        side = torch.cuda.Stream(DEVICE)  # PyTorch's recipe: one run on a side stream before capture
+        side.wait_stream(torch.cuda.current_stream(DEVICE))
+        with torch.cuda.stream(side):
+            body()
+        torch.cuda.current_stream(DEVICE).wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.out = body()
+
+    def _inputs(self, args) -> list:
+        """``args`` with each float replaced by its slot of the graph's input buffer."""
+        slots = iter(range(self.floats.numel()))
+        return [a if isinstance(a, int) else self.floats[next(slots)] for a in args]
+
+    def __call__(self, x: np.ndarray, args) -> tuple[float, ...]:
+        self.host_x.numpy()[:] = x  # the previous call has waited for its copy
+        self.x.copy_(self.host_x, non_blocking=True)
+        self.floats.copy_(torch.tensor([float(a) for a in args if not isinstance(a, int)], dtype=torch.float64))
+        self.graph.replay()
+        return tuple(float(v) for v in _to_host(self.out))
 
 
 @cache
@@ -292,7 +388,9 @@ def pair_sum_sq(Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> 
     Y = np.asarray(Y, dtype=np.float64)
     Y = Y.reshape(len(Y), -1)
     Y = Y - Y.mean(axis=0)
-    scales = _LscvScales(params, fdtype)
+    h = np.atleast_1d(np.asarray(params, dtype=np.float64))
+    scales = _LscvScales(h.size, fdtype)
+    scales.set(h)
     d = Y.shape[1]
 
     def run(rows, cols, triangle):
@@ -306,10 +404,10 @@ def prepare_whitened_pair_sum_sq(Z: np.ndarray, kind: str, *, dtype=None):
 
     LSCV_H's Nelder-Mead loop evaluates g(H) some 1600 times on the same data, whitened by
     a different lower-triangular M each time: here the data travel to the device once, and
-    each call only sends M^-1 (d x d), whitens and places the pads on the device (one launch,
-    float64 products) and launches the pair sum; the whitened data of the last M are kept
-    (LSCV_h calls with M = I every time).  The pads go beyond every whitened point without a
-    device reduction: by Cauchy-Schwarz y_0 = (M^-1)_0 . z <= |(M^-1)_0| max|z|.
+    each call only sends M^-1 (d x d), whitens on the device (one launch, float64 products)
+    and launches the pair sum; the whitened data of the last M are kept (LSCV_h whitens once).
+    The device buffers belong to the data's size (:class:`_WhitenedData`) and are reused by
+    later data of that size; from a key's third call on they replay its launches as a CUDA graph.
     Returns None for data of more than one chunk (they are whitened on the host).
     """
     _check_sq_kind(kind)
@@ -320,39 +418,102 @@ def prepare_whitened_pair_sum_sq(Z: np.ndarray, kind: str, *, dtype=None):
     if n > CHUNK_ROWS:
         return None  # streamed data: the caller whitens on the host
     centred = Z - Z.mean(axis=0)
-    radius = float(np.sqrt(np.max(np.einsum("ij,ij->i", centred, centred), initial=0.0)))
-    n_padded = triton.cdiv(max(n, 1), _lscv_tile(fdtype)) * _lscv_tile(fdtype)
-    z_host = np.zeros((d, n_padded))  # pad columns 0
-    z_host[:, :n] = centred.T
-    z_device = _to_device(z_host, torch.float64)
-    dims = _lscv_dims(d, fdtype)  # coordinates d.. stay 0; the whitening writes the first d
-    y_device = (torch.zeros if dims > d else torch.empty)((dims, n_padded), dtype=fdtype, device=DEVICE)
-    # M^-1 goes up through page-locked memory without a host wait (each call ends synchronised)
-    m_host = torch.empty((d, d), dtype=torch.float64, pin_memory=not INTERPRETED)
-    m_device = torch.empty((d, d), dtype=torch.float64, device=DEVICE)
-    whitened = {"M": None, "spacing": math.inf}
+    key = (n, d, fdtype)
+    data = _WHITENED.pop(key, None) or _WhitenedData(n, d, fdtype)
+    _WHITENED[key] = data  # most recent last
+    while len(_WHITENED) > _WHITENED_KEPT:
+        _WHITENED.pop(next(iter(_WHITENED)))
+    owner = object()
+    data.load(centred, owner)
 
     def sums(M: np.ndarray, params) -> np.ndarray:
-        scales = _lscv_scales(tuple(np.atleast_1d(np.asarray(params, dtype=np.float64)).tolist()), fdtype)
-        M = np.asarray(M, dtype=np.float64)
-        if whitened["M"] is None or not np.array_equal(M, whitened["M"]) or scales.spacing > whitened["spacing"]:
-            m_host.numpy()[...] = np.linalg.inv(M)
-            m_device.copy_(m_host, non_blocking=True)
-            edge = float(np.linalg.norm(m_host.numpy()[0])) * radius + scales.spacing
-            kernels.whiten_kernel[(triton.cdiv(n_padded, WHITEN_BLOCK),)](
-                z_device, m_device, y_device, n, n_padded, edge, scales.spacing,
-                D=d, D_POW2=max(2, triton.next_power_of_2(d)), BLOCK=WHITEN_BLOCK,
-            )
-            whitened.update(M=M.copy(), spacing=scales.spacing)
-        return scales.launch(y_device, y_device, True, d).cpu().numpy()
+        if data.owner is not owner:  # later data of the same size took the buffers: send ours again
+            data.load(centred, owner)
+        return data.sums(np.asarray(M, dtype=np.float64), np.atleast_1d(np.asarray(params, dtype=np.float64)))
 
     return sums
 
 
-@lru_cache(maxsize=16)
-def _lscv_scales(params: tuple[float, ...], fdtype) -> _LscvScales:
-    """One :class:`_LscvScales` per parameter vector (LSCV_H sends h = 1 at every call)."""
-    return _LscvScales(np.array(params), fdtype)
+#: Device buffers of whitened data, by (n, d, compute type), most recently used last.
+_WHITENED: dict = {}
+_WHITENED_KEPT = 4
+#: Calls of one (scales, whitening) launch on one set of buffers before it is captured as a CUDA
+#: graph: LSCV_H's loop captures at once; a single LSCV_h selection (one grid pass, two
+#: refinement passes) does not, the second on data of the same size does.
+GRAPH_AFTER_CALLS = 2
+
+
+class _WhitenedData:
+    """Centred rows on the device (d x n_padded float64, pad columns 0), their whitened copy
+    y = M^-1 z in the compute type, M^-1, the scales of each parameter count, and the CUDA
+    graphs of the launches.  The sums mask the pad columns by index (they are 0 here)."""
+
+    def __init__(self, n: int, d: int, fdtype) -> None:
+        self.n, self.d, self.fdtype = n, d, fdtype
+        self.n_padded = triton.cdiv(max(n, 1), _lscv_tile(fdtype)) * _lscv_tile(fdtype)
+        self.z = torch.zeros((d, self.n_padded), dtype=torch.float64, device=DEVICE)
+        self.y = torch.zeros((_lscv_dims(d, fdtype), self.n_padded), dtype=fdtype, device=DEVICE)
+        # M^-1 goes up through page-locked memory without a host wait (each call ends synchronised)
+        self.m_host = torch.empty((d, d), dtype=torch.float64, pin_memory=not INTERPRETED)
+        self.m = torch.empty((d, d), dtype=torch.float64, device=DEVICE)
+        self.scales: dict[int, _LscvScales] = {}
+        self.graphs: dict[tuple[int, bool], list] = {}
+        self.owner, self.M = None, None
+
+    def load(self, centred: np.ndarray, owner) -> None:
+        self.z[:, : self.n] = _to_device(centred.T, torch.float64)
+        self.owner, self.M = owner, None
+
+    def sums(self, M: np.ndarray, h: np.ndarray) -> np.ndarray:
+        scales = self.scales.get(h.size)
+        if scales is None:
+            scales = self.scales[h.size] = _LscvScales(h.size, self.fdtype)
+        if scales.h is None or not np.array_equal(h, scales.h):
+            scales.set(h)
+        whiten = self.M is None or not np.array_equal(M, self.M)
+        if whiten:
+            self.m_host.numpy()[...] = np.linalg.inv(M)
+            self.m.copy_(self.m_host, non_blocking=True)
+            self.M = M.copy()
+        return self._run((h.size, whiten), lambda: self._launch(scales, whiten)).cpu().numpy()
+
+    def _launch(self, scales: _LscvScales, whiten: bool) -> torch.Tensor:
+        if whiten:
+            kernels.whiten_kernel[(triton.cdiv(self.n_padded, WHITEN_BLOCK),)](
+                self.z, self.m, self.y, self.n_padded,
+                D=self.d, D_POW2=max(2, triton.next_power_of_2(self.d)), BLOCK=WHITEN_BLOCK,
+            )
+        return scales.launch(self.y, self.y, True, self.d, n_cols=self.n)
+
+    def _run(self, key, launch) -> torch.Tensor:
+        """``launch()``, or the replay of its CUDA graph once ``key`` has had its eager calls."""
+        state = self.graphs.setdefault(key, [0, None, None])  # calls, graph, its output
+        state[0] += 1
+        if INTERPRETED or state[0] <= GRAPH_AFTER_CALLS:
+            return launch()
+        if state[1] is None:
+            try:
+                state[1], state[2] = _captured(launch)
+            except RuntimeError:  # not capturable here: stay eager
+                state[0] = -math.inf
+                torch.cuda.synchronize(DEVICE)
+                return launch()
+        state[1].replay()
+        return state[2]
+
+
+def _captured(body) -> tuple:
+    """(CUDA graph of ``body()``'s device work, its output), after one run on a side stream
+    (PyTorch's recipe); buffers that ``body`` reads are the graph's inputs."""
+    side = torch.cuda.Stream(DEVICE)
+    side.wait_stream(torch.cuda.current_stream(DEVICE))
+    with torch.cuda.stream(side):
+        body()
+    torch.cuda.current_stream(DEVICE).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = body()
+    return graph, out
 
 
 def _lscv_dims(d: int, fdtype) -> int:
@@ -372,30 +533,40 @@ def _check_sq_kind(kind: str) -> None:
 
 
 class _LscvScales:
-    """The scales of one LSCV pair sum on the device, and the launch of its kernel.
+    """``count`` scales of LSCV pair sums on the device, and the launch of their kernel.
 
     exp(-s / 4h^2) = 2^(-a s) with a = log2(e) / 4h^2, and its square is exp(-s / 2h^2);
-    ``a`` is padded to a multiple of the kernel's scale batch (the padding's sums are not read).
+    ``a`` is padded to a multiple of the kernel's scale batch (the padding's sums are not read)
+    and lives in one device buffer that :meth:`set` overwrites (a graph's input).
     """
 
-    def __init__(self, params, fdtype):
-        h = np.atleast_1d(np.asarray(params, dtype=np.float64))
+    def __init__(self, count: int, fdtype) -> None:
+        self.count = count
+        self.batch = min(SCALES_PER_PASS, triton.next_power_of_2(count))
+        padded = triton.cdiv(count, self.batch) * self.batch
+        self.a = torch.empty(padded, dtype=fdtype, device=DEVICE)
+        self.a_host = torch.empty(padded, dtype=fdtype, pin_memory=not INTERPRETED)
+        self.h, self.spacing = None, math.inf
+
+    def set(self, h: np.ndarray) -> None:
+        """New scales (as many); the copy goes up without a host wait (each call ends synchronised)."""
         a = _LOG2E / (4.0 * h * h)
-        self.count = h.size
-        self.batch = min(SCALES_PER_PASS, triton.next_power_of_2(h.size))
-        a_padded = np.r_[a, np.full(-h.size % self.batch, a[-1])]
-        self.a = _to_device(a_padded, fdtype)
-        #: Pad step that puts every pad beyond the reach of the widest scale.
+        self.a_host.numpy()[:] = np.r_[a, np.full(self.a.numel() - a.size, a[-1])]
+        self.a.copy_(self.a_host, non_blocking=True)
+        self.h = h.copy()
+        #: Pad step that puts every pad beyond the reach of the widest scale (spaced pads).
         self.spacing = math.sqrt(T_ZERO / a.min())
 
-    def launch(self, rows: torch.Tensor, cols: torch.Tensor, triangle: bool, d: int) -> torch.Tensor:
+    def launch(self, rows: torch.Tensor, cols: torch.Tensor, triangle: bool, d: int, n_cols=None) -> torch.Tensor:
         """(count, 2) float64 device sums over the pairs of one chunk pair ((dims, n_padded) data
-        of d coordinates): one scale in float32 by the Gram-form kernel, else the many-scale one."""
+        of d coordinates): one scale in float32 by the Gram-form kernel, else the many-scale one.
+        Columns from ``n_cols`` on are masked pads (default: none; the caller spaced them)."""
+        n_cols = cols.shape[1] if n_cols is None else n_cols
         if self.count == 1 and self.a.dtype == torch.float32:
             row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_GRAM, GROUPS_GRAM)
             partial = torch.empty((row_blocks * n_groups, 1, 2), dtype=torch.float64, device=DEVICE)
             kernels.lscv_one_scale_kernel[(row_blocks, n_groups)](
-                rows, cols, rows.shape[1], cols.shape[1], cols.shape[1] // TILE_GRAM, self.a, partial,
+                rows, cols, rows.shape[1], cols.shape[1], cols.shape[1] // TILE_GRAM, n_cols, self.a, partial,
                 DIM=rows.shape[0], TRIANGLE=triangle, BLOCK=TILE_GRAM, GROUP=group, FAST=_fast(self.a.dtype),
                 num_warps=SINGLE_SCALE_WARPS,
             )
@@ -406,7 +577,7 @@ class _LscvScales:
         row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_SQ, groups)
         partial = torch.empty((row_blocks * n_groups, self.count, 2), dtype=torch.float64, device=DEVICE)
         kernels.lscv_pairs_kernel[(row_blocks, n_groups, batches)](
-            rows, cols, rows.shape[1], cols.shape[1], cols.shape[1] // TILE_SQ, self.a, self.count, partial,
+            rows, cols, rows.shape[1], cols.shape[1], cols.shape[1] // TILE_SQ, n_cols, self.a, self.count, partial,
             DIM=d, TRIANGLE=triangle, BLOCK=TILE_SQ, GROUP=group, SCALES=self.batch, FAST=_fast(self.a.dtype),
             num_warps=NUM_WARPS if self.batch > 1 else SINGLE_SCALE_WARPS,
         )

@@ -81,15 +81,22 @@ def plugin_stages(x, *, scale: str = "sd", backend: str = "auto", dtype=None) ->
             sigma = min(sigma, float(q75 - q25) / NORMAL_IQR)
     psi8_ns = 105.0 / (32.0 * math.sqrt(math.pi) * sigma**9)  # eq. (14)
     g1 = (-2.0 * gauss_derivative_at_zero(6) / (GAUSS_MU2 * psi8_ns * n)) ** (1 / 9)  # eq. (15)
-    # both stages on the same prepared data; g2 follows from psi6 by arithmetic, on the device
-    # when the backend computes there, so the stages run back to back and one fetch waits
     pair_sums = prepared_pair_sum_1d(get_backend(backend, dtype, work=0.5 * n * n), v, dtype=dtype)
-    psi6 = _psi(pair_sums.sum, n, 6, g1)  # eq. (16)
-    g2 = (-2.0 * gauss_derivative_at_zero(4) / (GAUSS_MU2 * psi6 * n)) ** (1 / 7)  # eq. (17)
-    psi4 = _psi(pair_sums.sum, n, 4, g2)  # eq. (18)
-    h = (GAUSS_RK / (GAUSS_MU2**2 * psi4 * n)) ** 0.2  # eq. (19)
-    psi6, g2, psi4, h = pair_sums.fetch(psi6, g2, psi4, h)
+    psi6, g2, psi4, h = pair_sums.evaluate(_pilot_stages, n, g1)
     return PluginStages(h=h, sigma=sigma, g1=g1, psi6=psi6, g2=g2, psi4=psi4)
+
+
+def _pilot_stages(pair_sum, n: int, g1):
+    """(psi6, g2, psi4, h) from the pair sums over n points, eqs. (16)-(19).
+
+    Plain arithmetic on what ``pair_sum`` returns: on the GPU g2 follows from psi6 on the
+    device and both stages run back to back (see :meth:`parzen.backends.PairSums1D.evaluate`).
+    """
+    psi6 = _psi(pair_sum, n, 6, g1)  # eq. (16)
+    g2 = (-2.0 * gauss_derivative_at_zero(4) / (GAUSS_MU2 * psi6 * n)) ** (1 / 7)  # eq. (17)
+    psi4 = _psi(pair_sum, n, 4, g2)  # eq. (18)
+    h = (GAUSS_RK / (GAUSS_MU2**2 * psi4 * n)) ** 0.2  # eq. (19)
+    return psi6, g2, psi4, h
 
 
 def plugin(x, *, scale: str = "sd", backend: str = "auto", dtype=None) -> float:
