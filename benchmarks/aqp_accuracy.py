@@ -236,7 +236,8 @@ def run(args) -> dict:
     queries = random_queries(rng, args.table, q, args.queries, group)
     pairs = regression_pairs(queries) if args.regression else []
     started = time.perf_counter()
-    synopsis = engine.build(args.table, sample=args.sample, group_by=args.group_by or None, regression=pairs or None)
+    synopsis = engine.build(args.table, sample=args.sample, group_by=args.group_by or None, regression=pairs or None,
+                            seed=args.seed)
     build_seconds = time.perf_counter() - started
     assert list(synopsis.models) == smoothed, (list(synopsis.models), smoothed)
     sizes = synopsis.nbytes()
@@ -454,7 +455,7 @@ def main() -> None:
     parser.add_argument("--group-by", nargs="*", default=None, help="default: carrier origin / l_returnflag")
     parser.add_argument("--sample", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seeds the queries and both samples (the synopsis's and the equal-bytes one)")
     parser.add_argument("--no-regression", dest="regression", action="store_false",
                         help="build no regressions y ~ x (and skip their comparison)")
     parser.add_argument("--no-dbest", dest="dbest", action="store_false",
