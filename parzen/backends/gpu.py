@@ -211,20 +211,21 @@ def prepare_pair_sum_1d(x: np.ndarray, *, dtype=None) -> PairSums1D:
 
 
 class _SortedData1D:
-    """n points on the device, centred (in float64) and sorted in the compute type, padded to
+    """n points on the device, centred and sorted in float64 (sorting float32 values, 4 radix
+    passes instead of 8, rounded twice: 1.02e-5 off a float32 sum at n = 1025), padded to
     whole tiles with copies of the largest (the kernel masks them by index), and each row
     block's smallest and largest value."""
 
     def __init__(self, n: int, fdtype) -> None:
         self.n, self.fdtype = n, fdtype
         n_padded = triton.cdiv(max(n, 1), TILE_1D) * TILE_1D
-        self.raw = torch.empty(n_padded, dtype=fdtype, device=DEVICE)
+        self.raw = torch.empty(n_padded, dtype=torch.float64, device=DEVICE)
         self.rows = torch.empty((1, n_padded), dtype=fdtype, device=DEVICE)
 
     def load(self, values: torch.Tensor) -> None:
         """Centre and sort ``values`` ((n,) float64 on the device) into place."""
         n = self.n
-        self.raw[:n] = torch.sort((values - values.mean()).to(self.fdtype)).values
+        self.raw[:n] = torch.sort(values - values.mean()).values  # float64: rescaled before one rounding
         self.raw[n:] = self.raw[n - 1]
         self.smallest = self.raw[::TILE_1D].contiguous()
         self.largest = self.raw[TILE_1D - 1 :: TILE_1D].contiguous()
