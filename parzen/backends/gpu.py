@@ -38,7 +38,9 @@ DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 #: LSCV over many scales (H100, 150 h, d = 16, tile / warps / groups / scales per pass):
 #: 16 / 8 / 1 / 16 took 0.093, 8.8 and 138 ms at n = 1024, 16384 and 65536; the former
 #: 32 / 8 / 64 / 8 took 0.50, 22 and 220 ms (small tiles: more programs to hide latency).
-TILE_1D, TILE_SQ = (16, 16) if INTERPRETED else (32, 16)
+#: PLUGIN (both stages, repeated calls) with 1-D tiles of 64 against 32: n = 2^20 402 against
+#: 469 ms, n = 32768 0.89-1.00 against 0.94-0.95 ms (two runs).
+TILE_1D, TILE_SQ = (16, 16) if INTERPRETED else (64, 16)
 #: Tile side of the one-scale LSCV kernel (the Gram form; H100, g(H) at n = 16384, d = 16:
 #: 64 with 4 warps 0.22 ms, 32 0.28 ms, 128 0.26 ms with 8 warps).
 TILE_GRAM = 16 if INTERPRETED else 64
