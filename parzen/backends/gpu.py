@@ -48,7 +48,10 @@ QUERY_BLOCK, DATA_BLOCK = (16, 16) if INTERPRETED else (64, 64)
 #: Points per program of the whitening kernel (LSCV_H's y = M^-1 z).
 WHITEN_BLOCK = 16 if INTERPRETED else 128
 #: Host arrays from this size on go to the device through page-locked memory (see _to_device).
-PINNED_BYTES = 1 << 17
+PINNED_BYTES = 1 << 20
+#: Data of at most this many rows replay their repeated device work as CUDA graphs; beyond it the
+#: kernels' time dwarfs the host's (some 20 us per PyTorch operation on the H100 host).
+GRAPH_MAX_ROWS = 1 << 15
 #: Rows of data held on the device at once; bigger data are streamed chunk pair by chunk pair.
 CHUNK_ROWS = 1 << 24
 #: Column groups per row block: bounds the partial sums (1-D sums / sums over many scales).
@@ -201,7 +204,8 @@ def prepare_pair_sum_1d(x: np.ndarray, *, dtype=None) -> PairSums1D:
     Each sum rescales the sorted data into the compute type, finds the reachable column blocks
     and launches, all queued behind each other: with a scale g that is a device number
     (PLUGIN's g2, computed from psi6) nothing waits for the device until the chain's numbers are
-    fetched.  From the second :meth:`~PairSums1D.evaluate` of the same chain on as many points,
+    fetched.  From the second :meth:`~PairSums1D.evaluate` of the same chain on as many points
+    (up to :data:`GRAPH_MAX_ROWS`),
     the whole chain (sending x, centring, sorting, both stages, their arithmetic) is one CUDA
     graph: the host then spends some 20 us on it instead of one PyTorch call per operation.
     Returns None for data of more than one chunk.
@@ -266,7 +270,7 @@ class _DevicePairSums1D(PairSums1D):
         float arguments are its inputs."""
         key = (chain, self.x.size, self.fdtype, tuple(a if isinstance(a, int) else None for a in args))
         replay = _GRAPHS.get(key, False)
-        if INTERPRETED or replay is None:
+        if INTERPRETED or replay is None or self.x.size > GRAPH_MAX_ROWS:
             return _fetch(*chain(self.sum, *args))
         if replay is False:  # the first call compiles the kernels, eagerly
             _remember(key, True)
@@ -315,14 +319,7 @@ class _Replay:
             data.load(self.x)
             return torch.stack([torch.as_tensor(v, dtype=torch.float64, device=DEVICE) for v in chain(data.pair_sum, *inputs)])
 
-        side = torch.cuda.Stream(DEVICE)  # PyTorch's recipe: one run on a side stream before capture
-        side.wait_stream(torch.cuda.current_stream(DEVICE))
-        with torch.cuda.stream(side):
-            body()
-        torch.cuda.current_stream(DEVICE).wait_stream(side)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.out = body()
+        self.graph, self.out = _captured(body)
 
     def _inputs(self, args) -> list:
         """``args`` with each float replaced by its slot of the graph's input buffer."""
@@ -492,7 +489,7 @@ class _WhitenedData:
         """``launch()``, or the replay of its CUDA graph once ``key`` has had its eager calls."""
         state = self.graphs.setdefault(key, [0, None, None])  # calls, graph, its output
         state[0] += 1
-        if INTERPRETED or state[0] <= GRAPH_AFTER_CALLS:
+        if INTERPRETED or state[0] <= GRAPH_AFTER_CALLS or self.n > GRAPH_MAX_ROWS:
             return launch()
         if state[1] is None:
             try:
@@ -506,13 +503,9 @@ class _WhitenedData:
 
 
 def _captured(body) -> tuple:
-    """(CUDA graph of ``body()``'s device work, its output), after one run on a side stream
-    (PyTorch's recipe); buffers that ``body`` reads are the graph's inputs."""
-    side = torch.cuda.Stream(DEVICE)
-    side.wait_stream(torch.cuda.current_stream(DEVICE))
-    with torch.cuda.stream(side):
-        body()
-    torch.cuda.current_stream(DEVICE).wait_stream(side)
+    """(CUDA graph of ``body()``'s device work, its output); buffers that ``body`` reads are the
+    graph's inputs.  ``body`` has run eagerly before (its kernels are compiled), which is the
+    warm-up PyTorch's recipe asks for."""
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         out = body()
