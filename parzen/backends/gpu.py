@@ -406,8 +406,9 @@ def prepare_whitened_pair_sum_sq(Z: np.ndarray, kind: str, *, dtype=None):
     a different lower-triangular M each time: here the data travel to the device once, and
     each call only sends M^-1 (d x d), whitens on the device (one launch, float64 products)
     and launches the pair sum; the whitened data of the last M are kept (LSCV_h whitens once).
-    The device buffers belong to the data's size (:class:`_WhitenedData`) and are reused by
-    later data of that size; from a key's third call on they replay its launches as a CUDA graph.
+    For at most :data:`GRAPH_MAX_ROWS` rows the device buffers belong to the data's size
+    (:class:`_WhitenedData`) and are reused by later data of that size, and from a launch's third
+    call on they replay it as a CUDA graph.
     Returns None for data of more than one chunk (they are whitened on the host).
     """
     _check_sq_kind(kind)
@@ -420,9 +421,10 @@ def prepare_whitened_pair_sum_sq(Z: np.ndarray, kind: str, *, dtype=None):
     centred = Z - Z.mean(axis=0)
     key = (n, d, fdtype)
     data = _WHITENED.pop(key, None) or _WhitenedData(n, d, fdtype)
-    _WHITENED[key] = data  # most recent last
-    while len(_WHITENED) > _WHITENED_KEPT:
-        _WHITENED.pop(next(iter(_WHITENED)))
+    if n <= GRAPH_MAX_ROWS:  # small buffers are kept for the next data of this size; big ones go with sums
+        _WHITENED[key] = data  # most recent last
+        while len(_WHITENED) > _WHITENED_KEPT:
+            _WHITENED.pop(next(iter(_WHITENED)))
     owner = object()
     data.load(centred, owner)
 
