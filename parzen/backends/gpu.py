@@ -108,9 +108,10 @@ def _to_device(values: np.ndarray, fdtype) -> torch.Tensor:
 
 
 def _to_host(values: torch.Tensor) -> np.ndarray:
-    """A device tensor as a NumPy array, copied into page-locked memory (one wait)."""
-    if INTERPRETED:
-        return values.numpy()
+    """A device tensor as a NumPy array (one wait), through page-locked memory from
+    :data:`PINNED_BYTES` on, as :func:`_to_device`."""
+    if INTERPRETED or values.nbytes < PINNED_BYTES:
+        return values.cpu().numpy()
     host = torch.empty(values.shape, dtype=values.dtype, pin_memory=True)
     host.copy_(values, non_blocking=True)
     torch.cuda.current_stream(DEVICE).synchronize()
@@ -239,7 +240,7 @@ class _SortedData1D:
     def pair_sum(self, kind: str, g):
         """sum_{i<j} phi^(r)((x_i - x_j) / g) as a float64 device number; g a float or one."""
         hermite = _hermite_sum(kind, self.fdtype)
-        unit = math.sqrt(hermite.kappa) / g
+        unit = hermite.unit(g)  # a device number when g is one
         torch.mul(self.raw, unit, out=self.rows[0])
         col_end = torch.searchsorted(self.smallest, self.largest + hermite.reach / unit, right=True, out_int32=True)
         return hermite.launch(self.rows, self.rows, True, col_end, self.n) / math.sqrt(2.0 * math.pi)
@@ -268,22 +269,21 @@ class _DevicePairSums1D(PairSums1D):
     def evaluate(self, chain, *args) -> tuple[float, ...]:
         """The chain's numbers, fetched together; integer arguments are part of a graph's key,
         float arguments are its inputs."""
-        key = (chain, self.x.size, self.fdtype, tuple(a if isinstance(a, int) else None for a in args))
-        replay = _GRAPHS.get(key, False)
-        if INTERPRETED or replay is None or self.x.size > GRAPH_MAX_ROWS:
-            return _fetch(*chain(self.sum, *args))
-        if replay is False:  # the first call compiles the kernels, eagerly
-            _remember(key, True)
-            return _fetch(*chain(self.sum, *args))
-        if replay is True:
-            try:
-                replay = _Replay(chain, self.x.size, self.fdtype, args)
-            except RuntimeError:  # something in the chain cannot be captured: stay eager
-                _remember(key, None)
-                torch.cuda.synchronize(DEVICE)
-                return _fetch(*chain(self.sum, *args))
-            _remember(key, replay)
-        return replay(self.x, args)
+        if not INTERPRETED and self.x.size <= GRAPH_MAX_ROWS:
+            key = (chain, self.x.size, self.fdtype, tuple(a if isinstance(a, int) else None for a in args))
+            state = _GRAPHS.get(key, False)
+            if state is True:  # seen once (its kernels compiled): capture now
+                try:
+                    state = _Replay(chain, self.x.size, self.fdtype, args)
+                except RuntimeError:  # something in the chain cannot be captured: stay eager
+                    state = None
+                    torch.cuda.synchronize(DEVICE)
+                _remember(key, state)
+            elif state is False:
+                _remember(key, True)
+            if isinstance(state, _Replay):
+                return state(self.x, args)
+        return _fetch(*chain(self.sum, *args))
 
 
 def _fetch(*values) -> tuple[float, ...]:

@@ -56,9 +56,8 @@ def lscv_h_objective(X, h, *, backend: str = "auto", dtype=None):
     h_arr = np.atleast_1d(np.asarray(h, dtype=np.float64))
     if h_arr.ndim != 1 or not np.all(np.isfinite(h_arr)) or np.any(h_arr <= 0):
         raise ValueError("h must be a positive finite scalar or 1-D array of them")
-    _, L, centred = covariance_factor(data)
-    Y = linalg.solve_triangular(L, centred.T, lower=True, check_finite=False).T  # X was validated
-    values = _lscv_h_values(Y, h_arr, float(np.prod(np.diag(L))), backend, dtype)
+    _, L, _ = covariance_factor(data)
+    values = _lscv_h_values(_whiten(data.values, L), h_arr, float(np.prod(np.diag(L))), backend, dtype)
     return float(values[0]) if np.ndim(h) == 0 else values
 
 

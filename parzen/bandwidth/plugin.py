@@ -50,7 +50,7 @@ def psi_functional(x: np.ndarray, order: int, g: float, *, backend="auto", dtype
         raise ValueError(f"the pilot bandwidth g must be a positive finite number, got {g!r}")
     x = data.values[:, 0]
     be = get_backend(backend, dtype, work=0.5 * x.size * x.size)
-    return _psi(lambda kind, g: float(be.pair_sum_1d(x, kind, np.array([g]), dtype=dtype)[0]), x.size, order, g)
+    return float(_psi(prepared_pair_sum_1d(be, x, dtype=dtype).sum, x.size, order, g))
 
 
 def _psi(pair_sum, n: int, order: int, g):
