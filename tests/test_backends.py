@@ -6,6 +6,7 @@ import pytest
 
 from parzen import backends
 from parzen.backends import reference
+from parzen.bandwidth import psi_functional
 from parzen.kernels import KERNELS, gauss_derivative
 
 OTHER_BACKENDS = [b for b in backends.available() if b != "numpy"]
@@ -358,3 +359,16 @@ def test_gpu_skips_only_column_blocks_whose_terms_underflow(monkeypatch, dtype):
     expected = reference.pair_sum_1d(x, "gauss_d4", scales)
     bound = [_abs_pair_sum(x, 4, g) for g in scales]
     np.testing.assert_array_less(np.abs(got - expected), RTOL[np.dtype(dtype)] * np.array(bound))
+
+
+@pytest.mark.skipif(not OTHER_BACKENDS, reason="no backend besides the reference is available")
+@pytest.mark.parametrize(("backend", "dtype"), CASES)
+def test_psi_functional_agrees(backend, dtype):
+    """Psi_r through a backend's prepared sums (a device number on the GPU) comes back a float
+    equal to the reference's, within float32 rounding of the terms' sizes."""
+    n, g = 100, 0.5
+    x = _data(n, 1, offset=3.0)
+    got = psi_functional(x, 6, g, backend=backend, dtype=dtype)
+    expected = psi_functional(x, 6, g, backend="numpy")
+    assert type(got) is float
+    assert abs(got - expected) <= 2 * RTOL[np.dtype(dtype)] * _abs_pair_sum(x, 6, g) / (n * n * g**7) + 1e-15
