@@ -385,7 +385,7 @@ def _comparison_blocks(compared) -> Group:
     for sql, rows, (approx_ms, form, exact_ms) in compared:
         parts += [Text(""), Text(sql, style="bold"),
                   Text(f"approximate from the {form} in {approx_ms} ms, exact in {exact_ms} ms")]
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
         table.add_column("aggregate", overflow="fold")
         for header in ("approx", "exact", "rel. error"):
             table.add_column(header, no_wrap=True, justify="right")
