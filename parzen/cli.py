@@ -562,18 +562,26 @@ def bench(
 
 
 def _bench_table(problem: str, rows: list[dict]) -> Table:
-    """One problem's rows: median seconds, speedup over sequential and over the best exact peer."""
+    """One problem's rows: median seconds, speedup over sequential and over the best exact peer.
+    The implementation, its dtype and threads share a column (as in the run's log), which keeps the
+    table within 80 columns; a skipped measurement's reason folds within its cell."""
     from .benchmark.report import show
 
-    table = Table(title=problem, title_justify="left", caption="x seq, x peer: > 1 is faster", caption_justify="left")
-    for heading in ("n", "d", "implementation", "dtype", "threads", "median s", "x seq", "x peer", "rel. diff"):
-        table.add_column(heading, justify="left" if heading in ("implementation", "dtype") else "right")
+    table = Table(title=problem, title_justify="left", caption_justify="left",
+                  caption="implementation: name, dtype, x threads; x seq, x peer: > 1 is faster")
+    for heading in ("n", "d"):
+        table.add_column(heading, justify="right", no_wrap=True)
+    table.add_column("implementation", overflow="fold")
+    table.add_column("median s", justify="right", overflow="fold")
+    for heading in ("x seq", "x peer", "rel. diff"):
+        table.add_column(heading, justify="right", no_wrap=True)
     for row in rows:
-        cells = [show(row.get(key)) for key in ("n", "d", "implementation", "dtype", "threads")]
+        who = f"{row['implementation']} {row['dtype']} x{row['threads']}"
+        cells = [show(row.get("n")), show(row.get("d")), Text(who)]
         if row["status"] == "ok":
             cells += [show(row[key]) for key in ("seconds", "speedup", "vs_best_exact_peer", "rel_diff")]
         else:
-            cells += [Text(row["status"], style="yellow")]
+            cells += [Text(row["status"], style="yellow", justify="left")]
         table.add_row(*cells)
     return table
 

@@ -1,5 +1,6 @@
 """The command line (``parzen``), the bundled data sets, table reading and plots."""
 
+import io
 import json
 import subprocess
 import sys
@@ -560,3 +561,16 @@ def test_read_only_commands_leave_the_file_to_a_writer(markup_db):
             check=False, capture_output=True, text=True,
         )
         assert writer.returncode == 0, writer.stderr
+
+
+def test_bench_table_fits_80_columns():
+    ok = {"problem": "KDE", "n": 100000, "d": 2, "implementation": "parzen sequential", "dtype": "float64",
+          "threads": 16, "status": "ok", "seconds": 1.234567e-4, "speedup": 12.3456, "vs_best_exact_peer": None,
+          "rel_diff": 9.415e-16}
+    skipped = {**ok, "implementation": "parzen cpu", "status": "skipped (too slow: 0.0262 s at n=100, O(n^2) over budget)"}
+    console = cli.plain_console(width=80, file=io.StringIO(), record=True)
+    console.print(cli._bench_table("KDE", [ok, skipped]))
+    text = console.export_text()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    for cell in ("100000", "float64 x16", "0.0001235", "12.35", "9.415e-16", "skipped (too"):
+        assert cell in text
