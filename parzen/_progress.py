@@ -41,9 +41,9 @@ def progress_bar(enabled: bool, description: str, total: float | None = None) ->
         TimeElapsedColumn,
     )
 
-    columns = [SpinnerColumn(), TextColumn("{task.description}")]
+    columns = [SpinnerColumn(), TextColumn("{task.description}", markup=False)]  # may hold a table's name
     if total is None:
-        columns += [TextColumn("{task.completed:.0f} steps"), TextColumn("{task.fields[status]}")]
+        columns += [TextColumn("{task.completed:.0f} steps"), TextColumn("{task.fields[status]}", markup=False)]
     else:
         columns += [BarColumn(), MofNCompleteColumn()]
     columns.append(TimeElapsedColumn())

