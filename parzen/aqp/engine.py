@@ -6,7 +6,7 @@ import functools
 import math
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
@@ -18,7 +18,7 @@ from ._box import box_sums
 from .build import build_synopsis, quote
 from .estimate import _REACH, Estimate, SampleView, row_terms, warm_up, z_value
 from .grid import GRID_POINTS
-from .sql import AggregateQuery, UnsupportedQuery, parse, read_only_sql, to_sql
+from .sql import AggregateQuery, Range, UnsupportedQuery, parse, read_only_sql, to_sql
 from .synopsis import Synopsis
 
 
@@ -31,7 +31,10 @@ class Engine:
 
     ``database`` is a DuckDB file path (created if missing), ``":memory:"`` or an open
     ``duckdb`` connection.  Synopses are stored in the database (table ``parzen_synopses``)
-    and reloaded by a new Engine.
+    and reloaded by a new Engine.  A path is opened with :data:`LOCKED_DOWN` (no file access
+    but the database, no Python variables as tables, settings locked); a given connection is
+    used as it is, and ``exact=True`` then needs it opened with ``enable_external_access``
+    false (see :meth:`_exact`).
     """
 
     def __init__(self, database, *, read_only: bool = False) -> None:
@@ -41,7 +44,7 @@ class Engine:
             path = str(database)
             if read_only and path != ":memory:" and not Path(path).exists():
                 raise ValueError(f"no database file {path!r}")
-            self.con = duckdb.connect(path, read_only=read_only)
+            self.con = _connect_locked_down(path, read_only)
         self._cache: dict[str, Synopsis] = {}
         self._layouts: dict[str, Layout] = {}
 
@@ -157,11 +160,9 @@ class Engine:
         elif method == "regression":
             if with_error:
                 raise ValueError("method='regression' gives no intervals; with_error=True needs method='density'")
-            query = parse(sql)
-            result, form = self._regression(query), "regression"
+            result, form = self._regression(self._resolved(parse(sql))), "regression"
         else:
-            query = parse(sql)
-            result, form = self._approximate(query, with_error, z_value(confidence))
+            result, form = self._approximate(self._resolved(parse(sql)), with_error, z_value(confidence))
         result.attrs["seconds"] = time.perf_counter() - started
         result.attrs["form"] = form
         return result
@@ -173,7 +174,7 @@ class Engine:
         ``attrs["approximate_seconds"]`` and ``attrs["exact_seconds"]`` hold the latencies,
         ``attrs["form"]`` what answered (see :meth:`query`).
         """
-        query = parse(sql)
+        query = self._resolved(parse(sql))
         approx = self.query(sql, method=method)
         exact = self._run(to_sql(query))
         keys = list(query.group_by)
@@ -186,18 +187,80 @@ class Engine:
                         "form": approx.attrs["form"]}
         return merged
 
+    def _resolved(self, query: AggregateQuery) -> AggregateQuery:
+        """``query`` with its table and column names spelled as in the synopsis.
+
+        DuckDB matches identifiers case-insensitively, quoted or not (a table or a table's columns
+        cannot hold two names that differ only in case), so ``FROM T WHERE X > 1`` reads ``t.x``;
+        it names a selected column as stored, an aggregate as written, and so do the answers here.
+        A name that matches as written costs a dict lookup; only the others are looked up casefolded.
+        """
+        table = self._synopsis_name(query.table)
+        synopsis = self.synopsis(table)
+        has = synopsis.models.keys() | set(synopsis.group_by)
+        if table == query.table and query.columns <= has:
+            return query
+        folded = {name.casefold(): name for name in has}
+
+        def stored(name: str) -> str:
+            return name if name in has else folded.get(name.casefold(), name)
+
+        ranges: dict[str, Range] = {}
+        for column, r in query.ranges.items():
+            r = replace(r, column=stored(column))
+            ranges[r.column] = ranges[r.column].intersect(r) if r.column in ranges else r
+        members: dict[str, frozenset] = {}
+        for column, values in query.members.items():
+            members[stored(column)] = members.get(stored(column), values) & values
+        select = tuple(stored(item) if isinstance(item, str) else
+                       replace(item, column=item.column and stored(item.column)) for item in query.select)
+        return AggregateQuery(table, select, ranges, members, tuple(stored(g) for g in query.group_by))
+
+    def _synopsis_name(self, table: str) -> str:
+        """The name under which ``table``'s synopsis is kept, matched case-insensitively as DuckDB
+        matches table names (``table`` itself when none matches: loading it then says so)."""
+        if table in self._cache:
+            return table
+        folded = table.casefold()
+        for name in (*self._cache, *store.stored_tables(self.con)):
+            if name.casefold() == folded:
+                return name
+        return table
+
     def _exact(self, sql: str) -> pd.DataFrame:
+        """``sql`` run in DuckDB, in two layers: :func:`read_only_sql` admits one read-only query
+        over tables that exist (case-insensitively, as DuckDB resolves names) and re-generates it;
+        DuckDB runs the result on a connection that cannot touch files (``enable_external_access``
+        false: no ``read_csv``, no replacement scan of a file name, no ATTACH or COPY), in a
+        read-only transaction (:meth:`_run`)."""
+        _require_no_external_access(self.con)
         text, tables = read_only_sql(sql)
-        known = {r[0] for r in self.con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        missing = sorted(tables - known)
+        known, names = _catalog_tables(self.con)
+        missing = sorted(".".join(parts) for parts in tables if tuple(p.casefold() for p in parts) not in known)
         if missing:
-            raise ValueError(f"no table {missing[0]!r} in the database; its tables: {', '.join(sorted(known))}")
+            raise ValueError(f"no table {missing[0]!r} in the database; its tables: {', '.join(names)}")
         return self._run(text)
 
     def _run(self, text: str) -> pd.DataFrame:
-        started = time.perf_counter()
-        frame = self.con.execute(text).df()
-        frame.attrs["seconds"] = time.perf_counter() - started
+        """The result of ``text``, which must be one SELECT by DuckDB's own parser, run inside
+        ``BEGIN TRANSACTION READ ONLY`` ... ``ROLLBACK`` (writes fail, nothing is kept); a file
+        read that DuckDB refuses (external access disabled) becomes a ValueError."""
+        statements = self.con.extract_statements(text)
+        if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+            raise ValueError(f"the database runs one SELECT statement here, not {text!r}")
+        try:
+            self.con.execute("BEGIN TRANSACTION READ ONLY")
+        except duckdb.TransactionException as err:
+            raise ValueError("exact answers run in their own read-only transaction, but the connection has one "
+                             "open: commit or roll it back first") from err
+        try:
+            started = time.perf_counter()
+            frame = self.con.execute(statements[0]).df()
+            frame.attrs["seconds"] = time.perf_counter() - started
+        except duckdb.PermissionException as err:  # e.g. a view over read_csv(...)
+            raise ValueError(f"the query reads a file, which this connection may not: {err}") from err
+        finally:
+            self.con.execute("ROLLBACK")
         return frame
 
     def _approximate(self, query: AggregateQuery, with_error: bool, z: float) -> tuple[pd.DataFrame, str]:
@@ -245,6 +308,53 @@ class Engine:
                 f"answers describe the old data: engine.refresh({synopsis.table!r}) rebuilds it",
                 StaleSynopsisWarning, stacklevel=3,
             )
+
+
+#: The configuration of the DuckDB instance an Engine opens itself: no file access beyond the
+#: database file (no ``read_csv``, ``glob``, replacement scans of file names, ATTACH, COPY, extension
+#: installs), no Python variables read as tables, and the configuration locked so no query can
+#: change it back (DuckDB refuses SET and RESET then).
+LOCKED_DOWN = {"enable_external_access": False, "python_enable_replacements": False, "lock_configuration": True}
+
+
+def _connect_locked_down(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    try:
+        return duckdb.connect(path, read_only=read_only, config=dict(LOCKED_DOWN))
+    except duckdb.ConnectionException as err:
+        if "different configuration" not in str(err):
+            raise
+        raise ValueError(f"{path} is already open in this process through another duckdb connection (DuckDB "
+                         "shares one instance per file, and an Engine opens its own without file access): "
+                         "close that connection first, or pass it to Engine(con)") from err
+
+
+def _require_no_external_access(con: duckdb.DuckDBPyConnection) -> None:
+    if con.execute("SELECT current_setting('enable_external_access')").fetchone()[0]:
+        raise ValueError(
+            "exact=True runs SQL only where DuckDB cannot read files, and this Engine was given a connection with "
+            "external access enabled: open it with duckdb.connect(path, config={'enable_external_access': False}) "
+            "(or run SET enable_external_access = false on it, which cannot be undone), or pass the database "
+            "path to Engine, which opens it so"
+        )
+
+
+def _catalog_tables(con: duckdb.DuckDBPyConnection) -> tuple[set[tuple[str, ...]], list[str]]:
+    """The names, as casefolded name parts, under which DuckDB finds the database's tables and views
+    (``t`` in the current catalog and schema or a temporary one, ``schema.t``, ``catalog.t`` of a
+    ``main`` schema, ``catalog.schema.t``), and their plain names for messages."""
+    rows = con.execute("SELECT table_catalog, table_schema, table_name, current_database(), current_schema() "
+                       "FROM information_schema.tables").fetchall()
+    known = set()
+    for catalog, schema, name, database, default_schema in rows:
+        catalog, schema, name = catalog.casefold(), schema.casefold(), name.casefold()
+        known.add((catalog, schema, name))
+        if catalog in (database.casefold(), "temp"):
+            known.add((schema, name))
+            if schema == default_schema.casefold():
+                known.add((name,))
+        if schema == "main":
+            known.add((catalog, name))
+    return known, sorted({row[2] for row in rows})
 
 
 def _check_columns(query: AggregateQuery, synopsis: Synopsis) -> None:
