@@ -127,6 +127,7 @@ def test_ranges_on_one_column_intersect():
         ("SELECT COUNT(*) FROM t LIMIT 1", "LIMIT"),
         ("SELECT COUNT(*) FROM t GROUP BY g HAVING COUNT(*) > 1", "HAVING"),
         ("SELECT COUNT(*) FROM (SELECT * FROM t)", "subquery"),
+        ("WITH t AS (SELECT 1 AS x) SELECT COUNT(*) FROM t WHERE x > 0", "WITH"),
         ("DELETE FROM t", "not a SELECT"),
         ("SELECT COUNT(*) FROM t; DROP TABLE t", "2 statements"),
         ("SELECT SUM(*) FROM t", "SUM(*)"),

@@ -314,7 +314,7 @@ def mixed_case():
          'SELECT COUNT(*) FROM "Flights" WHERE "DepDelay" BETWEEN 80 AND 120 AND "Distance" < 800'),
         ('SELECT SUM("DEPDELAY") FROM "flights" WHERE "distance" > 500 AND Distance < 1500',
          'SELECT SUM("DEPDELAY") FROM "Flights" WHERE "Distance" > 500 AND "Distance" < 1500'),
-        ("SELECT carrier, COUNT(*) FROM flights WHERE depdelay > 100 AND CARRIER IN ('AA', 'UA') GROUP BY carrier",
+        ("SELECT Carrier, COUNT(*) FROM flights WHERE depdelay > 100 AND CARRIER IN ('AA', 'UA') GROUP BY carrier",
          """SELECT carrier, COUNT(*) FROM "Flights" WHERE "DepDelay" > 100 AND "Carrier" IN ('AA', 'UA')
             GROUP BY carrier"""),
     ],

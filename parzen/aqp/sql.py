@@ -227,11 +227,12 @@ def _select_item(item: exp.Expression, group_by: tuple[str, ...], names=()) -> s
         alias, item = item.alias, item.this
     if _is_column(item):
         name = _column(item, "SELECT", names)
-        if name not in group_by:
+        grouped = next((g for g in group_by if g.casefold() == name.casefold()), None)  # DuckDB ignores case
+        if grouped is None:
             raise UnsupportedQuery(f"the column {name} in SELECT without GROUP BY {name}")
         if alias and alias != name:
             raise UnsupportedQuery(f"renaming the group column {name} AS {alias}")
-        return name
+        return grouped
     func = _AGGREGATES.get(type(item))
     if func is None:
         raise UnsupportedQuery(f"{item.sql(dialect='duckdb')} in SELECT")
