@@ -26,7 +26,8 @@ SECRET = "SECRET_MARKER_7f3a"
 
 #: Queries that must be refused by ``exact=True`` (and, being outside the AQP subset, by the
 #: approximate path).  They run with the working directory holding s.csv and secret.parquet (both
-#: with :data:`SECRET`), a table t(a, b), a view v over read_csv('s.csv') and a sequence seq.
+#: with :data:`SECRET`), a table t(a, b), a view v over read_csv('s.csv'), a macro m() reading it
+#: and a sequence seq.
 ATTACKS = [
     # table functions that read files, anywhere a row source can stand
     "SELECT * FROM t, LATERAL read_text('/etc/passwd')",
@@ -117,20 +118,24 @@ ATTACKS = [
     "SELECT * FROM t; ROLLBACK; DROP TABLE t",
     "SELECT 1 -- */ ; SELECT * FROM read_text('s.csv')\n; SELECT * FROM read_text('s.csv')",
     "SELECT 1 /* ; */ ; SELECT * FROM read_text('s.csv')",
-    # a view over a file: the parse layer lets the view's name through, DuckDB refuses the read
+    # a view or a macro over a file: the parse layer lets their names through, DuckDB refuses the read
     "SELECT * FROM v",
     "SELECT * FROM t JOIN v ON true",
+    "SELECT m()",
+    "SELECT a FROM t WHERE m() IS NOT NULL",
 ]
 
 
 def _make_database(path):
-    """t(a, b), s.csv and secret.parquet beside ``path``, a view v over the csv, a sequence seq."""
+    """t(a, b), s.csv and secret.parquet beside ``path``, a view v and a macro m() over the csv, a
+    sequence seq."""
     folder = path.parent
     (folder / "s.csv").write_text(f"z\n{SECRET}\n")
     con = duckdb.connect(str(path))
     con.execute(f"COPY (SELECT '{SECRET}' AS z) TO '{folder / 'secret.parquet'}' (FORMAT parquet)")
     con.execute("CREATE TABLE t AS SELECT range::INTEGER AS a, range * 0.5 AS b FROM range(50)")
     con.execute(f"CREATE VIEW v AS SELECT * FROM read_csv('{folder / 's.csv'}')")
+    con.execute(f"CREATE MACRO m() AS (SELECT content FROM read_text('{folder / 's.csv'}'))")
     con.execute("CREATE SEQUENCE seq")
     return con
 
@@ -234,6 +239,7 @@ def test_comments_do_not_reach_the_database():
         "SELECT * FROM 'secret.parquet'",
         "SELECT * FROM glob('*')",
         "SELECT * FROM v",
+        "SELECT m()",
     ],
 )
 def test_duckdb_refuses_file_reads_the_parse_layer_would_let_through(engine, text):

@@ -379,10 +379,10 @@ def _range_sql(r: Range) -> exp.Expression:
 _REFUSED_NODES = (exp.DML, exp.Create, exp.Drop, exp.Command, exp.Pragma, exp.Describe, exp.Summarize, exp.Set,
                   exp.Use, exp.Attach, exp.Detach, exp.Transaction, exp.Commit, exp.Rollback, exp.Show, exp.Analyze,
                   exp.Install, exp.Export)
-#: Scalar functions refused by name wherever they appear: they read settings, variables, secrets or the
-#: environment, or write (a sequence, the session's random seed), or read files when DuckDB lets them stand
-#: as scalars.  Table functions (read_csv, glob, query, duckdb_settings, ...) are refused by position: a row
-#: source must be a table, a CTE in scope, a subquery or VALUES.
+#: Functions refused by name wherever they appear: scalars that read settings, variables, secrets or the
+#: environment, or write (a sequence, the session's random seed), and the table functions that read files or
+#: run SQL text (named for a clear message).  Every table function (read_csv, glob, query, duckdb_settings,
+#: ...) is refused by position as well: a row source must be a table, a CTE in scope, a subquery or VALUES.
 _REFUSED_FUNCTIONS = frozenset({
     "current_setting", "getvariable", "getenv", "which_secret", "nextval", "setseed",
     "read_text", "read_blob", "read_csv", "read_csv_auto", "read_parquet", "parquet_scan", "read_json",
