@@ -12,6 +12,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import duckdb
 import numpy as np
 
 from .build import quote
@@ -58,11 +59,16 @@ def load_flights(con, table: str = "flights") -> int:
 
 
 def open_demo_database(path: Path, *, progress: bool = False) -> Engine:
-    """The demo database at ``path`` with the flights table and its synopsis (made if missing)."""
+    """The demo database at ``path`` with the flights table and its synopsis (made if missing).
+
+    The CSV is read through a connection of its own, closed before the Engine opens the file: the
+    Engine's DuckDB instance has file access disabled (and DuckDB keeps one instance per file).
+    """
+    with duckdb.connect(str(path)) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        if "flights" not in tables:
+            load_flights(con)
     engine = Engine(path)
-    tables = {r[0] for r in engine.con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    if "flights" not in tables:
-        load_flights(engine.con)
     try:
         engine.synopsis("flights")
     except ValueError:

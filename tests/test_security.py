@@ -1,0 +1,352 @@
+"""The exact path (``Engine.query(sql, exact=True)``, ``parzen aqp query --exact``) reads the database's
+own tables and nothing else: no file, no table function, no setting, no write, by any syntax.
+
+Two layers, each tested on its own: the parse layer (:func:`parzen.aqp.sql.read_only_sql` and the
+table check of ``Engine._exact``) and DuckDB's own controls (``Engine._run`` given hostile text:
+external access disabled, configuration locked, a read-only transaction, one SELECT).  Every attack
+runs next to files holding :data:`SECRET`, which must never come back.  Add new attacks to
+:data:`ATTACKS`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from parzen import cli
+from parzen.aqp import Engine, UnsupportedQuery
+from parzen.aqp.sql import read_only_sql
+
+SECRET = "SECRET_MARKER_7f3a"
+
+#: Queries that must be refused by ``exact=True`` (and, being outside the AQP subset, by the
+#: approximate path).  They run with the working directory holding s.csv and secret.parquet (both
+#: with :data:`SECRET`), a table t(a, b), a view v over read_csv('s.csv'), a macro m() reading it
+#: and a sequence seq.
+ATTACKS = [
+    # table functions that read files, anywhere a row source can stand
+    "SELECT * FROM t, LATERAL read_text('/etc/passwd')",
+    "SELECT * FROM t, LATERAL read_text('s.csv')",
+    "SELECT * FROM read_text('s.csv')",
+    "SELECT * FROM read_blob('s.csv')",
+    "SELECT * FROM read_csv('s.csv')",
+    "SELECT * FROM read_csv(['s.csv'])",
+    "SELECT * FROM read_csv_auto('s.csv')",
+    "SELECT * FROM sniff_csv('s.csv')",
+    "SELECT * FROM read_parquet('secret.parquet')",
+    "SELECT * FROM parquet_scan('secret.parquet')",
+    "SELECT * FROM t JOIN read_csv('s.csv') ON true",
+    "SELECT * FROM t POSITIONAL JOIN read_csv('s.csv')",
+    "SELECT * FROM t JOIN LATERAL read_text('s.csv') ON true",
+    "SELECT * FROM t, LATERAL (SELECT * FROM read_text('s.csv'))",
+    "SELECT * FROM t UNION ALL SELECT * FROM read_csv('s.csv')",
+    "SELECT (SELECT content FROM read_text('s.csv'))",
+    "SELECT * FROM t WHERE a = (FROM read_text('s.csv') SELECT length(content))",
+    "SELECT * FROM t WHERE a IN (SELECT 1 FROM read_parquet('secret.parquet'))",
+    "WITH c AS (SELECT * FROM read_csv('s.csv')) SELECT * FROM c",
+    "SELECT * FROM (SELECT * FROM (SELECT * FROM read_text('s.csv')))",
+    "SELECT unnest((SELECT list(z) FROM read_csv('s.csv')))",
+    "SELECT * FROM t, unnest((SELECT list(z) FROM read_csv('s.csv')))",
+    "SELECT * FROM glob('*')",
+    "SELECT * FROM query('SELECT * FROM read_text(''s.csv'')')",
+    "SELECT * FROM query_table('s.csv')",
+    "SELECT * FROM query_table(['s.csv'])",
+    # settings, secrets, variables, the environment
+    "SELECT * FROM duckdb_settings()",
+    "SELECT * FROM duckdb_secrets()",
+    "SELECT * FROM which_secret('s3://bucket/x', 's3')",
+    "SELECT * FROM pg_settings",
+    "SELECT current_setting('enable_external_access')",
+    "SELECT getvariable('x')",
+    "SELECT getenv('HOME')",
+    # file names as tables (DuckDB's replacement scans read them)
+    "SELECT * FROM 's.csv'",
+    "FROM 's.csv'",
+    'SELECT * FROM "s.csv"',
+    'SELECT * FROM main."s.csv"',
+    "SELECT * FROM (FROM 's.csv')",
+    "SELECT * FROM t WHERE a IN (FROM 's.csv')",
+    'SELECT * FROM "s.csv" AS t',
+    # CTE names only hide a file name in their own scope
+    'SELECT * FROM (WITH "s.csv" AS (SELECT 1 AS z) SELECT * FROM "s.csv") q, "s.csv"',
+    'SELECT * FROM t WHERE EXISTS (WITH "s.csv" AS (SELECT 1 AS z) SELECT 1) AND a IN (SELECT z FROM "s.csv")',
+    'WITH a AS (SELECT * FROM "s.csv"), "s.csv" AS (SELECT 1 AS z) SELECT * FROM a',
+    'WITH "s.csv" AS (SELECT * FROM "s.csv") SELECT * FROM "s.csv"',
+    'SELECT * FROM (SELECT 1 AS z) AS "s.csv", LATERAL (SELECT * FROM "s.csv")',
+    # writes and commands
+    "SELECT nextval('seq')",
+    "SELECT main.nextval('seq')",
+    'SELECT "nextval"(\'seq\')',
+    "SELECT setseed(0.5)",
+    "CREATE TABLE x AS SELECT 1",
+    "INSERT INTO t VALUES (1, 2)",
+    "UPDATE t SET a = 1",
+    "DELETE FROM t",
+    "DROP TABLE t",
+    "WITH a AS (DELETE FROM t RETURNING *) SELECT * FROM a",
+    "ATTACH 'other.db' AS other",
+    "DETACH other",
+    "COPY t TO 'out.csv'",
+    "COPY (SELECT 1) TO 'out.csv'",
+    "EXPORT DATABASE 'dump'",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "SET enable_external_access = true",
+    "RESET lock_configuration",
+    "PRAGMA version",
+    "CALL duckdb_settings()",
+    "CHECKPOINT",
+    "BEGIN TRANSACTION",
+    "USE memory",
+    "DESCRIBE t",
+    "SUMMARIZE t",
+    "SHOW TABLES",
+    "SELECT * FROM (DESCRIBE t)",
+    "SELECT * FROM (SUMMARIZE t)",
+    "SELECT * FROM (SHOW TABLES)",
+    "PIVOT \"s.csv\" ON z USING count(*)",
+    "SELECT * FROM (PIVOT \"s.csv\" ON z USING count(*))",
+    "EXPLAIN ANALYZE SELECT * FROM read_text('s.csv')",
+    "VALUES ((SELECT content FROM read_text('s.csv')))",
+    # several statements, comments
+    "SELECT 1; SELECT * FROM read_text('s.csv')",
+    "SELECT * FROM t; ROLLBACK; DROP TABLE t",
+    "SELECT 1 -- */ ; SELECT * FROM read_text('s.csv')\n; SELECT * FROM read_text('s.csv')",
+    "SELECT 1 /* ; */ ; SELECT * FROM read_text('s.csv')",
+    # a view or a macro over a file: the parse layer lets their names through, DuckDB refuses the read
+    "SELECT * FROM v",
+    "SELECT * FROM t JOIN v ON true",
+    "SELECT m()",
+    "SELECT a FROM t WHERE m() IS NOT NULL",
+]
+
+
+def _make_database(path):
+    """t(a, b), s.csv and secret.parquet beside ``path``, a view v and a macro m() over the csv, a
+    sequence seq."""
+    folder = path.parent
+    (folder / "s.csv").write_text(f"z\n{SECRET}\n")
+    con = duckdb.connect(str(path))
+    con.execute(f"COPY (SELECT '{SECRET}' AS z) TO '{folder / 'secret.parquet'}' (FORMAT parquet)")
+    con.execute("CREATE TABLE t AS SELECT range::INTEGER AS a, range * 0.5 AS b FROM range(50)")
+    con.execute(f"CREATE VIEW v AS SELECT * FROM read_csv('{folder / 's.csv'}')")
+    con.execute(f"CREATE MACRO m() AS (SELECT content FROM read_text('{folder / 's.csv'}'))")
+    con.execute("CREATE SEQUENCE seq")
+    return con
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """A working directory with the secret files (relative names in :data:`ATTACKS` resolve there)."""
+    path = tmp_path_factory.mktemp("security")
+    _make_database(path / "db.duckdb").close()
+    before = os.getcwd()
+    os.chdir(path)
+    yield path
+    os.chdir(before)
+
+
+@pytest.fixture(scope="module", params=["path", "connection"])
+def engine(request, folder):
+    """An Engine that opened the database itself, and one given a connection whose external access
+    was switched off at run time (``SET enable_external_access = false`` cannot be undone)."""
+    if request.param == "path":
+        return Engine(folder / "db.duckdb")
+    (folder / "given").mkdir()
+    con = _make_database(folder / "given" / "db.duckdb")
+    con.execute("SET enable_external_access = false")
+    return Engine(con)
+
+
+@pytest.mark.parametrize("sql", ATTACKS)
+def test_exact_path_refuses_the_attack(engine, sql):
+    with pytest.raises(ValueError) as info:
+        engine.query(sql, exact=True)
+    assert SECRET not in str(info.value)
+    with pytest.raises(ValueError) as info:  # nor does the approximate path take it
+        engine.query(sql)
+    assert SECRET not in str(info.value)
+    assert engine.query("SELECT COUNT(*) AS n FROM t", exact=True)["n"][0] == 50  # nothing was changed
+
+
+def test_the_attacks_fail_from_the_command_line(tmp_path, monkeypatch):
+    _make_database(tmp_path / "cli.duckdb").close()
+    monkeypatch.chdir(tmp_path)
+    for sql in ATTACKS:
+        result = CliRunner().invoke(cli.app, ["aqp", "query", str(tmp_path / "cli.duckdb"), sql, "--exact"])
+        assert result.exit_code == 2, (sql, result.output)
+        assert SECRET not in result.output, sql
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT a, b FROM t WHERE a < 5 ORDER BY a",
+        "FROM t SELECT a WHERE a < 3 ORDER BY a",
+        "SELECT COUNT(*) AS n, SUM(b) FROM T WHERE A BETWEEN 3 AND 9",
+        "SELECT COUNT(*) FROM main.t",
+        "SELECT x.a, y.b FROM t AS x JOIN t AS y ON x.a = y.a + 1 WHERE x.a < 4 ORDER BY 1",
+        "WITH low AS (SELECT * FROM t WHERE a < 10), high AS (SELECT * FROM low WHERE a > 5) SELECT COUNT(*) FROM high",
+        'WITH "Low" AS (SELECT * FROM t WHERE a < 10) SELECT COUNT(*) FROM low',
+        "WITH RECURSIVE r AS (SELECT 1 AS k UNION ALL SELECT k + 1 FROM r WHERE k < 5) SELECT SUM(k) FROM r",
+        "SELECT a, (SELECT MAX(b) FROM t AS u WHERE u.a < t.a) AS m FROM t WHERE a < 4 ORDER BY a",
+        "SELECT * FROM t, LATERAL (SELECT t.a * 2 AS twice) WHERE a < 3 ORDER BY a",
+        "SELECT * FROM (VALUES (1, 'x'), (2, 'y')) AS w(k, s) ORDER BY k",
+        "SELECT a, SUM(b) OVER (ORDER BY a) AS running FROM t WHERE a < 5 ORDER BY a",
+        "SELECT a FROM t WHERE a < 2 UNION ALL SELECT a FROM t WHERE a > 47 ORDER BY a",
+        "SELECT unnest([1, 2, 3]) AS k",
+        "SELECT a FROM t WHERE a < 5 ORDER BY a LIMIT 2 OFFSET 1",
+        "SELECT COUNT(*) FROM t -- a comment\n",
+    ],
+)
+def test_exact_path_answers_read_only_queries_as_duckdb_does(folder, sql):
+    """The allow-list keeps DuckDB's read-only SQL: joins, CTEs (recursive too), subqueries, LATERAL
+    subqueries, VALUES, windows, set operations, any case of the names; answers as DuckDB's own."""
+    engine = Engine(folder / "db.duckdb")
+    pd.testing.assert_frame_equal(engine.query(sql, exact=True), engine.con.execute(sql).df())
+
+
+def test_cte_scopes_decide_what_is_a_table():
+    """A CTE hides a table name only in its scope (and, non-recursive, not in its own body or before it)."""
+    assert read_only_sql('SELECT * FROM (WITH "s.csv" AS (SELECT 1 AS z) SELECT * FROM "s.csv") q, "s.csv"')[1] == \
+        {("s.csv",)}
+    assert read_only_sql("WITH a AS (SELECT * FROM b), b AS (SELECT 1) SELECT * FROM a")[1] == {("b",)}
+    assert read_only_sql("WITH a AS (SELECT * FROM a) SELECT * FROM a")[1] == {("a",)}
+    assert read_only_sql("WITH RECURSIVE a AS (SELECT 1 AS k UNION ALL SELECT k FROM a) SELECT * FROM a")[1] == set()
+    assert read_only_sql("WITH A AS (SELECT 1) SELECT * FROM t, a, main.a")[1] == {("t",), ("main", "a")}
+    assert read_only_sql("WITH a AS (SELECT 1) SELECT * FROM a UNION SELECT * FROM (SELECT * FROM a)")[1] == set()
+
+
+def test_comments_do_not_reach_the_database():
+    text, _ = read_only_sql("SELECT 1 -- */ ; DROP TABLE t\n")
+    assert text == "SELECT 1"
+
+
+# --- the DuckDB layer, with the parse layer bypassed ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * FROM read_text('s.csv')",
+        "SELECT * FROM read_csv('s.csv')",
+        'SELECT * FROM "s.csv"',
+        "SELECT * FROM 'secret.parquet'",
+        "SELECT * FROM glob('*')",
+        "SELECT * FROM v",
+        "SELECT m()",
+    ],
+)
+def test_duckdb_refuses_file_reads_the_parse_layer_would_let_through(engine, text):
+    with pytest.raises(ValueError, match="file") as info:
+        engine._run(text)
+    assert SECRET not in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["CREATE TABLE x AS SELECT 1", "SELECT 1; DROP TABLE t", "ROLLBACK",
+                                  "ATTACH 'other.db'", "SET threads = 1"])
+def test_duckdb_runs_one_select_statement_only(engine, text):
+    with pytest.raises(ValueError, match="one SELECT"):
+        engine._run(text)
+
+
+def test_duckdb_runs_exact_queries_in_a_read_only_transaction(engine):
+    with pytest.raises(duckdb.TransactionException, match="read-only"):
+        engine._run("SELECT nextval('seq')")
+    assert engine._run("SELECT COUNT(*) AS n FROM t")["n"][0] == 50  # the transaction was rolled back
+    engine.con.execute("BEGIN TRANSACTION")
+    try:
+        with pytest.raises(ValueError, match="commit or roll it back"):
+            engine._run("SELECT 1")
+    finally:
+        engine.con.execute("ROLLBACK")
+
+
+def test_an_engine_opened_from_a_path_is_locked_down(folder):
+    engine = Engine(folder / "db.duckdb")
+    for setting in ("SET enable_external_access = true", "SET threads = 1", "RESET lock_configuration"):
+        with pytest.raises(duckdb.InvalidInputException, match="locked"):
+            engine.con.execute(setting)
+    secret_frame = pd.DataFrame({"z": [SECRET]})  # DuckDB's Python replacement scans would read it
+    with pytest.raises(duckdb.CatalogException):
+        engine.con.execute("SELECT * FROM secret_frame")
+    assert secret_frame.size == 1
+    with pytest.raises(ValueError, match="already open in this process"):
+        Engine(folder / "db.duckdb", read_only=True)  # another configuration of the same file
+
+
+def test_a_given_connection_that_can_read_files_gets_no_exact_answers_but_compare_works():
+    con = duckdb.connect(":memory:")
+    rng = np.random.default_rng(0)
+    con.execute("CREATE TABLE t AS SELECT * FROM (SELECT unnest(?) AS x)", [rng.normal(size=2000).tolist()])
+    engine = Engine(con)
+    with pytest.raises(ValueError, match=r"enable_external_access': False"):
+        engine.query("SELECT COUNT(*) FROM t", exact=True)
+    assert con.execute("SELECT current_setting('enable_external_access')").fetchone()[0]  # left as it was
+    engine.build("t", sample=500)
+    compared = engine.compare("SELECT COUNT(*) FROM t WHERE x > 0")
+    assert compared["count_star() exact"][0] == con.execute("SELECT COUNT(*) FROM t WHERE x > 0").fetchone()[0]
+
+
+# --- identifiers that differ only in case -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mixed_case():
+    """A table "Flights" with columns "DepDelay", "Distance" and "Carrier", and its synopsis."""
+    con = duckdb.connect(":memory:", config={"enable_external_access": False})
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"DepDelay": rng.normal(100, 30, 5000), "Distance": rng.gamma(3, 300, 5000),
+                          "Carrier": rng.choice(["AA", "UA"], 5000)})
+    con.register("frame", frame)
+    con.execute('CREATE TABLE "Flights" AS SELECT * FROM frame')
+    con.unregister("frame")
+    engine = Engine(con)
+    engine.build("Flights", group_by=["Carrier"], sample=2000, regression=[("DepDelay", "Distance")])
+    return engine
+
+
+@pytest.mark.parametrize(
+    ("written", "stored"),
+    [
+        ("SELECT COUNT(*), AVG(depdelay) FROM flights WHERE distance > 900",
+         'SELECT COUNT(*), AVG(depdelay) FROM "Flights" WHERE "Distance" > 900'),
+        ("SELECT COUNT(*) FROM FLIGHTS WHERE DEPDELAY BETWEEN 80 AND 120 AND distance < 800",
+         'SELECT COUNT(*) FROM "Flights" WHERE "DepDelay" BETWEEN 80 AND 120 AND "Distance" < 800'),
+        ('SELECT SUM("DEPDELAY") FROM "flights" WHERE "distance" > 500 AND Distance < 1500',
+         'SELECT SUM("DEPDELAY") FROM "Flights" WHERE "Distance" > 500 AND "Distance" < 1500'),
+        ("SELECT Carrier, COUNT(*) FROM flights WHERE depdelay > 100 AND CARRIER IN ('AA', 'UA') GROUP BY carrier",
+         """SELECT carrier, COUNT(*) FROM "Flights" WHERE "DepDelay" > 100 AND "Carrier" IN ('AA', 'UA')
+            GROUP BY carrier"""),
+    ],
+)
+def test_names_match_case_insensitively_as_in_duckdb(mixed_case, written, stored):
+    """Any case of a table's or column's name answers as the stored one does, with DuckDB's column
+    names (group columns as stored, aggregates as written), and compares with DuckDB's answer."""
+    answer = mixed_case.query(written)
+    assert list(answer.columns) == list(mixed_case.query(written, exact=True).columns)
+    np.testing.assert_array_equal(answer.select_dtypes("number").to_numpy(),
+                                  mixed_case.query(stored).select_dtypes("number").to_numpy())
+    compared = mixed_case.compare(written)
+    assert compared.filter(like="rel. error").to_numpy().max() < 0.1
+
+
+def test_regression_answers_take_any_case(mixed_case):
+    sql = "SELECT AVG(depdelay) FROM flights WHERE distance BETWEEN 500 AND 1500"
+    stored = 'SELECT AVG("DepDelay") FROM "Flights" WHERE "Distance" BETWEEN 500 AND 1500'
+    assert mixed_case.query(sql, method="regression").iloc[0, 0] == \
+        mixed_case.query(stored, method="regression").iloc[0, 0]
+
+
+def test_unknown_names_still_say_what_exists(mixed_case):
+    with pytest.raises(ValueError, match="no synopsis of table 'flight'"):
+        mixed_case.query("SELECT COUNT(*) FROM flight WHERE distance > 1")
+    with pytest.raises(ValueError, match="has no column 'distanc'"):
+        mixed_case.query("SELECT COUNT(*) FROM flights WHERE distanc > 1")
+    with pytest.raises(UnsupportedQuery, match="GROUP BY / IN / = on 'origin'"):
+        mixed_case.query("SELECT origin, COUNT(*) FROM flights GROUP BY origin")
