@@ -6,8 +6,8 @@
     engine.query("SELECT AVG(arr_delay) FROM flights WHERE distance BETWEEN 500 AND 1000")
 """
 
-from .engine import Engine, StaleSynopsisWarning
+from .engine import Engine, StaleSynopsisError, StaleSynopsisWarning
 from .sql import UnsupportedQuery
 from .synopsis import CorruptSynopsis
 
-__all__ = ["CorruptSynopsis", "Engine", "StaleSynopsisWarning", "UnsupportedQuery"]
+__all__ = ["CorruptSynopsis", "Engine", "StaleSynopsisError", "StaleSynopsisWarning", "UnsupportedQuery"]

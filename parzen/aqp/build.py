@@ -79,11 +79,12 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
         raise ValueError(f"sample must be an integer >= 10, got {sample!r}")
     if not isinstance(grid, int) or not (grid == 0 or grid >= 16):
         raise ValueError(f"grid must be 0 (no gridded form) or an integer >= 16, got {grid!r}")
+    bandwidth_option = _bandwidth_option(bandwidth)
     pairs = regression_pairs(regression, numeric, types, table)
     if pairs and not grid:
         raise ValueError("regression= integrates against the gridded form of x: build with grid > 0")
     with progress_bar(progress, f"synopsis of {table}", total=4 + len(numeric) + len(pairs)) as bar:
-        rows, totals, stats = _totals(con, table, numeric, types)
+        rows, totals, stats, hashed = _totals(con, table, numeric, types, fingerprint_columns(numeric, group_by))
         if rows < 2:
             raise ValueError(f"table {table!r} has {rows} rows; a synopsis needs at least 2")
         bar.advance(1)
@@ -103,12 +104,16 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
             models[c] = _column_model(c, types[c], drawn[c], stats[c], bandwidth, rng)
             bar.advance(1)
         synopsis = Synopsis(table=table, row_count=rows, models=models, totals=totals, sample=drawn,
-                            group_by=group_by, groups=groups, built_at=datetime.now(UTC).isoformat(timespec="seconds"))
+                            group_by=group_by, groups=groups, built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                            fingerprint=hashed, requested_sample=sample, bandwidth=bandwidth_option, seed=seed)
         if grid:
             _, weights, scale = synopsis.strata()
             spans = {c: stats[c][:2] for c in numeric if stats[c][0] is not None}
-            synopsis.grids = table_cumulative(column_grids(models, drawn, weights, scale, grid, spans),
-                                              _batches(con, table, numeric))
+            # a column without sampled values (all NULL) has no grid: its queries integrate the (empty) sample
+            gridded = {c: m for c, m in models.items() if not np.isnan(drawn[c]).all()}
+            if gridded:
+                synopsis.grids = table_cumulative(column_grids(gridded, drawn, weights, scale, grid, spans),
+                                                  _batches(con, table, list(gridded)))
             synopsis.grid_points = grid
         bar.advance(2)
         for y, x in pairs:
@@ -118,21 +123,80 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
     return synopsis
 
 
-def _totals(con, table, numeric, types):
-    """Row count, exact (COUNT, SUM) per column, and (min, max, distinct, all-integer) per column."""
-    parts = ["COUNT(*)"]
+def _totals(con, table, numeric, types, hashed_columns):
+    """Row count, exact (COUNT, SUM) per column, (min, max, distinct, all-integer) per column and
+    the content fingerprint of ``hashed_columns`` (:func:`fingerprint_sql`), in one pass; a
+    ValueError naming the column if a floating-point one holds inf, -inf or NaN."""
+    parts = ["COUNT(*)", fingerprint_sql(hashed_columns)]
+    floating = [c for c in numeric if types[c] in _FLOAT_TYPES]
+    parts += [f"COUNT(*) FILTER (WHERE NOT isfinite({quote(c)}))" for c in floating]
     for c in numeric:
         q = quote(c)
         integral = "TRUE" if types[c] in _INTEGER_TYPES else f"bool_and({q} = round({q}))"
         parts += [f"COUNT({q})", f"SUM(CAST({q} AS DOUBLE))", f"MIN(CAST({q} AS DOUBLE))", f"MAX(CAST({q} AS DOUBLE))",
                   f"approx_count_distinct({q})", integral]
     row = con.execute(f"SELECT {', '.join(parts)} FROM {quote(table)}").fetchone()
+    _refuse_non_finite(table, dict(zip(floating, row[2:2 + len(floating)])))
     totals, stats = {}, {}
     for k, c in enumerate(numeric):
-        count, total, low, high, distinct, integral = row[1 + 6 * k: 7 + 6 * k]
+        count, total, low, high, distinct, integral = row[2 + len(floating) + 6 * k: 8 + len(floating) + 6 * k]
         totals[c] = (int(count), float(total or 0.0))
         stats[c] = (low, high, int(distinct or 0), bool(integral))
-    return int(row[0]), totals, stats
+    return int(row[0]), totals, stats, int(row[1] or 0)
+
+
+def _refuse_non_finite(table: str, non_finite: dict[str, int]) -> None:
+    """A ValueError naming the first column with inf, -inf or NaN values (``non_finite``: column -> how
+    many), which no density models, and the two ways around them."""
+    for column, count in non_finite.items():
+        if count:
+            q, t = quote(column), quote(table)
+            raise ValueError(
+                f"column {column!r} of table {table!r} holds {count} non-finite value(s) (inf, -inf or NaN), which a "
+                f"density cannot model: leave the column out (columns=[...] without {column!r}) or clean it, e.g. "
+                f"UPDATE {t} SET {q} = NULL WHERE NOT isfinite({q})"
+            )
+
+
+def fingerprint_columns(numeric, group_by) -> list[str]:
+    """The columns a synopsis's fingerprint covers, in order: the modelled ones, then the group columns
+    (what its answers depend on; a change elsewhere in the table does not make it stale)."""
+    return [*numeric, *group_by]
+
+
+def fingerprint_sql(columns) -> str:
+    """SUM over the rows of the 64-bit hash of their ``columns`` (DuckDB's ``hash``), as HUGEINT.
+
+    With the row count it is the synopsis's content fingerprint: an UPDATE, or a DELETE and
+    INSERT that keep the row count, changes it unless the new rows hash to the same sum (a 2^-64
+    chance for changed values).  It does not depend on the rows' order and is mergeable: the sum of
+    the sums of any partition of the rows (batches, appended rows, Dask partitions) is the table's.
+    A DuckDB release that changes ``hash`` makes every synopsis look stale (safe: refresh rebuilds).
+    """
+    return f"SUM(CAST(hash({', '.join(quote(c) for c in columns)}) AS HUGEINT))"
+
+
+def content_fingerprint(con, table: str, columns) -> tuple[int, int]:
+    """The row count of ``table`` and :func:`fingerprint_sql` of its ``columns``, in one scan."""
+    row = con.execute(f"SELECT COUNT(*), {fingerprint_sql(columns)} FROM {quote(table)}").fetchone()
+    return int(row[0]), int(row[1] or 0)
+
+
+def _bandwidth_option(bandwidth):
+    """``bandwidth`` as the synopsis stores it to rebuild with (a name, a number, or column -> number)."""
+    if isinstance(bandwidth, str):
+        return bandwidth
+    if isinstance(bandwidth, dict):
+        return {str(c): _number(h) for c, h in bandwidth.items()}
+    return _number(bandwidth)
+
+
+def _number(h) -> float:
+    try:
+        return float(h)
+    except (TypeError, ValueError):
+        raise ValueError(f"bandwidth must be a selector's name, a positive number or a dict column -> number, "
+                         f"got {h!r}") from None
 
 
 def _batches(con, table, numeric, rows: int = 1 << 20):
@@ -204,10 +268,10 @@ def _strata(con, table, numeric, group_by, rows, sample, seed):
     totals = con.execute(f"SELECT {keys}, {', '.join(parts)} FROM {quote(table)} GROUP BY {keys} ORDER BY {keys}").fetchall()
     cols = ", ".join(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric)
     drawn = con.execute(
-        f"SELECT {keys}, {cols} FROM (SELECT *, row_number() OVER (PARTITION BY {keys} ORDER BY hash(rowid, {int(seed)})) "
-        f"AS __rank, COUNT(*) OVER (PARTITION BY {keys}) AS __rows FROM {quote(table)}) "
+        f"SELECT {keys}, {cols} FROM (SELECT *, row_number() OVER (PARTITION BY {keys} ORDER BY hash(rowid, {int(seed)}), "
+        f"rowid) AS __rank, COUNT(*) OVER (PARTITION BY {keys}) AS __rows FROM {quote(table)}) "
         f"WHERE __rank <= greatest(ceil({int(sample)} * __rows / {rows}), least(__rows, {MIN_GROUP_SAMPLE})) "
-        f"ORDER BY {keys}"
+        f"ORDER BY {keys}, __rank"  # rows of a group in their rank order: the same sample in the same order each time
     ).df()
     g = len(group_by)
     groups, start = [], 0

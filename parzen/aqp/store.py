@@ -47,8 +47,10 @@ def load(con, table: str) -> Synopsis:
             f"build one with engine.build({table!r}) or `parzen aqp build DB {table}`"
         )
     digest, payload = row
-    payload = bytes(payload)
     where = f" of table {table!r}"
+    if payload is None:
+        raise CorruptSynopsis(f"the synopsis{where} has no bytes (a NULL payload); rebuild it with engine.refresh({table!r})")
+    payload = bytes(payload)
     if checksum(payload) != digest:
         raise CorruptSynopsis(
             f"the synopsis{where} is corrupt (its SHA-256 does not match); rebuild it with engine.refresh({table!r})"

@@ -10,6 +10,9 @@ Optionally, regressions y ~ x (:mod:`parzen.aqp.regression`): SUM/AVG(y) under a
 the integral of r(x) against the gridded density of x.
 Bytes: 8 per sampled value, 32 per grid point, 8 per regression coefficient, a few hundred for
 the rest; :meth:`Synopsis.nbytes`.
+It also keeps what judges its staleness, the table's row count and content fingerprint when it was
+built (:func:`parzen.aqp.build.fingerprint_sql`), and what rebuilds it alike: the requested sample
+size, the bandwidth option and the seed (:meth:`Synopsis.build_options`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from .grid import ColumnGrid
 from .regression import Regression
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 
 
 class CorruptSynopsis(ValueError):
@@ -58,10 +61,20 @@ class Synopsis:
     regressions: dict[tuple[str, str], Regression] = field(default_factory=dict)  # (y, x) -> r
     built_at: str = ""
     build_seconds: float = 0.0
+    fingerprint: int = 0  # SUM(hash(modelled columns, group columns)) over the table's rows
+    requested_sample: int = 0  # build(sample=...): the drawn sample adds the groups' top-ups
+    bandwidth: str | float | dict = "plugin"  # build(bandwidth=...)
+    seed: int = 0
 
     @property
     def sample_size(self) -> int:
         return next(iter(self.sample.values())).size if self.sample else 0
+
+    def build_options(self) -> dict:
+        """The keyword arguments of :meth:`parzen.aqp.Engine.build` that rebuild this synopsis alike."""
+        return {"columns": list(self.models), "sample": self.requested_sample, "bandwidth": self.bandwidth,
+                "group_by": self.group_by, "grid": self.grid_points, "regression": list(self.regressions) or None,
+                "seed": self.seed}
 
     def nbytes(self) -> dict[str, int]:
         """Bytes of the sample, of the grids, of the regressions and in all (serialised)."""
@@ -96,6 +109,10 @@ class Synopsis:
             "regressions": [r.meta() for r in self.regressions.values()],
             "built_at": self.built_at,
             "build_seconds": self.build_seconds,
+            "fingerprint": str(self.fingerprint),  # up to ~2^64 x rows: beyond what JSON readers keep exact
+            "requested_sample": self.requested_sample,
+            "bandwidth": self.bandwidth,
+            "seed": self.seed,
         }
         arrays = {f"sample/{k}": v for k, v in self.sample.items()}
         for column, grid in self.grids.items():
@@ -139,6 +156,10 @@ class Synopsis:
                     for g in meta["groups"]],
             built_at=meta["built_at"],
             build_seconds=meta["build_seconds"],
+            fingerprint=int(meta["fingerprint"]),
+            requested_sample=meta["requested_sample"],
+            bandwidth=meta["bandwidth"],
+            seed=meta["seed"],
         )
 
 
