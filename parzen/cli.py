@@ -148,9 +148,16 @@ def lscv_curve(table: pd.DataFrame, h_opt: float, points: int = 150) -> tuple[np
 @contextlib.contextmanager
 def _user_errors():
     """Print a library, file or database error (a locked or read-only file, a missing table, ...)
-    as one red ``error:`` line and exit with code 2; DuckDB's internal errors keep their traceback."""
+    as one red ``error:`` line and exit with code 2; DuckDB's internal errors keep their traceback.
+    The library's warnings (a stale synopsis, tied data, ...) print as one yellow ``warning:`` line each."""
     try:
-        yield
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                yield
+            finally:
+                for message in dict.fromkeys(_one_line(str(w.message)) for w in caught):
+                    err.print(Text(f"warning: {message}", style="yellow"))
     except duckdb.InternalError:
         raise
     except (ValueError, OSError, duckdb.Error) as exc:
@@ -441,9 +448,12 @@ def aqp_query(
     method: Annotated[str, typer.Option(
         help="density (the joint density) or regression (a stored regression Y~X: SUM/AVG(Y) WHERE a range on X).")]
     = "density",
+    on_stale: Annotated[str, typer.Option(
+        help="warn (answer, with a warning) or error (refuse) when the table changed since its synopsis was built.")]
+    = "warn",
 ) -> None:
     """Answer SQL from the synopsis (approximately), or exactly in DuckDB (the file is opened read-only)."""
-    with _user_errors(), _engine(database, read_only=True) as engine:
+    with _user_errors(), _engine(database, read_only=True, on_stale=on_stale) as engine:
         if compare:
             frame = engine.compare(sql, method=method)
             out.print(_frame_view(frame, out.width))
@@ -476,14 +486,14 @@ def _regression_pair(text: str) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def _engine(database: Path, *, read_only: bool):
+def _engine(database: Path, *, read_only: bool, on_stale: str = "warn"):
     """An Engine on the existing file ``database``, closed on leaving (so that no lock outlives the
     command).  Read-only opening takes DuckDB's shared lock: any number of such commands run at once."""
     from .aqp import Engine
 
     if not database.exists():
         raise ValueError(f"no database file {str(database)!r}")
-    engine = Engine(database, read_only=read_only)
+    engine = Engine(database, read_only=read_only, on_stale=on_stale)
     try:
         yield engine
     finally:

@@ -390,6 +390,23 @@ def test_aqp_errors(flights_db, tmp_path):
     assert no_synopsis.exit_code == 2 and "parzen aqp build" in no_synopsis.output
 
 
+
+def test_aqp_query_on_a_stale_synopsis_warns_in_one_line_or_refuses(flights_db):
+    import duckdb
+
+    assert invoke("aqp", "build", flights_db, "s", "--sample", 1000).exit_code == 0
+    with duckdb.connect(str(flights_db)) as con:
+        con.execute("UPDATE s SET u = u + 1000")  # same row count, other contents
+    sql = "SELECT COUNT(*) FROM s WHERE u > 500"
+    warned = invoke("aqp", "query", flights_db, sql)
+    assert warned.exit_code == 0, warned.output
+    lines = [line for line in warned.stderr.splitlines() if line.startswith("warning:")]
+    assert len(lines) == 1 and "refresh" in lines[0] and "Traceback" not in warned.output
+    refused = invoke("aqp", "query", flights_db, sql, "--on-stale", "error")
+    assert refused.exit_code == 2 and refused.stderr.startswith("error:") and "refresh" in refused.stderr
+    listed = invoke("aqp", "list", flights_db, columns=200)
+    assert "contents changed" in listed.stdout
+
 def test_aqp_regression_from_the_command_line(flights_db):
     built = invoke("aqp", "build", flights_db, "s", "--sample", 3000, "--regression", "u~v")
     assert built.exit_code == 0, built.output
