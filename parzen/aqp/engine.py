@@ -284,9 +284,10 @@ class Engine:
         if table in self._cache:
             return table
         folded = table.casefold()
-        for name in (*self._cache, *store.stored_tables(self.con)):
-            if name.casefold() == folded:
-                return name
+        for names in (lambda: self._cache, lambda: store.stored_tables(self.con)):  # the database only if needed
+            for name in names():
+                if name.casefold() == folded:
+                    return name
         return table
 
     def _exact(self, sql: str) -> pd.DataFrame:
