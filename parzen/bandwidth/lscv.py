@@ -241,9 +241,11 @@ def _initial_simplex(theta: np.ndarray, d: int, step: float) -> np.ndarray:
 RESTART_STEPS = (0.25, 0.05, 0.01)
 #: SciPy's iteration limit per restart, per parameter of the search.
 ITERATIONS_PER_PARAMETER = 400
-#: Evaluations of g(H) Nelder-Mead typically needs for p parameters: 10 p^2.4 fits lscv_H on
-#: 100-200 normal rows for d = 2..8 (p = 3..36): 165, 590, 1700, 6500, 5500-40 000, 68 000 runs.
-EVALUATIONS_PER_PARAMETER_POWER = (10.0, 2.4)
+#: Evaluations of g(H) Nelder-Mead typically needs for p parameters, c p^k as (c, k): full H
+#: (p = d(d+1)/2) 10 p^2.4, fitted to lscv_H on 100-200 normal rows for d = 2..8 (165, 590,
+#: 1700, 6500, 5500-40 000, 68 000 evaluations); diagonal H (p = d) 30 p^1.65, fitted to
+#: lscv_diag on 100 rows for d = 2..24 (98, 292, 1032, 3353, 5922) and d = 50 (~20 000).
+EVALUATION_MODEL = {False: (10.0, 2.4), True: (30.0, 1.65)}
 #: A search predicted to take longer than this (seconds) raises :class:`CostWarning` first.
 COST_WARNING_SECONDS = 60.0
 #: A diagonal entry of M (H's Cholesky factor in units of the data's) below this means H is
@@ -286,7 +288,10 @@ def _minimise_matrix(
     computes_in = be.DTYPES[0] if dtype is None else np.dtype(dtype)  # the gpu's default is float32
     fatol = 1e-9 if computes_in == np.float64 else 1e-6
     try:
-        theta = _nelder_mead(g_sphered, theta0, d, fatol, max_evaluations, progress, label, n)
+        theta = _nelder_mead(
+            g_sphered, theta0, d, fatol, max_evaluations, progress, label,
+            check_cost=lambda seconds: _warn_if_costly(label, d, diagonal_only, n, seconds, max_evaluations),
+        )
     except _Singular:
         raise _singular_error(data, method) from None
     M = _unpack_lower(theta, d, diagonal_only)
@@ -295,11 +300,12 @@ def _minimise_matrix(
     return 0.5 * (H + H.T)
 
 
-def _nelder_mead(g, theta0: np.ndarray, d: int, fatol: float, max_evaluations, progress, label: str, n: int):
+def _nelder_mead(g, theta0: np.ndarray, d: int, fatol: float, max_evaluations, progress, label: str, check_cost):
     """argmin g: Nelder-Mead restarted with the steps of :data:`RESTART_STEPS` while it improves,
     with at most ``max_evaluations`` evaluations of g in all (None: SciPy's iteration limit of
-    :data:`ITERATIONS_PER_PARAMETER` per parameter and restart).  Warns (:class:`LSCVWarning`)
-    when it stops without converging; the answer is then the best point found."""
+    :data:`ITERATIONS_PER_PARAMETER` per parameter and restart).  ``check_cost(seconds)`` gets
+    the time of one evaluation before the search starts.  Warns (:class:`LSCVWarning`) when it
+    stops without converging; the answer is then the best point found."""
     npar = theta0.size
     scale = abs(g(theta0))
     evaluations = 0
@@ -311,7 +317,7 @@ def _nelder_mead(g, theta0: np.ndarray, d: int, fatol: float, max_evaluations, p
 
     started = time.perf_counter()
     theta, fbest = theta0, objective(theta0)
-    _warn_if_costly(label, npar, n, d, time.perf_counter() - started, max_evaluations)
+    check_cost(time.perf_counter() - started)
     with progress_bar(progress, label) as bar:
         for step in RESTART_STEPS:
             budget = None if max_evaluations is None else max_evaluations - evaluations
@@ -348,28 +354,36 @@ def _nelder_mead(g, theta0: np.ndarray, d: int, fatol: float, max_evaluations, p
     return theta
 
 
-def predicted_evaluations(parameters: int) -> int:
-    """Evaluations of g(H) Nelder-Mead typically needs for this many parameters (10 p^2.4;
-    :data:`EVALUATIONS_PER_PARAMETER_POWER`): 165 for lscv_H at d = 2, 68 000 at d = 8,
-    2.9e8 at d = 50 (1275 parameters)."""
-    factor, power = EVALUATIONS_PER_PARAMETER_POWER
-    return int(factor * parameters**power)
+def predicted_evaluations(d: int, *, diagonal: bool = False) -> int:
+    """Evaluations of g(H) that Nelder-Mead typically needs for a d x d bandwidth matrix, full
+    (lscv_H, d(d+1)/2 parameters) or ``diagonal`` (lscv_diag, d): :data:`EVALUATION_MODEL`.
+    Full: 165 at d = 2, 68 000 at d = 8, 2.8e8 at d = 50; diagonal: 20 000 at d = 50."""
+    factor, power = EVALUATION_MODEL[diagonal]
+    return int(factor * _parameters(d, diagonal) ** power)
 
 
-def _warn_if_costly(label: str, npar: int, n: int, d: int, seconds: float, max_evaluations) -> None:
+def _parameters(d: int, diagonal: bool) -> int:
+    return d if diagonal else d * (d + 1) // 2
+
+
+def _warn_if_costly(label: str, d: int, diagonal: bool, n: int, seconds: float, max_evaluations) -> None:
     """:class:`CostWarning` when the predicted evaluations times the measured time of one exceed
     :data:`COST_WARNING_SECONDS`: says what the search costs before it starts."""
+    npar = _parameters(d, diagonal)
+    typical = predicted_evaluations(d, diagonal=diagonal)
     limit = ITERATIONS_PER_PARAMETER * npar * len(RESTART_STEPS) if max_evaluations is None else max_evaluations
-    expected = min(predicted_evaluations(npar), limit)
+    expected = min(typical, limit)
     if expected * seconds <= COST_WARNING_SECONDS:
         return
-    cap = "max_evaluations" if max_evaluations is not None else "the iteration limit"
+    cap = f"max_evaluations stops it at {limit}" if max_evaluations is not None else (
+        f"SciPy's iteration limit stops it after at least {limit:.3g}"
+    )
+    others = "lscv_h or normal_scale" if diagonal else f"lscv_diag ({d} parameters), lscv_h or normal_scale"
     warnings.warn(
-        f"{label}: a search over {npar} parameters typically takes about "
-        f"{predicted_evaluations(npar):.3g} evaluations of g(H) ({cap} stops it at about {limit:.3g}); "
-        f"one evaluation ({n * (n - 1) // 2} pairs x {d} coordinates) took {1e3 * seconds:.3g} ms here, "
-        f"so this may run {_duration(expected * seconds)}.  To spend less: cap it with max_evaluations=, "
-        f"use lscv_diag ({d} parameters), lscv_h or normal_scale, or fewer columns",
+        f"{label}: a search over {npar} parameters typically takes about {typical:.3g} evaluations of g(H) "
+        f"({cap}); one evaluation ({n * (n - 1) // 2} pairs x {d} coordinates) took {1e3 * seconds:.3g} ms "
+        f"here, so this may run {_duration(expected * seconds)}.  To spend less: cap it with max_evaluations=, "
+        f"use {others}, or fewer columns",
         CostWarning,
         stacklevel=5,
     )
