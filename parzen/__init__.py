@@ -9,9 +9,9 @@ density-based approximate query processing.
 
 from . import bandwidth
 from ._validate import TiedDataWarning
-from .bandwidth import LSCVWarning
+from .bandwidth import CostWarning, LSCVWarning
 from .kde import KDE
 
 __version__ = "0.1.0"
 
-__all__ = ["KDE", "LSCVWarning", "TiedDataWarning", "__version__", "bandwidth"]
+__all__ = ["KDE", "CostWarning", "LSCVWarning", "TiedDataWarning", "__version__", "bandwidth"]

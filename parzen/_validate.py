@@ -105,6 +105,27 @@ def as_data(X, *, name: str = "X", min_rows: int = 2) -> Data:
     return Data(arr, columns)
 
 
+def power_of_two(values) -> np.ndarray:
+    """2^k with 2^(k-1) <= |v| < 2^k for each value v (1 for 0 or a non-finite v)."""
+    values = np.asarray(values, dtype=np.float64)
+    _, exponent = np.frexp(np.where(np.isfinite(values), values, 0.0))
+    return np.ldexp(1.0, np.where(values == 0.0, 0, exponent))
+
+
+def standardised(data: Data) -> tuple[Data, np.ndarray]:
+    """The data with each column divided by a power of two near its spread (max - min), and those
+    powers u (d,).
+
+    The selectors work on these numbers, so that their intermediate quantities (sigma^9 in PLUGIN,
+    |Sigma|^1/2 in LSCV) neither overflow nor underflow whatever the data's units (the data may be
+    scaled by 1e-36 or 1e35).  Dividing by 2^k rounds nothing, so results on ordinary data are
+    unchanged to the last bits and scale back exactly: h(x) = u h(x / u), H(X) = D H(X D^-1) D with
+    D = diag(u).
+    """
+    units = power_of_two(np.ptp(data.values, axis=0))
+    return Data(data.values / units, data.columns), units
+
+
 def check_variance(data: Data, *, name: str = "X") -> None:
     """Every column must vary: a constant column has no density to estimate."""
     const = [c for c, v in zip(data.columns, np.ptp(data.values, axis=0)) if v == 0.0]
@@ -156,9 +177,7 @@ def check_spd(M: np.ndarray, *, what: str, columns=None) -> np.ndarray:
 def warn_if_tied(data: Data, *, method: str) -> None:
     """Warn when values repeat within a column: LSCV over bandwidth matrices can shrink H along
     that column, where the tied pairs make g(H) tend to -inf (ERRATA item 8)."""
-    ordered = np.sort(data.values, axis=0)  # one sort for all columns: ties are equal neighbours
-    repeats = np.any(ordered[1:] == ordered[:-1], axis=0)
-    tied = [c for c, repeated in zip(data.columns, repeats) if repeated]
+    tied = tied_columns(data)
     if tied:
         warnings.warn(
             f"data contain duplicated values (column(s) {', '.join(map(repr, tied))}): "
@@ -167,6 +186,13 @@ def warn_if_tied(data: Data, *, method: str) -> None:
             TiedDataWarning,
             stacklevel=3,
         )
+
+
+def tied_columns(data: Data) -> list[str]:
+    """The names of the columns in which some value repeats."""
+    ordered = np.sort(data.values, axis=0)  # one sort for all columns: ties are equal neighbours
+    repeats = np.any(ordered[1:] == ordered[:-1], axis=0)
+    return [c for c, repeated in zip(data.columns, repeats) if repeated]
 
 
 def warn_if_repeated_rows(data: Data, *, method: str) -> None:
@@ -217,8 +243,13 @@ def check_weights(weights, n: int) -> np.ndarray:
 
 
 def as_queries(Q, d: int, *, name: str = "query points") -> np.ndarray:
-    """Validate evaluation points against a fitted dimension d; returns (m, d) float64."""
+    """Validate evaluation points against a fitted dimension d; returns (m, d) float64.
+
+    An empty array (``np.empty(0)`` or ``np.empty((0, d))``) is no points: (0, d).
+    """
     arr, _ = _to_numpy(Q)
+    if arr.ndim == 1 and arr.size == 0:
+        arr = arr.reshape(0, d)
     if d == 1 and arr.ndim <= 1:
         arr = np.atleast_1d(arr).reshape(-1, 1)
     elif arr.ndim == 1 and arr.size == d:

@@ -95,7 +95,11 @@ class KDE(Parameters):
         kernel = get_kernel(self.kernel)
         self._scale = kernel.unit_scale(data.d)
         self._Z = self._transform(data.values)
-        self._norm = kernel.norm_const(data.d) * self._scale**data.d / float(np.prod(np.diag(self._chol)))
+        # log c = log(c_d sigma_K^d / |H|^1/2): no over- or underflow of |H| (the density may still)
+        self._log_norm = (
+            math.log(kernel.norm_const(data.d)) + data.d * math.log(self._scale) - float(np.log(np.diag(self._chol)).sum())
+        )
+        self._norm = math.exp(self._log_norm)
         return self
 
     def _select(self, data, w):
@@ -143,23 +147,42 @@ class KDE(Parameters):
     # -- evaluation -------------------------------------------------------------------
     @single_threaded_blas
     def pdf(self, Q) -> np.ndarray:
-        """Density at the query points (m, d) (or (m,) for 1-D data)."""
-        self._check_fitted()
-        Qz = self._transform(as_queries(Q, self.n_features_in_))
-        work = float(self._Z.shape[0]) * Qz.shape[0]
-        sums = get_backend(self.backend, self.dtype, work=work).kernel_sum(
-            self._Z, Qz, self.kernel, self.weights_, dtype=self.dtype
-        )
+        """Density at the query points (m, d) (or (m,) for 1-D data); no points give an empty array.
+
+        It underflows to 0 far from the data (below 1e-308); :meth:`score_samples` does not.
+        """
+        Qz = self._queries(Q)
+        if Qz.shape[0] == 0:
+            return np.empty(0)
+        sums = self._evaluation_backend(Qz).kernel_sum(self._Z, Qz, self.kernel, self.weights_, dtype=self.dtype)
         return self._norm * np.asarray(sums, dtype=np.float64)
 
+    @single_threaded_blas
     def score_samples(self, Q) -> np.ndarray:
-        """Log density at the query points (-inf where the density is 0)."""
-        with np.errstate(divide="ignore"):
-            return np.log(self.pdf(Q))
+        """Log density at the query points; no points give an empty array.
+
+        log f(q) = log c + log sum_i w_i k(|z(q) - z_i|^2), c = c_d sigma_K^d |H|^-1/2, the sum's
+        log by log-sum-exp (the backends' ``log_kernel_sum``): finite for the Gaussian at any
+        distance (-7550.27 at 50 sd from 1000 N(0, 1) points, where the density underflows to
+        0), -inf only where the density is truly 0 (beyond a compactly supported kernel's reach).
+        """
+        Qz = self._queries(Q)
+        if Qz.shape[0] == 0:
+            return np.empty(0)
+        logs = self._evaluation_backend(Qz).log_kernel_sum(self._Z, Qz, self.kernel, self.weights_, dtype=self.dtype)
+        return self._log_norm + np.asarray(logs, dtype=np.float64)
 
     def score(self, Q, y=None) -> float:
-        """Total log-likelihood of the query points."""
+        """Total log-likelihood of the query points (0.0 for none)."""
         return float(self.score_samples(Q).sum())
+
+    def _queries(self, Q) -> np.ndarray:
+        """Validated query points (m, d), whitened like the data."""
+        self._check_fitted()
+        return self._transform(as_queries(Q, self.n_features_in_))
+
+    def _evaluation_backend(self, Qz: np.ndarray):
+        return get_backend(self.backend, self.dtype, work=float(self._Z.shape[0]) * Qz.shape[0])
 
     def sample(self, n_samples: int = 1, seed=None) -> np.ndarray:
         """Draw from the estimate: a data point (by weight) plus a kernel draw scaled by H."""

@@ -39,6 +39,15 @@ class Kernel:
         """c_d = 1 / integral of k(|u|^2) over R^d (polar coordinates)."""
         return _norm_const(self.name, d)
 
+    def log_profile(self, s: np.ndarray) -> np.ndarray:
+        """log k(s): -s/2 for the Gaussian (finite at every s, where k underflows beyond s ~ 1490);
+        log of the profile for the others, -inf outside their support (the density is 0 there)."""
+        s = np.asarray(s, dtype=np.float64)
+        if self.name == "gaussian":
+            return -0.5 * s
+        with np.errstate(divide="ignore"):
+            return np.log(self.profile(s))
+
     def unit_scale(self, d: int) -> float:
         """sigma such that sigma^d K(sigma u) has the identity covariance.
 

@@ -57,6 +57,41 @@ def test_reference_kernel_sum_is_the_direct_sum(small_tiles, kind, d, weighted):
     np.testing.assert_allclose(reference.kernel_sum(Z, Q, kind, w), expected, rtol=1e-12, atol=1e-15)
 
 
+def _direct_log_sum(Z, Q, kind, w):
+    """log sum_i w_i k(|q - z_i|^2) by SciPy's logsumexp over all terms at once (float64)."""
+    from scipy.special import logsumexp
+
+    s = ((Q[:, None, :] - Z[None, :, :]) ** 2).sum(axis=2)
+    with np.errstate(divide="ignore"):
+        log_k = -0.5 * s if kind == "gaussian" else np.log(KERNELS[kind].profile(s))
+        log_w = np.zeros(len(Z)) if w is None else np.log(w)
+    return logsumexp(log_k + log_w, axis=1)
+
+
+@pytest.mark.parametrize("kind", sorted(KERNELS))
+@pytest.mark.parametrize("d", [1, 2, 5])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_reference_log_kernel_sum_is_the_direct_log_sum(small_tiles, kind, d, weighted):
+    """Near the data the log of kernel_sum; 60 units away (where the Gaussian sum underflows
+    to 0) still the float64 log-sum-exp, and -inf for the compactly supported kernels."""
+    rng = np.random.default_rng(d)
+    Z = rng.normal(size=(37, d))
+    Q = np.vstack([rng.normal(size=(19, d)), rng.normal(size=(5, d)) + 60.0])
+    w = rng.random(37) if weighted else None
+    if weighted:
+        w[::4] = 0.0  # zero weights add no term
+    got = reference.log_kernel_sum(Z, Q, kind, w)
+    expected = _direct_log_sum(Z, Q, kind, w)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(got[:19], np.log(reference.kernel_sum(Z, Q[:19], kind, w)), rtol=1e-12, atol=1e-12)
+    if kind == "gaussian":
+        assert np.all(reference.kernel_sum(Z, Q[19:], kind, w) == 0.0)  # the sum underflows
+        assert np.all(np.isfinite(got)) and np.all(got[19:] < -1500.0)
+    else:
+        assert np.all(got[19:] == -np.inf)  # the density is 0 there
+
+
 def test_unknown_kinds_are_named():
     with pytest.raises(ValueError, match="gauss_d<order>"):
         reference.pair_sum_1d(np.zeros(3), "k4", np.ones(1))
@@ -64,6 +99,8 @@ def test_unknown_kinds_are_named():
         reference.pair_sum_sq(np.zeros((3, 1)), "plugin", np.ones(1))
     with pytest.raises(ValueError, match="unknown kernel"):
         reference.kernel_sum(np.zeros((3, 1)), np.zeros((1, 1)), "box")
+    with pytest.raises(ValueError, match="unknown kernel"):
+        reference.log_kernel_sum(np.zeros((3, 1)), np.zeros((1, 1)), "box")
 
 
 def test_registry():
@@ -257,6 +294,65 @@ def test_kernel_sum_agrees(tiles, backend, dtype, kind, n, m, d, weighted):
 
 
 @pytest.mark.skipif(not OTHER_BACKENDS, reason="no backend besides the reference is available")
+@pytest.mark.parametrize(("backend", "dtype"), CASES)
+@pytest.mark.parametrize("kind", sorted(KERNELS))
+@pytest.mark.parametrize(("n", "m", "d"), [(1, 1, 1), (17, 5, 1), (1025, 33, 1), (100, 7, 2), (333, 65, 5), (40, 3, 16)])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_log_kernel_sum_agrees(tiles, backend, dtype, kind, n, m, d, weighted):
+    """As kernel_sum's test, plus queries 40 units from the data, where the Gaussian sum
+    underflows to 0 in float64 (s/2 > 745) and its log must still be the log-sum-exp; compact
+    kernels give -inf there.  Queries near the data sit on data points, so that no compact
+    kernel's sum hangs on a point at its support's edge (float32 may put it either side).
+    Log densities: float32 within 1e-5 relative (1e-5 absolute near 0)."""
+    _skip_large(backend, n)
+    rng = np.random.default_rng(n + m + d)
+    Z = rng.normal(size=(n, d)) + 7.0
+    Q = np.vstack([Z[rng.integers(0, n, m)], Z[: min(n, 3)] + 40.0])
+    w = rng.random(n) if weighted else None
+    if weighted and n > 2:
+        w[1::3] = 0.0  # zero weights add no term (their logs are -inf)
+    got = backends.get_backend(backend).log_kernel_sum(Z, Q, kind, w, dtype=dtype)
+    expected = reference.log_kernel_sum(Z, Q, kind, w)
+    rtol = RTOL[np.dtype(dtype)]
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol)
+    if kind == "gaussian":
+        assert np.all(np.isfinite(got))
+    else:
+        assert np.all(got[m:] == -np.inf)
+
+
+@pytest.mark.parametrize(("backend", "dtype"), [*CASES, pytest.param("numpy", None, id="numpy")])
+def test_log_kernel_sum_edge_cases(backend, dtype):
+    """No queries: an empty array; every weight 0: -inf (no term); one point: log w - s/2."""
+    be = backends.get_backend(backend)
+    Z = np.array([[0.0], [1.0]])
+    assert be.log_kernel_sum(Z, np.empty((0, 1)), "gaussian", dtype=dtype).shape == (0,)
+    assert be.kernel_sum(Z, np.empty((0, 1)), "gaussian", dtype=dtype).shape == (0,)
+    for kind in ("gaussian", "epanechnikov"):
+        assert np.all(be.log_kernel_sum(Z, np.zeros((2, 1)), kind, np.zeros(2), dtype=dtype) == -np.inf)
+    got = be.log_kernel_sum(Z[:1], np.array([[100.0]]), "gaussian", np.array([0.25]), dtype=dtype)
+    np.testing.assert_allclose(got, [np.log(0.25) - 5000.0], rtol=RTOL[np.dtype(dtype or np.float64)])
+
+
+@pytest.mark.parametrize(("backend", "dtype"), [*CASES, pytest.param("numpy", None, id="numpy")])
+def test_kde_score_samples_far_from_the_data(backend, dtype):
+    """Issue 15: KDE.score_samples 50 units from N(0, 1) data was -inf; now the log density,
+    against an independent float64 log-sum-exp of the Gaussian terms."""
+    from scipy.special import logsumexp
+
+    from parzen import KDE
+
+    x = np.random.default_rng(15).normal(size=_rows(backend, 1000))
+    kde = KDE(backend=backend, dtype=dtype).fit(x)
+    h = kde.bandwidth_
+    q = np.array([50.0, -30.0, 0.3])
+    expected = logsumexp(-0.5 * ((q[:, None] - x[None, :]) / h) ** 2, axis=1) - np.log(x.size * h * np.sqrt(2 * np.pi))
+    got = kde.score_samples(q)
+    np.testing.assert_allclose(got, expected, rtol=RTOL[np.dtype(dtype or np.float64)])
+    assert got[0] < -1000.0 and kde.pdf(q[:1])[0] == 0.0  # the density underflows, its log does not
+
+
+@pytest.mark.skipif(not OTHER_BACKENDS, reason="no backend besides the reference is available")
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)
 def test_unknown_kinds_are_named_by_every_backend(backend):
     be = backends.get_backend(backend)
@@ -266,6 +362,8 @@ def test_unknown_kinds_are_named_by_every_backend(backend):
         be.pair_sum_sq(np.zeros((3, 1)), "plugin", np.ones(1))
     with pytest.raises(ValueError, match="unknown kernel"):
         be.kernel_sum(np.zeros((3, 1)), np.zeros((1, 1)), "box")
+    with pytest.raises(ValueError, match="unknown kernel"):
+        be.log_kernel_sum(np.zeros((3, 1)), np.zeros((1, 1)), "box")
 
 
 # --- the statistics through every backend, on the bundled real data ------------------------

@@ -631,3 +631,169 @@ def test_polars_null_reported_as_missing():
     df = pl.DataFrame({"eruptions": [1.0, None, 3.0, 4.5], "waiting": [1.0, 2.0, 3.0, 5.0]})
     with pytest.raises(ValueError, match=r"1 NaN or infinite value\(s\), first in row 1, column 'eruptions'"):
         bw.scott(df)
+
+
+# --- issue 15: log densities far away, empty queries, tied and costly LSCV_H ----------------
+
+
+def test_score_samples_far_from_the_data_is_the_log_sum_exp():
+    """Issue 15: score_samples was -inf 50 units from 1000 N(0, 1) points (the density underflows
+    there); now log f by log-sum-exp, against an independent float64 computation."""
+    from scipy.special import logsumexp
+
+    x = np.random.default_rng(0).normal(size=1000)
+    kde = KDE(backend="numpy").fit(x)
+    h = kde.bandwidth_
+    q = np.array([50.0, -50.0, 1.0])
+    expected = logsumexp(-0.5 * ((q[:, None] - x[None, :]) / h) ** 2, axis=1) - np.log(x.size * h * np.sqrt(2 * np.pi))
+    got = kde.score_samples(q)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert got[0] < -15000.0 and kde.pdf(50.0)[0] == 0.0  # the density itself underflows: pdf keeps 0
+    assert kde.score(q) == pytest.approx(expected.sum(), rel=1e-12)
+    assert got[2] == pytest.approx(np.log(kde.pdf(1.0)[0]), rel=1e-13)  # near the data: log(pdf)
+
+
+@pytest.mark.parametrize("kernel", sorted(k for k in KERNELS if k != "gaussian"))
+def test_score_samples_beyond_a_compact_kernels_reach_is_minus_inf(kernel):
+    """There the density is truly 0 and its log -inf (documented); inside, log(pdf)."""
+    kde = KDE(bandwidth=0.5, kernel=kernel).fit(X1)
+    got = kde.score_samples([50.0, 0.1])
+    assert got[0] == -np.inf
+    assert got[1] == pytest.approx(np.log(kde.pdf(0.1)[0]), rel=1e-12)
+
+
+EMPTY_QUERIES = {
+    "np.empty(0)": lambda d: np.empty(0),
+    "np.empty((0, d))": lambda d: np.empty((0, d)),
+    "[]": lambda d: [],
+    "empty DataFrame": lambda d: pd.DataFrame(np.empty((0, d))),
+}
+
+
+@pytest.mark.parametrize("make", list(EMPTY_QUERIES.values()), ids=list(EMPTY_QUERIES))
+@pytest.mark.parametrize(("X", "bandwidth"), [(X1, "auto"), (X2, "auto"), (X2, H2)], ids=["1-D", "2-D", "2-D matrix"])
+@pytest.mark.parametrize("backend", ["auto", "numpy"])
+def test_empty_queries_give_empty_results(make, X, bandwidth, backend):
+    """Issue 15: pdf on an empty query array leaked a reshape error; every method that takes
+    points returns an empty array (score: 0.0, the sum of no log densities)."""
+    kde = KDE(bandwidth=bandwidth, backend=backend).fit(X)
+    Q = make(kde.n_features_in_)
+    for method in ("pdf", "score_samples"):
+        out = getattr(kde, method)(Q)
+        assert isinstance(out, np.ndarray) and out.shape == (0,), method
+    assert kde.score(Q) == 0.0
+
+
+def test_empty_queries_with_wrong_columns_are_rejected():
+    with pytest.raises(ValueError, match=r"must have 2 column\(s\) like the fitted data, got shape \(0, 3\)"):
+        KDE(bandwidth=H2).fit(X2).pdf(np.empty((0, 3)))
+
+
+def _fully_tied(n_distinct: int = 20, copies: int = 3) -> np.ndarray:
+    """Every observation recorded ``copies`` times (a join that duplicated rows)."""
+    return np.repeat(np.random.default_rng(4).normal(size=(n_distinct, 2)), copies, axis=0)
+
+
+@pytest.mark.parametrize(
+    ("selector", "method"), [(bw.lscv_H, "LSCV_H"), (bw.lscv_diag, r"LSCV \(diagonal\)")]
+)
+@pytest.mark.parametrize(
+    "X", [_fully_tied(), np.round(np.random.default_rng(0).normal(size=(60, 2)))], ids=["repeated rows", "rounded"]
+)
+def test_lscv_matrix_selectors_on_tied_data_raise_value_error(selector, method, X):
+    """Issue 15: lscv_H on tied rows raised numpy's LinAlgError (g(H) -> -inf as H turns
+    singular, until exp(theta) underflowed); lscv_diag too.  Now a ValueError saying why and
+    what to do, after the TiedDataWarning."""
+    with pytest.warns(TiedDataWarning), pytest.raises(
+        ValueError, match=rf"{method}: the criterion has no minimum at a positive-definite H: the data repeat values"
+    ) as info:
+        selector(X)
+    assert "jitter" in str(info.value) and "lscv_h" in str(info.value)
+
+
+def test_kde_lscv_H_on_tied_data_raises_value_error():
+    with pytest.warns(TiedDataWarning), pytest.raises(ValueError, match=r"no minimum at a positive-definite H"):
+        KDE(bandwidth="lscv_H").fit(_fully_tied())
+
+
+def test_lscv_h_on_the_same_tied_data_still_answers():
+    """The suggested way out works: lscv_h's bounded search warns and returns."""
+    with pytest.warns(TiedDataWarning), pytest.warns(LSCVWarning, match="edge of the search range"):
+        assert bw.lscv_h(_fully_tied()) > 0
+
+
+def _wide(n: int = 200, d: int = 50) -> np.ndarray:
+    return np.random.default_rng(50).normal(size=(n, d))
+
+
+@pytest.mark.parametrize(
+    ("selector", "typical", "others"),
+    [(bw.lscv_H, "2.84e+08", "use lscv_diag"), (bw.lscv_diag, "1.91e+04", "use lscv_h or normal_scale")],
+)
+def test_costly_lscv_search_warns_before_starting(monkeypatch, selector, typical, others):
+    """Issue 15: lscv_H on 200 rows with d = 50 ran 12 minutes with no word.  Now a CostWarning
+    before the search (here an error: the test stops there, after two evaluations) gives the
+    predicted evaluations, the measured time of one and the ways to spend less.  (lscv_H: some
+    1.5e6 evaluations of ~2-10 ms, hours; lscv_diag: 19 000, about a minute, so the test lowers
+    the threshold to 1 s to stay clear of the machine's speed.)"""
+    from parzen.bandwidth import lscv
+
+    monkeypatch.setattr(lscv, "COST_WARNING_SECONDS", 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", parzen.CostWarning)
+        with pytest.raises(parzen.CostWarning) as info:
+            selector(_wide(), backend="numpy")
+    message = str(info.value)
+    assert f"typically takes about {typical} evaluations of g(H)" in message
+    assert "19900 pairs x 50 coordinates" in message and "may run about" in message
+    assert "max_evaluations=" in message and others in message
+
+
+def test_predicted_evaluations_model():
+    assert bw.predicted_evaluations(2) == 10 * 3**2.4 // 1
+    assert 5e4 < bw.predicted_evaluations(8) < 1e5  # 66 000 - 71 000 measured
+    assert bw.predicted_evaluations(50, diagonal=True) < bw.predicted_evaluations(7)
+
+
+def test_ordinary_lscv_searches_do_not_warn_of_cost():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", parzen.CostWarning)
+        bw.lscv_H(X2)
+        bw.lscv_diag(X2)
+
+
+def test_max_evaluations_caps_the_search_with_a_warning():
+    """d = 50, n = 200 capped at 30 evaluations: returns a positive-definite H in well under a
+    second an evaluation, and says that it stopped without converging."""
+    with pytest.warns(LSCVWarning, match=r"stopped after \d+ evaluations of g\(H\) \(max_evaluations=30\) without converging"):
+        H = bw.lscv_H(_wide(), max_evaluations=30, backend="numpy")
+    assert H.shape == (50, 50) and np.linalg.eigvalsh(H)[0] > 0
+
+
+@pytest.mark.parametrize("bad", [0, 1, 2.5, -3, True])
+def test_bad_max_evaluations(bad):
+    with pytest.raises(ValueError, match=r"max_evaluations must be None or an integer of at least 2"):
+        bw.lscv_H(X2, max_evaluations=bad)
+
+
+def test_progress_reaches_the_lscv_H_optimiser(monkeypatch):
+    """progress=True (and KDE(progress=True)) shows the optimiser's iterations with the best g
+    and the evaluations made so far."""
+    import contextlib
+
+    from parzen.bandwidth import lscv
+
+    seen = []
+
+    class Recorder:
+        def advance(self, steps=1.0, **fields):
+            seen.append(fields.get("status", ""))
+
+    @contextlib.contextmanager
+    def recording_bar(enabled, description, total=None):
+        assert enabled and description.startswith("LSCV_H n=40 d=2")
+        yield Recorder()
+
+    monkeypatch.setattr(lscv, "progress_bar", recording_bar)
+    KDE(bandwidth="lscv_H", progress=True).fit(X2)
+    assert len(seen) > 10 and all(" evaluations" in s and s.startswith("g = ") for s in seen)

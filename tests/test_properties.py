@@ -487,3 +487,72 @@ def test_gauss_derivative_at_zero():
     assert gauss_derivative_at_zero(4) == pytest.approx(3 * PHI, rel=1e-15)
     assert gauss_derivative_at_zero(6) == pytest.approx(-15 * PHI, rel=1e-15)
     assert gauss_derivative(5, np.zeros(3)).tolist() == [0.0, 0.0, 0.0]
+
+
+# --- issue 15: scale invariance in practice (data in any units) ------------------------------
+
+#: Scales from the issue (1e-36, 1e35, where PLUGIN raised ZeroDivisionError / OverflowError on
+#: sigma**9), ordinary ones, and powers of two, by which the selectors' results scale exactly:
+#: they work on the data divided by powers of two (exact), so c x rounds to the same numbers.
+EXTREME_SCALES = [1e-36, 2.0**-120, 1e-20, 3.7e-3, 1e20, 2.0**116, 1e35]
+
+
+def _power_of_two(c: float) -> bool:
+    return math.frexp(c)[0] == 0.5
+
+
+def _close(got, expected, c, rtol):
+    """Equal for a power of two c (bit for bit), else to ``rtol``: c x rounds each value once."""
+    if _power_of_two(c):
+        np.testing.assert_array_equal(got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=0.0)
+
+
+@pytest.mark.parametrize("c", EXTREME_SCALES)
+@pytest.mark.parametrize("scale", ["sd", "minim"])
+def test_plugin_scale_invariant_at_any_scale(c, scale):
+    """plugin(c x) = c plugin(x), and its stages scale as their units (Psi_r as c^-(r+1))."""
+    x = sample_1d(7, 200)
+    got, expected = bw.plugin_stages(c * x, scale=scale), bw.plugin_stages(x, scale=scale)
+    for key, power in (("h", 1), ("sigma", 1), ("g1", 1), ("g2", 1), ("psi6", -7), ("psi4", -5)):
+        _close(getattr(got, key), getattr(expected, key) * c**power, c, 1e-12)
+
+
+@pytest.mark.parametrize("c", EXTREME_SCALES)
+def test_rules_of_thumb_scale_invariant_at_any_scale(c):
+    x, X = sample_1d(8, 100), sample_nd(8, 100, 3)
+    for rule in RULES:
+        _close(rule(c * x), c * rule(x), c, 1e-12)
+        np.testing.assert_allclose(rule(c * X), c * c * rule(X), rtol=1e-12, atol=0.0, err_msg=rule.__name__)
+
+
+@pytest.mark.parametrize("c", EXTREME_SCALES)
+@pytest.mark.parametrize("d", [1, 2, 10])
+def test_lscv_h_scale_invariant_at_any_scale(c, d):
+    """h is relative to Sigma: the same number for the data in any units (|Sigma|^1/2 of 10
+    columns at 1e-36 is 1e-360, which underflowed before the data were standardised)."""
+    X = sample_1d(9, 60) if d == 1 else sample_nd(9, 60, d)
+    _close(quiet(bw.lscv_h, c * X), quiet(bw.lscv_h, X), c, 1e-6)
+
+
+@pytest.mark.parametrize("c", EXTREME_SCALES)
+@pytest.mark.parametrize("selector", [bw.lscv_H, bw.lscv_diag])
+def test_lscv_matrix_selectors_scale_invariant_at_any_scale(c, selector):
+    """H(c X) = c^2 H(X); a start matrix is in the data's units too."""
+    X = sample_nd(10, 40)
+    expected = quiet(selector, X)
+    _close(quiet(selector, c * X), c * c * expected, c, 1e-6)
+    start = bw.normal_scale(X) * 0.8
+    _close(quiet(selector, c * X, start=c * c * start), c * c * quiet(selector, X, start=start), c, 1e-6)
+
+
+@pytest.mark.parametrize("c", EXTREME_SCALES)
+@pytest.mark.parametrize("d", [1, 2])
+def test_default_kde_scale_invariant_at_any_scale(c, d):
+    """KDE().fit(c x).pdf(c q) = pdf(q) / c^d, score_samples(c q) = score_samples(q) - d log c."""
+    X = sample_1d(11, 150) if d == 1 else sample_nd(11, 150)
+    Q = X[::10] + 0.05
+    kde, scaled = KDE().fit(X), KDE().fit(c * X)
+    np.testing.assert_allclose(scaled.pdf(c * Q), kde.pdf(Q) / c**d, rtol=1e-12)
+    np.testing.assert_allclose(scaled.score_samples(c * Q), kde.score_samples(Q) - d * math.log(c), rtol=1e-12, atol=1e-12)

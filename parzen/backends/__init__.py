@@ -1,12 +1,14 @@
 """Backends: the only place that knows about hardware.
 
-A backend is a module providing three primitives (paper 000, section 5.1; DESIGN.md),
-each taking a keyword ``dtype`` (None: the first of the module's ``DTYPES``):
+A backend is a module providing these primitives (the first three: paper 000, section 5.1;
+DESIGN.md), each taking a keyword ``dtype`` (None: the first of the module's ``DTYPES``):
 
 - ``pair_sum_1d(x, kind, scales)``: for each scale g, sum_{i<j} f_kind((x_i - x_j)/g);
 - ``pair_sum_sq(Y, kind, params)``: sums over i<j of functions of |y_i - y_j|^2 for
   whitened rows y, for a vector of parameters at once;
-- ``kernel_sum(Z, Q, kind, weights)``: for each query q, sum_i w_i k(|q - z_i|^2).
+- ``kernel_sum(Z, Q, kind, weights)``: for each query q, sum_i w_i k(|q - z_i|^2);
+- ``log_kernel_sum(Z, Q, kind, weights)``: its logarithm, by log-sum-exp where the sum can
+  underflow (the Gaussian far from the data; :func:`parzen.backends.reference.log_kernel_sum`).
 
 A backend may also provide ``prepare_pair_sum_1d(x)`` (a :class:`PairSums1D`, x kept on the
 device; :func:`prepared_pair_sum_1d` falls back to ``pair_sum_1d``) and
@@ -22,6 +24,7 @@ The statistics (``parzen.bandwidth``, ``parzen.kde``) call only these, through
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable
 from functools import cache
 from types import ModuleType
@@ -125,6 +128,40 @@ def prepared_pair_sum_1d(backend: ModuleType, x: np.ndarray, *, dtype=None) -> P
     if prepared is not None:
         return prepared
     return PairSums1D(lambda kind, g: float(backend.pair_sum_1d(x, kind, np.array([float(g)]), dtype=dtype)[0]))
+
+
+def log_sum_exp_of_parts(top: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """log sum_c total_c exp(top_c) over axis 0: one query's log-sum-exp from its parts.
+
+    Each part c (a chunk of data) holds its largest exponent ``top_c`` and the sum ``total_c`` of
+    exp(e_i - top_c) over its terms; a part with ``total_c`` = 0 (no terms) is left out, and a query
+    with no terms at all gets -inf.  Computed in float64.
+    """
+    top, total = np.asarray(top, dtype=np.float64), np.asarray(total, dtype=np.float64)
+    present = total > 0
+    top = np.where(present, top, -np.inf)
+    best = top.max(axis=0)
+    shift = np.where(np.isfinite(best), best, 0.0)
+    with np.errstate(divide="ignore"):
+        return best + np.log((np.where(present, total, 0.0) * np.exp(top - shift)).sum(axis=0))
+
+
+def log_of_kernel_sum(kernel_sum: Callable, Z: np.ndarray, Q: np.ndarray, kind: str, weights, *, dtype=None):
+    """log sum_i w_i k(|q - z_i|^2) for a compactly supported kernel, from ``kernel_sum``.
+
+    Their profiles are at least ~1e-15 wherever they are not 0 (biweight (1 - s)^2 with s one
+    float32 rounding below 1), so with the weights divided by the largest (added back as its log)
+    no term underflows unless the weights span more than ~1e-20 (float32) or ~1e-290 (float64)
+    of each other; the log is -inf exactly where every term is 0 (outside the kernel's reach),
+    where the density is 0.
+    """
+    w = np.ones(len(Z)) if weights is None else np.asarray(weights, dtype=np.float64)
+    largest = float(w.max()) if w.size else 0.0
+    if largest <= 0.0:
+        return np.full(len(Q), -np.inf)
+    sums = np.asarray(kernel_sum(Z, Q, kind, w / largest, dtype=dtype), dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.log(sums) + math.log(largest)
 
 
 def _auto_choice(dtype, work: float | None) -> str:

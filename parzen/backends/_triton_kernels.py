@@ -265,3 +265,40 @@ def kernel_sum_kernel(
             s += diff * diff
         acc += _profile(s, KIND, FAST) * tl.load(w + z_offs)[None, :]
     tl.store(out + chunk * m_padded + q_offs, tl.sum(acc, axis=1).to(tl.float64))
+
+
+@triton.jit
+def gaussian_log_sum_kernel(
+    zt, qt, log2_w, n, n_padded, m_padded, chunk_blocks, top, total,
+    DIM: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr, FAST: tl.constexpr, LOWEST: tl.constexpr,
+):
+    """top[chunk, q] = the largest e_i = log2 w_i - t_i over the chunk's data points i < n, and
+    total[chunk, q] = sum 2^(e_i - top): the chunk's part of a log-sum-exp in base 2.
+
+    t_i = |q - z_i|^2 (the wrapper scales the points so that the Gaussian profile is 2^-t).  A
+    running maximum m over the data blocks rescales the sum by 2^(m - m') when a block raises it
+    to m'.  Pads (index >= n) are masked by index; ``LOWEST`` (a finite number below every
+    exponent, which the compute type holds) stands for "no term yet", so no infinity is formed.
+    """
+    qb = tl.program_id(0)
+    chunk = tl.program_id(1)
+    q_offs = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    z_range = tl.arange(0, BLOCK_Z)
+    first = chunk * chunk_blocks
+    last = tl.minimum(first + chunk_blocks, n_padded // BLOCK_Z)
+    running = tl.full((BLOCK_Q,), LOWEST, dtype=zt.dtype.element_ty)
+    acc = tl.zeros((BLOCK_Q,), dtype=zt.dtype.element_ty)
+    for zb in range(first, last):
+        z_offs = zb * BLOCK_Z + z_range
+        t = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=zt.dtype.element_ty)
+        for c in tl.static_range(DIM):
+            diff = tl.load(qt + c * m_padded + q_offs)[:, None] - tl.load(zt + c * n_padded + z_offs)[None, :]
+            t += diff * diff
+        valid = (z_offs < n)[None, :]
+        e = tl.where(valid, tl.load(log2_w + z_offs)[None, :] - t, LOWEST)
+        raised = tl.maximum(running, tl.max(e, axis=1))
+        terms = tl.where(valid, _exp2(e - raised[:, None], FAST), 0.0)
+        acc = acc * _exp2(running - raised, FAST) + tl.sum(terms, axis=1)
+        running = raised
+    tl.store(top + chunk * m_padded + q_offs, running.to(tl.float64))
+    tl.store(total + chunk * m_padded + q_offs, acc.to(tl.float64))

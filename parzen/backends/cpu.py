@@ -29,6 +29,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..kernels import KERNELS, gauss_derivative_even_coefficients
+from . import log_of_kernel_sum, log_sum_exp_of_parts
 from ._simd import PROFILE_CODES, exp, like, profile
 from .reference import derivative_order
 
@@ -187,6 +188,63 @@ def _kernel_sums(Zt, Qt, w, kind, chunks, qblock, zblock):
     return out
 
 
+@njit(fastmath=True, cache=True)
+def _exponents(s, log_w, b, length):
+    """s[jj] <- e = log w - s / 2 (the Gaussian's log terms) for jj < length; returns their maximum."""
+    half = like(0.5, s)
+    for jj in range(length):
+        s[jj] = log_w[b + jj] - half * s[jj]
+    largest = s[0]
+    for jj in range(1, length):
+        largest = max(largest, s[jj])
+    return largest
+
+
+@njit(fastmath=True, cache=True)
+def _shifted_exp_sum(e, top, length):
+    """sum_jj exp(e[jj] - top) (every e <= top: no overflow)."""
+    row = like(0.0, e)
+    for jj in range(length):
+        row += exp(e[jj] - top)
+    return row
+
+
+@njit(parallel=True, fastmath=True, cache=True)
+def _gaussian_log_sums(Zt, Qt, log_w, chunks, qblock, zblock):
+    """(top, total)[c, q] over data chunk c: top the largest e_i = log w_i - |q - z_i|^2 / 2, total
+    sum exp(e_i - top), by a running maximum over blocks (total 0 for an empty chunk).
+
+    Every exponent is finite (the caller leaves out zero weights), as fastmath requires.
+    """
+    n = Zt.shape[1]
+    nq = Qt.shape[1]
+    chunk = -(-n // chunks)
+    nqb = -(-nq // qblock)
+    top = np.zeros((chunks, nq))
+    total = np.zeros((chunks, nq))
+    for task in prange(nqb * chunks):
+        qb, c = task // chunks, task % chunks
+        q0, q1 = qb * qblock, min(qb * qblock + qblock, nq)
+        z0, z1 = c * chunk, min(c * chunk + chunk, n)
+        e = np.empty(zblock, dtype=Zt.dtype)
+        for q in range(q0, q1):
+            m = 0.0
+            t = 0.0
+            for b in range(z0, z1, zblock):
+                length = min(zblock, z1 - b)
+                _squared_distances(e, Qt, q, Zt, b, length)
+                block_top = float(_exponents(e, log_w, b, length))
+                if b == z0:
+                    m = block_top
+                elif block_top > m:
+                    t *= np.exp(m - block_top)
+                    m = block_top
+                t += _shifted_exp_sum(e, like(m, e), length)
+            top[c, q] = m
+            total[c, q] = t
+    return top, total
+
+
 def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
     """For each scale g: sum_{i<j} phi^(r)((x_i - x_j) / g), kind = "gauss_d<r>" (r even, <= 8).
 
@@ -227,18 +285,62 @@ def kernel_sum(
     if kind not in KERNELS:
         raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
     ftype = _ftype(dtype)
-    Z = np.asarray(Z, dtype=np.float64).reshape(len(Z), -1)
-    Q = np.asarray(Q, dtype=np.float64).reshape(len(Q), -1)
-    centre = Z.mean(axis=0)
-    Zt = np.ascontiguousarray((Z - centre).T, dtype=ftype)
-    Qt = np.ascontiguousarray((Q - centre).T, dtype=ftype)
+    Z, Q = _points(Z, Q)
     if Q.shape[0] == 0:
         return np.zeros(0)
+    Zt, Qt = _centred_pair(Z, Q, ftype)
     w = np.ones(Z.shape[0], dtype=ftype) if weights is None else np.asarray(weights, dtype=ftype)
-    query_blocks = -(-Q.shape[0] // QUERY_BLOCK)
-    wanted = -(-4 * numba.get_num_threads() // query_blocks)  # >= 4 tasks per thread
-    chunks = int(max(1, min(wanted, -(-Z.shape[0] // DATA_BLOCK))))
+    chunks = _data_chunks(Z.shape[0], Q.shape[0])
     return _kernel_sums(Zt, Qt, w, PROFILE_CODES[kind], chunks, QUERY_BLOCK, DATA_BLOCK).sum(axis=0)
+
+
+def log_kernel_sum(
+    Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
+) -> np.ndarray:
+    """For each query q: log sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
+
+    Gaussian: log-sum-exp of e_i = log w_i - s_i / 2, each task keeping a running maximum over
+    its blocks of data, the tasks' parts combined in float64
+    (:func:`parzen.backends.log_sum_exp_of_parts`); finite wherever a weight is positive.
+    Compactly supported kernels: the log of :func:`kernel_sum` (see
+    :func:`parzen.backends.log_of_kernel_sum`).  See :func:`parzen.backends.reference.log_kernel_sum`.
+    """
+    if kind not in KERNELS:
+        raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
+    if kind != "gaussian":
+        return log_of_kernel_sum(kernel_sum, Z, Q, kind, weights, dtype=dtype)
+    ftype = _ftype(dtype)
+    Z, Q = _points(Z, Q)
+    if weights is not None:  # zero weights add no term; the others have finite logs
+        weights = np.asarray(weights, dtype=np.float64)
+        Z, weights = Z[weights > 0], weights[weights > 0]
+    if Q.shape[0] == 0 or Z.shape[0] == 0:
+        return np.full(Q.shape[0], -np.inf)
+    Zt, Qt = _centred_pair(Z, Q, ftype)
+    log_w = np.zeros(Z.shape[0], dtype=ftype) if weights is None else np.log(weights).astype(ftype)
+    chunks = _data_chunks(Z.shape[0], Q.shape[0])
+    top, total = _gaussian_log_sums(Zt, Qt, log_w, chunks, QUERY_BLOCK, DATA_BLOCK)
+    return log_sum_exp_of_parts(top, total)
+
+
+def _points(Z: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Data (n, d) and queries (m, d) as float64 (an empty Q has Z's d columns)."""
+    Z = np.asarray(Z, dtype=np.float64)
+    Z = Z.reshape(len(Z), -1)
+    return Z, np.asarray(Q, dtype=np.float64).reshape(-1, Z.shape[1])
+
+
+def _centred_pair(Z: np.ndarray, Q: np.ndarray, ftype) -> tuple[np.ndarray, np.ndarray]:
+    """(d, n) data and (d, m) queries minus the data's float64 mean, in ftype."""
+    centre = Z.mean(axis=0)
+    return np.ascontiguousarray((Z - centre).T, dtype=ftype), np.ascontiguousarray((Q - centre).T, dtype=ftype)
+
+
+def _data_chunks(n: int, m: int) -> int:
+    """Chunks of data per block of queries: at least 4 tasks per thread, chunks of >= DATA_BLOCK points."""
+    query_blocks = -(-m // QUERY_BLOCK)
+    wanted = -(-4 * numba.get_num_threads() // query_blocks)
+    return int(max(1, min(wanted, -(-n // DATA_BLOCK))))
 
 
 @njit(inline="always")

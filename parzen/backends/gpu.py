@@ -26,7 +26,7 @@ from functools import cache
 import numpy as np
 
 from ..kernels import KERNELS, gauss_derivative_even_coefficients
-from . import PairSums1D
+from . import PairSums1D, log_of_kernel_sum, log_sum_exp_of_parts
 from . import _triton_kernels as kernels
 from ._cuda import DEVICE, INTERPRETED, torch, torch_dtype, triton
 from ._gpu_sparse_grid import prepare_sparse_grid, sparse_grid_mult, sparse_grid_mult_transpose  # noqa: F401
@@ -637,6 +637,71 @@ def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str) -> np.ndarray:
         num_warps=NUM_WARPS,
     )
     return _to_host(partial.sum(dim=0))
+
+
+#: Per compute type: a finite exponent below any the log-sum-exp meets ("no term yet").
+_LOWEST_EXPONENT = {torch.float32: -1e38, torch.float64: -1e300}
+
+
+def log_kernel_sum(
+    Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
+) -> np.ndarray:
+    """For each query q: log sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
+
+    Gaussian: a log-sum-exp in base 2 (the points scaled as in :func:`kernel_sum`, e_i =
+    log2 w_i - t_i), each program keeping a running maximum over its data blocks; the programs'
+    parts are combined in float64 on the host (:func:`parzen.backends.log_sum_exp_of_parts`).
+    Zero weights are left out, so every exponent is finite.  Compactly supported kernels: the
+    log of :func:`kernel_sum` (:func:`parzen.backends.log_of_kernel_sum`).
+    See :func:`parzen.backends.reference.log_kernel_sum`.
+    """
+    if kind not in KERNELS:
+        raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
+    if kind != "gaussian":
+        return log_of_kernel_sum(kernel_sum, Z, Q, kind, weights, dtype=dtype)
+    fdtype = torch_dtype(dtype)
+    Z = np.asarray(Z, dtype=np.float64)
+    Z = Z.reshape(len(Z), -1)
+    Q = np.asarray(Q, dtype=np.float64).reshape(-1, Z.shape[1])
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64)
+        Z, weights = Z[weights > 0], weights[weights > 0]
+    if Q.shape[0] == 0 or Z.shape[0] == 0:
+        return np.full(Q.shape[0], -np.inf)
+    centre = Z.mean(axis=0)
+    scale = math.sqrt(0.5 * _LOG2E)
+    Z, Q = (Z - centre) * scale, (Q - centre) * scale
+    log2_w = np.zeros(Z.shape[0]) if weights is None else np.log2(weights)
+    out = np.empty(Q.shape[0])
+    for queries in _chunks(Q.shape[0]):
+        q_tensor = _padded(Q[queries], QUERY_BLOCK, 0.0, 0.0, fdtype)
+        parts = [_gaussian_log_sum_chunk(_padded(Z[data], DATA_BLOCK, 0.0, 0.0, fdtype), q_tensor, log2_w[data], fdtype)
+                 for data in _chunks(Z.shape[0])]
+        top = np.concatenate([p[0] for p in parts])[:, : queries.stop - queries.start]
+        total = np.concatenate([p[1] for p in parts])[:, : queries.stop - queries.start]
+        out[queries] = log_sum_exp_of_parts(top * math.log(2.0), total)
+    return out
+
+
+def _gaussian_log_sum_chunk(z_tensor, q_tensor, log2_w: np.ndarray, fdtype) -> tuple[np.ndarray, np.ndarray]:
+    """One launch over a chunk of queries and a chunk of n data points: each data chunk's
+    (top, total) per query, top in base 2 (see ``gaussian_log_sum_kernel``)."""
+    d, n_padded = z_tensor.shape
+    m_padded = q_tensor.shape[1]
+    query_blocks, data_blocks = m_padded // QUERY_BLOCK, n_padded // DATA_BLOCK
+    data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
+    chunk_blocks = triton.cdiv(data_blocks, data_chunks)
+    data_chunks = triton.cdiv(data_blocks, chunk_blocks)
+    w_padded = np.zeros(n_padded)
+    w_padded[: log2_w.size] = log2_w
+    top = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
+    total = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
+    kernels.gaussian_log_sum_kernel[(query_blocks, data_chunks)](
+        z_tensor, q_tensor, _to_device(w_padded, fdtype), log2_w.size, n_padded, m_padded, chunk_blocks, top, total,
+        DIM=d, BLOCK_Q=QUERY_BLOCK, BLOCK_Z=DATA_BLOCK, FAST=_fast(fdtype), LOWEST=_LOWEST_EXPONENT[fdtype],
+        num_warps=NUM_WARPS,
+    )
+    return _to_host(top), _to_host(total)
 
 
 def _multiprocessors() -> int:

@@ -7,18 +7,21 @@
 """
 
 from .lscv import (
+    CostWarning,
     LSCVWarning,
     lscv_diag,
     lscv_H,
     lscv_h,
     lscv_H_objective,
     lscv_h_objective,
+    predicted_evaluations,
     reference_h0,
 )
 from .plugin import PluginStages, plugin, plugin_stages, psi_functional
 from .rules import normal_scale, scott, silverman
 
 __all__ = [
+    "CostWarning",
     "LSCVWarning",
     "PluginStages",
     "lscv_H",
@@ -29,6 +32,7 @@ __all__ = [
     "normal_scale",
     "plugin",
     "plugin_stages",
+    "predicted_evaluations",
     "psi_functional",
     "reference_h0",
     "scott",

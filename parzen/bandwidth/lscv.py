@@ -11,6 +11,7 @@ so each pair costs O(d) and every candidate h shares one pass (ERRATA item 7).
 from __future__ import annotations
 
 import math
+import time
 import warnings
 
 import numpy as np
@@ -18,12 +19,27 @@ from scipy import linalg, optimize
 
 from .._progress import progress_bar
 from .._threads import single_threaded_blas
-from .._validate import Data, as_data, check_spd, covariance, covariance_factor, warn_if_repeated_rows, warn_if_tied
+from .._validate import (
+    Data,
+    as_data,
+    check_spd,
+    covariance,
+    covariance_factor,
+    standardised,
+    tied_columns,
+    warn_if_repeated_rows,
+    warn_if_tied,
+)
 from ..backends import get_backend, whitened_pair_sum_sq
 
 
 class LSCVWarning(UserWarning):
     """The LSCV search ended where its answer should not be trusted."""
+
+
+class CostWarning(UserWarning):
+    """A bandwidth search is predicted to run long (minutes or more); the message says how long
+    and how to spend less."""
 
 
 def _criterion(sums: np.ndarray, n: int, d: int, h: np.ndarray, sqrt_det: float) -> np.ndarray:
@@ -113,6 +129,7 @@ def lscv_h(
         raise ValueError(f"grid must have at least 3 points, got {grid}")
     data = as_data(X)
     warn_if_repeated_rows(data, method="LSCV_h")
+    data, _ = standardised(data)  # h is relative to Sigma: the same for the data in any units
     _, L, centred = covariance_factor(data)
     sqrt_det = float(np.prod(np.diag(L)))
     h0 = reference_h0(data.n, data.d)
@@ -220,14 +237,37 @@ def _initial_simplex(theta: np.ndarray, d: int, step: float) -> np.ndarray:
     return np.vstack([theta, theta + np.diag(steps)])
 
 
+#: Nelder-Mead's step sizes: it can stall, so it restarts from its answer with smaller simplices.
+RESTART_STEPS = (0.25, 0.05, 0.01)
+#: SciPy's iteration limit per restart, per parameter of the search.
+ITERATIONS_PER_PARAMETER = 400
+#: Evaluations of g(H) Nelder-Mead typically needs for p parameters, c p^k as (c, k): full H
+#: (p = d(d+1)/2) 10 p^2.4, fitted to lscv_H on 100-200 normal rows for d = 2..8 (165, 590,
+#: 1700, 6500, 5500-40 000, 68 000 evaluations); diagonal H (p = d) 30 p^1.65, fitted to
+#: lscv_diag on 100 rows for d = 2..24 (98, 292, 1032, 3353, 5922) and d = 50 (~20 000).
+EVALUATION_MODEL = {False: (10.0, 2.4), True: (30.0, 1.65)}
+#: A search predicted to take longer than this (seconds) raises :class:`CostWarning` first.
+COST_WARNING_SECONDS = 60.0
+#: A diagonal entry of M (H's Cholesky factor in units of the data's) below this means H is
+#: falling towards a singular matrix: the data are tied or clustered far below their spread.
+SINGULAR_SCALE = 1e-8
+
+
+class _Singular(Exception):
+    """g(H) was asked for at an H that is singular to working precision."""
+
+
 def _minimise_matrix(
-    data: Data, P: np.ndarray, start: np.ndarray, *, diagonal_only: bool, backend, dtype, progress, label
+    data: Data, P: np.ndarray, start: np.ndarray, *, diagonal_only: bool, backend, dtype, progress, label,
+    max_evaluations: int | None = None, method: str,
 ) -> np.ndarray:
     """Minimise g(H) over H = P M M^T P^T, M lower triangular (diagonal if asked).
 
     P pre-whitens the data (Z = P^-1 x), so the search is scale-free and starts near
     M = c I; Nelder-Mead on the log-Cholesky entries of M keeps H positive definite.
-    g(H) = |P|^-1 g_Z(M M^T), so the constant |P| is left out of the search.
+    g(H) = |P|^-1 g_Z(M M^T), so the constant |P| is left out of the search.  Before the search
+    its cost is predicted (:func:`_warn_if_costly`); a search that drives H towards a singular
+    matrix (tied data: g -> -inf) raises ValueError (:func:`_singular_error`).
     """
     n, d = data.values.shape
     Z = _whiten(data.values, P)
@@ -239,54 +279,152 @@ def _minimise_matrix(
 
     def g_sphered(theta: np.ndarray) -> float:
         M = _unpack_lower(theta, d, diagonal_only)
+        if not np.min(np.diag(M)) >= SINGULAR_SCALE:
+            raise _Singular
         sums = pair_sums(M, np.ones(1))
         return float(_criterion(np.asarray(sums), n, d, np.ones(1), float(np.prod(np.diag(M))))[0])
 
-    scale = abs(g_sphered(theta0))
-    objective = lambda theta: g_sphered(theta) / scale
     # float32 sums carry ~1e-7 relative noise: a tighter tolerance only makes Nelder-Mead chase it
     computes_in = be.DTYPES[0] if dtype is None else np.dtype(dtype)  # the gpu's default is float32
     fatol = 1e-9 if computes_in == np.float64 else 1e-6
-    npar = theta0.size
-    with progress_bar(progress, label) as bar:
-        theta, fbest = theta0, objective(theta0)
-        for step in (0.25, 0.05, 0.01):  # Nelder-Mead can stall: restart from its answer
-            result = optimize.minimize(
-                objective,
-                theta,
-                method="Nelder-Mead",
-                callback=_progress_callback(bar, scale),
-                options={
-                    "initial_simplex": _initial_simplex(theta, d, step),
-                    "xatol": 1e-4,
-                    "fatol": fatol,
-                    "maxiter": 400 * npar,
-                    "adaptive": npar > 4,
-                },
-            )
-            improved = fbest - result.fun
-            if result.fun < fbest:
-                theta, fbest = result.x, result.fun
-            if improved <= fatol and step < 0.25:
-                break
-    if not result.success:
-        warnings.warn(f"{label}: Nelder-Mead stopped early ({result.message})", LSCVWarning, stacklevel=3)
+    try:
+        theta = _nelder_mead(
+            g_sphered, theta0, d, fatol, max_evaluations, progress, label,
+            check_cost=lambda seconds: _warn_if_costly(label, d, diagonal_only, n, seconds, max_evaluations),
+        )
+    except _Singular:
+        raise _singular_error(data, method) from None
     M = _unpack_lower(theta, d, diagonal_only)
     PM = P @ M
     H = PM @ PM.T
     return 0.5 * (H + H.T)
 
 
-def _progress_callback(bar, scale: float):
-    """A Nelder-Mead callback advancing ``bar`` by one iteration, showing the best g(H) so far."""
+def _nelder_mead(g, theta0: np.ndarray, d: int, fatol: float, max_evaluations, progress, label: str, check_cost):
+    """argmin g: Nelder-Mead restarted with the steps of :data:`RESTART_STEPS` while it improves,
+    with at most ``max_evaluations`` evaluations of g in all (None: SciPy's iteration limit of
+    :data:`ITERATIONS_PER_PARAMETER` per parameter and restart).  ``check_cost(seconds)`` gets
+    the time of one evaluation before the search starts.  Warns (:class:`LSCVWarning`) when it
+    stops without converging; the answer is then the best point found."""
+    npar = theta0.size
+    scale = abs(g(theta0))
+    evaluations = 0
+
+    def objective(theta: np.ndarray) -> float:
+        nonlocal evaluations
+        evaluations += 1
+        return g(theta) / scale
+
+    started = time.perf_counter()
+    theta, fbest = theta0, objective(theta0)
+    check_cost(time.perf_counter() - started)
+    with progress_bar(progress, label) as bar:
+        for step in RESTART_STEPS:
+            budget = None if max_evaluations is None else max_evaluations - evaluations
+            if budget is not None and budget <= 0:
+                break
+            result = optimize.minimize(
+                objective,
+                theta,
+                method="Nelder-Mead",
+                callback=_progress_callback(bar, scale, lambda: evaluations),
+                options={
+                    "initial_simplex": _initial_simplex(theta, d, step),
+                    "xatol": 1e-4,
+                    "fatol": fatol,
+                    "maxiter": ITERATIONS_PER_PARAMETER * npar,
+                    "maxfev": budget,
+                    "adaptive": npar > 4,
+                },
+            )
+            improved = fbest - result.fun
+            if result.fun < fbest:
+                theta, fbest = result.x, result.fun
+            if improved <= fatol and step < RESTART_STEPS[0]:
+                break
+    if max_evaluations is not None and evaluations >= max_evaluations:
+        warnings.warn(
+            f"{label}: stopped after {evaluations} evaluations of g(H) (max_evaluations={max_evaluations}) "
+            "without converging; H is the best found so far",
+            LSCVWarning,
+            stacklevel=5,
+        )
+    elif not result.success:
+        warnings.warn(f"{label}: Nelder-Mead stopped early ({result.message})", LSCVWarning, stacklevel=5)
+    return theta
+
+
+def predicted_evaluations(d: int, *, diagonal: bool = False) -> int:
+    """Evaluations of g(H) that Nelder-Mead typically needs for a d x d bandwidth matrix, full
+    (lscv_H, d(d+1)/2 parameters) or ``diagonal`` (lscv_diag, d): :data:`EVALUATION_MODEL`.
+    Full: 165 at d = 2, 68 000 at d = 8, 2.8e8 at d = 50; diagonal: 20 000 at d = 50."""
+    factor, power = EVALUATION_MODEL[diagonal]
+    return int(factor * _parameters(d, diagonal) ** power)
+
+
+def _parameters(d: int, diagonal: bool) -> int:
+    return d if diagonal else d * (d + 1) // 2
+
+
+def _warn_if_costly(label: str, d: int, diagonal: bool, n: int, seconds: float, max_evaluations) -> None:
+    """:class:`CostWarning` when the predicted evaluations times the measured time of one exceed
+    :data:`COST_WARNING_SECONDS`: says what the search costs before it starts."""
+    npar = _parameters(d, diagonal)
+    typical = predicted_evaluations(d, diagonal=diagonal)
+    limit = ITERATIONS_PER_PARAMETER * npar * len(RESTART_STEPS) if max_evaluations is None else max_evaluations
+    expected = min(typical, limit)
+    if expected * seconds <= COST_WARNING_SECONDS:
+        return
+    cap = f"max_evaluations stops it at {limit}" if max_evaluations is not None else (
+        f"SciPy's iteration limit stops it after at least {limit:.3g}"
+    )
+    others = "lscv_h or normal_scale" if diagonal else f"lscv_diag ({d} parameters), lscv_h or normal_scale"
+    warnings.warn(
+        f"{label}: a search over {npar} parameters typically takes about {typical:.3g} evaluations of g(H) "
+        f"({cap}); one evaluation ({n * (n - 1) // 2} pairs x {d} coordinates) took {1e3 * seconds:.3g} ms "
+        f"here, so this may run {_duration(expected * seconds)}.  To spend less: cap it with max_evaluations=, "
+        f"use {others}, or fewer columns",
+        CostWarning,
+        stacklevel=5,
+    )
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+        if seconds >= size:
+            return f"about {seconds / size:.3g} {unit}"
+    return f"about {seconds:.3g} s"
+
+
+def _singular_error(data: Data, method: str) -> ValueError:
+    """The error for a search that drove H towards a singular matrix (g -> -inf)."""
+    tied = tied_columns(data)
+    if tied:
+        cause = (
+            f"the data repeat values (column(s) {', '.join(map(repr, tied))}), and as H shrinks along them "
+            "the pairs at distance 0 make g(H) fall without bound (ERRATA item 8)"
+        )
+    else:
+        cause = f"the data cluster at scales below {SINGULAR_SCALE:g} of their spread"
+    return ValueError(
+        f"{method}: the criterion has no minimum at a positive-definite H: {cause}.  Break the ties with "
+        "jitter below the data's rounding (e.g. X + rng.uniform(-r/2, r/2, X.shape) for values rounded to r), "
+        "or use lscv_h, plugin (1-D) or normal_scale"
+    )
+
+
+def _progress_callback(bar, scale: float, evaluations):
+    """A Nelder-Mead callback advancing ``bar`` by one iteration, showing the best g(H) so far
+    and the evaluations of g made (``evaluations()``)."""
 
     def callback(intermediate_result):  # SciPy passes the iterate's value under this name
-        bar.advance(1, status=f"g = {scale * intermediate_result.fun:.6g}")
+        bar.advance(1, status=f"g = {scale * intermediate_result.fun:.6g}, {evaluations()} evaluations")
 
     return callback
 
 
-def _matrix_start(data: Data, start, sigma: np.ndarray) -> np.ndarray:
+def _matrix_start(data: Data, start, sigma: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """The search's first H, in the units of the standardised data (``start`` is in the data's)."""
     if start is None:
         factor = (4.0 / (data.d + 2)) ** (2.0 / (data.d + 4)) * data.n ** (-2.0 / (data.d + 4))
         return factor * sigma  # normal_scale(X), without validating X twice
@@ -294,40 +432,64 @@ def _matrix_start(data: Data, start, sigma: np.ndarray) -> np.ndarray:
     if start.shape != (data.d, data.d):
         raise ValueError(f"start must be a {data.d} x {data.d} matrix, got shape {start.shape}")
     check_spd(start, what="start")
-    return start
+    return start / np.outer(units, units)
 
 
 @single_threaded_blas
-def lscv_H(X, *, start=None, backend: str = "auto", dtype=None, progress: bool = False) -> np.ndarray:
+def lscv_H(
+    X, *, start=None, backend: str = "auto", dtype=None, progress: bool = False, max_evaluations: int | None = None
+) -> np.ndarray:
     """LSCV_H bandwidth matrix: argmin over positive-definite H of g(H) (paper 000, eq. 32).
 
-    Nelder-Mead over the log-Cholesky factor of Sigma^-1/2 H Sigma^-T/2, started from
-    ``start`` or the normal-scale matrix (eq. 37 with ERRATA item 3).  Needs d + 2 rows.
+    Nelder-Mead over the log-Cholesky factor of Sigma^-1/2 H Sigma^-T/2 (d(d+1)/2 parameters),
+    started from ``start`` or the normal-scale matrix (eq. 37 with ERRATA item 3).  Needs d + 2
+    rows.  Its cost grows fast with d: about 10 p^2.4 evaluations of g for p parameters, each
+    over the n(n-1)/2 pairs (:func:`predicted_evaluations`); a search predicted to take over a
+    minute warns first (:class:`CostWarning`), ``max_evaluations`` caps it (an
+    :class:`LSCVWarning` says when that stopped it), ``progress`` shows the iterations.  Tied
+    data, where g(H) falls without bound as H turns singular, raise ValueError.  Computed on
+    the data divided by powers of two near each column's spread (exact; no overflow at any scale).
     """
     data = as_data(X)
     if data.n < data.d + 2:
         raise ValueError(f"LSCV_H needs at least d + 2 = {data.d + 2} rows for {data.d}-column X, got {data.n}")
+    _check_budget(max_evaluations)
     warn_if_tied(data, method="LSCV_H")
+    data, units = standardised(data)
     sigma, P, _ = covariance_factor(data)
-    return _minimise_matrix(
-        data, P, _matrix_start(data, start, sigma), diagonal_only=False,
-        backend=backend, dtype=dtype, progress=progress, label=f"LSCV_H n={data.n} d={data.d}",
+    H = _minimise_matrix(
+        data, P, _matrix_start(data, start, sigma, units), diagonal_only=False, backend=backend, dtype=dtype,
+        progress=progress, label=f"LSCV_H n={data.n} d={data.d}", max_evaluations=max_evaluations, method="LSCV_H",
     )
+    return H * np.outer(units, units)
 
 
 @single_threaded_blas
-def lscv_diag(X, *, start=None, backend: str = "auto", dtype=None, progress: bool = False) -> np.ndarray:
+def lscv_diag(
+    X, *, start=None, backend: str = "auto", dtype=None, progress: bool = False, max_evaluations: int | None = None
+) -> np.ndarray:
     """LSCV over diagonal bandwidth matrices H = diag(h_1^2, ..., h_d^2) (``ks::Hlscv.diag``).
 
-    Same criterion as :func:`lscv_H` (eq. 32); Nelder-Mead over log h_k, started from the
-    diagonal of the normal-scale matrix or ``start``.
+    Same criterion as :func:`lscv_H` (eq. 32); Nelder-Mead over log h_k (d parameters), started
+    from the diagonal of the normal-scale matrix or ``start``; ``max_evaluations``, the cost
+    warning and tied data as in :func:`lscv_H`.
     """
     data = as_data(X)
+    _check_budget(max_evaluations)
     warn_if_tied(data, method="LSCV (diagonal)")
+    data, units = standardised(data)
     sigma = covariance(data)
     P = np.diag(np.sqrt(np.diag(sigma)))
-    H0 = np.diag(np.diag(_matrix_start(data, start, sigma)))
-    return _minimise_matrix(
-        data, P, H0, diagonal_only=True,
-        backend=backend, dtype=dtype, progress=progress, label=f"LSCV diag n={data.n} d={data.d}",
+    H0 = np.diag(np.diag(_matrix_start(data, start, sigma, units)))
+    H = _minimise_matrix(
+        data, P, H0, diagonal_only=True, backend=backend, dtype=dtype, progress=progress,
+        label=f"LSCV diag n={data.n} d={data.d}", max_evaluations=max_evaluations, method="LSCV (diagonal)",
     )
+    return H * np.outer(units, units)
+
+
+def _check_budget(max_evaluations) -> None:
+    if max_evaluations is not None and (
+        isinstance(max_evaluations, bool) or int(max_evaluations) != max_evaluations or max_evaluations < 2
+    ):
+        raise ValueError(f"max_evaluations must be None or an integer of at least 2, got {max_evaluations!r}")

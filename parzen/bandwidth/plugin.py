@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import as_data, check_variance, choose
+from .._validate import as_data, check_variance, choose, power_of_two, standardised
 from ..backends import get_backend, prepared_pair_sum_1d
 from ..kernels import GAUSS_MU2, GAUSS_RK, gauss_derivative_at_zero
 from .rules import NORMAL_IQR
@@ -72,18 +72,30 @@ def plugin_stages(x, *, scale: str = "sd", backend: str = "auto", dtype=None) ->
             "or use lscv_h / lscv_H / normal_scale for multivariate data"
         )
     check_variance(data, name="x")
+    # standardise by powers of two (exact): first the spread, then sigma; scale back at the end
+    data, units = standardised(data)
     v = data.values[:, 0]
+    sigma = _scale_estimate(v, scale)
+    unit_sigma = float(power_of_two(sigma))
+    v, sigma, unit = v / unit_sigma, sigma / unit_sigma, float(units[0]) * unit_sigma
     n = v.size
-    sigma = float(np.std(v, ddof=1))  # eqs. (12)-(13)
-    if scale == "minim":
-        q75, q25 = np.percentile(v, [75, 25])
-        if q75 > q25:
-            sigma = min(sigma, float(q75 - q25) / NORMAL_IQR)
     psi8_ns = 105.0 / (32.0 * math.sqrt(math.pi) * sigma**9)  # eq. (14)
     g1 = (-2.0 * gauss_derivative_at_zero(6) / (GAUSS_MU2 * psi8_ns * n)) ** (1 / 9)  # eq. (15)
     pair_sums = prepared_pair_sum_1d(get_backend(backend, dtype, work=0.5 * n * n), v, dtype=dtype)
     psi6, g2, psi4, h = pair_sums.evaluate(_pilot_stages, n, g1)
-    return PluginStages(h=h, sigma=sigma, g1=g1, psi6=psi6, g2=g2, psi4=psi4)
+    with np.errstate(over="ignore", under="ignore"):  # Psi_r in data units: u^-(r+1) (may not fit a float)
+        psi6, psi4 = (float(psi / np.float64(unit) ** (order + 1)) for psi, order in ((psi6, 6), (psi4, 4)))
+    return PluginStages(h=h * unit, sigma=sigma * unit, g1=g1 * unit, psi6=psi6, g2=g2 * unit, psi4=psi4)
+
+
+def _scale_estimate(v: np.ndarray, scale: str) -> float:
+    """sigma: the standard deviation, eqs. (12)-(13), or min(sd, IQR/1.349) for "minim"."""
+    sigma = float(np.std(v, ddof=1))
+    if scale == "minim":
+        q75, q25 = np.percentile(v, [75, 25])
+        if q75 > q25:
+            sigma = min(sigma, float(q75 - q25) / NORMAL_IQR)
+    return sigma
 
 
 def _pilot_stages(pair_sum, n: int, g1):
