@@ -275,10 +275,13 @@ def gaussian_log_sum_kernel(
     """top[chunk, q] = the largest e_i = log2 w_i - t_i over the chunk's data points i < n, and
     total[chunk, q] = sum 2^(e_i - top): the chunk's part of a log-sum-exp in base 2.
 
-    t_i = |q - z_i|^2 (the wrapper scales the points so that the Gaussian profile is 2^-t).  A
-    running maximum m over the data blocks rescales the sum by 2^(m - m') when a block raises it
-    to m'.  Pads (index >= n) are masked by index; ``LOWEST`` (a finite number below every
-    exponent, which the compute type holds) stands for "no term yet", so no infinity is formed.
+    t_i = |q - z_i|^2 (the wrapper scales the points so that the Gaussian profile is 2^-t).  Each
+    (query, lane) cell of the tile keeps its own running maximum m and sum a of 2^(e - m), updated
+    by one exponential per pair: x = 2^-|e - m|, then a <- a x + 1 and m <- e where e > m, else
+    a <- a + x (no reduction across lanes inside the loop, as kernel_sum_kernel); the lanes are
+    combined once at the end.  Pads (index >= n) are masked by index; ``LOWEST`` (a finite number
+    below every exponent, which the compute type holds) stands for "no term yet", so no infinity
+    is formed.
     """
     qb = tl.program_id(0)
     chunk = tl.program_id(1)
@@ -286,19 +289,20 @@ def gaussian_log_sum_kernel(
     z_range = tl.arange(0, BLOCK_Z)
     first = chunk * chunk_blocks
     last = tl.minimum(first + chunk_blocks, n_padded // BLOCK_Z)
-    running = tl.full((BLOCK_Q,), LOWEST, dtype=zt.dtype.element_ty)
-    acc = tl.zeros((BLOCK_Q,), dtype=zt.dtype.element_ty)
+    running = tl.full((BLOCK_Q, BLOCK_Z), LOWEST, dtype=zt.dtype.element_ty)
+    acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=zt.dtype.element_ty)
     for zb in range(first, last):
         z_offs = zb * BLOCK_Z + z_range
         t = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=zt.dtype.element_ty)
         for c in tl.static_range(DIM):
             diff = tl.load(qt + c * m_padded + q_offs)[:, None] - tl.load(zt + c * n_padded + z_offs)[None, :]
             t += diff * diff
+        e = tl.load(log2_w + z_offs)[None, :] - t
+        x = _exp2(-tl.abs(e - running), FAST)
+        above = e > running
         valid = (z_offs < n)[None, :]
-        e = tl.where(valid, tl.load(log2_w + z_offs)[None, :] - t, LOWEST)
-        raised = tl.maximum(running, tl.max(e, axis=1))
-        terms = tl.where(valid, _exp2(e - raised[:, None], FAST), 0.0)
-        acc = acc * _exp2(running - raised, FAST) + tl.sum(terms, axis=1)
-        running = raised
-    tl.store(top + chunk * m_padded + q_offs, running.to(tl.float64))
-    tl.store(total + chunk * m_padded + q_offs, acc.to(tl.float64))
+        acc = tl.where(valid, tl.where(above, acc * x + 1.0, acc + x), acc)
+        running = tl.where(valid & above, e, running)
+    highest = tl.max(running, axis=1)
+    tl.store(top + chunk * m_padded + q_offs, highest.to(tl.float64))
+    tl.store(total + chunk * m_padded + q_offs, tl.sum(acc * _exp2(running - highest[:, None], FAST), axis=1).to(tl.float64))
