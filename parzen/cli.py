@@ -17,7 +17,7 @@ import warnings
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import duckdb
 import numpy as np
@@ -32,13 +32,30 @@ from rich.text import Text
 from . import __version__, datasets
 from . import bandwidth as bw
 from ._validate import TiedDataWarning, choose
-from .bandwidth.plugin import SCALES
 from .io import read_table, select_columns
 from .kde import KDE, SELECTORS
 from .plotting import plot_density
 
-Method = Enum("Method", {name: name for name in SELECTORS}, type=str)
-Scale = Enum("Scale", {name: name for name in SCALES}, type=str)
+
+class Method(str, Enum):
+    """The --method choices: the keys of :data:`parzen.kde.SELECTORS`, in order (a test checks)."""
+
+    plugin = "plugin"
+    lscv_h = "lscv_h"
+    lscv_H = "lscv_H"
+    lscv_diag = "lscv_diag"
+    scott = "scott"
+    silverman = "silverman"
+    normal_scale = "normal_scale"
+
+
+class Scale(str, Enum):
+    """The --scale choices: :data:`parzen.bandwidth.plugin.SCALES`, in order (a test checks)."""
+
+    sd = "sd"
+    minim = "minim"
+
+
 LSCV = ("lscv_h", "lscv_H", "lscv_diag")
 #: Rows the pair-sum selectors (PLUGIN, LSCV) use in the demo's larger data sets: their
 #: cost grows as n^2, and the NumPy backend takes ~20 s for PLUGIN on tempb's 21908 rows.
@@ -111,7 +128,7 @@ def select(table: pd.DataFrame, method: str, *, scale: str | None = None, progre
     For lscv_h the bandwidth matrix is H = h^2 Sigma, Sigma the sample covariance (paper 000,
     eq. 26); a scalar h of the other selectors is in data units, H = h^2.
     """
-    kwargs = {}
+    kwargs: dict[str, str | bool] = {}
     if method == "plugin":
         kwargs["scale"] = scale or "sd"
     elif scale is not None:
@@ -275,7 +292,11 @@ def plot(
         for note in sel.notes:
             err.print(Text(f"note: {note}", style="yellow"))
         kde = KDE(bandwidth=float(sel.bandwidths[0]) if len(column) == 1 else sel.H).fit(table)
-        curve = lscv_curve(table, sel.h) if name == "lscv_h" and len(column) == 1 else None
+        curve = None
+        if name == "lscv_h" and len(column) == 1:
+            if sel.h is None:
+                raise RuntimeError("lscv_h gave a matrix, not the factor h of H = h^2 Sigma")
+            curve = lscv_curve(table, sel.h)
         path = plot_density(table, kde, output, lscv_curve=curve, label=name, title=f"{file.name}: {name} bandwidth")
     out.print(f"wrote {path}")
 
@@ -296,7 +317,7 @@ def demo_bandwidths(
     start = time.perf_counter()
     with _user_errors():
         names = [choose(name, datasets.NAMES, what="data set") for name in dataset or datasets.NAMES]
-        fitted = {}
+        fitted: dict[tuple[str, str, str], Selection] = {}
         for name in names:
             df = datasets.load(name)
             reference = datasets.ks_reference(name)
@@ -428,7 +449,7 @@ def aqp_build(
 ) -> None:
     """Read TABLE once and store its synopsis in DB."""
     with _user_errors(), _engine(database, read_only=False) as engine:
-        options = {} if grid is None else {"grid": grid}
+        options: dict[str, Any] = {} if grid is None else {"grid": grid}
         if regression:
             options["regression"] = [_regression_pair(text) for text in regression]
         synopsis = engine.build(table, columns, sample=sample, bandwidth=bandwidth, group_by=group_by,
@@ -587,7 +608,7 @@ def _bench_table(problem: str, rows: list[dict]) -> Table:
         table.add_column(heading, justify="right", no_wrap=True)
     for row in rows:
         who = f"{row['implementation']} {row['dtype']} x{row['threads']}"
-        cells = [show(row.get("n")), show(row.get("d")), Text(who)]
+        cells: list[str | Text] = [show(row.get("n")), show(row.get("d")), Text(who)]
         if row["status"] == "ok":
             cells += [show(row[key]) for key in ("seconds", "speedup", "vs_best_exact_peer", "rel_diff")]
         else:

@@ -200,7 +200,7 @@ def _explicit_bandwidth(value, d: int):
     if isinstance(value, Real) and not isinstance(value, bool):
         if not math.isfinite(value) or value <= 0:
             raise ValueError(f"a numeric bandwidth must be positive and finite, got {value!r}")
-        return float(value), value * value * np.eye(d)
+        return float(value), value * value * np.eye(d)  # type: ignore[operator]  # typeshed: Real * Real -> _ComplexLike
     arr = np.asarray(value, dtype=np.float64)
     if arr.ndim == 1 and arr.size == d:
         if not np.all(np.isfinite(arr)) or np.any(arr <= 0):

@@ -126,6 +126,14 @@ def test_version():
     assert result.exit_code == 0 and result.stdout.strip() == f"parzen {__version__}"
 
 
+def test_choice_enums_list_the_library_names_in_order():
+    from parzen.bandwidth.plugin import SCALES
+    from parzen.kde import SELECTORS
+
+    assert [(m.name, m.value) for m in cli.Method] == [(name, name) for name in SELECTORS]
+    assert [(s.name, s.value) for s in cli.Scale] == [(name, name) for name in SCALES]
+
+
 @pytest.mark.parametrize(
     ("method", "scale", "expected"),
     [

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import numpy as np
@@ -32,7 +33,7 @@ MIN_OCCUPANCY = 0.7
 BANDWIDTH_ROWS = 10_000
 #: Each group's stratum holds at least this many rows (or all of the group).
 MIN_GROUP_SAMPLE = 1_000
-SELECTORS = {"plugin": bw.plugin, "scott": bw.scott, "silverman": bw.silverman, "normal_scale": bw.normal_scale}
+SELECTORS: dict[str, Callable[[np.ndarray], float | np.ndarray]] = {"plugin": bw.plugin, "scott": bw.scott, "silverman": bw.silverman, "normal_scale": bw.normal_scale}
 
 
 def quote(name: str) -> str:
@@ -293,7 +294,7 @@ def _strata(con, table, numeric, group_by, rows, sample, seed):
 
 def _plain(key: tuple) -> tuple:
     """Group key values as JSON-friendly Python scalars (None for NULL)."""
-    out = []
+    out: list[object] = []
     for v in key:
         if v is None or pd.isna(v):
             out.append(None)

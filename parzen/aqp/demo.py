@@ -98,7 +98,7 @@ def plot_densities(engine: Engine, path: Path) -> Path:
             f"SELECT {quote(column)} AS v, COUNT(*) FROM flights WHERE {quote(column)} BETWEEN ? AND ? GROUP BY v",
             [float(low), float(high)],
         ).fetchall()
-        total = engine.con.execute(f"SELECT COUNT({quote(column)}) FROM flights").fetchone()[0]
+        (total,) = engine.con.execute(f"SELECT COUNT({quote(column)}) FROM flights").fetchall()[0]
         values, freq = (np.array(x, dtype=float) for x in zip(*counts))
         ax.bar(values, freq / total, width=1.0, color="0.8", label="full table (exact)")
         grid = np.linspace(low, high, 600)

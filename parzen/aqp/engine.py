@@ -401,7 +401,10 @@ def _connect_locked_down(path: str, read_only: bool) -> duckdb.DuckDBPyConnectio
 
 
 def _require_no_external_access(con: duckdb.DuckDBPyConnection) -> None:
-    if con.execute("SELECT current_setting('enable_external_access')").fetchone()[0]:
+    row = con.execute("SELECT current_setting('enable_external_access')").fetchone()
+    if row is None:  # a SELECT without FROM returns one row
+        raise RuntimeError("DuckDB returned no row for current_setting('enable_external_access')")
+    if row[0]:
         raise ValueError(
             "exact=True runs SQL only where DuckDB cannot read files, and this Engine was given a connection with "
             "external access enabled: open it with duckdb.connect(path, config={'enable_external_access': False}) "
@@ -416,7 +419,7 @@ def _catalog_tables(con: duckdb.DuckDBPyConnection) -> tuple[set[tuple[str, ...]
     ``main`` schema, ``catalog.schema.t``), and their plain names for messages."""
     rows = con.execute("SELECT table_catalog, table_schema, table_name, current_database(), current_schema() "
                        "FROM information_schema.tables").fetchall()
-    known = set()
+    known: set[tuple[str, ...]] = set()
     for catalog, schema, name, database, default_schema in rows:
         catalog, schema, name = catalog.casefold(), schema.casefold(), name.casefold()
         known.add((catalog, schema, name))
@@ -605,7 +608,7 @@ def _answers(query, synopsis, layout: Layout, output_of_stratum, groups: int, z)
         se = np.sqrt(_stratified_variance(values, stratum, group, layout, output_of_stratum, groups)) / divisor
         return [Estimate(v, v - z * e, v + z * e) for v, e in zip(estimate, se)]
 
-    out = [{} for _ in range(groups)]
+    out: list[dict[str, Estimate]] = [{} for _ in range(groups)]
     for a in query.aggregates:
         if a.func == "avg":
             num, den = terms.sum_y[a.column], terms.count_y[a.column]
@@ -767,7 +770,7 @@ def _fused_answers(query, synopsis, layout: Layout, ranges, output_of_stratum, g
             inside = out[:, 0] if len(order) == 1 else \
                 _box_sums(layout, models, boxes, found, order[:1], [], scale, output_of_stratum, groups)[:, 0]
     first = order[0]
-    factor = 1.0
+    factor: float | np.ndarray = 1.0  # one per group when raking the groups
     if whole and first in synopsis.grids:
         # X above (one range: the sums' own sum of w p)
         sampled = out[0, 0] if len(order) == 1 else layout.view.marginal(models[first], *boxes[first])
@@ -784,10 +787,12 @@ def _fused_answers(query, synopsis, layout: Layout, ranges, output_of_stratum, g
                                                     float(layout.drawn.sum()) / table_rows)
                     factor = raked / out[0, 0]
     elif rake_groups and first in synopsis.grids:
+        if inside is None:  # summed above whenever rake_groups and order[0] in synopsis.grids
+            raise RuntimeError("the groups' rows in the first column's box were not summed")
         rows = np.bincount(output_of_stratum, weights=layout.rows, minlength=groups)
         factor = _rake_groups(inside, rows, synopsis.grids[first].box(*boxes[first])[0])
     slot = {y: 1 + 2 * q for q, y in enumerate(aggregated)}
-    answers = [{} for _ in range(groups)]
+    answers: list[dict[str, Estimate]] = [{} for _ in range(groups)]
     for a in query.aggregates:
         if a.column is None:
             values = factor * out[:, 0]
@@ -850,11 +855,14 @@ def _frame(query: AggregateQuery, groups: dict, with_error: bool) -> pd.DataFram
     """One row per group key (sorted as DuckDB's ORDER BY would, NULLs last), one column per item."""
     if not query.group_by:  # one row of floats: one array, column names made once per query shape
         ((_, answers),) = groups.items()
+        aggregates = query.aggregates
+        if len(aggregates) != len(query.select):
+            raise ValueError("a query without GROUP BY selects aggregates only")
         values = []
-        for item in query.select:
-            e = answers[item.name]
+        for agg in aggregates:
+            e = answers[agg.name]
             values += [e.value, e.low, e.high] if with_error else [e.value]
-        names = tuple(item.name for item in query.select)
+        names = tuple(agg.name for agg in aggregates)
         return pd.DataFrame(np.array([values], dtype=np.float64), columns=_column_index(names, with_error),
                             index=_ONE_ROW, copy=False)
     keys = sorted(groups, key=lambda k: tuple((v is None, str(v) if isinstance(v, str) else v) for v in k))

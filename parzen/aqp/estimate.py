@@ -101,7 +101,7 @@ class SampleView:
         self.size = next(iter(columns.values())).size if columns else 0
         self.weights = np.ones(self.size) if weights is None else np.asarray(weights, dtype=np.float64)
         self._sorted: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._weights: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._weights: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._repeats: dict[str, bool] = {}
         if sort_now:  # pay the sorting when the synopsis is loaded, not in the first queries
             for column in columns:
@@ -173,10 +173,12 @@ def row_terms(view: SampleView, models: dict[str, ColumnModel], ranges: dict[str
     """
     boxes = {c: models[c].interval(r) for c, r in ranges.items()}
     widest = 1.0 if row_scale is None else float(row_scale.max(initial=1.0))
-    rows = None
+    rows: np.ndarray | None = None
     for c, (a, b) in boxes.items():
         found = view.candidates(c, a, b, _REACH * models[c].bandwidth * widest)
         rows = found if rows is None or found.size < rows.size else rows
+    if rows is None:
+        raise ValueError("row_terms needs at least one predicate (ranges is empty)")
     if keep is not None:
         rows = rows[keep(rows)]
     scale = 1.0 if row_scale is None else row_scale[rows]

@@ -124,8 +124,8 @@ def column_grid(model: ColumnModel, values: np.ndarray, weights: np.ndarray, sca
     if span is not None and x.size:
         low, high = min(low, float(span[0])), max(high, float(span[1]))
     if model.bandwidth == 0.0 or x.size == 0:
-        distinct, first = np.unique(x, return_index=True)
-        ends = np.r_[first[1:], x.size] - 1
+        distinct, starts = np.unique(x, return_index=True)
+        ends = np.r_[starts[1:], x.size] - 1
         grid = ColumnGrid(distinct, np.cumsum(w)[ends] if x.size else np.zeros(0),
                           np.cumsum(w * x)[ends] if x.size else np.zeros(0), np.zeros(0), True)
         if x.size and (low < distinct[0] or high > distinct[-1]):  # the table's ends: every row in a step

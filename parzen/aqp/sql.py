@@ -27,9 +27,9 @@ from sqlglot.errors import ParseError
 _DUCKDB = DuckDB()
 #: Output column names DuckDB gives unaliased aggregates (kept so answers look alike).
 _DEFAULT_NAME = {"count": "count({})", "sum": "sum({})", "avg": "avg({})"}
-_AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg"}
+_AGGREGATES: dict[type[exp.Expr], str] = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg"}
 #: Comparison -> (is the literal a lower bound when the column is on the left, inclusive).
-_COMPARISONS = {exp.GT: (True, False), exp.GTE: (True, True), exp.LT: (False, False), exp.LTE: (False, True)}
+_COMPARISONS: dict[type[exp.Expr], tuple[bool, bool]] = {exp.GT: (True, False), exp.GTE: (True, True), exp.LT: (False, False), exp.LTE: (False, True)}
 
 
 class UnsupportedQuery(ValueError):
@@ -145,7 +145,7 @@ def parse(sql: str) -> AggregateQuery:
 
 
 @functools.lru_cache(maxsize=256)
-def _template_tree(template: str, count: int, named: int = 0) -> exp.Expression | None:
+def _template_tree(template: str, count: int, named: int = 0) -> exp.Expr | None:
     """The template's tree (read only), or None unless its placeholders are the ``count`` cut
     numbers and ``named`` cut names."""
     try:
@@ -159,21 +159,21 @@ def _template_tree(template: str, count: int, named: int = 0) -> exp.Expression 
     return statements[0] if found == expected else None
 
 
-def _statements(sql: str) -> list[exp.Expression | None]:
+def _statements(sql: str) -> list[exp.Expr | None]:
     try:
         return _DUCKDB.parse(sql)
     except ParseError as err:
         raise ValueError(f"could not parse the SQL: {err}") from err
 
 
-def _tree(sql: str) -> exp.Expression:
+def _tree(sql: str) -> exp.Expr:
     statements = _statements(sql)
     if len(statements) != 1 or statements[0] is None:
         raise UnsupportedQuery(f"{len(statements)} statements (give exactly one SELECT)")
     return statements[0]
 
 
-def _query(tree: exp.Expression, numbers: list[str], names=()) -> AggregateQuery:
+def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
     """The query of a parsed statement; ``numbers[k]`` is the text of placeholder ``:parzen_k``,
     ``names[k]`` the column name of ``:parzen_ck``."""
     if not isinstance(tree, exp.Select):
@@ -209,11 +209,11 @@ def _table(tree: exp.Select) -> str:
     return table.name
 
 
-def _is_column(node: exp.Expression) -> bool:
+def _is_column(node: exp.Expr) -> bool:
     return isinstance(node, exp.Column) or (isinstance(node, exp.Placeholder) and node.name.startswith("parzen_c"))
 
 
-def _column(node: exp.Expression, where: str, names=()) -> str:
+def _column(node: exp.Expr, where: str, names=()) -> str:
     if isinstance(node, exp.Placeholder) and node.name.startswith("parzen_c") and names:
         return names[int(node.name.removeprefix("parzen_c"))]
     if not isinstance(node, exp.Column) or node.table:
@@ -221,7 +221,7 @@ def _column(node: exp.Expression, where: str, names=()) -> str:
     return node.name
 
 
-def _select_item(item: exp.Expression, group_by: tuple[str, ...], names=()) -> str | Aggregate:
+def _select_item(item: exp.Expr, group_by: tuple[str, ...], names=()) -> str | Aggregate:
     alias = None
     if isinstance(item, exp.Alias):
         alias, item = item.alias, item.this
@@ -247,7 +247,7 @@ def _select_item(item: exp.Expression, group_by: tuple[str, ...], names=()) -> s
     return Aggregate(func, column, alias or _DEFAULT_NAME[func].format(column))
 
 
-def _conjuncts(node: exp.Expression):
+def _conjuncts(node: exp.Expr):
     node = node.unnest()
     if isinstance(node, exp.And):
         yield from _conjuncts(node.left)
@@ -258,7 +258,7 @@ def _conjuncts(node: exp.Expression):
         yield node
 
 
-def _add_predicate(node: exp.Expression, ranges: dict[str, Range], members: dict[str, frozenset], numbers,
+def _add_predicate(node: exp.Expr, ranges: dict[str, Range], members: dict[str, frozenset], numbers,
                    names=()) -> None:
     if isinstance(node, exp.Between):
         new = Range(_column(node.this, "WHERE", names), _number(node.args["low"], node, numbers),
@@ -290,7 +290,7 @@ def _add_predicate(node: exp.Expression, ranges: dict[str, Range], members: dict
     ranges[new.column] = ranges[new.column].intersect(new) if new.column in ranges else new
 
 
-def _text(node: exp.Expression) -> str:
+def _text(node: exp.Expr) -> str:
     return node.sql(dialect="duckdb")
 
 
@@ -303,14 +303,14 @@ def _sides(node, names=(), with_flip=False):
     return (column, right, flipped) if with_flip else (column, right)
 
 
-def _value(node: exp.Expression, predicate: exp.Expression, numbers):
+def _value(node: exp.Expr, predicate: exp.Expr, numbers):
     """A literal: str for quoted text, float for numbers."""
     if isinstance(node, exp.Literal) and node.is_string:
         return node.this
     return _number(node, predicate, numbers)
 
 
-def _number(node: exp.Expression, predicate: exp.Expression, numbers) -> float:
+def _number(node: exp.Expr, predicate: exp.Expr, numbers) -> float:
     negative = isinstance(node, exp.Neg)
     if negative:
         node = node.this
@@ -331,7 +331,7 @@ def _number(node: exp.Expression, predicate: exp.Expression, numbers) -> float:
 
 def to_sql(query: AggregateQuery) -> str:
     """The DuckDB SQL of ``query``, built from the parsed structure (identifiers quoted)."""
-    items = []
+    items: list[exp.Expr] = []
     for item in query.select:
         if isinstance(item, str):
             items.append(_ident(item))
@@ -360,14 +360,14 @@ def _table_ident(name: str) -> exp.Table:
     return exp.Table(this=exp.to_identifier(name, quoted=True))
 
 
-def _literal(value) -> exp.Expression:
+def _literal(value) -> exp.Expr:
     if isinstance(value, str):
         return exp.Literal.string(value)
     return exp.Literal.number(repr(float(value)))
 
 
-def _range_sql(r: Range) -> exp.Expression:
-    parts = []
+def _range_sql(r: Range) -> exp.Expr:
+    parts: list[exp.Expr] = []
     if r.low is not None:
         parts.append((exp.GTE if r.low_inclusive else exp.GT)(this=_ident(r.column), expression=_literal(r.low)))
     if r.high is not None:
@@ -437,7 +437,7 @@ def _tables_read(tree: exp.Query) -> set[tuple[str, ...]]:
     return tables
 
 
-def _outside_allow_list(node: exp.Expression) -> str | None:
+def _outside_allow_list(node: exp.Expr) -> str | None:
     """What keeps ``node`` out of :func:`read_only_sql`'s allow-list, or None."""
     if isinstance(node, exp.Func) and _function_name(node) in _REFUSED_FUNCTIONS:
         return f"does not run {_text(node)}: {_function_name(node)}() reads files, settings or the environment, or writes"
@@ -448,7 +448,8 @@ def _outside_allow_list(node: exp.Expression) -> str | None:
             (isinstance(node, exp.Table) and not isinstance(node.this, exp.Identifier)):
         return f"reads tables only, not {_text(node.this)} (a table function)"
     if isinstance(node, exp.Table) and not isinstance(node.parent, (exp.From, exp.Join)):
-        return f"reads tables in FROM and JOIN only, not {_text(node)} in {_text(node.parent)}"
+        place = "the statement" if node.parent is None else _text(node.parent)  # a Query's tables have a parent
+        return f"reads tables in FROM and JOIN only, not {_text(node)} in {place}"
     return None
 
 
@@ -462,7 +463,8 @@ def _visible_ctes(table: exp.Table) -> set[str]:
     CTE's own body only the CTEs defined before it are visible (and itself under WITH RECURSIVE).
     A CTE of a subquery is not visible outside that subquery."""
     visible: set[str] = set()
-    child, node = table, table.parent
+    child: exp.Expr = table
+    node = table.parent
     while node is not None:
         if isinstance(node, exp.With):
             position = next(k for k, cte in enumerate(node.expressions) if cte is child)

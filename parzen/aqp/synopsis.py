@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 from dataclasses import asdict, dataclass, field
+from typing import Any, cast
 
 import numpy as np
 
@@ -119,7 +120,8 @@ class Synopsis:
             arrays.update({f"grid/{name}/{column}": v for name, v in grid.arrays().items()})
         arrays.update({f"regression/{k}": r.coef for k, r in enumerate(self.regressions.values())})
         buffer = io.BytesIO()
-        np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+        # cast: the stub lets a key of **arrays be allow_pickle (bool); these keys are "sample/...", "grid/...", ...
+        np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **cast(dict[str, Any], arrays))
         return buffer.getvalue()
 
     @classmethod

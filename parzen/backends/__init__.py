@@ -90,7 +90,7 @@ def whitened_pair_sum_sq(backend: ModuleType, Z: np.ndarray, kind: str, *, dtype
     prepared = None if prepare is None else prepare(Z, kind, dtype=dtype)
     if prepared is not None:
         return prepared
-    last = {"M": None, "Y": None}
+    last: dict[str, np.ndarray | None] = {"M": None, "Y": None}
 
     def sums(M: np.ndarray, params) -> np.ndarray:
         if last["M"] is None or not np.array_equal(M, last["M"]):

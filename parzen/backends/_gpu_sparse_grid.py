@@ -15,6 +15,7 @@ Under the Triton interpreter (no GPU) the same code runs with CPU tensors and no
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import numpy as np
 
@@ -35,9 +36,10 @@ NUM_WARPS = 8
 MAX_ONEHOT = 64
 
 
-def _subspace_tables(codes: np.ndarray, modified: bool, fdtype) -> tuple[torch.Tensor, ...]:
+def _subspace_tables(codes: np.ndarray, modified: bool, fdtype) -> tuple[tuple[torch.Tensor, ...], int]:
     """(coordinate, scale, half, shift) of each subspace's active entries, (S, A) flattened;
-    see :mod:`._triton_sparse_grid`.  Modified basis: level-1 coordinates (factor 1) are left out."""
+    see :mod:`._triton_sparse_grid`, and their width A.  Modified basis: level-1 coordinates (factor 1) are
+    left out."""
     codes = np.asarray(codes, dtype=np.int64)
     active = codes >= 2 if modified else np.ones(codes.shape, dtype=bool)
     width = max(1, int(active.sum(axis=1).max()))
@@ -94,7 +96,7 @@ class _Grid:
 class _Lane:
     """One GPU's share of the chunks: its grid tables, streams and buffers."""
 
-    def __init__(self, device, grid_args, chunk_shape, fdtype, resident: bool) -> None:
+    def __init__(self, device, grid_args: tuple[Any, Any, bool], chunk_shape, fdtype, resident: bool) -> None:
         self.device = device
         self.grid = _Grid(*grid_args, fdtype, device)
         self.chunks: list[int] = []
@@ -125,13 +127,14 @@ class DeviceDesign:
             resident = self.m * self.dim * element <= RESIDENT_MAX_BYTES
         devices = [DEVICE] if DEVICE.type != "cuda" else [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
         pin = not resident and DEVICE.type == "cuda"
-        self.host_chunks = []
+        chunks: list[tuple[int, torch.Tensor]] = []
         for start in range(0, self.m, CHUNK_POINTS):
             block = torch.from_numpy(np.ascontiguousarray(X01[start : start + CHUNK_POINTS].T)).to(self.fdtype)
-            self.host_chunks.append((start, block.pin_memory() if pin else block))
+            chunks.append((start, block.pin_memory() if pin else block))
+        self.host_chunks: list[tuple[int, torch.Tensor | None]] = list(chunks)  # None: kept on a device
         chunk_shape = (self.dim, min(CHUNK_POINTS, self.m))
         self.lanes = [_Lane(device, (codes, offsets, modified), chunk_shape, self.fdtype, resident) for device in devices]
-        for c, (start, block) in enumerate(self.host_chunks):
+        for c, (start, block) in enumerate(chunks):
             lane = self.lanes[c % len(self.lanes)]
             lane.chunks.append(c)
             if not lane.streams:
@@ -180,7 +183,7 @@ class DeviceDesign:
             totals[id(lane)].add_(lane.grid.mult(x, points, chunk))
 
         self._sweep(work)
-        return sum(t.cpu().numpy() for t in totals.values())
+        return sum((t.cpu().numpy() for t in totals.values()), np.zeros(self.size))
 
     def mult_transpose(self, alpha: np.ndarray) -> np.ndarray:
         """v = B^T alpha (float64, length: number of points)."""
@@ -206,7 +209,7 @@ class DeviceDesign:
             totals[id(lane)].add_(lane.grid.mult(x, points, values))
 
         self._sweep(work)
-        return sum(t.cpu().numpy() for t in totals.values())
+        return sum((t.cpu().numpy() for t in totals.values()), np.zeros(self.size))
 
 
 def prepare_sparse_grid(X01: np.ndarray, grid, *, dtype=None) -> DeviceDesign:

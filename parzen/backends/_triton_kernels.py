@@ -18,9 +18,14 @@ GPU that is one MUFU instruction with flush-to-zero (``_exp2``), which drops ter
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._cuda import triton  # PyTorch and Triton, or an ImportError with the install hint
 
-tl = triton.language
+if TYPE_CHECKING:  # a module alias, so that type checkers read tl.constexpr as a type in annotations
+    import triton.language as tl
+else:
+    tl = triton.language
 
 
 @triton.jit

@@ -289,7 +289,7 @@ def kernel_sum(
     if Q.shape[0] == 0:
         return np.zeros(0)
     Zt, Qt = _centred_pair(Z, Q, ftype)
-    w = np.ones(Z.shape[0], dtype=ftype) if weights is None else np.asarray(weights, dtype=ftype)
+    w: np.ndarray = np.ones(Z.shape[0], dtype=ftype) if weights is None else np.asarray(weights, dtype=ftype)
     chunks = _data_chunks(Z.shape[0], Q.shape[0])
     return _kernel_sums(Zt, Qt, w, PROFILE_CODES[kind], chunks, QUERY_BLOCK, DATA_BLOCK).sum(axis=0)
 

@@ -147,6 +147,8 @@ def _pair_sums(values: np.ndarray, launch, spacing: float, tile: int, fdtype, di
         col_tensor = row_tensor if triangle else _padded(values[cols], tile, bottom - spacing, -spacing, fdtype, dims)
         partial = launch(row_tensor, col_tensor, triangle)
         total = partial if total is None else total + partial
+    if total is None:  # n = 0: the max above has already raised
+        raise ValueError("pair sums over no data points")
     return total
 
 
@@ -199,7 +201,7 @@ def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> 
     return out / math.sqrt(2.0 * math.pi)
 
 
-def prepare_pair_sum_1d(x: np.ndarray, *, dtype=None) -> PairSums1D:
+def prepare_pair_sum_1d(x: np.ndarray, *, dtype=None) -> PairSums1D | None:
     """:class:`PairSums1D` over x, kept sorted on the device (PLUGIN's two stages).
 
     Each sum rescales the sorted data into the compute type, finds the reachable column blocks
@@ -257,7 +259,7 @@ class _DevicePairSums1D(PairSums1D):
 
     def __init__(self, x: np.ndarray, fdtype) -> None:
         self.x, self.fdtype = x, fdtype
-        self._data = None
+        self._data: _SortedData1D | None = None
         super().__init__(self._sum)
 
     def _sum(self, kind: str, g):
@@ -460,7 +462,8 @@ class _WhitenedData:
         self.m = torch.empty((d, d), dtype=torch.float64, device=DEVICE)
         self.scales: dict[int, _LscvScales] = {}
         self.graphs: dict[tuple[int, bool], list] = {}
-        self.owner, self.M = None, None
+        self.owner = None
+        self.M: np.ndarray | None = None
 
     def load(self, centred: np.ndarray, owner) -> None:
         self.z[:, : self.n] = _to_device(centred.T, torch.float64)
@@ -544,7 +547,8 @@ class _LscvScales:
         padded = triton.cdiv(count, self.batch) * self.batch
         self.a = torch.empty(padded, dtype=fdtype, device=DEVICE)
         self.a_host = torch.empty(padded, dtype=fdtype, pin_memory=not INTERPRETED)
-        self.h, self.spacing = None, math.inf
+        self.h: np.ndarray | None = None
+        self.spacing = math.inf
 
     def set(self, h: np.ndarray) -> None:
         """New scales (as many); the copy goes up without a host wait (each call ends synchronised)."""

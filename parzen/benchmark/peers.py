@@ -72,10 +72,18 @@ def _r(name: str, problem: str, expression: str, *, exact: bool, caveat: str, **
     return Peer(name, problem, exact, caveat, "R", rpeers.timed(expression), **options)
 
 
+def _kde_inputs(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    """(Q, H) of a KDE case: its queries and bandwidth matrix."""
+    if case.Q is None or case.H is None:
+        raise ValueError(f"a {case.problem} case has no queries Q or bandwidth H (KDE peers need both)")
+    return case.Q, case.H
+
+
 def _whitened(case: Case) -> tuple[np.ndarray, np.ndarray, float]:
     """(Z, Qz, |L|): data and queries as rows z = L^-1 x, L L^T = H, so the bandwidth is 1."""
-    L = linalg.cholesky(case.H, lower=True)
-    X, Q = (np.reshape(a, (len(a), -1)) for a in (case.X, case.Q))
+    queries, H = _kde_inputs(case)
+    L = linalg.cholesky(H, lower=True)
+    X, Q = (np.reshape(a, (len(a), -1)) for a in (case.X, queries))
     Z, Qz = (linalg.solve_triangular(L, a.T, lower=True).T for a in (X, Q))
     return Z, Qz, float(np.prod(np.diag(L)))
 
@@ -104,8 +112,9 @@ _CV_LS_CAVEAT = (
 def _scipy_kde(case: Case) -> Callable[[], np.ndarray]:
     from scipy.stats import gaussian_kde
 
-    factor = float(np.sqrt(case.H[0, 0] / case.sigma[0, 0]))  # H = factor^2 Sigma
-    X, Q = np.atleast_2d(case.X.T), np.atleast_2d(case.Q.T)
+    queries, H = _kde_inputs(case)
+    factor = float(np.sqrt(H[0, 0] / case.sigma[0, 0]))  # H = factor^2 Sigma
+    X, Q = np.atleast_2d(case.X.T), np.atleast_2d(queries.T)
     return lambda: gaussian_kde(X, bw_method=factor)(Q)
 
 
@@ -133,10 +142,12 @@ def _statsmodels_kde(case: Case) -> Callable[[], np.ndarray]:
 def _statsmodels_fft(case: Case) -> Callable[[], np.ndarray]:
     from statsmodels.nonparametric.kde import KDEUnivariate
 
+    Q, H = _kde_inputs(case)
+
     def call() -> np.ndarray:
         kde = KDEUnivariate(case.X)
-        kde.fit(kernel="gau", bw=float(np.sqrt(case.H[0, 0])), fft=True)
-        return np.interp(case.Q, kde.support, kde.density)
+        kde.fit(kernel="gau", bw=float(np.sqrt(H[0, 0])), fft=True)
+        return np.interp(Q, kde.support, kde.density)
 
     return call
 

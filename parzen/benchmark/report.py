@@ -45,6 +45,7 @@ LSCV_H values show diag(H).  Peers run on one thread."""
 def machine() -> dict:
     """The machine and software the figures were measured with."""
     cpuinfo = _cpuinfo()
+    layer: str
     try:
         layer = numba.threading_layer()
     except ValueError:  # no parallel function has run yet
@@ -54,8 +55,8 @@ def machine() -> dict:
         "logical_cpus": os.cpu_count(),
         "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "simd_flags": [f for f in SIMD_FLAGS if f in cpuinfo.get("flags", "").split()],
-        "llvm_cpu": numba.config.CPU_NAME or _host_cpu(),
-        "numba_threads": numba.config.NUMBA_NUM_THREADS,
+        "llvm_cpu": numba.config.CPU_NAME or _host_cpu(),  # type: ignore[attr-defined]  # set via globals()
+        "numba_threads": numba.config.NUMBA_NUM_THREADS,  # type: ignore[attr-defined]  # set via globals()
         "numba_threading_layer": layer,
         "platform": platform.platform(),
         "python": platform.python_version(),

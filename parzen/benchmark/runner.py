@@ -40,7 +40,7 @@ class Contender:
 
 def contenders(problem: str, d: int, dtypes: Iterable[str], with_peers: bool) -> list[Contender]:
     """parzen's configurations (sequential first), then the peers that handle the problem in d dimensions."""
-    every = numba.config.NUMBA_NUM_THREADS
+    every = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]  # numba.config sets it via globals()
     chosen = [Contender(SEQUENTIAL, "float64", 1, backend="numpy")]
     chosen += [Contender(CPU, dt, t, backend="cpu") for dt in dtypes for t in sorted({1, every})]
     if with_peers:
@@ -125,6 +125,8 @@ def _measure(case: Case, who: Contender, repeat: int, max_seconds, last: dict) -
 def _time(case: Case, who: Contender, repeat: int, max_seconds) -> Timing:
     if who.peer is not None:
         return who.peer.run(case, repeat, max_seconds)
+    if who.backend is None:
+        raise ValueError(f"the contender {who.name!r} has neither a peer nor a parzen backend")
     every = numba.get_num_threads()
     numba.set_num_threads(who.threads)
     try:
