@@ -8,10 +8,11 @@ density-based approximate query processing.
 """
 
 from . import bandwidth
+from ._extras import MissingExtraError
 from ._validate import TiedDataWarning
 from .bandwidth import CostWarning, LSCVWarning
 from .kde import KDE
 
 __version__ = "0.1.0"
 
-__all__ = ["KDE", "CostWarning", "LSCVWarning", "TiedDataWarning", "__version__", "bandwidth"]
+__all__ = ["KDE", "CostWarning", "LSCVWarning", "MissingExtraError", "TiedDataWarning", "__version__", "bandwidth"]

@@ -5,11 +5,11 @@ Each check raises ``ValueError`` naming what is wrong and how to fix it.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 
 class TiedDataWarning(UserWarning):
@@ -53,8 +53,13 @@ def _to_numpy(X) -> tuple[np.ndarray, tuple[str, ...] | None]:
 
 
 def _is_numeric_pandas(X) -> bool:
-    """A pandas Series/DataFrame whose columns are all numeric (incl. nullable dtypes)."""
-    if not isinstance(X, (pd.Series, pd.DataFrame)):
+    """A pandas Series/DataFrame whose columns are all numeric (incl. nullable dtypes).
+
+    pandas is not imported here: an object of pandas exists only once its caller imported it,
+    so ``import parzen`` stays free of pandas (and of the pyarrow it loads).
+    """
+    pd = sys.modules.get("pandas")
+    if pd is None or not isinstance(X, (pd.Series, pd.DataFrame)):
         return False
     dtypes = [X.dtype] if isinstance(X, pd.Series) else list(X.dtypes)
     return all(

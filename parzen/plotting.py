@@ -10,6 +10,11 @@ import math
 from pathlib import Path
 
 import numpy as np
+
+from ._extras import require
+
+require("matplotlib", extra="plot", what="parzen.plotting")
+
 from matplotlib import ticker
 from matplotlib.figure import Figure
 

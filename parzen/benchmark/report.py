@@ -11,6 +11,11 @@ from pathlib import Path
 
 import numba
 import numpy as np
+
+from .._extras import require
+
+require("matplotlib", extra="plot", what="parzen.benchmark (its plots)")
+
 from matplotlib.figure import Figure
 
 from . import rpeers
