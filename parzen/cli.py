@@ -2,8 +2,10 @@
 
 A thin layer over the library: tables come from ``parzen.io``, bandwidths from the
 selectors of ``parzen.bandwidth`` (the names ``parzen.KDE`` accepts), figures from
-``parzen.plotting``.  A library error (ValueError, OSError, a DuckDB error) becomes one red
-``error:`` line and exit code 2.  Everything printed that comes from the user or the data (values,
+``parzen.plotting``.  A library error (ValueError, OSError, a DuckDB error, a missing optional
+package: :class:`parzen.MissingExtraError`) becomes one red ``error:`` line and exit code 2.  The
+bandwidth commands need the core only; ``plot`` and the demos' plots the ``plot`` extra, ``aqp``
+and ``demo`` the ``aqp`` extra, Parquet files the ``parquet`` extra.  Everything printed that comes from the user or the data (values,
 column, table and file names, error messages) is plain text, never rich markup: only the CLI's
 own labels are styled.  Tables that would not fit the terminal change layout rather than hide cells.
 """
@@ -87,7 +89,17 @@ app = typer.Typer(
 
 def plain_console(**options) -> Console:
     """A console that prints strings as they are: no markup, no :emoji: codes, no recolouring of
-    numbers (values are data; a ``[/]`` or ``a:x:b`` in a table must print as typed)."""
+    numbers (values are data; a ``[/]`` or ``a:x:b`` in a table must print as typed).
+
+    Parameters
+    ----------
+    **options
+        Further arguments of :class:`rich.console.Console` (e.g. ``stderr=True``, ``width=80``).
+
+    Returns
+    -------
+    rich.console.Console
+    """
     return Console(markup=False, emoji=False, highlight=False, **options)
 
 
@@ -580,7 +592,7 @@ def bench(
     only: Annotated[
         str, typer.Option(help="Comma-separated problems: plugin, lscv_h, lscv_H (objective and selection), kde.")
     ] = "plugin,lscv_h,lscv_H,kde",
-    full: Annotated[bool, typer.Option("--full", help="Paper 000's sizes (section 7.2); hours on 2 cores.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="The paper's sizes (section 7.2 of paper 000, see the docs' Statistics page); hours on 2 cores.")] = False,
     repeat: Annotated[int, typer.Option(min=1, help="Timed calls after the first one; their median is reported.")] = 3,
     max_seconds: Annotated[
         float,
