@@ -12,9 +12,37 @@ class Parameters:
     """``get_params`` / ``set_params`` / ``__repr__`` (parameters that differ from their defaults)."""
 
     def get_params(self, deep: bool = True) -> dict:
+        """The estimator's parameters, as scikit-learn's ``get_params``.
+
+        Parameters
+        ----------
+        deep : bool, default True
+            Accepted for scikit-learn's API; no parameter here is itself an estimator.
+
+        Returns
+        -------
+        dict
+            The keyword parameters of ``__init__`` and their current values.
+        """
         return {name: getattr(self, name) for name in inspect.signature(type(self).__init__).parameters if name != "self"}
 
     def set_params(self, **params):
+        """Set parameters by name, as scikit-learn's ``set_params``.
+
+        Parameters
+        ----------
+        **params
+            New values of parameters of ``__init__``; a fitted estimator must be fitted again.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            For a name that is not a parameter; the message lists the valid ones.
+        """
         valid = self.get_params()
         for name, value in params.items():
             if name not in valid:

@@ -16,5 +16,17 @@ _controller = ThreadpoolController()
 
 
 def single_threaded_blas(function):
-    """Decorate ``function`` to run with BLAS limited to one thread (threadpoolctl)."""
+    """Decorate ``function`` to run with BLAS limited to one thread (threadpoolctl).
+
+    Parameters
+    ----------
+    function : callable
+        A public entry point whose BLAS calls are small (d x d).
+
+    Returns
+    -------
+    callable
+        ``function`` wrapped: the BLAS thread limit is 1 during each call, and the caller's
+        setting is restored after it.
+    """
     return _controller.wrap(limits=1, user_api="blas")(function)

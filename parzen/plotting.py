@@ -1,7 +1,8 @@
 """Figures of a fitted KDE (matplotlib, Agg; no pyplot state).
 
 1-D: histogram, density curve and rug, optionally beside the LSCV criterion g(h) of
-paper 000 eq. (43).  2-D: filled contours of the density with the points on top.
+Andrzejewski et al. (paper 000 in docs/statistics.md), eq. (43).  Needs matplotlib (the ``plot``
+extra): importing this module without it raises :class:`parzen.MissingExtraError`.  2-D: filled contours of the density with the points on top.
 """
 
 from __future__ import annotations
@@ -10,6 +11,11 @@ import math
 from pathlib import Path
 
 import numpy as np
+
+from ._extras import require
+
+require("matplotlib", extra="plot", what="parzen.plotting")
+
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
@@ -23,10 +29,32 @@ GRID_2D = 120
 def plot_density(x, kde, path, *, lscv_curve=None, title: str | None = None, label: str | None = None) -> Path:
     """Draw the density ``kde`` (fitted) over the data ``x`` and save it as ``path``.
 
-    ``x`` has 1 or 2 columns, like the data ``kde`` was fitted to.  ``lscv_curve`` =
-    (h_values, g_values, h_opt) adds a panel with the LSCV_h criterion (1-D only).
-    ``label`` names the bandwidth (default: the selector ``kde`` used, if any).
-    Returns the path written.
+    Parameters
+    ----------
+    x : array_like or DataFrame
+        The data, 1 or 2 columns, like the data ``kde`` was fitted to.
+    kde : parzen.KDE
+        A fitted estimator.
+    path : str or os.PathLike
+        The image file to write (its suffix picks the format, e.g. ``.png``).
+    lscv_curve : tuple, optional
+        (h_values, g_values, h_opt): adds a panel with the LSCV_h criterion g(h) and its minimum
+        (1-D only).
+    title : str, optional
+        The figure's title (default: "Kernel density of" the column names).
+    label : str, optional
+        Names the bandwidth (default: the selector ``kde`` used, if any).
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    ValueError
+        When ``x`` has another number of columns than the fit, more than 2 columns, or
+        ``lscv_curve`` is given for 2-D data.
     """
     data = as_data(x, name="x")
     if data.d != kde.n_features_in_:

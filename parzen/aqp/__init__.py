@@ -6,6 +6,10 @@
     engine.query("SELECT AVG(arr_delay) FROM flights WHERE distance BETWEEN 500 AND 1000")
 """
 
+from .._extras import require
+
+require("duckdb", "sqlglot", "pyarrow", extra="aqp", what="parzen.aqp")
+
 from .engine import Engine, StaleSynopsisError, StaleSynopsisWarning
 from .sql import UnsupportedQuery
 from .synopsis import CorruptSynopsis

@@ -38,7 +38,29 @@ PROBLEM_NOTES = {
 
 @dataclass(frozen=True)
 class Peer:
-    """A peer's computation of one problem."""
+    """A peer's computation of one problem.
+
+    Parameters
+    ----------
+    name : str
+        The implementation's name in the report.
+    problem : str
+        The problem title it computes (a value of :data:`parzen.benchmark.problems.PROBLEMS`).
+    exact : bool
+        No binning, grid or series: the same quantity up to rounding (or a criterion caveat).
+    caveat : str
+        How it differs from parzen's computation, for the report's notes.
+    requires : str
+        The Python module it imports, or "R".
+    run : callable
+        (case, repeat, max_seconds) -> :class:`~parzen.benchmark.timing.Timing` with the value.
+    dims : tuple of int, optional
+        The dimensions it handles; None: any.
+    counterpart : callable, optional
+        parzen's value of what it computes, when that is not the case's own problem.
+    comparable : bool, default True
+        False: it computes something else (its own bandwidth); no relative difference is shown.
+    """
 
     name: str
     problem: str
@@ -51,14 +73,33 @@ class Peer:
     comparable: bool = True  # False: it computes something else (its own bandwidth); no relative difference
 
     def missing(self) -> str | None:
-        """Why it cannot run here, or None."""
+        """Why it cannot run here.
+
+        Returns
+        -------
+        str or None
+            The reason (its library or R is missing), or None when it can run.
+        """
         if self.requires == "R":
             return rpeers.missing()
         if importlib.util.find_spec(self.requires) is None:
-            return f"{self.requires} is not installed (pip install -e '.[bench]')"
+            return f'{self.requires} is not installed (pip install "parzen[bench]")'
         return None
 
     def applies(self, problem: str, d: int) -> bool:
+        """Whether it computes ``problem`` in ``d`` dimensions.
+
+        Parameters
+        ----------
+        problem : str
+            A problem title.
+        d : int
+            The dimension.
+
+        Returns
+        -------
+        bool
+        """
         return problem == self.problem and (self.dims is None or d in self.dims)
 
 
@@ -210,11 +251,11 @@ PEERS = (
     ),
     _r(
         "R ks::hlscv(binned=FALSE)", "LSCV_h", "ks::hlscv(x, binned = FALSE)", exact=True, dims=(1,),
-        caveat="leave-one-out term over n(n-1) (parzen follows the papers' n^2, ERRATA 5): minimisers differ by O(1/n)",
+        caveat="leave-one-out term over n(n-1) (parzen follows the papers' n^2, docs/departures.md item 6): minimisers differ by O(1/n)",
     ),
     _r(
         "R ks::Hlscv(binned=FALSE)", "LSCV_H", "ks::Hlscv(x, binned = FALSE)", exact=True,
-        caveat="leave-one-out term over n(n-1) (ERRATA 5) and its own optimiser: compared as H",
+        caveat="leave-one-out term over n(n-1) (docs/departures.md item 6) and its own optimiser: compared as H",
     ),
     Peer(
         "statsmodels KDEMultivariate cv_ls", "LSCV_H", True, _CV_LS_CAVEAT.format("H"),

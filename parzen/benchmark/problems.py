@@ -1,4 +1,5 @@
-"""The benchmark problems of paper 000, section 7.2: their sizes, seeded data and parzen's calls.
+"""The benchmark problems of section 7.2 of Andrzejewski et al. (paper 000 in docs/statistics.md):
+their sizes, seeded data and parzen's calls.
 
 Every problem is one selection or evaluation a user runs; a :class:`Case` is a problem at one
 size (n, d) with its data.  Data are normal mixtures drawn from a fixed seed: continuous draws
@@ -34,7 +35,7 @@ def _grid(ns, ds) -> list[tuple[int, int]]:
     return [(n, d) for d in ds for n in ns]
 
 
-#: (n, d) per problem title for each scale: "full" is paper 000's section 7.2 (the LSCV_H
+#: (n, d) per problem title for each scale: "full" is section 7.2 of paper 000 (the LSCV_H
 #: selection is the issue's n = 1000, d = 4 against ks::Hlscv); "default" fits a 2-core machine
 #: in minutes; "tiny" is for the tests.
 SIZES = {
@@ -63,7 +64,18 @@ SIZES = {
 
 
 def titles(only) -> list[str]:
-    """Problem titles, in run order, for the problem keys ``only``."""
+    """Problem titles, in run order, for the problem keys ``only``.
+
+    Parameters
+    ----------
+    only : iterable of str
+        Keys of :data:`PROBLEMS`.
+
+    Returns
+    -------
+    list of str
+        Their titles; "lscv_H" gives the objective's title before the selection's.
+    """
     chosen = [PROBLEMS[key] for key in only]
     if "LSCV_H" in chosen:
         chosen.insert(chosen.index("LSCV_H"), LSCV_H_OBJECTIVE)
@@ -71,10 +83,24 @@ def titles(only) -> list[str]:
 
 
 def mixture(n: int, d: int, seed: int) -> np.ndarray:
-    """n draws of a two-component normal mixture in d dimensions: (n,) for d = 1, else (n, d).
+    """Draws of a two-component normal mixture in d dimensions.
 
     One third of the points come from N(3 * 1, A A^T), the rest from N(0, A A^T), with a fixed
     random A near the identity (correlated columns of unequal scales).
+
+    Parameters
+    ----------
+    n : int
+        The number of draws.
+    d : int
+        The dimension.
+    seed : int
+        With n and d, seeds the generator: the same arguments give the same data.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n,) for d = 1, else (n, d).
     """
     rng = np.random.default_rng([seed, n, d])
     A = np.eye(d) + rng.normal(size=(d, d)) / np.sqrt(d)
@@ -85,7 +111,21 @@ def mixture(n: int, d: int, seed: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Case:
-    """One problem at one size, with its data: X (and, for KDE, queries Q and bandwidth H)."""
+    """One problem at one size, with its data.
+
+    Parameters
+    ----------
+    problem : str
+        The problem title.
+    n, d : int
+        The size.
+    X : numpy.ndarray
+        The data, (n,) or (n, d).
+    Q : numpy.ndarray, optional
+        KDE's query points.
+    H : numpy.ndarray, optional
+        The bandwidth matrix of KDE and of the LSCV_H objective.
+    """
 
     problem: str
     n: int
@@ -101,8 +141,23 @@ class Case:
 
 
 def make_case(problem: str, n: int, d: int) -> Case:
-    """The data of ``problem`` at (n, d).  KDE queries are m = n fresh draws; its bandwidth is
-    H = f^2 Sigma (PLUGIN's h for d = 1, the normal-scale rule for d > 1), the form SciPy takes."""
+    """The data of ``problem`` at (n, d).
+
+    KDE queries are m = n fresh draws; its bandwidth is H = f^2 Sigma (PLUGIN's h for d = 1, the
+    normal-scale rule for d > 1), the form SciPy takes.  The LSCV_H objective is evaluated at the
+    normal-scale matrix.
+
+    Parameters
+    ----------
+    problem : str
+        A problem title.
+    n, d : int
+        The size.
+
+    Returns
+    -------
+    Case
+    """
     X = mixture(n, d, seed=0)
     if problem == LSCV_H_OBJECTIVE:
         return Case(problem, n, d, X, H=_as_matrix(bandwidth.normal_scale(X)))
@@ -118,7 +173,22 @@ def _as_matrix(h_or_H) -> np.ndarray:
 
 
 def ours(case: Case, backend: str, dtype) -> Any:
-    """The zero-argument call that computes ``case`` with parzen on ``backend`` in ``dtype``."""
+    """The zero-argument call that computes ``case`` with parzen.
+
+    Parameters
+    ----------
+    case : Case
+        The problem and its data.
+    backend : str
+        parzen's backend.
+    dtype : str or numpy.dtype
+        The working precision.
+
+    Returns
+    -------
+    callable
+        Calling it runs the selector (or KDE's pdf) and returns its result.
+    """
     kw = {"backend": backend, "dtype": dtype}
     X = case.X
     calls = {
@@ -145,8 +215,22 @@ DENSITY_FLOOR = 1e-4
 
 
 def relative_difference(case: Case, value, exact) -> float:
-    """|value - exact| / |exact|: Frobenius norms for bandwidths (scalars, vectors, matrices);
-    for KDE densities the largest pointwise relative difference above :data:`DENSITY_FLOOR`."""
+    """The relative difference |value - exact| / |exact|.
+
+    Parameters
+    ----------
+    case : Case
+        Which problem the values answer.
+    value, exact : array_like
+        A peer's (or a configuration's) result and the reference.
+
+    Returns
+    -------
+    float
+        Frobenius norms for bandwidths (scalars, vectors, matrices); for KDE densities the
+        largest pointwise relative difference where ``exact`` is at least :data:`DENSITY_FLOOR`
+        times its maximum.
+    """
     value, exact = np.asarray(value, dtype=np.float64), np.asarray(exact, dtype=np.float64)
     if case.problem == "KDE":
         keep = exact >= DENSITY_FLOOR * exact.max()
@@ -155,7 +239,21 @@ def relative_difference(case: Case, value, exact) -> float:
 
 
 def lscv_criterion(case: Case, H) -> float:
-    """The LSCV criterion g(H) (paper 000, eq. 32) of the case's data: lower is better."""
+    """The LSCV criterion g(H) of the case's data: Andrzejewski et al. (paper 000 in
+    docs/statistics.md), eq. 32.
+
+    Parameters
+    ----------
+    case : Case
+        The data.
+    H : array_like
+        A bandwidth matrix (a scalar for d = 1).
+
+    Returns
+    -------
+    float
+        g(H); lower is better.  Warnings of the evaluation are suppressed.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return bandwidth.lscv_H_objective(case.X, np.atleast_2d(H))

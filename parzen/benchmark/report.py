@@ -1,5 +1,6 @@
 """The benchmark's outputs: JSON (every row and the machine), a markdown table per problem with
-the ratios and notes, and PNG plots of speedup against n (paper 000, figures 8-10)."""
+the ratios and notes, and PNG plots of speedup against n (as figures 8-10 of Andrzejewski et al.,
+paper 000 in docs/statistics.md)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ from pathlib import Path
 
 import numba
 import numpy as np
+
+from .._extras import require
+
+require("matplotlib", extra="plot", what="parzen.benchmark (its plots)")
+
 from matplotlib.figure import Figure
 
 from . import rpeers
@@ -43,7 +49,14 @@ LSCV_H values show diag(H).  Peers run on one thread."""
 
 
 def machine() -> dict:
-    """The machine and software the figures were measured with."""
+    """The machine and software the figures were measured with.
+
+    Returns
+    -------
+    dict
+        CPU model, logical and usable CPUs, SIMD flags, LLVM's CPU name, Numba's threads and
+        threading layer, platform, Python and the versions of :data:`LIBRARIES` (and R's).
+    """
     cpuinfo = _cpuinfo()
     layer: str
     try:
@@ -91,7 +104,24 @@ def _version(library: str) -> str | None:
 
 
 def write(rows: list[dict], meta: dict, output_dir: Path, name: str) -> list[Path]:
-    """Write <name>.json, <name>.md and <name>_<problem>.png into ``output_dir``; return the paths."""
+    """Write <name>.json, <name>.md and <name>_<problem>.png into ``output_dir``.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The measurements.
+    meta : dict
+        The run's settings, recorded in both files.
+    output_dir : pathlib.Path
+        Created if missing.
+    name : str
+        The files' stem.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The paths written.
+    """
     output_dir.mkdir(parents=True, exist_ok=True)
     info = machine()
     json_path, md_path = output_dir / f"{name}.json", output_dir / f"{name}.md"
@@ -101,7 +131,23 @@ def write(rows: list[dict], meta: dict, output_dir: Path, name: str) -> list[Pat
 
 
 def markdown(rows: list[dict], info: dict, meta: dict, name: str) -> str:
-    """The report: machine and settings, how to read it, then a table and notes per problem."""
+    """The markdown report: machine and settings, how to read it, then a table and notes per problem.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The measurements.
+    info : dict
+        :func:`machine`'s answer.
+    meta : dict
+        The run's settings.
+    name : str
+        The report's title.
+
+    Returns
+    -------
+    str
+    """
     versions = ", ".join(f"{k} {v}" for k, v in info["versions"].items() if v)
     parts = [
         f"# {name}\n",
@@ -128,6 +174,17 @@ def markdown(rows: list[dict], info: dict, meta: dict, name: str) -> str:
 
 
 def markdown_table(rows: list[dict]) -> str:
+    """One problem's rows as a markdown table with the columns of :data:`COLUMNS`.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The measurements of one problem.
+
+    Returns
+    -------
+    str
+    """
     lines = ["| " + " | ".join(head for _, head in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in rows:
         cells = [_cell(row, key) for key, _ in COLUMNS]
@@ -142,7 +199,19 @@ def _cell(row: dict, key: str) -> str:
 
 
 def show(value) -> str:
-    """A value in a table cell: 4 significant digits, a vector's first entries, a matrix's diagonal."""
+    """A value as a table cell.
+
+    Parameters
+    ----------
+    value : None, bool, int, str or array_like
+        A row's entry.
+
+    Returns
+    -------
+    str
+        "—" for None; numbers to 4 significant digits, a vector's first 4 entries, a matrix's
+        diagonal.
+    """
     if value is None:
         return "—"
     if isinstance(value, bool | int | str):
@@ -157,8 +226,25 @@ def show(value) -> str:
 
 
 def plot_speedups(rows: list[dict], output_dir: Path, name: str) -> list[Path]:
-    """Speedup over the sequential reference against n, one panel per cpu configuration and one
-    line per d (paper 000, figures 8-10); one PNG per problem that has speedups."""
+    """Plot the speedup over the sequential reference against n.
+
+    One panel per cpu configuration (dtype, threads) and one line per d, as figures 8-10 of
+    paper 000 (docs/statistics.md).
+
+    Parameters
+    ----------
+    rows : list of dict
+        The measurements.
+    output_dir : pathlib.Path
+        Where the PNG files go.
+    name : str
+        The files' stem.
+
+    Returns
+    -------
+    list of pathlib.Path
+        One PNG per problem that has speedups.
+    """
     paths = []
     for problem, suffix in PLOTS.items():
         chosen = [r for r in rows if r["problem"] == problem and r.get("speedup") and r["implementation"] == CPU]

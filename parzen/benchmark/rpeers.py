@@ -67,12 +67,24 @@ def _probe() -> tuple[str | None, dict]:
 
 
 def missing() -> str | None:
-    """Why the R peers cannot run here, or None."""
+    """Why the R peers cannot run here.
+
+    Returns
+    -------
+    str or None
+        The reason (no Rscript, no ks, no answer), or None when they can run (probed once).
+    """
     return _probe()[0]
 
 
 def versions() -> dict:
-    """Versions of R, ks and KernSmooth (empty when R peers cannot run)."""
+    """The versions of R, ks and KernSmooth.
+
+    Returns
+    -------
+    dict
+        Name -> version; empty when the R peers cannot run.
+    """
     return _probe()[1]
 
 
@@ -81,7 +93,19 @@ class RError(RuntimeError):
 
 
 def timed(expression: str) -> Callable[[Case, int, float | None], Timing]:
-    """An adapter running ``expression`` (R code using the data ``x``) under R's timing loop."""
+    """An adapter running an R expression under R's copy of the timing loop.
+
+    Parameters
+    ----------
+    expression : str
+        R code using the data ``x`` (a vector for d = 1, else a matrix), e.g. ``ks::hpi(x)``.
+
+    Returns
+    -------
+    callable
+        (case, repeat, max_seconds) -> :class:`~parzen.benchmark.timing.Timing`, whose value is
+        a float or a d x d matrix; it raises :class:`RError` when Rscript fails or times out.
+    """
     script = _SCRIPT.replace("EXPRESSION", expression)
 
     def run(case: Case, repeat: int, max_seconds: float | None) -> Timing:

@@ -29,7 +29,21 @@ DTYPES = ("float64", "float32")
 
 @dataclass(frozen=True)
 class Contender:
-    """One implementation in one configuration: parzen on a backend, or a peer."""
+    """One implementation in one configuration: parzen on a backend, or a peer.
+
+    Parameters
+    ----------
+    name : str
+        The implementation's name in the report.
+    dtype : str
+        The working precision.
+    threads : int
+        Numba's threads (1 for peers).
+    backend : str, optional
+        parzen's backend; None for a peer.
+    peer : Peer, optional
+        The peer; None for parzen.
+    """
 
     name: str
     dtype: str
@@ -39,7 +53,25 @@ class Contender:
 
 
 def contenders(problem: str, d: int, dtypes: Iterable[str], with_peers: bool) -> list[Contender]:
-    """parzen's configurations (sequential first), then the peers that handle the problem in d dimensions."""
+    """The implementations to time on one problem.
+
+    Parameters
+    ----------
+    problem : str
+        A problem title.
+    d : int
+        The dimension.
+    dtypes : iterable of str
+        The cpu backend's precisions.
+    with_peers : bool
+        Include the peers.
+
+    Returns
+    -------
+    list of Contender
+        parzen's sequential reference first, the cpu backend in each dtype on 1 and all Numba
+        threads, then the peers that handle the problem in d dimensions.
+    """
     every = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]  # numba.config sets it via globals()
     chosen = [Contender(SEQUENTIAL, "float64", 1, backend="numpy")]
     chosen += [Contender(CPU, dt, t, backend="cpu") for dt in dtypes for t in sorted({1, every})]
@@ -49,8 +81,21 @@ def contenders(problem: str, d: int, dtypes: Iterable[str], with_peers: bool) ->
 
 
 def plan(only: Iterable[str], scale: str) -> list[tuple[str, int, int]]:
-    """(problem title, n, d) in run order: by problem, then d, then n (so each size can be
-    judged from the one before it)."""
+    """The cases to run, in order.
+
+    Parameters
+    ----------
+    only : iterable of str
+        Problem keys.
+    scale : str
+        A key of :data:`~parzen.benchmark.problems.SIZES`.
+
+    Returns
+    -------
+    list of tuple
+        (problem title, n, d), by problem, then d, then n (so each size's time can be predicted
+        from the one before it).
+    """
     return [(title, n, d) for title in titles(only) for n, d in SIZES[scale][title]]
 
 
@@ -64,7 +109,23 @@ def run(
     with_peers: bool = True,
     console: Console | None = None,
 ) -> list[dict]:
-    """Time everything; return the report's rows.  ``console``: show progress there."""
+    """Time every contender on every case.
+
+    Parameters
+    ----------
+    only : iterable of str
+        Problem keys.
+    scale, repeat, max_seconds, dtypes, with_peers
+        As :func:`parzen.benchmark.bench`.
+    console : rich.console.Console, optional
+        Shows progress and a line per measurement.
+
+    Returns
+    -------
+    list of dict
+        The report's rows: one per (case, contender), with its times, ratios, value, agreement
+        and status ("ok", or why it was skipped or failed).
+    """
     cases = plan(only, scale)
     dtypes = tuple(dtypes)
     total = sum(len(contenders(title, d, dtypes, with_peers)) for title, _, d in cases)

@@ -19,7 +19,21 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Timing:
-    """Seconds of the first call and of the timed calls, and the value computed."""
+    """Seconds of the first call and of the timed calls, and the value computed.
+
+    Parameters
+    ----------
+    first : float
+        Seconds of the first call.
+    samples : tuple of float
+        Seconds of the timed calls.
+    value : object
+        The call's result.
+    first_only : bool, default False
+        The first call was too slow to repeat and is the only sample.
+    warnings : tuple of str, default ()
+        The call's warnings, once each.
+    """
 
     first: float
     samples: tuple[float, ...]
@@ -29,11 +43,24 @@ class Timing:
 
     @property
     def median(self) -> float:
+        """The median of the samples, in seconds."""
         return statistics.median(self.samples)
 
 
 def first_call_suffices(first: float, max_seconds: float | None) -> bool:
-    """The budget rule: a first call over half the budget is not repeated."""
+    """The budget rule: a first call over half the budget is not repeated.
+
+    Parameters
+    ----------
+    first : float
+        Seconds of the first call.
+    max_seconds : float or None
+        The budget; None: none.
+
+    Returns
+    -------
+    bool
+    """
     return max_seconds is not None and first > max_seconds / 2
 
 
@@ -42,6 +69,19 @@ def measure(call: Callable[[], Any], repeat: int, max_seconds: float | None) -> 
 
     Warnings raised by the call are collected (once each), not shown; deprecation notices
     (FutureWarning, DeprecationWarning) are dropped.
+
+    Parameters
+    ----------
+    call : callable
+        The zero-argument call to time.
+    repeat : int
+        The most timed calls after the first.
+    max_seconds : float or None
+        The budget of the whole measurement; None: none.
+
+    Returns
+    -------
+    Timing
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -68,6 +108,18 @@ def predicted_seconds(previous: tuple[int, float] | None, n: int) -> float | Non
 
     Used only to decide to skip a measurement that would exceed the budget, never reported
     as a result.
+
+    Parameters
+    ----------
+    previous : tuple or None
+        (n, seconds) measured at a smaller size, or None.
+    n : int
+        The size to predict.
+
+    Returns
+    -------
+    float or None
+        seconds * (n / n_previous)^2, or None without a previous measurement.
     """
     if previous is None:
         return None

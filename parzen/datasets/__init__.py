@@ -24,19 +24,50 @@ NAMES = tuple(DESCRIPTIONS)
 
 
 def load(name: str) -> pd.DataFrame:
-    """The bundled data set ``name`` (one of :data:`NAMES`) as a new DataFrame."""
+    """A bundled data set.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`NAMES`: faithful, quakes, tempb (see :data:`DESCRIPTIONS`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        A new copy, read from the CSV file shipped with parzen.
+
+    Raises
+    ------
+    ValueError
+        For another name; the message lists the valid ones.
+    """
     choose(name, NAMES, what="data set")
     with resources.as_file(resources.files(__name__) / f"{name}.csv") as path:
         return pd.read_csv(path)
 
 
 def ks_reference(name: str) -> dict:
-    """R's bandwidths for data set ``name`` (R 4.2, ks 1.14.0, KernSmooth 2.23).
+    """R's bandwidths for a bundled data set (R 4.2, ks 1.14.0, KernSmooth 2.23).
 
-    Keys: ``n``, ``d``, ``columns``; ``univariate.<column>`` with ``hpi``, ``dpik_stdev``,
-    ``dpik_minim``, ``bw_SJ_dpi`` and (n <= 5000) ``hlscv``; for d >= 2 and n <= 5000 the
-    matrices ``Hpi``, ``Hlscv``, ``Hlscv_diag``, ``Hscv``.  ``ks`` normalises LSCV slightly
-    differently from the papers (ERRATA item 6).
+    ``ks`` normalises LSCV slightly differently from the papers (docs/departures.md, item 6),
+    so its LSCV bandwidths differ from parzen's by O(1/n).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`NAMES`.
+
+    Returns
+    -------
+    dict
+        Keys ``n``, ``d``, ``columns``; ``univariate.<column>`` with ``hpi``, ``dpik_stdev``,
+        ``dpik_minim``, ``bw_SJ_dpi`` and (n <= 5000) ``hlscv``; for d >= 2 and n <= 5000 the
+        matrices ``Hpi``, ``Hlscv``, ``Hlscv_diag``, ``Hscv``.
+
+    Raises
+    ------
+    ValueError
+        For another name.
     """
     choose(name, NAMES, what="data set")
     return json.loads((resources.files(__name__) / "ks_reference.json").read_text())[name]
