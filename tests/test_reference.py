@@ -43,7 +43,7 @@ def test_plugin_agrees_with_kernsmooth_dpik(datasets, ks_reference, name, column
 
 
 def test_plugin_scale_minim_differs_on_clustered_data(datasets):
-    """ERRATA item 2: on quakes$long the IQR-based scale changes h by tens of percent."""
+    """docs/departures.md, item 2: on quakes$long the IQR-based scale changes h by tens of percent."""
     x = datasets["quakes"]["long"]
     assert bandwidth.plugin(x, scale="minim") < 0.8 * bandwidth.plugin(x, scale="sd")
 
@@ -69,7 +69,7 @@ def test_lscv_H_objective_matches_papers_eq32(datasets, seed_reference, name):
 
 @pytest.mark.parametrize("name", DATASETS)
 def test_normal_scale_is_the_reference_start_matrix(datasets, seed_reference, name):
-    """The seed's H is the normal-scale matrix (eq. 37 with ERRATA item 3)."""
+    """The seed's H is the normal-scale matrix (eq. 37 with docs/departures.md, item 3)."""
     ref = seed_reference[name]
     X = datasets[name].to_numpy()[: ref["lscv_rows"]]
     np.testing.assert_allclose(bandwidth.normal_scale(X), ref["lscv_H_objective"]["H"], rtol=1e-12)
@@ -85,7 +85,7 @@ def test_kde_pdf_matches_papers_eq6(datasets, seed_reference, name):
 
 @pytest.mark.parametrize("column", ["eruptions", "waiting"])
 def test_lscv_h_agrees_with_ks_hlscv_on_faithful(datasets, ks_reference, column):
-    """Within 2 %: ks normalises the leave-one-out term by 1/(n(n-1)) (ERRATA item 6)."""
+    """Within 2 %: ks normalises the leave-one-out term by 1/(n(n-1)) (docs/departures.md, item 6)."""
     x = datasets["faithful"][column]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # faithful is recorded to a few digits: ties
@@ -115,7 +115,7 @@ def test_lscv_matrix_reaches_ks_optimum_on_faithful(datasets, ks_reference, sele
     assert lscv_H_objective(X, H) <= lscv_H_objective(X, H_ks) + 1e-12
     np.testing.assert_allclose(H, H.T)
     assert np.all(np.linalg.eigvalsh(H) > 0)
-    # The papers' n^-2 normalisation moves the minimiser by O(1/n) only (ERRATA item 6).
+    # The papers' n^-2 normalisation moves the minimiser by O(1/n) only (docs/departures.md, item 6).
     np.testing.assert_allclose(np.diag(H), np.diag(H_ks), rtol=0.05)
     if key == "Hlscv_diag":
         assert H[0, 1] == 0.0
