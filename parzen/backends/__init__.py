@@ -153,7 +153,7 @@ def resolve_sparse_grid_backend(
 def _entry(name) -> tuple[str, str, str, str]:
     if not isinstance(name, str) or name not in _REGISTRY:
         raise ValueError(
-            f"unknown backend {name!r}; choose 'auto', one of {', '.join(map(repr, _REGISTRY))}, "
+            f"unknown backend {name!r}; choose 'auto' or one of {', '.join(map(repr, _REGISTRY))}, "
             "or pass a backend instance"
         )
     return _REGISTRY[name]
