@@ -1,5 +1,6 @@
 """Backends as objects: the declared interfaces, resolution, and state owned by instances."""
 
+import copy
 import importlib
 import inspect
 import pkgutil
@@ -167,6 +168,9 @@ def test_gpu_backend_owns_its_state_and_close_releases_it():
         assert not small._whitened and not small._hermite and not small._graphs
         assert other._whitened and other._hermite  # the other instance keeps its own
     assert not other._whitened and not other._hermite and not other._graphs  # closed on leaving the block
+    other.prepare_whitened_pair_sum_sq(Z, "lscv")
+    twin = copy.deepcopy(other)  # a copy (scikit-learn's clone) carries the tiles, not the device state
+    assert twin.tiles == other.tiles and not twin._whitened
     # a closed backend builds what it needs again
     np.testing.assert_allclose(small.pair_sum_sq(Y, "lscv", h, dtype=np.float64), reference.pair_sum_sq(Y, "lscv", h),
                                rtol=1e-10)

@@ -617,6 +617,11 @@ class GpuBackend(KDEBackend):
     def __repr__(self) -> str:
         return f"GpuBackend({self.tiles!r})"
 
+    def __reduce__(self):
+        """Copies and pickles carry the tiles only: graphs and buffers are caches of one device
+        (``clone`` of a ``KDE(backend=GpuBackend())`` gets a fresh backend)."""
+        return (GpuBackend, (self.tiles,))
+
     def close(self) -> None:
         """Drop the CUDA graphs, whitened-data buffers and constants (after the device is idle);
         the instance builds them again if it is used later.  Functions it has returned (prepared
