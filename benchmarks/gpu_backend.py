@@ -44,6 +44,9 @@ from parzen.backends import cpu, gpu
 from parzen.bandwidth.lscv import ZOOM, ZOOM_TOL
 
 RESULTS = Path(__file__).parent / "results"
+#: The shared instances that backend="gpu" / "cpu" resolve to (the public calls below use them too).
+GPU = backends.resolve_backend("gpu")
+CPU = backends.resolve_backend("cpu")
 
 
 # --- timing ----------------------------------------------------------------------------------
@@ -68,8 +71,7 @@ def first_call_seconds(call) -> float:
     """Wall time of ``call()`` on data of a size the GPU backend has not seen (its kernels
     compiled): no CUDA graph captured yet, device buffers new.  Later calls of the same size
     replay graphs (see parzen.backends.gpu); the tables' medians are of such calls."""
-    gpu._GRAPHS.clear()
-    gpu._WHITENED.clear()
+    GPU.close()  # drops its CUDA graphs and device buffers
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     call()
@@ -183,7 +185,7 @@ def on_device(Y: np.ndarray) -> torch.Tensor:
 
 
 def torch_lscv_sums(Yt: torch.Tensor, h: np.ndarray) -> np.ndarray:
-    """The LSCV pair sums of :func:`parzen.backends.gpu.pair_sum_sq` on rows already on the GPU."""
+    """The LSCV pair sums of :meth:`parzen.backends.gpu.GpuBackend.pair_sum_sq` on rows already on the GPU."""
     n = Yt.shape[0]
     out = torch.zeros((h.size, 2), dtype=torch.float64, device=gpu.DEVICE)
     rows = max(1, (1 << 26) // n)
@@ -265,11 +267,11 @@ def run(args) -> list[dict]:
         h = bw.reference_h0(n, d) * np.linspace(0.25, 4, 150)
         # the sum itself, from host rows to host sums (transfers included), as PyTorch does it
         Y = np.linalg.solve(np.linalg.cholesky(np.cov(X.T)), (X - X.mean(axis=0)).T).T
-        seconds = median_seconds(lambda Y=Y, h=h: gpu.pair_sum_sq(Y, "lscv", h), args.repeat)
+        seconds = median_seconds(lambda Y=Y, h=h: GPU.pair_sum_sq(Y, "lscv", h), args.repeat)
         public = median_seconds(lambda X=X, h=h: bw.lscv_h_objective(X, h, backend="gpu"), args.repeat)
         pairs = n * (n - 1) / 2
         torch_s = _maybe(pairs * 150, args.torch_max_pairs, lambda Y=Y, h=h: torch_lscv_sums(on_device(Y), h))
-        cpu_s = _maybe(pairs * 150, args.cpu_max_pairs, lambda Y=Y, h=h: cpu.pair_sum_sq(Y, "lscv", h, dtype=np.float32))
+        cpu_s = _maybe(pairs * 150, args.cpu_max_pairs, lambda Y=Y, h=h: CPU.pair_sum_sq(Y, "lscv", h, dtype=np.float32))
         row("LSCV_h grid, 150 h", n, d, seconds, pairs, lscv_ops(d, 150), torch_s, cpu_s,
             note=f"host rows to host sums; the public lscv_h_objective call (validation, covariance, whitening) {1e3 * public:.3f} ms")
         seconds = median_seconds(lambda X=X: bw.lscv_h(X, refine=False, backend="gpu"), args.repeat)
@@ -279,7 +281,7 @@ def run(args) -> list[dict]:
             f"one pass of 150 h, argmin; a first call of this size {1e3 * first:.3f} ms")
         seconds = median_seconds(lambda X=X: bw.lscv_h(X, backend="gpu"), max(1, args.repeat // 3))
         first = first_call_seconds(lambda X=X: bw.lscv_h(X, backend="gpu"))
-        resident = backends.whitened_pair_sum_sq(gpu, Y, "lscv")  # as inside lscv_h: the rows stay on the GPU
+        resident = GPU.prepare_whitened_pair_sum_sq(Y, "lscv")  # as inside lscv_h: the rows stay on the GPU
         identity = np.eye(d)
         grid_s = median_seconds(lambda r=resident, h=h, eye=identity: r(eye, h), args.repeat)
         zoom_s = median_seconds(lambda r=resident, h=h, eye=identity: r(eye, h[:ZOOM]), args.repeat)
@@ -297,7 +299,7 @@ def run(args) -> list[dict]:
         # inside LSCV_H's loop: data on the device, one whitening factor M per call
         Z = X - X.mean(axis=0)
         L = np.linalg.cholesky(H)
-        in_loop = backends.whitened_pair_sum_sq(gpu, Z, "lscv")
+        in_loop = GPU.prepare_whitened_pair_sum_sq(Z, "lscv")
         # Nelder-Mead sends a new M each call: alternate two, so that every call re-whitens
         factors = itertools.cycle([L, 1.01 * L])
         seconds = median_seconds(lambda f=factors, in_loop=in_loop: in_loop(next(f), np.ones(1)), args.repeat)
@@ -370,8 +372,7 @@ def sweep(quick: bool) -> None:
     x = mixture(n1, 1)[:, 0]
     Y = mixture(nd, 16)
     h = np.linspace(0.5, 3, 150)
-    names = ("TILE_1D", "TILE_SQ", "QUERY_BLOCK", "DATA_BLOCK", "GROUPS_1D", "GROUPS_SQ", "NUM_WARPS",
-             "SINGLE_SCALE_WARPS", "HERMITE_WARPS", "SCALES_PER_PASS")
+    names = ("NUM_WARPS", "SINGLE_SCALE_WARPS", "HERMITE_WARPS")  # module constants; tiles are per backend
     saved = {name: getattr(gpu, name) for name in names}
     print("| kernel | tile | warps | groups | scales per pass | ms |\n| --- | --- | --- | --- | --- | --- |")
 
@@ -380,24 +381,22 @@ def sweep(quick: bool) -> None:
 
     for tile in (32, 64):
         for warps in (4, 8):
-            gpu.TILE_1D = gpu.QUERY_BLOCK = gpu.DATA_BLOCK = tile
             gpu.NUM_WARPS = gpu.HERMITE_WARPS = warps
             for groups in (16, 64):
-                gpu.GROUPS_1D = groups
-                report("hermite d6", lambda: gpu.pair_sum_1d(x, "gauss_d6", np.array([0.05])), tile, warps, groups)
-            report("kde gaussian", lambda: gpu.kernel_sum(x[:, None], x[:, None], "gaussian"), tile, warps)
+                be = gpu.GpuBackend(gpu.GpuTiles(tile_1d=tile, query_block=tile, data_block=tile, groups_1d=groups))
+                report("hermite d6", lambda be=be: be.pair_sum_1d(x, "gauss_d6", np.array([0.05])), tile, warps, groups)
+            report("kde gaussian", lambda be=be: be.kernel_sum(x[:, None], x[:, None], "gaussian"), tile, warps)
     for tile in (32, 64, 128):
-        gpu.TILE_SQ = tile
         for warps in (4, 8):
             gpu.NUM_WARPS = gpu.SINGLE_SCALE_WARPS = warps
             for groups in (16, 64):
-                gpu.GROUPS_SQ = groups
-                report("lscv 1 h", lambda: gpu.pair_sum_sq(Y, "lscv", np.ones(1)), tile, warps, groups, 1)
+                be = gpu.GpuBackend(gpu.GpuTiles(tile_sq=tile, groups_sq=groups))
+                report("lscv 1 h", lambda be=be: be.pair_sum_sq(Y, "lscv", np.ones(1)), tile, warps, groups, 1)
                 for batch in (2, 4, 8, 16):
                     if tile * tile * batch > 64 * 32 * warps:
                         continue  # two accumulators of more than 64 values per thread would spill
-                    gpu.SCALES_PER_PASS = batch
-                    report("lscv 150 h", lambda: gpu.pair_sum_sq(Y, "lscv", h), tile, warps, groups, batch)
+                    be = gpu.GpuBackend(gpu.GpuTiles(tile_sq=tile, groups_sq=groups, scales_per_pass=batch))
+                    report("lscv 150 h", lambda be=be: be.pair_sum_sq(Y, "lscv", h), tile, warps, groups, batch)
     for name, value in saved.items():
         setattr(gpu, name, value)
 

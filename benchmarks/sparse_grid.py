@@ -19,7 +19,7 @@ Sections (flags; several may be given, none means ``--accuracy``), each written 
       The best setting is chosen on the validation set, its test MSE reported.  Test targets carry
       the N(0, 1) noise, so no model can go below a test MSE of about 1.0.
     - The direct dense solve of the same system (1/m B B^T + lambda I) alpha = 1/m B y (B built
-      densely from ``reference.sparse_grid_basis``, ``numpy.linalg.solve``) for a small m (default
+      densely from ``sparse_grid_reference.sparse_grid_basis``, ``numpy.linalg.solve``) for a small m (default
       5 000, level 4: 2 001 grid points) against the CG fit on the same m.
     - A 2-D checkerboard (paper 004: 30 000 instances, level 6): y = +1 / -1 on 4 x 4 fields of
       [0, 1]^2, no noise; 2/3 for training, 1/3 for testing (plus a validation set); the bases of
@@ -103,7 +103,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from parzen import backends
-from parzen.backends import reference
+from parzen.backends.sparse_grid_reference import sparse_grid_basis
 from parzen.sparsegrid import SparseGrid, SparseGridRegressor, design, regular_grid_size
 from parzen.sparsegrid import regressor as regressor_module
 
@@ -112,7 +112,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 H100_FP32_RATE = 3.18e13
 #: Paper 004, table 3: Friedman1 (50 million points, level 4, 250 iterations) on a GTX 680, single precision.
 PAPER_FRIEDMAN1_SECONDS = 6044.16
-MODULE_NAMES = {"parzen.backends.reference": "numpy", "parzen.backends.cpu": "cpu", "parzen.backends.gpu": "gpu"}
 
 
 # --- operation counts ------------------------------------------------------------------------
@@ -272,16 +271,15 @@ def mse(y: np.ndarray, predicted: np.ndarray) -> float:
 
 
 def dtype_label(backend: str, dtype) -> str:
-    """The type a backend computes in: ``dtype``, or the backend's default (the first of its DTYPES)."""
+    """The type a backend computes in: ``dtype``, or the backend's default (the first of its dtypes)."""
     if dtype is not None:
         return str(np.dtype(dtype))
-    return str(backends.get_backend(backend).DTYPES[0]) if backend != "auto" else "default"
+    return str(backends.resolve_sparse_grid_backend(backend).dtypes[0]) if backend != "auto" else "default"
 
 
 def backend_name(name: str, dtype, m: int, grid: SparseGrid) -> str:
     """The backend ``name`` resolves to for this problem ("auto" included)."""
-    module = backends.get_backend(name, dtype, work=factor_evaluations(m, grid))
-    return MODULE_NAMES.get(module.__name__, module.__name__)
+    return backends.resolve_sparse_grid_backend(name, dtype, work=factor_evaluations(m, grid)).name
 
 
 _WARMED: set = set()
@@ -364,7 +362,7 @@ def peer_rows(label: str, X, y, X_test, y_test, notes=None) -> list[dict]:
 
 def dense_design(X01: np.ndarray, grid: SparseGrid) -> np.ndarray:
     """B (g, m) as a dense float64 array, from the reference backend's per-subspace basis values."""
-    values, index = reference.sparse_grid_basis(X01, grid.codes, grid.offsets, grid.modified)
+    values, index = sparse_grid_basis(X01, grid.codes, grid.offsets, grid.modified)
     B = np.zeros((grid.size, X01.shape[0]))
     B[index, np.arange(X01.shape[0])[:, None]] = values
     return B
@@ -560,9 +558,9 @@ def large(args) -> dict:
     sparse_module = None
     if backend == "gpu" and not args.resident:
         try:
-            sparse_module = importlib.import_module("parzen.backends._gpu_sparse_grid")
+            sparse_module = importlib.import_module("parzen.backends.sparse_grid_gpu")
         except ImportError:
-            print("note: parzen.backends._gpu_sparse_grid not found; the GPU backend decides what stays resident")
+            print("note: parzen.backends.sparse_grid_gpu not found; the GPU backend decides what stays resident")
         if sparse_module is not None and not hasattr(sparse_module, "RESIDENT_MAX_BYTES"):
             print("note: the GPU backend has no RESIDENT_MAX_BYTES; it decides what stays resident")
             sparse_module = None

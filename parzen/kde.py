@@ -19,7 +19,7 @@ from . import bandwidth as bw
 from ._params import Parameters
 from ._threads import single_threaded_blas
 from ._validate import as_data, as_queries, check_spd, check_weights, choose
-from .backends import get_backend
+from .backends import resolve_backend
 from .kernels import KERNELS, get_kernel
 
 #: Bandwidth names KDE accepts and the selector each one calls.
@@ -50,8 +50,9 @@ class KDE(Parameters):
     kernel : str, default "gaussian"
         One of ``parzen.kernels.KERNELS``; every kernel has identity covariance, so H
         (and a bandwidth chosen for the Gaussian) means the same for all of them.
-    backend : str, default "auto"
-        Backend of the pair sums and of evaluation ("numpy" now; "auto" picks the fastest).
+    backend : str or parzen.backends.KDEBackend, default "auto"
+        Backend of the pair sums and of evaluation: "numpy", "cpu", "gpu", an instance, or "auto"
+        (the fastest for the work, chosen at each selection and evaluation).
     dtype : None or numpy float type
         Compute precision of the backend (None: the backend's default).
     progress : bool, default False
@@ -78,7 +79,7 @@ class KDE(Parameters):
     def fit(self, X, y=None, *, weights=None) -> KDE:
         """Choose the bandwidth and store the sample. ``y`` is ignored (scikit-learn API)."""
         choose(self.kernel, self._parameter_constraints["kernel"], what="kernel")
-        get_backend(self.backend, self.dtype)  # fail early on a bad backend or dtype
+        resolve_backend(self.backend, self.dtype)  # fail early on a bad backend or dtype
         named = isinstance(self.bandwidth, str)
         if named:
             choose(self.bandwidth, self._parameter_constraints["bandwidth"], what="bandwidth")
@@ -182,7 +183,7 @@ class KDE(Parameters):
         return self._transform(as_queries(Q, self.n_features_in_))
 
     def _evaluation_backend(self, Qz: np.ndarray):
-        return get_backend(self.backend, self.dtype, work=float(self._Z.shape[0]) * Qz.shape[0])
+        return resolve_backend(self.backend, self.dtype, work=float(self._Z.shape[0]) * Qz.shape[0])
 
     def sample(self, n_samples: int = 1, seed=None) -> np.ndarray:
         """Draw from the estimate: a data point (by weight) plus a kernel draw scaled by H."""

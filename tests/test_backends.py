@@ -5,18 +5,20 @@ import numpy as np
 import pytest
 
 from parzen import backends
-from parzen.backends import reference
+from parzen.backends.reference import NumpyBackend
 from parzen.bandwidth import psi_functional
 from parzen.kernels import KERNELS, gauss_derivative
 
 OTHER_BACKENDS = [b for b in backends.available() if b != "numpy"]
-SIZES = (2, 7, 33, 64)  # below, at and across the (patched) tile size
+SIZES = (2, 7, 33, 64)  # below, at and across the small tile size
+#: The float64 reference with its own tiles: what every other backend is held to.
+reference = NumpyBackend()
 
 
 @pytest.fixture
-def small_tiles(monkeypatch):
-    """Tiles of 8 so that small inputs cross tile edges and diagonal tiles."""
-    monkeypatch.setattr(reference, "TILE", 8)
+def small_tiles():
+    """The reference with tiles of 8, so that small inputs cross tile edges and diagonal tiles."""
+    return NumpyBackend(tile=8)
 
 
 def _pairs(n):
@@ -30,7 +32,7 @@ def test_reference_pair_sum_1d_is_the_double_sum(small_tiles, n, order):
     scales = np.array([0.3, 1.0, 2.5])
     i, j = _pairs(n)
     expected = [gauss_derivative(order, (x[i] - x[j]) / g).sum() for g in scales]
-    np.testing.assert_allclose(reference.pair_sum_1d(x, f"gauss_d{order}", scales), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(small_tiles.pair_sum_1d(x, f"gauss_d{order}", scales), expected, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -41,7 +43,7 @@ def test_reference_pair_sum_sq_is_the_double_sum(small_tiles, n, d):
     i, j = _pairs(n)
     s = ((Y[i] - Y[j]) ** 2).sum(axis=1)
     expected = np.stack([[np.exp(-s / (4 * hk * hk)).sum(), np.exp(-s / (2 * hk * hk)).sum()] for hk in h])
-    np.testing.assert_allclose(reference.pair_sum_sq(Y, "lscv", h), expected, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(small_tiles.pair_sum_sq(Y, "lscv", h), expected, rtol=1e-12, atol=1e-300)
 
 
 @pytest.mark.parametrize("kind", sorted(KERNELS))
@@ -54,7 +56,7 @@ def test_reference_kernel_sum_is_the_direct_sum(small_tiles, kind, d, weighted):
     s = ((Q[:, None, :] - Z[None, :, :]) ** 2).sum(axis=2)
     k = KERNELS[kind].profile(s)
     expected = k.sum(axis=1) if w is None else k @ w
-    np.testing.assert_allclose(reference.kernel_sum(Z, Q, kind, w), expected, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(small_tiles.kernel_sum(Z, Q, kind, w), expected, rtol=1e-12, atol=1e-15)
 
 
 def _direct_log_sum(Z, Q, kind, w):
@@ -80,13 +82,13 @@ def test_reference_log_kernel_sum_is_the_direct_log_sum(small_tiles, kind, d, we
     w = rng.random(37) if weighted else None
     if weighted:
         w[::4] = 0.0  # zero weights add no term
-    got = reference.log_kernel_sum(Z, Q, kind, w)
+    got = small_tiles.log_kernel_sum(Z, Q, kind, w)
     expected = _direct_log_sum(Z, Q, kind, w)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
     with np.errstate(divide="ignore"):
-        np.testing.assert_allclose(got[:19], np.log(reference.kernel_sum(Z, Q[:19], kind, w)), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got[:19], np.log(small_tiles.kernel_sum(Z, Q[:19], kind, w)), rtol=1e-12, atol=1e-12)
     if kind == "gaussian":
-        assert np.all(reference.kernel_sum(Z, Q[19:], kind, w) == 0.0)  # the sum underflows
+        assert np.all(small_tiles.kernel_sum(Z, Q[19:], kind, w) == 0.0)  # the sum underflows
         assert np.all(np.isfinite(got)) and np.all(got[19:] < -1500.0)
     else:
         assert np.all(got[19:] == -np.inf)  # the density is 0 there
@@ -105,27 +107,39 @@ def test_unknown_kinds_are_named():
 
 def test_registry():
     assert "numpy" in backends.available()
-    assert backends.get_backend("auto") is not None
-    assert backends.get_backend("numpy") is reference
+    assert isinstance(backends.resolve_backend("auto"), backends.KDEBackend)
+    assert isinstance(backends.resolve_backend("numpy"), NumpyBackend)
+    assert backends.resolve_backend("numpy") is backends.resolve_backend("numpy")  # one shared default
     with pytest.raises(ValueError, match="unknown backend 'cuda'"):
-        backends.get_backend("cuda")
+        backends.resolve_backend("cuda")
     with pytest.raises(ValueError, match="float32"):
-        backends.get_backend("numpy", dtype=np.float32)
+        backends.resolve_backend("numpy", dtype=np.float32)
 
 
 # --- every other backend against the reference ------------------------------------------
 
-#: Tile and block sizes of the fast backends, shrunk so that small inputs cross tile edges
-#: (and the GPU's many-scale LSCV sum split into column groups, which its default does not).
-SMALL_BLOCKS = {
-    "TILE_1D": 8, "TILE_SQ": 8, "QUERY_BLOCK": 4, "DATA_BLOCK": 16, "CHUNK_ROWS": 40, "SCALES_PER_PASS": 2,
-    "GROUPS_SQ": 2,
-}
+def _small_backend(name):
+    """A new instance of backend ``name`` with tiles and blocks shrunk so that small inputs cross
+    tile edges (and the GPU's many-scale LSCV sum is split into column groups, which its default
+    does not do, and its data into chunks of 40 rows)."""
+    if name == "numpy":
+        return NumpyBackend(tile=8)
+    if name == "cpu":
+        from parzen.backends.cpu import CpuBackend, CpuTiles
+
+        return CpuBackend(CpuTiles(tile_1d=8, tile_sq=8, query_block=4, data_block=16))
+    from parzen.backends.gpu import GpuBackend, GpuTiles
+
+    return GpuBackend(
+        GpuTiles(tile_1d=8, tile_sq=8, query_block=4, data_block=16, chunk_rows=40, scales_per_pass=2, groups_sq=2)
+    )
+
+
 #: (backend, dtype) pairs: every other backend in every precision it offers.
 CASES = [
     pytest.param(name, dt, id=f"{name}-{dt}")
     for name in OTHER_BACKENDS
-    for dt in backends.get_backend(name).DTYPES
+    for dt in backends.backend_class(name).dtypes
 ]
 AGREE_SIZES = (2, 3, 7, 17, 100, 1025)  # odd sizes that do not fill a tile
 #: float64 results equal the reference to 1e-10; float32 to 1e-5 of the sum of |terms|.
@@ -135,21 +149,22 @@ TERM_ATOL = {np.dtype(np.float64): 1e-300, np.dtype(np.float32): 1e-35}
 
 
 @pytest.fixture(params=[False, True], ids=["default-tiles", "small-tiles"])
-def tiles(request, monkeypatch):
-    """Run each test with the backend's own tiles and with tiles of 8 (edges everywhere)."""
+def tiles(request):
+    """Run each test with the backend's own tiles and with tiles of 8 (edges everywhere): a
+    function from a backend's name to the instance to test."""
     if request.param:
-        for name in OTHER_BACKENDS:
-            module = backends.get_backend(name)
-            for attribute, value in SMALL_BLOCKS.items():
-                if hasattr(module, attribute):
-                    monkeypatch.setattr(module, attribute, value)
-    return request.param
+        return _small_backend
+    return backends.resolve_backend
+
+
+#: Largest data size the tests use under the Triton interpreter (its kernels run at Python speed).
+INTERPRETED_MAX_N = 130
 
 
 def _rows(backend, n):
     """n, or fewer rows for a backend whose tests run slowly (the Triton interpreter)."""
-    limit = getattr(backends.get_backend(backend), "MAX_TEST_N", None)
-    return n if limit is None else min(n, limit)
+    slow = backend == "gpu" and backends.backend_class("gpu").interpreted
+    return min(n, INTERPRETED_MAX_N) if slow else n
 
 
 def _skip_large(backend, n):
@@ -178,7 +193,7 @@ def test_pair_sum_1d_agrees(tiles, backend, dtype, n, order):
     _skip_large(backend, n)
     x = _data(n, 1, offset=1e3)  # far from 0: float32 must centre before casting
     scales = np.array([0.15, 0.6, 2.0])
-    got = backends.get_backend(backend).pair_sum_1d(x, f"gauss_d{order}", scales, dtype=dtype)
+    got = tiles(backend).pair_sum_1d(x, f"gauss_d{order}", scales, dtype=dtype)
     expected = reference.pair_sum_1d(x, f"gauss_d{order}", scales)
     bound = [_abs_pair_sum(x, order, g) for g in scales]
     dtype = np.dtype(dtype)
@@ -198,7 +213,7 @@ def test_pair_sum_sq_agrees(tiles, backend, dtype, n, d, h):
     _skip_large(backend, n)
     Y = _data(n, d, offset=-50.0)
     h = np.array(h) * np.sqrt(d)
-    got = backends.get_backend(backend).pair_sum_sq(Y, "lscv", h, dtype=dtype)
+    got = tiles(backend).pair_sum_sq(Y, "lscv", h, dtype=dtype)
     np.testing.assert_allclose(got, reference.pair_sum_sq(Y, "lscv", h), rtol=RTOL[np.dtype(dtype)], atol=1e-300)
 
 
@@ -210,7 +225,7 @@ def test_whitened_pair_sum_sq_agrees(tiles, backend, dtype, n, d):
     _skip_large(backend, n)
     Z = _data(n, d, offset=20.0).reshape(n, d)
     rng = np.random.default_rng(n * d)
-    pair_sums = backends.whitened_pair_sum_sq(backends.get_backend(backend), Z, "lscv", dtype=dtype)
+    pair_sums = tiles(backend).prepare_whitened_pair_sum_sq(Z, "lscv", dtype=dtype)
     for _ in range(2):  # the same prepared data, two different factors
         M = np.tril(rng.normal(size=(d, d)) * 0.2) + np.diag(rng.uniform(0.5, 2.0, d))
         Y = np.linalg.solve(M, (Z - Z.mean(axis=0)).T).T
@@ -234,9 +249,9 @@ def test_whitened_sums_repeat_and_share_buffers(tiles, backend, dtype, n):
     d = 3
     rng = np.random.default_rng(n)
     first, second = _data(n, d, offset=5.0).reshape(n, d), _data(n, d, offset=-3.0).reshape(n, d)[::-1].copy()
-    be = backends.get_backend(backend)
-    sums_first = backends.whitened_pair_sum_sq(be, first, "lscv", dtype=dtype)
-    sums_second = backends.whitened_pair_sum_sq(be, second, "lscv", dtype=dtype)
+    be = tiles(backend)
+    sums_first = be.prepare_whitened_pair_sum_sq(first, "lscv", dtype=dtype)
+    sums_second = be.prepare_whitened_pair_sum_sq(second, "lscv", dtype=dtype)
     rtol = RTOL[np.dtype(dtype or np.float64)]
     for call in range(6):
         M = np.tril(rng.normal(size=(d, d)) * 0.2) + np.diag(rng.uniform(0.5, 2.0, d))
@@ -265,7 +280,7 @@ def test_prepared_pair_sum_1d_agrees(tiles, backend, dtype, n):
     _skip_large(backend, n)
     for call, g in enumerate((0.2, 0.22, 0.18)):
         x = _data(n, 1, offset=20.0 + call)
-        pair_sums = backends.prepared_pair_sum_1d(backends.get_backend(backend), x, dtype=dtype)
+        pair_sums = tiles(backend).prepare_pair_sum_1d(x, dtype=dtype)
         got = pair_sums.evaluate(_four_sums, n, g)
         assert all(type(v) is float for v in got)
         for (order, scale), value in zip(((6, g), (4, 0.7), (6, 1.5), (2, 80.0)), got):
@@ -286,7 +301,7 @@ def test_kernel_sum_agrees(tiles, backend, dtype, kind, n, m, d, weighted):
     Z = rng.normal(size=(n, d)) + 7.0
     Q = np.vstack([Z[: min(n, m)], rng.normal(size=(max(m - n, 0), d)) + 7.0])
     w = rng.random(n) if weighted else None
-    got = backends.get_backend(backend).kernel_sum(Z, Q, kind, w, dtype=dtype)
+    got = tiles(backend).kernel_sum(Z, Q, kind, w, dtype=dtype)
     expected = reference.kernel_sum(Z, Q, kind, w)
     # compact kernels: a point on the support's edge may fall either side in float32
     scale = (np.ones(n) if w is None else w).sum()
@@ -311,7 +326,7 @@ def test_log_kernel_sum_agrees(tiles, backend, dtype, kind, n, m, d, weighted):
     w = rng.random(n) if weighted else None
     if weighted and n > 2:
         w[1::3] = 0.0  # zero weights add no term (their logs are -inf)
-    got = backends.get_backend(backend).log_kernel_sum(Z, Q, kind, w, dtype=dtype)
+    got = tiles(backend).log_kernel_sum(Z, Q, kind, w, dtype=dtype)
     expected = reference.log_kernel_sum(Z, Q, kind, w)
     rtol = RTOL[np.dtype(dtype)]
     np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol)
@@ -324,7 +339,7 @@ def test_log_kernel_sum_agrees(tiles, backend, dtype, kind, n, m, d, weighted):
 @pytest.mark.parametrize(("backend", "dtype"), [*CASES, pytest.param("numpy", None, id="numpy")])
 def test_log_kernel_sum_edge_cases(backend, dtype):
     """No queries: an empty array; every weight 0: -inf (no term); one point: log w - s/2."""
-    be = backends.get_backend(backend)
+    be = backends.resolve_backend(backend)
     Z = np.array([[0.0], [1.0]])
     assert be.log_kernel_sum(Z, np.empty((0, 1)), "gaussian", dtype=dtype).shape == (0,)
     assert be.kernel_sum(Z, np.empty((0, 1)), "gaussian", dtype=dtype).shape == (0,)
@@ -355,7 +370,7 @@ def test_kde_score_samples_far_from_the_data(backend, dtype):
 @pytest.mark.skipif(not OTHER_BACKENDS, reason="no backend besides the reference is available")
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)
 def test_unknown_kinds_are_named_by_every_backend(backend):
-    be = backends.get_backend(backend)
+    be = backends.resolve_backend(backend)
     with pytest.raises(ValueError, match="gauss_d"):
         be.pair_sum_1d(np.zeros(3), "k4", np.ones(1))
     with pytest.raises(ValueError, match="lscv"):
@@ -441,11 +456,12 @@ def test_kde_pdf_agrees_on_real_data(backend, dtype, kernel, bandwidth):
 
 @pytest.mark.skipif("gpu" not in backends.available(), reason="the gpu backend is not available")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_gpu_skips_only_column_blocks_whose_terms_underflow(monkeypatch, dtype):
+def test_gpu_skips_only_column_blocks_whose_terms_underflow(dtype):
     """Three far-apart clusters: the sorted triangle drops the blocks between clusters, and
     the sum still equals the reference (those terms are exactly 0 in the compute type)."""
-    gpu = backends.get_backend("gpu")
-    monkeypatch.setattr(gpu, "TILE_1D", 8)
+    from parzen.backends import gpu
+
+    be = gpu.GpuBackend(gpu.GpuTiles(tile_1d=8))
     rng = np.random.default_rng(5)
     x = np.concatenate([rng.normal(size=40), rng.normal(size=40) + 300.0, rng.normal(size=40) - 300.0])
     rows = gpu._padded(x[:, None] - x.mean(), 8, 400.0, 10.0, gpu.torch_dtype(dtype)).sort(dim=1).values
@@ -453,7 +469,7 @@ def test_gpu_skips_only_column_blocks_whose_terms_underflow(monkeypatch, dtype):
     assert np.any(col_end < rows.shape[1] // 8)  # some blocks are skipped
     assert np.all(col_end >= np.arange(col_end.size) + 1)  # never the diagonal block
     scales = np.array([0.5, 2.0])
-    got = gpu.pair_sum_1d(x, "gauss_d4", scales, dtype=dtype)
+    got = be.pair_sum_1d(x, "gauss_d4", scales, dtype=dtype)
     expected = reference.pair_sum_1d(x, "gauss_d4", scales)
     bound = [_abs_pair_sum(x, 4, g) for g in scales]
     np.testing.assert_array_less(np.abs(got - expected), RTOL[np.dtype(dtype)] * np.array(bound))

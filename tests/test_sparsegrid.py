@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from parzen import backends
-from parzen.backends import reference
+from parzen.backends.sparse_grid_reference import NumpySparseGrid
 from parzen.sparsegrid import BASES, SparseGrid, SparseGridRegressor, design, regular_grid_size
 
 OTHER_BACKENDS = [b for b in backends.available() if b != "numpy"]
+reference = NumpySparseGrid()
 #: (d, level): 1-D, small, the paper's d = 10, and d = 1, level 8, whose subspaces of 128 points
 #: take the GPU's atomic path.
 SHAPES = [(1, 3), (2, 4), (3, 3), (10, 2), (1, 8)]
@@ -84,9 +85,9 @@ def test_reference_operators_are_the_dense_products(basis, dim, level):
     rng = np.random.default_rng(0)
     alpha, v = rng.normal(size=grid.size), rng.normal(size=len(X))
     args = (X, grid.codes, grid.offsets)
-    np.testing.assert_allclose(reference.sparse_grid_mult_transpose(*args, alpha, modified=grid.modified), B.T @ alpha,
+    np.testing.assert_allclose(reference.mult_transpose(*args, alpha, modified=grid.modified), B.T @ alpha,
                                rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(reference.sparse_grid_mult(*args, v, modified=grid.modified), B @ v, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(reference.mult(*args, v, modified=grid.modified), B @ v, rtol=1e-12, atol=1e-12)
 
 
 def test_one_basis_function_per_subspace_is_non_zero():
@@ -103,31 +104,32 @@ def test_one_basis_function_per_subspace_is_non_zero():
 def test_backend_operators_agree_with_reference(backend, dtype, basis, dim, level):
     if basis == "linearboundary" and dim == 10:
         dim = 4  # 10-D boundary grids have 3^10 pseudo-subspaces: too slow under the interpreter
-    module = backends.get_backend(backend, dtype)
+    operators = backends.resolve_sparse_grid_backend(backend, dtype)
     grid = SparseGrid(dim, level, basis)
     X = _points(37 if backend == "gpu" else 301, dim, seed=dim * level)
     rng = np.random.default_rng(1)
     alpha, v = rng.normal(size=grid.size), rng.normal(size=len(X))
     args = (X, grid.codes, grid.offsets)
     tolerance = 1e-10 if dtype == np.float64 else 1e-5
-    for name, vector in (("sparse_grid_mult_transpose", alpha), ("sparse_grid_mult", v)):
+    for name, vector in (("mult_transpose", alpha), ("mult", v)):
         expected = getattr(reference, name)(*args, vector, modified=grid.modified)
-        got = getattr(module, name)(*args, vector, modified=grid.modified, dtype=dtype)
+        got = getattr(operators, name)(*args, vector, modified=grid.modified, dtype=dtype)
         assert got.dtype == np.float64 and got.shape == expected.shape
         np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance * np.abs(expected).max())
 
 
 @pytest.mark.skipif("gpu" not in backends.available(), reason="needs the gpu backend (or the Triton interpreter)")
 @pytest.mark.parametrize("resident", [True, False])
-def test_gpu_design_streams_chunks_and_forms_the_normal_product(monkeypatch, resident):
-    from parzen.backends import _gpu_sparse_grid as gpu_grid
+def test_gpu_design_streams_chunks_and_forms_the_normal_product(resident):
+    from parzen.backends import sparse_grid_gpu as gpu_grid
 
-    monkeypatch.setattr(gpu_grid, "CHUNK_POINTS", 16)  # 45 points: three chunks, the last one short
     grid = SparseGrid(3, 3, "modlinear")
     X = _points(45, 3, seed=5)
     B = _dense_B(grid, X)
     p, v = np.random.default_rng(2).normal(size=grid.size), np.random.default_rng(3).normal(size=len(X))
-    operator = gpu_grid.DeviceDesign(X, grid.codes, grid.offsets, grid.modified, np.float64, resident=resident)
+    # 45 points in chunks of 16: three chunks, the last one short
+    operator = gpu_grid.DeviceDesign(X, grid.codes, grid.offsets, grid.modified, np.float64, resident=resident,
+                                     chunk_points=16)
     np.testing.assert_allclose(operator.normal(p), B @ (B.T @ p), rtol=1e-10)
     np.testing.assert_allclose(operator.mult(v), B @ v, rtol=1e-10)
     np.testing.assert_allclose(operator.mult_transpose(p), B.T @ p, rtol=1e-10)

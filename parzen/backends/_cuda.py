@@ -29,4 +29,4 @@ def torch_dtype(dtype):
     return torch.float64 if dtype is not None and np.dtype(dtype) == np.float64 else torch.float32
 
 
-__all__ = ["DEVICE", "INTERPRETED", "torch", "torch_dtype", "triton"]
+__all__ = ("DEVICE", "INTERPRETED", "torch", "torch_dtype", "triton")

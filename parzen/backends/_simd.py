@@ -13,7 +13,7 @@ one lane at a time.  :func:`exp` is built from operations that all vectorise
     then (k + bias) << mantissa bits, reinterpreted as a float.
 
 Below the smallest normal result (x < -708 in float64, x < -87 in float32) it returns 0:
-sub-normal terms are dropped.  This is the "SSE implementation" of paper 000, section 6.1,
+sub-normal terms are dropped.  This is the "SSE implementation" of paper 000 (docs/statistics.md), section 6.1,
 which also vectorised exp by hand.
 
 Every function here is a stub with one Numba overload per precision (``@overload``), so the
@@ -24,15 +24,16 @@ cache on disk: constants are typed from the argument (float32 code never widens 
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-_INT_OF = {types.float64: types.int64, types.float32: types.int32}
-_FLOAT_OF = {v: k for k, v in _INT_OF.items()}
-_IR_FLOAT = {types.float64: ir.DoubleType(), types.float32: ir.FloatType()}
+_INT_OF = MappingProxyType({types.float64: types.int64, types.float32: types.int32})
+_FLOAT_OF = MappingProxyType({v: k for k, v in _INT_OF.items()})
+_IR_FLOAT = MappingProxyType({types.float64: ir.DoubleType(), types.float32: ir.FloatType()})
 
 
 @intrinsic
@@ -63,11 +64,11 @@ def bits_float(typingctx, i):
 
 #: Per precision: (degree of the exp polynomial, smallest x with a normal result, ln 2 split
 #: hi + lo with hi exact in few bits, magic M, exponent bias, mantissa bits, integer type).
-_FORMAT = {
+_FORMAT = MappingProxyType({
     np.float64: (12, -708.0, 0.693147180369123816490, 1.90821492927058770002e-10, 1.5 * 2.0**52, 1023, 52, np.int64),
     np.float32: (7, -87.0, 0.693359375, -2.12194440e-4, 1.5 * 2.0**23, 127, 23, np.int32),
-}
-_NUMPY_OF = {types.float64: np.float64, types.float32: np.float32}
+})
+_NUMPY_OF = MappingProxyType({types.float64: np.float64, types.float32: np.float32})
 
 
 def _ftype_of(numba_type):
@@ -95,7 +96,9 @@ def profile(kind, s):
 
 
 #: Kernel name -> its ``kind`` number for :func:`profile` (the kernels of :mod:`parzen.kernels`).
-PROFILE_CODES = {"gaussian": 0, "epanechnikov": 1, "uniform": 2, "triangular": 3, "biweight": 4, "cosine": 5}
+PROFILE_CODES = MappingProxyType(
+    {"gaussian": 0, "epanechnikov": 1, "uniform": 2, "triangular": 3, "biweight": 4, "cosine": 5}
+)
 
 
 @overload(exp, inline="always", jit_options={"fastmath": True})
@@ -165,3 +168,8 @@ def _profile(kind, s):
         return np.cos(half_pi * np.sqrt(s)) if s <= one else zero  # cosine
 
     return implementation
+
+
+def compute_type(dtype) -> type:
+    """The NumPy scalar type the CPU loops compute in: float64 unless float32 is asked for."""
+    return np.float32 if dtype is not None and np.dtype(dtype) == np.float32 else np.float64

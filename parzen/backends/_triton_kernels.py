@@ -4,7 +4,7 @@ Each program keeps its accumulator tiles in registers across its column blocks (
 one per scale of a batch for LSCV) and reduces them once at the end (a tree sum), so the work per pair is only the pair's own arithmetic; the
 programs' partial sums are combined in float64 by the host wrapper (:mod:`parzen.backends.gpu`).
 
-Tiling of the triangle i < j (paper 000, section 5.4): with ``TRIANGLE`` the row and column
+Tiling of the triangle i < j (paper 000 in docs/statistics.md, section 5.4): with ``TRIANGLE`` the row and column
 arrays are the same and a program of row block ``bi`` visits column blocks ``bj >= bi``,
 masking j <= i only on the diagonal block; without it (two different chunks of data streamed
 through the GPU) it visits every column block of its group.  Rows beyond n are padded by the

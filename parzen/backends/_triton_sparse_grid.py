@@ -1,4 +1,5 @@
-"""Triton kernels of the sparse-grid operators (paper 004, algorithm 1 and section 4.2.2).
+"""Triton kernels of the sparse-grid operators (paper 004 in
+docs/statistics.md, algorithm 1 and section 4.2.2).
 
 One program takes a block of data points (coordinates stored transposed, (d, m), so each
 coordinate loads coalesced) and visits every subspace of the grid; for each subspace it

@@ -1,8 +1,9 @@
 """The multicore SIMD CPU backend (Numba): the papers' "SSE implementation".
 
-The same three primitives as :mod:`parzen.backends.reference`, computed by jitted loops that
-LLVM vectorises (AVX2: 4 float64 / 8 float32 lanes; exp from :mod:`._simd`) and spread over
-all cores with ``prange`` (paper 000, sections 5.2-5.5 and 6.1):
+:class:`CpuBackend` computes the primitives of :class:`parzen.backends.KDEBackend` by jitted
+loops that LLVM vectorises (AVX2: 4 float64 / 8 float32 lanes; exp from :mod:`._simd`) and
+spreads them over all cores with ``prange`` (Andrzejewski et al., paper 000 in
+docs/statistics.md, sections 5.2-5.5 and 6.1):
 
 - the pairs i < j are cut into square tiles of the upper triangle, one task per tile, so the
   threads get equal work and a tile's rows and columns stay in cache;
@@ -15,40 +16,28 @@ all cores with ``prange`` (paper 000, sections 5.2-5.5 and 6.1):
 
 Numba compiles each loop on first use for each precision and caches the machine code on disk
 (``cache=True``; the loops are module-level functions, see :mod:`._simd`), so later processes
-start fast.
-
-The sparse-grid operators (paper 004, algorithm 1) visit, for each data point, the one non-zero
-basis function of every subspace (index computed from the point); B v gives each task its own
-grid-sized float64 accumulator, added up after.
+start fast.  The sparse-grid operators are in :mod:`parzen.backends.sparse_grid_cpu`.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numba
 import numpy as np
 from numba import njit, prange
 
 from ..kernels import KERNELS, gauss_derivative_even_coefficients
-from . import log_of_kernel_sum, log_sum_exp_of_parts
-from ._simd import PROFILE_CODES, exp, like, profile
+from ._log_sums import log_of_kernel_sum, log_sum_exp_of_parts
+from ._simd import PROFILE_CODES, compute_type, exp, like, profile
+from .base import KDEBackend
 from .reference import derivative_order
 
-#: Floating-point types this backend computes in (None means float64).
-DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
-#: Tile side for the 1-D sums and for the d-dimensional sums (rows x columns per task).
-TILE_1D, TILE_SQ = 1024, 256
 #: At most this many tiles along a side: bigger n gets bigger tiles (bounds the partial sums).
 MAX_TILES_PER_SIDE = 512
-#: Query points per task of the KDE sum, and data points per cache block.
-QUERY_BLOCK, DATA_BLOCK = 64, 512
 #: Highest even order r of phi^(r) that pair_sum_1d evaluates (a degree-4 polynomial in u^2).
 MAX_ORDER = 8
 _SQRT_2PI = float(np.sqrt(2.0 * np.pi))
-
-
-def _ftype(dtype) -> type:
-    """The NumPy scalar type to compute in: float64 unless float32 is asked for."""
-    return np.float32 if dtype is not None and np.dtype(dtype) == np.float32 else np.float64
 
 
 def _tiles(n: int, tile: int) -> tuple[np.ndarray, int]:
@@ -245,84 +234,6 @@ def _gaussian_log_sums(Zt, Qt, log_w, chunks, qblock, zblock):
     return top, total
 
 
-def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
-    """For each scale g: sum_{i<j} phi^(r)((x_i - x_j) / g), kind = "gauss_d<r>" (r even, <= 8).
-
-    Paper 000 eqs. (16), (18); see :func:`parzen.backends.reference.pair_sum_1d`.
-    """
-    order = derivative_order(kind)
-    ftype = _ftype(dtype)
-    xc = _centred(np.asarray(x, dtype=np.float64).reshape(-1, 1), ftype)[0]
-    scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
-    tiles, tile = _tiles(xc.size, TILE_1D)
-    partial = _hermite_pairs(xc, tiles, tile, (1.0 / scales).astype(ftype), _hermite_in_s(order).astype(ftype))
-    return partial.sum(axis=0) / _SQRT_2PI
-
-
-def pair_sum_sq(Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> np.ndarray:
-    """(len(h), 2): sum_{i<j} exp(-s / 4h^2) and exp(-s / 2h^2), s = |y_i - y_j|^2 (kind "lscv").
-
-    All scales h in one pass over the pairs: each pair's s is computed once (ERRATA item 7);
-    see :func:`parzen.backends.reference.pair_sum_sq`.
-    """
-    if kind != "lscv":
-        raise ValueError(f"unknown pair_sum_sq kind {kind!r}; the cpu backend knows 'lscv'")
-    ftype = _ftype(dtype)
-    Yt = _centred(np.asarray(Y, dtype=np.float64).reshape(len(Y), -1), ftype)
-    h = np.atleast_1d(np.asarray(params, dtype=np.float64))
-    tiles, tile = _tiles(Yt.shape[1], TILE_SQ)
-    return _lscv_pairs(Yt, tiles, tile, (1.0 / (4.0 * h * h)).astype(ftype)).sum(axis=0)
-
-
-def kernel_sum(
-    Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
-) -> np.ndarray:
-    """For each query q: sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
-
-    Tasks are (block of queries) x (chunk of data) so that a few queries over many data points
-    still use every core; see :func:`parzen.backends.reference.kernel_sum`.
-    """
-    if kind not in KERNELS:
-        raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
-    ftype = _ftype(dtype)
-    Z, Q = _points(Z, Q)
-    if Q.shape[0] == 0:
-        return np.zeros(0)
-    Zt, Qt = _centred_pair(Z, Q, ftype)
-    w: np.ndarray = np.ones(Z.shape[0], dtype=ftype) if weights is None else np.asarray(weights, dtype=ftype)
-    chunks = _data_chunks(Z.shape[0], Q.shape[0])
-    return _kernel_sums(Zt, Qt, w, PROFILE_CODES[kind], chunks, QUERY_BLOCK, DATA_BLOCK).sum(axis=0)
-
-
-def log_kernel_sum(
-    Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
-) -> np.ndarray:
-    """For each query q: log sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
-
-    Gaussian: log-sum-exp of e_i = log w_i - s_i / 2, each task keeping a running maximum over
-    its blocks of data, the tasks' parts combined in float64
-    (:func:`parzen.backends.log_sum_exp_of_parts`); finite wherever a weight is positive.
-    Compactly supported kernels: the log of :func:`kernel_sum` (see
-    :func:`parzen.backends.log_of_kernel_sum`).  See :func:`parzen.backends.reference.log_kernel_sum`.
-    """
-    if kind not in KERNELS:
-        raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
-    if kind != "gaussian":
-        return log_of_kernel_sum(kernel_sum, Z, Q, kind, weights, dtype=dtype)
-    ftype = _ftype(dtype)
-    Z, Q = _points(Z, Q)
-    if weights is not None:  # zero weights add no term; the others have finite logs
-        weights = np.asarray(weights, dtype=np.float64)
-        Z, weights = Z[weights > 0], weights[weights > 0]
-    if Q.shape[0] == 0 or Z.shape[0] == 0:
-        return np.full(Q.shape[0], -np.inf)
-    Zt, Qt = _centred_pair(Z, Q, ftype)
-    log_w = np.zeros(Z.shape[0], dtype=ftype) if weights is None else np.log(weights).astype(ftype)
-    chunks = _data_chunks(Z.shape[0], Q.shape[0])
-    top, total = _gaussian_log_sums(Zt, Qt, log_w, chunks, QUERY_BLOCK, DATA_BLOCK)
-    return log_sum_exp_of_parts(top, total)
-
-
 def _points(Z: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Data (n, d) and queries (m, d) as float64 (an empty Q has Z's d columns)."""
     Z = np.asarray(Z, dtype=np.float64)
@@ -336,93 +247,124 @@ def _centred_pair(Z: np.ndarray, Q: np.ndarray, ftype) -> tuple[np.ndarray, np.n
     return np.ascontiguousarray((Z - centre).T, dtype=ftype), np.ascontiguousarray((Q - centre).T, dtype=ftype)
 
 
-def _data_chunks(n: int, m: int) -> int:
-    """Chunks of data per block of queries: at least 4 tasks per thread, chunks of >= DATA_BLOCK points."""
-    query_blocks = -(-m // QUERY_BLOCK)
-    wanted = -(-4 * numba.get_num_threads() // query_blocks)
-    return int(max(1, min(wanted, -(-n // DATA_BLOCK))))
+@dataclass(frozen=True)
+class CpuTiles:
+    """Block sizes of the CPU backend.
+
+    Parameters
+    ----------
+    tile_1d, tile_sq : int
+        Tile sides (rows x columns per task) of the 1-D and the d-dimensional pair sums; at most
+        ``MAX_TILES_PER_SIDE`` tiles along a side (bigger n gets bigger tiles).
+    query_block, data_block : int
+        Query points per task of the KDE sums, and data points per cache block.
+    """
+
+    tile_1d: int = 1024
+    tile_sq: int = 256
+    query_block: int = 64
+    data_block: int = 512
+
+    def __post_init__(self) -> None:
+        for field, value in vars(self).items():
+            if not (isinstance(value, int) and value >= 1):
+                raise ValueError(f"CpuTiles.{field} must be a positive integer, got {value!r}")
 
 
-@njit(inline="always")
-def _subspace_term(X, j, codes, s, modified):
-    """Value (in X's type) and local index of subspace s's non-zero basis function at point j
-    (see :func:`parzen.backends.reference.sparse_grid_basis`)."""
-    real = X.dtype.type
-    one = real(1.0)
-    value = one
-    local = 0
-    for k in range(codes.shape[1]):
-        c = codes[s, k]
-        if modified and c == 1:
-            continue  # the modified level-1 function is the constant 1
-        x = X[j, k]
-        if c >= 1:
-            half = 1 << (c - 1)
-            digit = min(int(x * real(half)), half - 1)
-            t = x * real(2 * half) - real(2 * digit + 1)
-            phi = one - abs(t)
-            if modified:
-                if digit == 0:
-                    phi = one - t
-                elif digit == half - 1:
-                    phi = one + t
-            local = local * half + digit
-        else:
-            phi = one - abs(x + real(c))
-        value *= phi
-    return value, local
+class CpuBackend(KDEBackend):
+    """The Numba backend: tiles of the pair triangle spread over all cores, SIMD inside.
 
+    Parameters
+    ----------
+    tiles : CpuTiles, optional
+        Block sizes (default: :class:`CpuTiles`' defaults).
+    """
 
-@njit(parallel=True, fastmath=True, cache=True)
-def _sparse_grid_mult_transpose(X, codes, offsets, alpha, modified):
-    out = np.empty(X.shape[0])
-    for j in prange(X.shape[0]):
-        total = 0.0
-        for s in range(codes.shape[0]):
-            value, local = _subspace_term(X, j, codes, s, modified)
-            total += value * alpha[offsets[s] + local]
-        out[j] = total
-    return out
+    name = "cpu"
+    dtypes = (np.dtype(np.float64), np.dtype(np.float32))
 
+    def __init__(self, tiles: CpuTiles | None = None) -> None:
+        self.tiles = CpuTiles() if tiles is None else tiles
 
-@njit(parallel=True, fastmath=True, cache=True)
-def _sparse_grid_mult(X, codes, offsets, v, modified, tasks):
-    m = X.shape[0]
-    per_task = -(-m // tasks)
-    partial = np.zeros((tasks, offsets[-1]))
-    for task in prange(tasks):
-        for j in range(task * per_task, min(m, task * per_task + per_task)):
-            weight = v[j]
-            for s in range(codes.shape[0]):
-                value, local = _subspace_term(X, j, codes, s, modified)
-                partial[task, offsets[s] + local] += value * weight
-    return partial
+    def __repr__(self) -> str:
+        return f"CpuBackend({self.tiles!r})"
 
+    def pair_sum_1d(self, x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
+        """For each scale g: sum_{i<j} phi^(r)((x_i - x_j) / g), kind = "gauss_d<r>" (r even, <= 8).
 
-def _sparse_grid_arguments(X, codes, offsets, dtype):
-    ftype = _ftype(dtype)
-    return (
-        np.ascontiguousarray(X, dtype=ftype),
-        np.ascontiguousarray(codes, dtype=np.int64),
-        np.ascontiguousarray(offsets, dtype=np.int64),
-    )
+        Paper 000 (docs/statistics.md), eqs. 16 and 18; see :meth:`parzen.backends.reference.NumpyBackend.pair_sum_1d`.
+        """
+        order = derivative_order(kind)
+        ftype = compute_type(dtype)
+        xc = _centred(np.asarray(x, dtype=np.float64).reshape(-1, 1), ftype)[0]
+        scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
+        tiles, tile = _tiles(xc.size, self.tiles.tile_1d)
+        partial = _hermite_pairs(xc, tiles, tile, (1.0 / scales).astype(ftype), _hermite_in_s(order).astype(ftype))
+        return partial.sum(axis=0) / _SQRT_2PI
 
+    def pair_sum_sq(self, Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> np.ndarray:
+        """(len(h), 2): sum_{i<j} exp(-s / 4h^2) and exp(-s / 2h^2), s = |y_i - y_j|^2 (kind "lscv").
 
-def sparse_grid_mult_transpose(
-    X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, alpha: np.ndarray, *, modified: bool, dtype=None
-) -> np.ndarray:
-    """v = B^T alpha at every point (paper 004, multTranspose); basis values in ``dtype``, sums in
-    float64.  See :func:`parzen.backends.reference.sparse_grid_mult_transpose`."""
-    X, codes, offsets = _sparse_grid_arguments(X, codes, offsets, dtype)
-    return _sparse_grid_mult_transpose(X, codes, offsets, np.asarray(alpha, dtype=np.float64), bool(modified))
+        All scales h in one pass over the pairs: each pair's s is computed once (docs/departures.md, item 7);
+        see :meth:`parzen.backends.reference.NumpyBackend.pair_sum_sq`.
+        """
+        if kind != "lscv":
+            raise ValueError(f"unknown pair_sum_sq kind {kind!r}; the cpu backend knows 'lscv'")
+        ftype = compute_type(dtype)
+        Yt = _centred(np.asarray(Y, dtype=np.float64).reshape(len(Y), -1), ftype)
+        h = np.atleast_1d(np.asarray(params, dtype=np.float64))
+        tiles, tile = _tiles(Yt.shape[1], self.tiles.tile_sq)
+        return _lscv_pairs(Yt, tiles, tile, (1.0 / (4.0 * h * h)).astype(ftype)).sum(axis=0)
 
+    def kernel_sum(
+        self, Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
+    ) -> np.ndarray:
+        """For each query q: sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
 
-def sparse_grid_mult(
-    X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, v: np.ndarray, *, modified: bool, dtype=None
-) -> np.ndarray:
-    """u = B v over the grid (paper 004, mult); one float64 accumulator per task, added after.
-    See :func:`parzen.backends.reference.sparse_grid_mult`."""
-    X, codes, offsets = _sparse_grid_arguments(X, codes, offsets, dtype)
-    tasks = int(max(1, min(4 * numba.get_num_threads(), X.shape[0] // 256)))
-    partial = _sparse_grid_mult(X, codes, offsets, np.asarray(v, dtype=np.float64), bool(modified), tasks)
-    return partial.sum(axis=0)
+        Tasks are (block of queries) x (chunk of data) so that a few queries over many data points
+        still use every core; see :meth:`parzen.backends.reference.NumpyBackend.kernel_sum`.
+        """
+        if kind not in KERNELS:
+            raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
+        ftype = compute_type(dtype)
+        Z, Q = _points(Z, Q)
+        if Q.shape[0] == 0:
+            return np.zeros(0)
+        Zt, Qt = _centred_pair(Z, Q, ftype)
+        w: np.ndarray = np.ones(Z.shape[0], dtype=ftype) if weights is None else np.asarray(weights, dtype=ftype)
+        chunks = self._data_chunks(Z.shape[0], Q.shape[0])
+        return _kernel_sums(Zt, Qt, w, PROFILE_CODES[kind], chunks, self.tiles.query_block, self.tiles.data_block).sum(axis=0)
+
+    def log_kernel_sum(
+        self, Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
+    ) -> np.ndarray:
+        """For each query q: log sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
+
+        Gaussian: log-sum-exp of e_i = log w_i - s_i / 2, each task keeping a running maximum over
+        its blocks of data, the tasks' parts combined in float64
+        (:func:`parzen.backends._log_sums.log_sum_exp_of_parts`); finite wherever a weight is positive.
+        Compactly supported kernels: the log of :meth:`kernel_sum` (see
+        :func:`parzen.backends._log_sums.log_of_kernel_sum`).  See :meth:`parzen.backends.reference.NumpyBackend.log_kernel_sum`.
+        """
+        if kind not in KERNELS:
+            raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
+        if kind != "gaussian":
+            return log_of_kernel_sum(self.kernel_sum, Z, Q, kind, weights, dtype=dtype)
+        ftype = compute_type(dtype)
+        Z, Q = _points(Z, Q)
+        if weights is not None:  # zero weights add no term; the others have finite logs
+            weights = np.asarray(weights, dtype=np.float64)
+            Z, weights = Z[weights > 0], weights[weights > 0]
+        if Q.shape[0] == 0 or Z.shape[0] == 0:
+            return np.full(Q.shape[0], -np.inf)
+        Zt, Qt = _centred_pair(Z, Q, ftype)
+        log_w = np.zeros(Z.shape[0], dtype=ftype) if weights is None else np.log(weights).astype(ftype)
+        chunks = self._data_chunks(Z.shape[0], Q.shape[0])
+        top, total = _gaussian_log_sums(Zt, Qt, log_w, chunks, self.tiles.query_block, self.tiles.data_block)
+        return log_sum_exp_of_parts(top, total)
+
+    def _data_chunks(self, n: int, m: int) -> int:
+        """Chunks of data per block of queries: at least 4 tasks per thread, chunks of >= data_block points."""
+        query_blocks = -(-m // self.tiles.query_block)
+        wanted = -(-4 * numba.get_num_threads() // query_blocks)
+        return int(max(1, min(wanted, -(-n // self.tiles.data_block))))

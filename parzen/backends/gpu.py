@@ -1,13 +1,14 @@
 """The GPU backend: Triton kernels (:mod:`._triton_kernels`) on PyTorch device memory.
 
-The papers' "GPU implementation" (paper 000, sections 5.4-6.2) and the GPU KDE of paper 001,
-with the same three primitives as :mod:`parzen.backends.reference`:
+:class:`GpuBackend` computes the primitives of :class:`parzen.backends.KDEBackend` as the
+"GPU implementation" of Andrzejewski et al. (paper 000 in docs/statistics.md, sections 5.4-6.2)
+and the GPU KDE of Michailidis & Margaritis (paper 001 there) do:
 
 - the pair sums over i < j cover the upper triangle with square tiles; each pair's squared
-  distance is computed once, in registers, and reused for every scale (ERRATA item 7);
+  distance is computed once, in registers, and reused for every scale (docs/departures.md, item 7);
 - arithmetic in float32 by default (``dtype=np.float64`` on request), each program's partial
   sum converted to float64 and the partials added in float64 on the device;
-- data larger than one chunk (:data:`CHUNK_ROWS` rows) are streamed: the pair sums of two
+- data larger than one chunk (``GpuTiles.chunk_rows`` rows) are streamed: the pair sums of two
   chunks are an independent rectangle of the triangle, so only two chunks are on the device
   at a time and the sum over chunk pairs is exact;
 - data are centred in float64 before any cast.
@@ -15,55 +16,38 @@ with the same three primitives as :mod:`parzen.backends.reference`:
 Without a CUDA GPU the module imports only under ``TRITON_INTERPRET=1``, where Triton runs the
 same kernels on the CPU (slowly; CI uses that for correctness).  Install with
 ``pip install 'parzen[gpu]'`` (PyTorch and Triton).
+
+The module holds the launch code (the Triton kernels are stateless); everything that lives
+across calls (the CUDA graphs of repeated chains, the device buffers of whitened data, the
+constants of each Hermite sum) belongs to a :class:`GpuBackend` instance and goes with
+:meth:`GpuBackend.close`.  The sparse-grid operators are in :mod:`parzen.backends.sparse_grid_gpu`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from functools import cache
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
 from ..kernels import KERNELS, gauss_derivative_even_coefficients
-from . import PairSums1D, log_of_kernel_sum, log_sum_exp_of_parts
 from . import _triton_kernels as kernels
 from ._cuda import DEVICE, INTERPRETED, torch, torch_dtype, triton
-from ._gpu_sparse_grid import prepare_sparse_grid, sparse_grid_mult, sparse_grid_mult_transpose  # noqa: F401
+from ._log_sums import log_of_kernel_sum, log_sum_exp_of_parts
+from .base import KDEBackend, PairSums1D
 from .reference import derivative_order
 
-#: Floating-point types this backend computes in; None means float32, the GPU's fast type.
-DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-#: Tile sides (rows = columns) of the pair sums, and query x data blocks of the KDE sum.
-#: LSCV over many scales (H100, 150 h, d = 16, tile / warps / groups / scales per pass):
-#: 16 / 8 / 1 / 16 took 0.093, 8.8 and 138 ms at n = 1024, 16384 and 65536; the former
-#: 32 / 8 / 64 / 8 took 0.50, 22 and 220 ms (small tiles: more programs to hide latency).
-#: PLUGIN (both stages, repeated calls) with 1-D tiles of 64 against 32: n = 2^20 402 against
-#: 469 ms, n = 32768 0.89-1.00 against 0.94-0.95 ms (two runs).
-TILE_1D, TILE_SQ = (16, 16) if INTERPRETED else (64, 16)
-#: Tile side of the one-scale LSCV kernel (the Gram form; H100, g(H) at n = 16384, d = 16:
-#: 64 with 4 warps 0.22 ms, 32 0.28 ms, 128 0.26 ms with 8 warps).
-TILE_GRAM = 16 if INTERPRETED else 64
-QUERY_BLOCK, DATA_BLOCK = (16, 16) if INTERPRETED else (64, 64)
-#: Points per program of the whitening kernel (LSCV_H's y = M^-1 z).
-WHITEN_BLOCK = 16 if INTERPRETED else 128
 #: Host arrays from this size on go to the device through page-locked memory (see _to_device).
 PINNED_BYTES = 1 << 20
 #: Data of at most this many rows replay their repeated device work as CUDA graphs; beyond it the
 #: kernels' time dwarfs the host's (some 20 us per PyTorch operation on the H100 host).
 GRAPH_MAX_ROWS = 1 << 15
-#: Rows of data held on the device at once; bigger data are streamed chunk pair by chunk pair.
-CHUNK_ROWS = 1 << 24
-#: Column groups per row block: bounds the partial sums (1-D sums / sums over many scales).
-#: H100, PLUGIN's psi6 sum at n = 32768: 16 groups 0.66 ms, 256 groups 0.90 ms (4 warps);
-#: LSCV over many scales: one program per row block and scale batch was fastest (above).
-GROUPS_1D, GROUPS_SQ, GROUPS_GRAM = 16, 1, 32
 #: Programs the many-scale LSCV sum asks for at least (more column groups per row block when n
 #: is small).  H100, n = 1024, d = 16, tile 16: 150 h in 0.22 ms with 640 programs, 0.15 ms with
 #: 1280; 15 h in 0.23 ms with 64, 0.09 ms with 512 or 1024 (host rows to host sums).
 MIN_PROGRAMS = 1024
-#: Scales of one LSCV pass over a tile (a power of 2): each needs 2 accumulator tiles in registers.
-SCALES_PER_PASS = 16
 #: Warps per program; LSCV sums of one scale (LSCV_H) ran faster with fewer (H100: g(H) for
 #: n = 16384, d = 16 took 0.75 ms with 4 warps, 1.7 ms with 8).
 NUM_WARPS, SINGLE_SCALE_WARPS, HERMITE_WARPS = 8, 4, 4
@@ -71,24 +55,84 @@ NUM_WARPS, SINGLE_SCALE_WARPS, HERMITE_WARPS = 8, 4, 4
 FAST_EXP2 = not INTERPRETED
 #: 2^-t is exactly 0 in float32 and float64 beyond this t; P(t) is clamped there.
 T_ZERO = 2000.0
-#: Largest data size the interpreter tests use (its kernels run at Python speed).
-MAX_TEST_N = 130 if INTERPRETED else None
 _LOG2E = 1.0 / math.log(2.0)
-_NUMPY_TYPE = {torch.float32: np.float32, torch.float64: np.float64}
+_NUMPY_TYPE = MappingProxyType({torch.float32: np.float32, torch.float64: np.float64})
 _MAX_ORDER = 8
+#: CUDA graphs of PairSums1D chains kept per backend, and sets of whitened-data buffers.
+_GRAPHS_KEPT, _WHITENED_KEPT = 8, 4
+
+
+def _power_of_two(value) -> bool:
+    return isinstance(value, int) and value >= 1 and value & (value - 1) == 0
+
+
+@dataclass(frozen=True)
+class GpuTiles:
+    """Tile and block sizes of the GPU backend (the defaults are the tuned ones; under the Triton
+    interpreter smaller tiles, so that its Python-speed kernels stay quick).
+
+    Parameters
+    ----------
+    tile_1d, tile_sq : int
+        Tile sides (rows = columns) of the 1-D pair sums and of the many-scale LSCV sums.
+        LSCV over many scales (H100, 150 h, d = 16, tile / warps / groups / scales per pass):
+        16 / 8 / 1 / 16 took 0.093, 8.8 and 138 ms at n = 1024, 16384 and 65536; the former
+        32 / 8 / 64 / 8 took 0.50, 22 and 220 ms (small tiles: more programs to hide latency).
+        PLUGIN (both stages, repeated calls) with 1-D tiles of 64 against 32: n = 2^20 402
+        against 469 ms, n = 32768 0.89-1.00 against 0.94-0.95 ms (two runs).
+    tile_gram : int
+        Tile side of the one-scale LSCV kernel (the Gram form; H100, g(H) at n = 16384, d = 16:
+        64 with 4 warps 0.22 ms, 32 0.28 ms, 128 0.26 ms with 8 warps).
+    query_block, data_block : int
+        Queries x data points per block of the KDE sums.
+    whiten_block : int
+        Points per program of the whitening kernel (LSCV_H's y = M^-1 z).
+    chunk_rows : int
+        Rows of data held on the device at once; bigger data are streamed chunk pair by chunk pair.
+    scales_per_pass : int
+        Scales of one LSCV pass over a tile: each needs 2 accumulator tiles in registers.
+    groups_1d, groups_sq, groups_gram : int
+        Column groups per row block: bounds the partial sums.  H100, PLUGIN's psi6 sum at
+        n = 32768: 16 groups 0.66 ms, 256 groups 0.90 ms (4 warps); LSCV over many scales: one
+        program per row block and scale batch was fastest (above).
+
+    Raises
+    ------
+    ValueError
+        If a tile, block or scale count is not a power of two, or a count is below 1.
+    """
+
+    tile_1d: int = 16 if INTERPRETED else 64
+    tile_sq: int = 16
+    tile_gram: int = 16 if INTERPRETED else 64
+    query_block: int = 16 if INTERPRETED else 64
+    data_block: int = 16 if INTERPRETED else 64
+    whiten_block: int = 16 if INTERPRETED else 128
+    chunk_rows: int = 1 << 24
+    scales_per_pass: int = 16
+    groups_1d: int = 16
+    groups_sq: int = 1
+    groups_gram: int = 32
+
+    def __post_init__(self) -> None:
+        for field, value in vars(self).items():
+            counts = field.startswith("groups") or field == "chunk_rows"
+            if not (isinstance(value, int) and value >= 1 if counts else _power_of_two(value)):
+                kind = "a positive integer" if counts else "a power of two"
+                raise ValueError(f"GpuTiles.{field} must be {kind}, got {value!r}")
 
 
 def _fast(fdtype) -> bool:
     return FAST_EXP2 and fdtype == torch.float32
 
 
-def _chunks(n: int) -> list[slice]:
-    return [slice(start, min(start + CHUNK_ROWS, n)) for start in range(0, n, CHUNK_ROWS)]
+def _chunks(n: int, chunk_rows: int) -> list[slice]:
+    return [slice(start, min(start + chunk_rows, n)) for start in range(0, n, chunk_rows)]
 
 
-def _chunk_pairs(n: int) -> Iterator[tuple[slice, slice, bool]]:
+def _chunk_pairs(n: int, chunk_rows: int) -> Iterator[tuple[slice, slice, bool]]:
     """The chunk pairs (a, b), a <= b, whose pairs i < j make up the whole triangle."""
-    chunks = _chunks(n)
+    chunks = _chunks(n, chunk_rows)
     for a, rows in enumerate(chunks):
         for cols in chunks[a:]:
             yield rows, cols, rows == cols
@@ -134,15 +178,18 @@ def _padded(values: np.ndarray, tile: int, edge: float, step: float, fdtype, dim
     return _to_device(out, fdtype)
 
 
-def _pair_sums(values: np.ndarray, launch, spacing: float, tile: int, fdtype, dims: int | None = None) -> torch.Tensor:
-    """Sum of ``launch(rows, cols, triangle)`` over every chunk pair, on the device.
+def _pair_sums(
+    values: np.ndarray, launch, spacing: float, tile: int, chunk_rows: int, fdtype, dims: int | None = None
+) -> torch.Tensor:
+    """Sum of ``launch(rows, cols, triangle)`` over every chunk pair (``chunk_rows`` rows each),
+    on the device.
 
     ``values`` (n, d) is centred; ``spacing`` is the pad step that zeroes pad terms; ``dims``
     as in :func:`_padded`.
     """
     top, bottom = float(values[:, 0].max()), float(values[:, 0].min())
     total = None
-    for rows, cols, triangle in _chunk_pairs(values.shape[0]):
+    for rows, cols, triangle in _chunk_pairs(values.shape[0], chunk_rows):
         row_tensor = _padded(values[rows], tile, top + spacing, spacing, fdtype, dims)
         col_tensor = row_tensor if triangle else _padded(values[cols], tile, bottom - spacing, -spacing, fdtype, dims)
         partial = launch(row_tensor, col_tensor, triangle)
@@ -161,7 +208,7 @@ def _grid(n_rows_padded: int, n_cols_padded: int, tile: int, groups_per_row: int
 
 #: 2^-t is exactly 0 in float32 beyond t = 150 and in float64 beyond t = 1075 (below the
 #: smallest sub-normal number, rounded to nearest): pairs that far apart add exactly nothing.
-_T_UNDERFLOW = {torch.float32: 151.0, torch.float64: 1076.0}
+_T_UNDERFLOW = MappingProxyType({torch.float32: 151.0, torch.float64: 1076.0})
 
 
 def _reachable_column_blocks(rows: torch.Tensor, cols: torch.Tensor, triangle: bool, reach: float, tile: int):
@@ -179,55 +226,16 @@ def _reachable_column_blocks(rows: torch.Tensor, cols: torch.Tensor, triangle: b
     return torch.searchsorted(smallest, largest + reach, right=True).to(torch.int32)
 
 
-def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
-    """For each scale g: sum_{i<j} phi^(r)((x_i - x_j) / g), kind = "gauss_d<r>" (r even, <= 8).
-
-    With kappa = log2(e) / 2 and t = kappa ((x_i - x_j)/g)^2 the term is P(t) 2^-t / sqrt(2 pi),
-    P the Hermite polynomial of :func:`parzen.kernels.gauss_derivative_even_coefficients`
-    rescaled to t.  See :func:`parzen.backends.reference.pair_sum_1d`.
-    """
-    hermite = _hermite_sum(kind, torch_dtype(dtype))
-    x = np.asarray(x, dtype=np.float64).reshape(-1, 1)
-    x = x - x.mean()
-    scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
-
-    def run(rows, cols, triangle):
-        if triangle:  # sorted, so that each row block's pairs within reach are one column range
-            rows = cols = rows.sort(dim=1).values
-        return hermite.launch(rows, cols, triangle)
-
-    # x in units of g / sqrt(kappa): t is the squared difference (one multiply less per pair)
-    out = np.array([float(_pair_sums(x * hermite.unit(g), run, hermite.spacing, TILE_1D, hermite.fdtype)) for g in scales])
-    return out / math.sqrt(2.0 * math.pi)
-
-
-def prepare_pair_sum_1d(x: np.ndarray, *, dtype=None) -> PairSums1D | None:
-    """:class:`PairSums1D` over x, kept sorted on the device (PLUGIN's two stages).
-
-    Each sum rescales the sorted data into the compute type, finds the reachable column blocks
-    and launches, all queued behind each other: with a scale g that is a device number
-    (PLUGIN's g2, computed from psi6) nothing waits for the device until the chain's numbers are
-    fetched.  From the second :meth:`~PairSums1D.evaluate` of the same chain on as many points
-    (up to :data:`GRAPH_MAX_ROWS`),
-    the whole chain (sending x, centring, sorting, both stages, their arithmetic) is one CUDA
-    graph: the host then spends some 20 us on it instead of one PyTorch call per operation.
-    Returns None for data of more than one chunk.
-    """
-    x = np.asarray(x, dtype=np.float64).ravel()
-    if x.size > CHUNK_ROWS:
-        return None
-    return _DevicePairSums1D(x, torch_dtype(dtype))
-
-
 class _SortedData1D:
     """n points on the device, centred and sorted in float64 (sorting float32 values, 4 radix
     passes instead of 8, rounded twice: 1.02e-5 off a float32 sum at n = 1025), padded to
     whole tiles with copies of the largest (the kernel masks them by index), and each row
     block's smallest and largest value."""
 
-    def __init__(self, n: int, fdtype) -> None:
-        self.n, self.fdtype = n, fdtype
-        n_padded = triton.cdiv(max(n, 1), TILE_1D) * TILE_1D
+    def __init__(self, n: int, fdtype, backend: GpuBackend) -> None:
+        self.n, self.fdtype, self.backend = n, fdtype, backend
+        self.tile = tile = backend.tiles.tile_1d
+        n_padded = triton.cdiv(max(n, 1), tile) * tile
         self.raw = torch.empty(n_padded, dtype=torch.float64, device=DEVICE)
         self.rows = torch.empty((1, n_padded), dtype=fdtype, device=DEVICE)
 
@@ -236,35 +244,29 @@ class _SortedData1D:
         n = self.n
         self.raw[:n] = torch.sort(values - values.mean()).values  # float64: rescaled before one rounding
         self.raw[n:] = self.raw[n - 1]
-        self.smallest = self.raw[::TILE_1D].contiguous()
-        self.largest = self.raw[TILE_1D - 1 :: TILE_1D].contiguous()
+        self.smallest = self.raw[:: self.tile].contiguous()
+        self.largest = self.raw[self.tile - 1 :: self.tile].contiguous()
 
     def pair_sum(self, kind: str, g):
         """sum_{i<j} phi^(r)((x_i - x_j) / g) as a float64 device number; g a float or one."""
-        hermite = _hermite_sum(kind, self.fdtype)
+        hermite = self.backend._hermite_sum(kind, self.fdtype)
         unit = hermite.unit(g)  # a device number when g is one
         torch.mul(self.raw, unit, out=self.rows[0])
         col_end = torch.searchsorted(self.smallest, self.largest + hermite.reach / unit, right=True, out_int32=True)
         return hermite.launch(self.rows, self.rows, True, col_end, self.n) / math.sqrt(2.0 * math.pi)
 
 
-#: Chains replayed as CUDA graphs: (chain, n, compute type, integer arguments) -> _Replay, or
-#: the chain's first call (no graph yet: it compiles the kernels), or None (could not capture).
-_GRAPHS: dict = {}
-_GRAPHS_KEPT = 8
-
-
 class _DevicePairSums1D(PairSums1D):
     """x on the GPU; ``sum`` loads it on first use, :meth:`evaluate` replays graphs."""
 
-    def __init__(self, x: np.ndarray, fdtype) -> None:
-        self.x, self.fdtype = x, fdtype
+    def __init__(self, x: np.ndarray, fdtype, backend: GpuBackend) -> None:
+        self.x, self.fdtype, self.backend = x, fdtype, backend
         self._data: _SortedData1D | None = None
         super().__init__(self._sum)
 
     def _sum(self, kind: str, g):
         if self._data is None:
-            self._data = _SortedData1D(self.x.size, self.fdtype)
+            self._data = _SortedData1D(self.x.size, self.fdtype, self.backend)
             self._data.load(_to_device(self.x, torch.float64))
         return self._data.pair_sum(kind, g)
 
@@ -272,20 +274,29 @@ class _DevicePairSums1D(PairSums1D):
         """The chain's numbers, fetched together; integer arguments are part of a graph's key,
         float arguments are its inputs."""
         if not INTERPRETED and self.x.size <= GRAPH_MAX_ROWS:
+            graphs = self.backend._graphs
             key = (chain, self.x.size, self.fdtype, tuple(a if isinstance(a, int) else None for a in args))
-            state = _GRAPHS.get(key, False)
+            state = graphs.get(key, False)
             if state is True:  # seen once (its kernels compiled): capture now
                 try:
-                    state = _Replay(chain, self.x.size, self.fdtype, args)
+                    state = _Replay(chain, self.x.size, self.fdtype, args, self.backend)
                 except RuntimeError:  # something in the chain cannot be captured: stay eager
                     state = None
                     torch.cuda.synchronize(DEVICE)
-                _remember(key, state)
+                _remember(graphs, key, state)
             elif state is False:
-                _remember(key, True)
+                _remember(graphs, key, True)
             if isinstance(state, _Replay):
                 return state(self.x, args)
         return _fetch(*chain(self.sum, *args))
+
+
+def _remember(graphs: dict, key, value) -> None:
+    """graphs[key] = value, most recent last, at most ``_GRAPHS_KEPT`` kept."""
+    graphs.pop(key, None)
+    while len(graphs) >= _GRAPHS_KEPT:
+        graphs.pop(next(iter(graphs)))
+    graphs[key] = value
 
 
 def _fetch(*values) -> tuple[float, ...]:
@@ -299,22 +310,15 @@ def _fetch(*values) -> tuple[float, ...]:
     return tuple(float(v) for v in out)
 
 
-def _remember(key, value) -> None:
-    _GRAPHS.pop(key, None)
-    while len(_GRAPHS) >= _GRAPHS_KEPT:
-        _GRAPHS.pop(next(iter(_GRAPHS)))
-    _GRAPHS[key] = value
-
-
 class _Replay:
     """A chain over n sorted points captured as one CUDA graph, with its inputs (x, the float
     arguments) in fixed buffers that each call overwrites (x through page-locked memory)."""
 
-    def __init__(self, chain, n: int, fdtype, args) -> None:
+    def __init__(self, chain, n: int, fdtype, args, backend: GpuBackend) -> None:
         self.host_x = torch.empty(n, dtype=torch.float64, pin_memory=True)
         self.x = torch.zeros(n, dtype=torch.float64, device=DEVICE)
         self.floats = torch.ones(sum(not isinstance(a, int) for a in args), dtype=torch.float64, device=DEVICE)
-        data = _SortedData1D(n, fdtype)
+        data = _SortedData1D(n, fdtype, backend)
         inputs = self._inputs(args)
 
         def body():
@@ -336,20 +340,14 @@ class _Replay:
         return tuple(float(v) for v in _to_host(self.out))
 
 
-@cache
-def _hermite_sum(kind: str, fdtype) -> _HermiteSum:
-    """One :class:`_HermiteSum` per kind and type: its constants are computed and sent once."""
-    return _HermiteSum(kind, fdtype)
-
-
 class _HermiteSum:
     """The launch of one 1-D pair sum of phi^(r) (kind "gauss_d<r>") in compute type ``fdtype``."""
 
-    def __init__(self, kind: str, fdtype) -> None:
+    def __init__(self, kind: str, fdtype, tiles: GpuTiles) -> None:
         order = derivative_order(kind)
         if order % 2 or order > _MAX_ORDER:
             raise ValueError(f"the gpu backend sums phi^(r) for even r in 0..{_MAX_ORDER}, got r = {order}")
-        self.order, self.fdtype = order, fdtype
+        self.order, self.fdtype, self.tiles = order, fdtype, tiles
         self.kappa = 0.5 * _LOG2E
         coef = np.zeros(5)
         coef[: order // 2 + 1] = gauss_derivative_even_coefficients(order) / self.kappa ** np.arange(order // 2 + 1)
@@ -368,79 +366,19 @@ class _HermiteSum:
         ``n_cols``: columns from this one on are pads whose terms the kernel masks (default:
         none are; the caller spaced them apart).
         """
+        tile = self.tiles.tile_1d
         if col_end is None:
-            col_end = _reachable_column_blocks(rows, cols, triangle, self.reach, TILE_1D)
-        row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_1D, GROUPS_1D)
+            col_end = _reachable_column_blocks(rows, cols, triangle, self.reach, tile)
+        row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], tile, self.tiles.groups_1d)
         partial = torch.empty((row_blocks, n_groups), dtype=torch.float64, device=DEVICE)  # every program writes
         kernels.hermite_pairs_kernel[(row_blocks, n_groups)](
             rows, cols, col_end, cols.shape[1] if n_cols is None else n_cols, self.constants, partial,
-            TRIANGLE=triangle, DEGREE=self.order // 2, BLOCK=TILE_1D, GROUP=group, FAST=_fast(self.fdtype),
+            TRIANGLE=triangle, DEGREE=self.order // 2, BLOCK=tile, GROUP=group, FAST=_fast(self.fdtype),
             num_warps=HERMITE_WARPS,
         )
         return partial.sum()
 
 
-def pair_sum_sq(Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> np.ndarray:
-    """(len(h), 2): sum_{i<j} exp(-s / 4h^2) and exp(-s / 2h^2), s = |y_i - y_j|^2 (kind "lscv").
-
-    All scales in one pass over the pairs; see :func:`parzen.backends.reference.pair_sum_sq`.
-    """
-    _check_sq_kind(kind)
-    fdtype = torch_dtype(dtype)
-    Y = np.asarray(Y, dtype=np.float64)
-    Y = Y.reshape(len(Y), -1)
-    Y = Y - Y.mean(axis=0)
-    h = np.atleast_1d(np.asarray(params, dtype=np.float64))
-    scales = _LscvScales(h.size, fdtype)
-    scales.set(h)
-    d = Y.shape[1]
-
-    def run(rows, cols, triangle):
-        return scales.launch(rows, cols, triangle, d)
-
-    return _pair_sums(Y, run, scales.spacing, _lscv_tile(fdtype), fdtype, _lscv_dims(d, fdtype)).cpu().numpy()
-
-
-def prepare_whitened_pair_sum_sq(Z: np.ndarray, kind: str, *, dtype=None):
-    """A function (M, params) -> pair_sum_sq(Z M^-T, kind, params) with Z kept on the device.
-
-    LSCV_H's Nelder-Mead loop evaluates g(H) some 1600 times on the same data, whitened by
-    a different lower-triangular M each time: here the data travel to the device once, and
-    each call only sends M^-1 (d x d), whitens on the device (one launch, float64 products)
-    and launches the pair sum; the whitened data of the last M are kept (LSCV_h whitens once).
-    For at most :data:`GRAPH_MAX_ROWS` rows the device buffers belong to the data's size
-    (:class:`_WhitenedData`) and are reused by later data of that size, and from a launch's third
-    call on they replay it as a CUDA graph.
-    Returns None for data of more than one chunk (they are whitened on the host).
-    """
-    _check_sq_kind(kind)
-    fdtype = torch_dtype(dtype)
-    Z = np.asarray(Z, dtype=np.float64)
-    Z = Z.reshape(len(Z), -1)
-    n, d = Z.shape
-    if n > CHUNK_ROWS:
-        return None  # streamed data: the caller whitens on the host
-    centred = Z - Z.mean(axis=0)
-    key = (n, d, fdtype)
-    data = _WHITENED.pop(key, None) or _WhitenedData(n, d, fdtype)
-    if n <= GRAPH_MAX_ROWS:  # small buffers are kept for the next data of this size; big ones go with sums
-        _WHITENED[key] = data  # most recent last
-        while len(_WHITENED) > _WHITENED_KEPT:
-            _WHITENED.pop(next(iter(_WHITENED)))
-    owner = object()
-    data.load(centred, owner)
-
-    def sums(M: np.ndarray, params) -> np.ndarray:
-        if data.owner is not owner:  # later data of the same size took the buffers: send ours again
-            data.load(centred, owner)
-        return data.sums(np.asarray(M, dtype=np.float64), np.atleast_1d(np.asarray(params, dtype=np.float64)))
-
-    return sums
-
-
-#: Device buffers of whitened data, by (n, d, compute type), most recently used last.
-_WHITENED: dict = {}
-_WHITENED_KEPT = 4
 #: Calls of one (scales, whitening) launch on one set of buffers before it is captured as a CUDA
 #: graph: LSCV_H's loop captures at once; a single LSCV_h selection (one grid pass, two
 #: refinement passes) does not, the second on data of the same size does.
@@ -452,9 +390,9 @@ class _WhitenedData:
     y = M^-1 z in the compute type, M^-1, the scales of each parameter count, and the CUDA
     graphs of the launches.  The sums mask the pad columns by index (they are 0 here)."""
 
-    def __init__(self, n: int, d: int, fdtype) -> None:
-        self.n, self.d, self.fdtype = n, d, fdtype
-        self.n_padded = triton.cdiv(max(n, 1), _lscv_tile(fdtype)) * _lscv_tile(fdtype)
+    def __init__(self, n: int, d: int, fdtype, tiles: GpuTiles) -> None:
+        self.n, self.d, self.fdtype, self.tiles = n, d, fdtype, tiles
+        self.n_padded = triton.cdiv(max(n, 1), _lscv_tile(fdtype, tiles)) * _lscv_tile(fdtype, tiles)
         self.z = torch.zeros((d, self.n_padded), dtype=torch.float64, device=DEVICE)
         self.y = torch.zeros((_lscv_dims(d, fdtype), self.n_padded), dtype=fdtype, device=DEVICE)
         # M^-1 goes up through page-locked memory without a host wait (each call ends synchronised)
@@ -472,7 +410,7 @@ class _WhitenedData:
     def sums(self, M: np.ndarray, h: np.ndarray) -> np.ndarray:
         scales = self.scales.get(h.size)
         if scales is None:
-            scales = self.scales[h.size] = _LscvScales(h.size, self.fdtype)
+            scales = self.scales[h.size] = _LscvScales(h.size, self.fdtype, self.tiles)
         if scales.h is None or not np.array_equal(h, scales.h):
             scales.set(h)
         whiten = self.M is None or not np.array_equal(M, self.M)
@@ -484,9 +422,10 @@ class _WhitenedData:
 
     def _launch(self, scales: _LscvScales, whiten: bool) -> torch.Tensor:
         if whiten:
-            kernels.whiten_kernel[(triton.cdiv(self.n_padded, WHITEN_BLOCK),)](
+            block = self.tiles.whiten_block
+            kernels.whiten_kernel[(triton.cdiv(self.n_padded, block),)](
                 self.z, self.m, self.y, self.n_padded,
-                D=self.d, D_POW2=max(2, triton.next_power_of_2(self.d)), BLOCK=WHITEN_BLOCK,
+                D=self.d, D_POW2=max(2, triton.next_power_of_2(self.d)), BLOCK=block,
             )
         return scales.launch(self.y, self.y, True, self.d, n_cols=self.n)
 
@@ -523,9 +462,9 @@ def _lscv_dims(d: int, fdtype) -> int:
     return 16 * triton.cdiv(d, 16) if fdtype == torch.float32 else d
 
 
-def _lscv_tile(fdtype) -> int:
+def _lscv_tile(fdtype, tiles: GpuTiles) -> int:
     """Row padding of the LSCV data: a multiple of the tiles of both LSCV kernels."""
-    return max(TILE_SQ, TILE_GRAM) if fdtype == torch.float32 else TILE_SQ
+    return max(tiles.tile_sq, tiles.tile_gram) if fdtype == torch.float32 else tiles.tile_sq
 
 
 def _check_sq_kind(kind: str) -> None:
@@ -541,9 +480,9 @@ class _LscvScales:
     and lives in one device buffer that :meth:`set` overwrites (a graph's input).
     """
 
-    def __init__(self, count: int, fdtype) -> None:
-        self.count = count
-        self.batch = min(SCALES_PER_PASS, triton.next_power_of_2(count))
+    def __init__(self, count: int, fdtype, tiles: GpuTiles) -> None:
+        self.count, self.tiles = count, tiles
+        self.batch = min(tiles.scales_per_pass, triton.next_power_of_2(count))
         padded = triton.cdiv(count, self.batch) * self.batch
         self.a = torch.empty(padded, dtype=fdtype, device=DEVICE)
         self.a_host = torch.empty(padded, dtype=fdtype, pin_memory=not INTERPRETED)
@@ -564,72 +503,40 @@ class _LscvScales:
         of d coordinates): one scale in float32 by the Gram-form kernel, else the many-scale one.
         Columns from ``n_cols`` on are masked pads (default: none; the caller spaced them)."""
         n_cols = cols.shape[1] if n_cols is None else n_cols
+        tiles = self.tiles
         if self.count == 1 and self.a.dtype == torch.float32:
-            row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_GRAM, GROUPS_GRAM)
+            row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], tiles.tile_gram, tiles.groups_gram)
             partial = torch.empty((row_blocks * n_groups, 1, 2), dtype=torch.float64, device=DEVICE)
             kernels.lscv_one_scale_kernel[(row_blocks, n_groups)](
-                rows, cols, rows.shape[1], cols.shape[1], cols.shape[1] // TILE_GRAM, n_cols, self.a, partial,
-                DIM=rows.shape[0], TRIANGLE=triangle, BLOCK=TILE_GRAM, GROUP=group, FAST=_fast(self.a.dtype),
+                rows, cols, rows.shape[1], cols.shape[1], cols.shape[1] // tiles.tile_gram, n_cols, self.a, partial,
+                DIM=rows.shape[0], TRIANGLE=triangle, BLOCK=tiles.tile_gram, GROUP=group, FAST=_fast(self.a.dtype),
                 num_warps=SINGLE_SCALE_WARPS,
             )
             return partial.sum(dim=0)
         batches = self.a.numel() // self.batch
         # a small n has few row blocks: split their columns into groups until the GPU is full
-        groups = max(GROUPS_SQ, triton.cdiv(MIN_PROGRAMS, (rows.shape[1] // TILE_SQ) * batches))
-        row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], TILE_SQ, groups)
+        groups = max(tiles.groups_sq, triton.cdiv(MIN_PROGRAMS, (rows.shape[1] // tiles.tile_sq) * batches))
+        row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], tiles.tile_sq, groups)
         partial = torch.empty((row_blocks * n_groups, self.count, 2), dtype=torch.float64, device=DEVICE)
         kernels.lscv_pairs_kernel[(row_blocks, n_groups, batches)](
-            rows, cols, rows.shape[1], cols.shape[1], cols.shape[1] // TILE_SQ, n_cols, self.a, self.count, partial,
-            DIM=d, TRIANGLE=triangle, BLOCK=TILE_SQ, GROUP=group, SCALES=self.batch, FAST=_fast(self.a.dtype),
+            rows, cols, rows.shape[1], cols.shape[1], cols.shape[1] // tiles.tile_sq, n_cols, self.a, self.count, partial,
+            DIM=d, TRIANGLE=triangle, BLOCK=tiles.tile_sq, GROUP=group, SCALES=self.batch, FAST=_fast(self.a.dtype),
             num_warps=NUM_WARPS if self.batch > 1 else SINGLE_SCALE_WARPS,
         )
         return partial.sum(dim=0)
 
 
 #: Kernel name -> the KIND constant of ``_triton_kernels._profile``.
-_PROFILE_KIND = {"gaussian": 0, "epanechnikov": 1, "uniform": 2, "triangular": 3, "biweight": 4, "cosine": 5}
+_PROFILE_KIND = MappingProxyType(
+    {"gaussian": 0, "epanechnikov": 1, "uniform": 2, "triangular": 3, "biweight": 4, "cosine": 5}
+)
 
 
-def kernel_sum(
-    Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
-) -> np.ndarray:
-    """For each query q: sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
-
-    Programs are (block of queries) x (chunk of data), so few queries over many points still
-    fill the GPU; padded data points carry weight 0.  The Gaussian profile exp(-s/2) becomes
-    2^-s by scaling both point sets by sqrt(log2(e)/2).
-    See :func:`parzen.backends.reference.kernel_sum`.
-    """
-    if kind not in KERNELS:
-        raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
-    fdtype = torch_dtype(dtype)
-    Z = np.asarray(Z, dtype=np.float64)
-    Z = Z.reshape(len(Z), -1)
-    Q = np.asarray(Q, dtype=np.float64).reshape(-1, Z.shape[1])
-    m = Q.shape[0]
-    if m == 0:
-        return np.zeros(0)
-    centre = Z.mean(axis=0)
-    scale = math.sqrt(0.5 * _LOG2E) if kind == "gaussian" else 1.0
-    Z, Q = (Z - centre) * scale, (Q - centre) * scale
-    w = np.ones(Z.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
-    out = np.zeros(m)
-    for queries in _chunks(m):
-        q_tensor = _padded(Q[queries], QUERY_BLOCK, 0.0, 0.0, fdtype)
-        for data in _chunks(Z.shape[0]):
-            z_tensor = _padded(Z[data], DATA_BLOCK, 0.0, 0.0, fdtype)
-            w_padded = np.zeros(z_tensor.shape[1])
-            w_padded[: data.stop - data.start] = w[data]
-            w_tensor = _to_device(w_padded, fdtype)
-            out[queries] += _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind)[: queries.stop - queries.start]
-    return out
-
-
-def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str) -> np.ndarray:
+def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str, tiles: GpuTiles) -> np.ndarray:
     """One launch over a chunk of queries and a chunk of data: per-query float64 sums."""
     d, n_padded = z_tensor.shape
     m_padded = q_tensor.shape[1]
-    query_blocks, data_blocks = m_padded // QUERY_BLOCK, n_padded // DATA_BLOCK
+    query_blocks, data_blocks = m_padded // tiles.query_block, n_padded // tiles.data_block
     programs = 8 * _multiprocessors()
     data_chunks = max(1, min(data_blocks, triton.cdiv(programs, query_blocks)))
     chunk_blocks = triton.cdiv(data_blocks, data_chunks)
@@ -637,62 +544,24 @@ def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str) -> np.ndarray:
     partial = torch.zeros((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
     kernels.kernel_sum_kernel[(query_blocks, data_chunks)](
         z_tensor, q_tensor, w_tensor, n_padded, m_padded, chunk_blocks, partial,
-        DIM=d, KIND=_PROFILE_KIND[kind], BLOCK_Q=QUERY_BLOCK, BLOCK_Z=DATA_BLOCK, FAST=_fast(z_tensor.dtype),
+        DIM=d, KIND=_PROFILE_KIND[kind], BLOCK_Q=tiles.query_block, BLOCK_Z=tiles.data_block, FAST=_fast(z_tensor.dtype),
         num_warps=NUM_WARPS,
     )
     return _to_host(partial.sum(dim=0))
 
 
 #: Per compute type: a finite exponent below any the log-sum-exp meets ("no term yet").
-_LOWEST_EXPONENT = {torch.float32: -1e38, torch.float64: -1e300}
+_LOWEST_EXPONENT = MappingProxyType({torch.float32: -1e38, torch.float64: -1e300})
 
 
-def log_kernel_sum(
-    Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
-) -> np.ndarray:
-    """For each query q: log sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
-
-    Gaussian: a log-sum-exp in base 2 (the points scaled as in :func:`kernel_sum`, e_i =
-    log2 w_i - t_i), each program keeping a running maximum over its data blocks; the programs'
-    parts are combined in float64 on the host (:func:`parzen.backends.log_sum_exp_of_parts`).
-    Zero weights are left out, so every exponent is finite.  Compactly supported kernels: the
-    log of :func:`kernel_sum` (:func:`parzen.backends.log_of_kernel_sum`).
-    See :func:`parzen.backends.reference.log_kernel_sum`.
-    """
-    if kind not in KERNELS:
-        raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
-    if kind != "gaussian":
-        return log_of_kernel_sum(kernel_sum, Z, Q, kind, weights, dtype=dtype)
-    fdtype = torch_dtype(dtype)
-    Z = np.asarray(Z, dtype=np.float64)
-    Z = Z.reshape(len(Z), -1)
-    Q = np.asarray(Q, dtype=np.float64).reshape(-1, Z.shape[1])
-    if weights is not None:
-        weights = np.asarray(weights, dtype=np.float64)
-        Z, weights = Z[weights > 0], weights[weights > 0]
-    if Q.shape[0] == 0 or Z.shape[0] == 0:
-        return np.full(Q.shape[0], -np.inf)
-    centre = Z.mean(axis=0)
-    scale = math.sqrt(0.5 * _LOG2E)
-    Z, Q = (Z - centre) * scale, (Q - centre) * scale
-    log2_w = np.zeros(Z.shape[0]) if weights is None else np.log2(weights)
-    out = np.empty(Q.shape[0])
-    for queries in _chunks(Q.shape[0]):
-        q_tensor = _padded(Q[queries], QUERY_BLOCK, 0.0, 0.0, fdtype)
-        parts = [_gaussian_log_sum_chunk(_padded(Z[data], DATA_BLOCK, 0.0, 0.0, fdtype), q_tensor, log2_w[data], fdtype)
-                 for data in _chunks(Z.shape[0])]
-        top = np.concatenate([p[0] for p in parts])[:, : queries.stop - queries.start]
-        total = np.concatenate([p[1] for p in parts])[:, : queries.stop - queries.start]
-        out[queries] = log_sum_exp_of_parts(top * math.log(2.0), total)
-    return out
-
-
-def _gaussian_log_sum_chunk(z_tensor, q_tensor, log2_w: np.ndarray, fdtype) -> tuple[np.ndarray, np.ndarray]:
+def _gaussian_log_sum_chunk(
+    z_tensor, q_tensor, log2_w: np.ndarray, fdtype, tiles: GpuTiles
+) -> tuple[np.ndarray, np.ndarray]:
     """One launch over a chunk of queries and a chunk of n data points: each data chunk's
     (top, total) per query, top in base 2 (see ``gaussian_log_sum_kernel``)."""
     d, n_padded = z_tensor.shape
     m_padded = q_tensor.shape[1]
-    query_blocks, data_blocks = m_padded // QUERY_BLOCK, n_padded // DATA_BLOCK
+    query_blocks, data_blocks = m_padded // tiles.query_block, n_padded // tiles.data_block
     data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
     chunk_blocks = triton.cdiv(data_blocks, data_chunks)
     data_chunks = triton.cdiv(data_blocks, chunk_blocks)
@@ -702,7 +571,7 @@ def _gaussian_log_sum_chunk(z_tensor, q_tensor, log2_w: np.ndarray, fdtype) -> t
     total = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
     kernels.gaussian_log_sum_kernel[(query_blocks, data_chunks)](
         z_tensor, q_tensor, _to_device(w_padded, fdtype), log2_w.size, n_padded, m_padded, chunk_blocks, top, total,
-        DIM=d, BLOCK_Q=QUERY_BLOCK, BLOCK_Z=DATA_BLOCK, FAST=_fast(fdtype), LOWEST=_LOWEST_EXPONENT[fdtype],
+        DIM=d, BLOCK_Q=tiles.query_block, BLOCK_Z=tiles.data_block, FAST=_fast(fdtype), LOWEST=_LOWEST_EXPONENT[fdtype],
         num_warps=NUM_WARPS,
     )
     return _to_host(top), _to_host(total)
@@ -713,3 +582,236 @@ def _multiprocessors() -> int:
         return 1
     return torch.cuda.get_device_properties(DEVICE).multi_processor_count
 
+
+class GpuBackend(KDEBackend):
+    """The Triton backend: the primitives as GPU kernels, with what lives across calls.
+
+    An instance owns the CUDA graphs of repeated :class:`PairSums1D` chains (keyed by chain,
+    data size, compute type and integer arguments, at most eight), the device buffers of
+    whitened data (by size, at most four sets, each with its owner and its own graphs) and the
+    device constants of each Hermite sum.  :meth:`close` releases them.
+
+    Parameters
+    ----------
+    tiles : GpuTiles, optional
+        Tile and block sizes (default: :class:`GpuTiles`' defaults).
+    """
+
+    name = "gpu"
+    #: float32 first: the GPU's fast type is the default.
+    dtypes = (np.dtype(np.float32), np.dtype(np.float64))
+    #: True when Triton interprets the kernels on the CPU (no GPU): "auto" then never picks it.
+    interpreted = INTERPRETED
+
+    def __init__(self, tiles: GpuTiles | None = None) -> None:
+        self.tiles = GpuTiles() if tiles is None else tiles
+        #: Chains replayed as CUDA graphs: (chain, n, compute type, integer arguments) -> _Replay,
+        #: or True after the chain's first call (no graph yet: it compiles the kernels), or None
+        #: (could not capture); most recent last.
+        self._graphs: dict = {}
+        #: Device buffers of whitened data, by (n, d, compute type), most recently used last.
+        self._whitened: dict[tuple, _WhitenedData] = {}
+        #: One _HermiteSum per (kind, compute type): its constants are computed and sent once.
+        self._hermite: dict[tuple, _HermiteSum] = {}
+
+    def __repr__(self) -> str:
+        return f"GpuBackend({self.tiles!r})"
+
+    def __reduce__(self):
+        """Copies and pickles carry the tiles only: graphs and buffers are caches of one device
+        (``clone`` of a ``KDE(backend=GpuBackend())`` gets a fresh backend)."""
+        return (GpuBackend, (self.tiles,))
+
+    def close(self) -> None:
+        """Drop the CUDA graphs, whitened-data buffers and constants (after the device is idle);
+        the instance builds them again if it is used later.  Functions it has returned (prepared
+        sums) keep their own buffers until they are dropped."""
+        if not INTERPRETED:
+            torch.cuda.synchronize(DEVICE)
+        self._graphs.clear()
+        self._whitened.clear()
+        self._hermite.clear()
+
+    def _hermite_sum(self, kind: str, fdtype) -> _HermiteSum:
+        hermite = self._hermite.get((kind, fdtype))
+        if hermite is None:
+            hermite = self._hermite[kind, fdtype] = _HermiteSum(kind, fdtype, self.tiles)
+        return hermite
+
+    def pair_sum_1d(self, x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
+        """For each scale g: sum_{i<j} phi^(r)((x_i - x_j) / g), kind = "gauss_d<r>" (r even, <= 8).
+
+        With kappa = log2(e) / 2 and t = kappa ((x_i - x_j)/g)^2 the term is P(t) 2^-t / sqrt(2 pi),
+        P the Hermite polynomial of :func:`parzen.kernels.gauss_derivative_even_coefficients`
+        rescaled to t.  See :meth:`parzen.backends.reference.NumpyBackend.pair_sum_1d`.
+        """
+        hermite = self._hermite_sum(kind, torch_dtype(dtype))
+        x = np.asarray(x, dtype=np.float64).reshape(-1, 1)
+        x = x - x.mean()
+        scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
+
+        def run(rows, cols, triangle):
+            if triangle:  # sorted, so that each row block's pairs within reach are one column range
+                rows = cols = rows.sort(dim=1).values
+            return hermite.launch(rows, cols, triangle)
+
+        # x in units of g / sqrt(kappa): t is the squared difference (one multiply less per pair)
+        tiles = self.tiles
+        out = np.array([
+            float(_pair_sums(x * hermite.unit(g), run, hermite.spacing, tiles.tile_1d, tiles.chunk_rows, hermite.fdtype))
+            for g in scales
+        ])
+        return out / math.sqrt(2.0 * math.pi)
+
+    def prepare_pair_sum_1d(self, x: np.ndarray, *, dtype=None) -> PairSums1D:
+        """:class:`PairSums1D` over x, kept sorted on the device (PLUGIN's two stages).
+
+        Each sum rescales the sorted data into the compute type, finds the reachable column blocks
+        and launches, all queued behind each other: with a scale g that is a device number
+        (PLUGIN's g2, computed from psi6) nothing waits for the device until the chain's numbers are
+        fetched.  From the second :meth:`~PairSums1D.evaluate` of the same chain on as many points
+        (up to :data:`GRAPH_MAX_ROWS`),
+        the whole chain (sending x, centring, sorting, both stages, their arithmetic) is one CUDA
+        graph: the host then spends some 20 us on it instead of one PyTorch call per operation.
+        Data of more than one chunk get the host version (:meth:`KDEBackend.prepare_pair_sum_1d`).
+        """
+        x = np.asarray(x, dtype=np.float64).ravel()
+        if x.size > self.tiles.chunk_rows:
+            return super().prepare_pair_sum_1d(x, dtype=dtype)
+        return _DevicePairSums1D(x, torch_dtype(dtype), self)
+
+    def pair_sum_sq(self, Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> np.ndarray:
+        """(len(h), 2): sum_{i<j} exp(-s / 4h^2) and exp(-s / 2h^2), s = |y_i - y_j|^2 (kind "lscv").
+
+        All scales in one pass over the pairs; see :meth:`parzen.backends.reference.NumpyBackend.pair_sum_sq`.
+        """
+        _check_sq_kind(kind)
+        fdtype = torch_dtype(dtype)
+        Y = np.asarray(Y, dtype=np.float64)
+        Y = Y.reshape(len(Y), -1)
+        Y = Y - Y.mean(axis=0)
+        h = np.atleast_1d(np.asarray(params, dtype=np.float64))
+        scales = _LscvScales(h.size, fdtype, self.tiles)
+        scales.set(h)
+        d = Y.shape[1]
+
+        def run(rows, cols, triangle):
+            return scales.launch(rows, cols, triangle, d)
+
+        tile = _lscv_tile(fdtype, self.tiles)
+        return _pair_sums(Y, run, scales.spacing, tile, self.tiles.chunk_rows, fdtype, _lscv_dims(d, fdtype)).cpu().numpy()
+
+    def prepare_whitened_pair_sum_sq(self, Z: np.ndarray, kind: str, *, dtype=None) -> Callable:
+        """A function (M, params) -> pair_sum_sq(Z M^-T, kind, params) with Z kept on the device.
+
+        LSCV_H's Nelder-Mead loop evaluates g(H) some 1600 times on the same data, whitened by
+        a different lower-triangular M each time: here the data travel to the device once, and
+        each call only sends M^-1 (d x d), whitens on the device (one launch, float64 products)
+        and launches the pair sum; the whitened data of the last M are kept (LSCV_h whitens once).
+        For at most :data:`GRAPH_MAX_ROWS` rows the device buffers belong to the data's size
+        (:class:`_WhitenedData`) and are reused by later data of that size, and from a launch's third
+        call on they replay it as a CUDA graph.
+        Data of more than one chunk are whitened on the host
+        (:meth:`KDEBackend.prepare_whitened_pair_sum_sq`).
+        """
+        _check_sq_kind(kind)
+        fdtype = torch_dtype(dtype)
+        Z = np.asarray(Z, dtype=np.float64)
+        Z = Z.reshape(len(Z), -1)
+        n, d = Z.shape
+        if n > self.tiles.chunk_rows:  # streamed data: whitened on the host
+            return super().prepare_whitened_pair_sum_sq(Z, kind, dtype=dtype)
+        centred = Z - Z.mean(axis=0)
+        key = (n, d, fdtype)
+        data = self._whitened.pop(key, None) or _WhitenedData(n, d, fdtype, self.tiles)
+        if n <= GRAPH_MAX_ROWS:  # small buffers are kept for the next data of this size; big ones go with sums
+            self._whitened[key] = data  # most recent last
+            while len(self._whitened) > _WHITENED_KEPT:
+                self._whitened.pop(next(iter(self._whitened)))
+        owner = object()
+        data.load(centred, owner)
+
+        def sums(M: np.ndarray, params) -> np.ndarray:
+            if data.owner is not owner:  # later data of the same size took the buffers: send ours again
+                data.load(centred, owner)
+            return data.sums(np.asarray(M, dtype=np.float64), np.atleast_1d(np.asarray(params, dtype=np.float64)))
+
+        return sums
+
+    def kernel_sum(
+        self, Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
+    ) -> np.ndarray:
+        """For each query q: sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
+
+        Programs are (block of queries) x (chunk of data), so few queries over many points still
+        fill the GPU; padded data points carry weight 0.  The Gaussian profile exp(-s/2) becomes
+        2^-s by scaling both point sets by sqrt(log2(e)/2).
+        See :meth:`parzen.backends.reference.NumpyBackend.kernel_sum`.
+        """
+        if kind not in KERNELS:
+            raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
+        fdtype = torch_dtype(dtype)
+        Z = np.asarray(Z, dtype=np.float64)
+        Z = Z.reshape(len(Z), -1)
+        Q = np.asarray(Q, dtype=np.float64).reshape(-1, Z.shape[1])
+        m = Q.shape[0]
+        if m == 0:
+            return np.zeros(0)
+        centre = Z.mean(axis=0)
+        scale = math.sqrt(0.5 * _LOG2E) if kind == "gaussian" else 1.0
+        Z, Q = (Z - centre) * scale, (Q - centre) * scale
+        w = np.ones(Z.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+        out = np.zeros(m)
+        tiles = self.tiles
+        for queries in _chunks(m, tiles.chunk_rows):
+            q_tensor = _padded(Q[queries], tiles.query_block, 0.0, 0.0, fdtype)
+            for data in _chunks(Z.shape[0], tiles.chunk_rows):
+                z_tensor = _padded(Z[data], tiles.data_block, 0.0, 0.0, fdtype)
+                w_padded = np.zeros(z_tensor.shape[1])
+                w_padded[: data.stop - data.start] = w[data]
+                w_tensor = _to_device(w_padded, fdtype)
+                sums = _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind, tiles)
+                out[queries] += sums[: queries.stop - queries.start]
+        return out
+
+    def log_kernel_sum(
+        self, Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
+    ) -> np.ndarray:
+        """For each query q: log sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
+
+        Gaussian: a log-sum-exp in base 2 (the points scaled as in :meth:`kernel_sum`, e_i =
+        log2 w_i - t_i), each program keeping a running maximum over its data blocks; the programs'
+        parts are combined in float64 on the host (:func:`parzen.backends._log_sums.log_sum_exp_of_parts`).
+        Zero weights are left out, so every exponent is finite.  Compactly supported kernels: the
+        log of :meth:`kernel_sum` (:func:`parzen.backends._log_sums.log_of_kernel_sum`).
+        See :meth:`parzen.backends.reference.NumpyBackend.log_kernel_sum`.
+        """
+        if kind not in KERNELS:
+            raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
+        if kind != "gaussian":
+            return log_of_kernel_sum(self.kernel_sum, Z, Q, kind, weights, dtype=dtype)
+        fdtype = torch_dtype(dtype)
+        Z = np.asarray(Z, dtype=np.float64)
+        Z = Z.reshape(len(Z), -1)
+        Q = np.asarray(Q, dtype=np.float64).reshape(-1, Z.shape[1])
+        if weights is not None:
+            weights = np.asarray(weights, dtype=np.float64)
+            Z, weights = Z[weights > 0], weights[weights > 0]
+        if Q.shape[0] == 0 or Z.shape[0] == 0:
+            return np.full(Q.shape[0], -np.inf)
+        centre = Z.mean(axis=0)
+        scale = math.sqrt(0.5 * _LOG2E)
+        Z, Q = (Z - centre) * scale, (Q - centre) * scale
+        log2_w = np.zeros(Z.shape[0]) if weights is None else np.log2(weights)
+        out = np.empty(Q.shape[0])
+        tiles = self.tiles
+        for queries in _chunks(Q.shape[0], tiles.chunk_rows):
+            q_tensor = _padded(Q[queries], tiles.query_block, 0.0, 0.0, fdtype)
+            parts = [
+                _gaussian_log_sum_chunk(_padded(Z[data], tiles.data_block, 0.0, 0.0, fdtype), q_tensor, log2_w[data], fdtype, tiles)
+                for data in _chunks(Z.shape[0], tiles.chunk_rows)
+            ]
+            top = np.concatenate([p[0] for p in parts])[:, : queries.stop - queries.start]
+            total = np.concatenate([p[1] for p in parts])[:, : queries.stop - queries.start]
+            out[queries] = log_sum_exp_of_parts(top * math.log(2.0), total)
+        return out

@@ -1,14 +1,13 @@
 """The float64 NumPy reference backend: the definition of correct.
 
-Its primitives accept ``dtype`` for a uniform interface; it computes in float64 only
-(``parzen.backends.get_backend`` rejects anything else).
+:class:`NumpyBackend` computes in float64 only (``resolve_backend`` rejects anything else); its
+methods accept ``dtype`` for the common interface.
 
-Every pair sum is streamed over tiles of the upper triangle i < j (never an n x n
-array); within a tile NumPy's pairwise summation keeps the float64 error small.
-Paper 000, section 5.1: the sums R_fun, RR_fun and RR_fun^v.
-
-The sparse-grid operators B v and B^T alpha (paper 004, eq. 2, algorithm 1) are streamed over
-blocks of data points, each block's (points x subspaces) basis values held at once.
+Every pair sum is streamed over tiles of the upper triangle i < j (never an n x n array);
+within a tile NumPy's pairwise summation keeps the float64 error small.  These are the sums
+R_fun, RR_fun and RR_fun^v of Andrzejewski et al. (paper 000 in docs/statistics.md),
+section 5.1; docs/algorithms.md, "The pair sums".  The sparse-grid operators are in
+:mod:`parzen.backends.sparse_grid_reference`.
 """
 
 from __future__ import annotations
@@ -18,13 +17,10 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..kernels import gauss_derivative, get_kernel
+from .base import KDEBackend
 
-#: Floating-point types this backend computes in.
-DTYPES = (np.dtype(np.float64),)
-#: Pairs held in memory per tile (a 1024 x 1024 block: 8 MiB of float64).
+#: Pairs held in memory per tile by default (a 1024 x 1024 block: 8 MiB of float64).
 TILE = 1024
-#: Point-subspace values held in memory per block of the sparse-grid operators.
-SPARSE_GRID_BLOCK = 1 << 20
 
 
 def upper_tiles(n: int, tile: int) -> Iterator[tuple[slice, slice, bool]]:
@@ -59,97 +55,6 @@ def _pair_values(block: np.ndarray, diagonal: bool) -> np.ndarray:
     return block.ravel()
 
 
-def pair_sum_1d(x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
-    """For each scale g: sum_{i<j} phi^(r)((x_i - x_j) / g), kind = "gauss_d<r>".
-
-    These are the double sums of the PLUGIN functionals Psi_r (paper 000, eqs. 16, 18;
-    ERRATA item 1 for the diagonal term, which the caller adds).
-    """
-    order = derivative_order(kind)
-    x = np.asarray(x, dtype=np.float64).ravel()
-    scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
-    out = np.zeros(scales.size)
-    for rows, cols, diagonal in upper_tiles(x.size, TILE):
-        diff = _pair_values(x[rows, None] - x[None, cols], diagonal)
-        for k, g in enumerate(scales):
-            out[k] += gauss_derivative(order, diff / g).sum()
-    return out
-
-
-def pair_sum_sq(Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> np.ndarray:
-    """Sums over i < j of functions of the squared distance s = |y_i - y_j|^2.
-
-    kind "lscv": params are scales h; returns an array (len(h), 2) holding
-    sum exp(-s / (4 h^2)) and sum exp(-s / (2 h^2)), the two Gaussian sums of the
-    LSCV criteria (paper 000, eqs. 32, 43 after whitening: ERRATA item 7).
-    """
-    if kind != "lscv":
-        raise ValueError(f"unknown pair_sum_sq kind {kind!r}; the reference knows 'lscv'")
-    Y = np.asarray(Y, dtype=np.float64)
-    Yt = np.ascontiguousarray(Y.reshape(len(Y), -1).T)
-    h = np.atleast_1d(np.asarray(params, dtype=np.float64))
-    a = 1.0 / (4.0 * h * h)
-    out = np.zeros((h.size, 2))
-    for rows, cols, diagonal in upper_tiles(Yt.shape[1], TILE):
-        s = _pair_values(squared_distances(Yt[:, rows], Yt[:, cols]), diagonal)
-        for k in range(h.size):
-            e = np.exp(-a[k] * s)
-            out[k, 0] += e.sum()
-            out[k, 1] += (e * e).sum()
-    return out
-
-
-def kernel_sum(
-    Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
-) -> np.ndarray:
-    """For each query q: sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
-
-    Z and Q are already whitened and scaled (the caller applies the constants);
-    this is the KDE sum of paper 000 eq. (6) and paper 001.
-    """
-    profile = get_kernel(kind).profile
-    Zt = np.ascontiguousarray(np.asarray(Z, dtype=np.float64).T)
-    Qt = np.ascontiguousarray(np.asarray(Q, dtype=np.float64).T)
-    w = None if weights is None else np.asarray(weights, dtype=np.float64)
-    out = np.zeros(Qt.shape[1])
-    for q0 in range(0, Qt.shape[1], TILE):
-        for z0 in range(0, Zt.shape[1], TILE):
-            k = profile(squared_distances(Qt[:, q0 : q0 + TILE], Zt[:, z0 : z0 + TILE]))
-            out[q0 : q0 + TILE] += k.sum(axis=1) if w is None else k @ w[z0 : z0 + TILE]
-    return out
-
-
-def log_kernel_sum(
-    Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
-) -> np.ndarray:
-    """For each query q: log sum_i w_i k(|q - z_i|^2), by log-sum-exp over tiles of data.
-
-    With e_i = log w_i + log k(s_i) (:meth:`parzen.kernels.Kernel.log_profile`), each query keeps
-    the largest exponent m seen so far and t = sum exp(e_i - m); a tile with a larger maximum m'
-    rescales t by exp(m - m').  The result m + log t is accurate where the sum itself underflows
-    (the Gaussian far from every point: -7550 at 50 sd from 1000 N(0, 1) points, where the
-    sum is 1e-3279).  It is -inf only where every term is 0: outside a compactly supported
-    kernel's reach, where the density is truly 0, or where every weight is 0.
-    """
-    log_profile = get_kernel(kind).log_profile
-    Zt = np.ascontiguousarray(np.asarray(Z, dtype=np.float64).T)
-    Qt = np.ascontiguousarray(np.asarray(Q, dtype=np.float64).T)
-    with np.errstate(divide="ignore"):
-        log_w = np.zeros(Zt.shape[1]) if weights is None else np.log(np.asarray(weights, dtype=np.float64))
-    top = np.full(Qt.shape[1], -np.inf)
-    total = np.zeros(Qt.shape[1])
-    for q0 in range(0, Qt.shape[1], TILE):
-        queries = slice(q0, q0 + TILE)
-        for z0 in range(0, Zt.shape[1], TILE):
-            e = log_profile(squared_distances(Qt[:, queries], Zt[:, z0 : z0 + TILE])) + log_w[z0 : z0 + TILE]
-            new_top = np.maximum(top[queries], e.max(axis=1))
-            shift = np.where(np.isfinite(new_top), new_top, 0.0)  # -inf: every term so far is 0
-            total[queries] = total[queries] * np.exp(top[queries] - shift) + np.exp(e - shift[:, None]).sum(axis=1)
-            top[queries] = new_top
-    with np.errstate(divide="ignore"):
-        return top + np.log(total)
-
-
 def derivative_order(kind: str) -> int:
     """The order r of a pair_sum_1d kind "gauss_d<r>"."""
     if kind.startswith("gauss_d") and kind[7:].isdigit():
@@ -157,61 +62,110 @@ def derivative_order(kind: str) -> int:
     raise ValueError(f"unknown pair_sum_1d kind {kind!r}; expected 'gauss_d<order>', e.g. 'gauss_d4'")
 
 
-def sparse_grid_basis(X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, modified: bool):
-    """For points X (m, d) in [0, 1]^d: the (m, S) values and coefficient indices of the one
-    non-zero basis function of each subspace (codes and offsets of ``parzen.sparsegrid.grid``).
+class NumpyBackend(KDEBackend):
+    """The float64 reference: tiles of the pair triangle summed by NumPy.
 
-    Hat: phi = 1 - |2^c x - i| with i = 2 floor(x 2^{c-1}) + 1 (paper 004, eq. 1); level 0
-    (c <= 0): 1 - |x + c|; modified hats (``modified``): 1 on level 1, 2 - 2^c x for i = 1 and
-    2^c x - i + 1 for i = 2^c - 1 on levels c > 1 (Pflueger 2010, section 3.3).
+    Parameters
+    ----------
+    tile : int, default 1024
+        Side of the square tiles (rows x columns of pairs held at once).
     """
-    values = np.ones((X.shape[0], codes.shape[0]))
-    local = np.zeros((X.shape[0], codes.shape[0]), dtype=np.int64)
-    for k in range(codes.shape[1]):
-        c = codes[:, k]
-        x = X[:, k : k + 1]
-        hat = c >= 1
-        half = np.where(hat, np.ldexp(1.0, np.maximum(c - 1, 0)), 1.0)  # 2^{c-1}: functions per level
-        j = np.where(hat, np.minimum(np.floor(x * half), half - 1), 0.0)
-        i = 2.0 * j + 1.0
-        t = 2.0 * half * x - i  # 2^c x - i
-        phi = np.where(hat, 1.0 - np.abs(t), 1.0 - np.abs(x + c))
-        if modified:
-            phi = np.where(hat & (c == 1), 1.0, phi)
-            phi = np.where(hat & (c > 1) & (i == 1.0), 1.0 - t, phi)
-            phi = np.where(hat & (c > 1) & (i == 2.0 * half - 1.0), 1.0 + t, phi)
-        values *= phi
-        local = local * half.astype(np.int64) + j.astype(np.int64)
-    return values, local + offsets[:-1]
 
+    name = "numpy"
+    dtypes = (np.dtype(np.float64),)
 
-def _sparse_grid_blocks(X: np.ndarray, codes: np.ndarray) -> Iterator[slice]:
-    rows = max(1, SPARSE_GRID_BLOCK // max(1, codes.shape[0]))
-    return (slice(start, start + rows) for start in range(0, X.shape[0], rows))
+    def __init__(self, tile: int = TILE) -> None:
+        if tile < 1:
+            raise ValueError(f"tile must be a positive number of rows, got {tile!r}")
+        self.tile = int(tile)
 
+    def __repr__(self) -> str:
+        return f"NumpyBackend(tile={self.tile})"
 
-def sparse_grid_mult_transpose(
-    X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, alpha: np.ndarray, *, modified: bool, dtype=None
-) -> np.ndarray:
-    """v = B^T alpha: v_j = sum_g alpha_g phi_g(x_j), the sparse-grid function at every point
-    (paper 004, algorithm 1, multTranspose), one subspace term per point and subspace."""
-    X = np.asarray(X, dtype=np.float64)
-    alpha = np.asarray(alpha, dtype=np.float64)
-    out = np.empty(X.shape[0])
-    for rows in _sparse_grid_blocks(X, codes):
-        values, index = sparse_grid_basis(X[rows], codes, offsets, modified)
-        out[rows] = (values * alpha[index]).sum(axis=1)
-    return out
+    def pair_sum_1d(self, x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
+        """For each scale g: sum_{i<j} phi^(r)((x_i - x_j) / g), kind = "gauss_d<r>".
 
+        These are the double sums of the PLUGIN functionals Psi_r (paper 000 in
+        docs/statistics.md, eqs. 16, 18; docs/departures.md, item 1, for the diagonal term, which the caller adds).
+        """
+        order = derivative_order(kind)
+        x = np.asarray(x, dtype=np.float64).ravel()
+        scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
+        out = np.zeros(scales.size)
+        for rows, cols, diagonal in upper_tiles(x.size, self.tile):
+            diff = _pair_values(x[rows, None] - x[None, cols], diagonal)
+            for k, g in enumerate(scales):
+                out[k] += gauss_derivative(order, diff / g).sum()
+        return out
 
-def sparse_grid_mult(
-    X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, v: np.ndarray, *, modified: bool, dtype=None
-) -> np.ndarray:
-    """u = B v: u_g = sum_j phi_g(x_j) v_j for every grid point g (paper 004, algorithm 1, mult)."""
-    X = np.asarray(X, dtype=np.float64)
-    v = np.asarray(v, dtype=np.float64)
-    out = np.zeros(int(offsets[-1]))
-    for rows in _sparse_grid_blocks(X, codes):
-        values, index = sparse_grid_basis(X[rows], codes, offsets, modified)
-        out += np.bincount(index.ravel(), weights=(values * v[rows, None]).ravel(), minlength=out.size)
-    return out
+    def pair_sum_sq(self, Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> np.ndarray:
+        """Sums over i < j of functions of the squared distance s = |y_i - y_j|^2.
+
+        kind "lscv": params are scales h; returns an array (len(h), 2) holding
+        sum exp(-s / (4 h^2)) and sum exp(-s / (2 h^2)), the two Gaussian sums of the
+        LSCV criteria (paper 000 in docs/statistics.md, eqs. 32, 43 after whitening:
+        docs/departures.md, item 7).
+        """
+        if kind != "lscv":
+            raise ValueError(f"unknown pair_sum_sq kind {kind!r}; the reference knows 'lscv'")
+        Y = np.asarray(Y, dtype=np.float64)
+        Yt = np.ascontiguousarray(Y.reshape(len(Y), -1).T)
+        h = np.atleast_1d(np.asarray(params, dtype=np.float64))
+        a = 1.0 / (4.0 * h * h)
+        out = np.zeros((h.size, 2))
+        for rows, cols, diagonal in upper_tiles(Yt.shape[1], self.tile):
+            s = _pair_values(squared_distances(Yt[:, rows], Yt[:, cols]), diagonal)
+            for k in range(h.size):
+                e = np.exp(-a[k] * s)
+                out[k, 0] += e.sum()
+                out[k, 1] += (e * e).sum()
+        return out
+
+    def kernel_sum(
+        self, Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
+    ) -> np.ndarray:
+        """For each query q: sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
+
+        Z and Q are already whitened and scaled (the caller applies the constants);
+        this is the KDE sum of paper 000 (docs/statistics.md), eq. 6, and paper 001.
+        """
+        profile = get_kernel(kind).profile
+        Zt = np.ascontiguousarray(np.asarray(Z, dtype=np.float64).T)
+        Qt = np.ascontiguousarray(np.asarray(Q, dtype=np.float64).T)
+        w = None if weights is None else np.asarray(weights, dtype=np.float64)
+        out = np.zeros(Qt.shape[1])
+        for q0 in range(0, Qt.shape[1], self.tile):
+            for z0 in range(0, Zt.shape[1], self.tile):
+                k = profile(squared_distances(Qt[:, q0 : q0 + self.tile], Zt[:, z0 : z0 + self.tile]))
+                out[q0 : q0 + self.tile] += k.sum(axis=1) if w is None else k @ w[z0 : z0 + self.tile]
+        return out
+
+    def log_kernel_sum(
+        self, Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
+    ) -> np.ndarray:
+        """For each query q: log sum_i w_i k(|q - z_i|^2), by log-sum-exp over tiles of data.
+
+        With e_i = log w_i + log k(s_i) (:meth:`parzen.kernels.Kernel.log_profile`), each query keeps
+        the largest exponent m seen so far and t = sum exp(e_i - m); a tile with a larger maximum m'
+        rescales t by exp(m - m').  The result m + log t is accurate where the sum itself underflows
+        (the Gaussian far from every point: -7550 at 50 sd from 1000 N(0, 1) points, where the
+        sum is 1e-3279).  It is -inf only where every term is 0: outside a compactly supported
+        kernel's reach, where the density is truly 0, or where every weight is 0.
+        """
+        log_profile = get_kernel(kind).log_profile
+        Zt = np.ascontiguousarray(np.asarray(Z, dtype=np.float64).T)
+        Qt = np.ascontiguousarray(np.asarray(Q, dtype=np.float64).T)
+        with np.errstate(divide="ignore"):
+            log_w = np.zeros(Zt.shape[1]) if weights is None else np.log(np.asarray(weights, dtype=np.float64))
+        top = np.full(Qt.shape[1], -np.inf)
+        total = np.zeros(Qt.shape[1])
+        for q0 in range(0, Qt.shape[1], self.tile):
+            queries = slice(q0, q0 + self.tile)
+            for z0 in range(0, Zt.shape[1], self.tile):
+                e = log_profile(squared_distances(Qt[:, queries], Zt[:, z0 : z0 + self.tile])) + log_w[z0 : z0 + self.tile]
+                new_top = np.maximum(top[queries], e.max(axis=1))
+                shift = np.where(np.isfinite(new_top), new_top, 0.0)  # -inf: every term so far is 0
+                total[queries] = total[queries] * np.exp(top[queries] - shift) + np.exp(e - shift[:, None]).sum(axis=1)
+                top[queries] = new_top
+        with np.errstate(divide="ignore"):
+            return top + np.log(total)

@@ -30,7 +30,7 @@ from .._validate import (
     warn_if_repeated_rows,
     warn_if_tied,
 )
-from ..backends import get_backend, whitened_pair_sum_sq
+from ..backends import resolve_backend
 
 
 class LSCVWarning(UserWarning):
@@ -79,7 +79,7 @@ def lscv_h_objective(X, h, *, backend: str = "auto", dtype=None):
 
 def _lscv_h_values(Y: np.ndarray, h: np.ndarray, sqrt_det: float, backend, dtype) -> np.ndarray:
     n, d = Y.shape
-    sums = get_backend(backend, dtype, work=0.5 * n * n * h.size).pair_sum_sq(Y, "lscv", h, dtype=dtype)
+    sums = resolve_backend(backend, dtype, work=0.5 * n * n * h.size).pair_sum_sq(Y, "lscv", h, dtype=dtype)
     return _criterion(np.asarray(sums), n, d, h, sqrt_det)
 
 
@@ -136,8 +136,8 @@ def lscv_h(
 
     # the grid and the refinement share the rows y = L^-1 (x - mean), whitened once where the
     # backend computes (on the GPU: the centred data go up once and are whitened there)
-    be = get_backend(backend, dtype, work=0.5 * data.n * data.n * grid)
-    pair_sums = whitened_pair_sum_sq(be, centred, "lscv", dtype=dtype)
+    be = resolve_backend(backend, dtype, work=0.5 * data.n * data.n * grid)
+    pair_sums = be.prepare_whitened_pair_sum_sq(centred, "lscv", dtype=dtype)
 
     def g(h: np.ndarray) -> np.ndarray:
         return _criterion(np.asarray(pair_sums(L, h)), data.n, data.d, h, sqrt_det)
@@ -271,8 +271,8 @@ def _minimise_matrix(
     """
     n, d = data.values.shape
     Z = _whiten(data.values, P)
-    be = get_backend(backend, dtype, work=0.5 * n * n)
-    pair_sums = whitened_pair_sum_sq(be, Z, "lscv", dtype=dtype)
+    be = resolve_backend(backend, dtype, work=0.5 * n * n)
+    pair_sums = be.prepare_whitened_pair_sum_sq(Z, "lscv", dtype=dtype)
     P_inv_start = linalg.solve_triangular(P, start, lower=True)
     Ms = linalg.cholesky(linalg.solve_triangular(P, P_inv_start.T, lower=True), lower=True)
     theta0 = _pack_lower(Ms, diagonal_only)
@@ -285,7 +285,7 @@ def _minimise_matrix(
         return float(_criterion(np.asarray(sums), n, d, np.ones(1), float(np.prod(np.diag(M))))[0])
 
     # float32 sums carry ~1e-7 relative noise: a tighter tolerance only makes Nelder-Mead chase it
-    computes_in = be.DTYPES[0] if dtype is None else np.dtype(dtype)  # the gpu's default is float32
+    computes_in = be.dtypes[0] if dtype is None else np.dtype(dtype)  # the gpu's default is float32
     fatol = 1e-9 if computes_in == np.float64 else 1e-6
     try:
         theta = _nelder_mead(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validate import as_data, check_variance, choose, power_of_two, standardised
-from ..backends import get_backend, prepared_pair_sum_1d
+from ..backends import resolve_backend
 from ..kernels import GAUSS_MU2, GAUSS_RK, gauss_derivative_at_zero
 from .rules import NORMAL_IQR
 
@@ -49,8 +49,8 @@ def psi_functional(x: np.ndarray, order: int, g: float, *, backend="auto", dtype
     if not (np.isfinite(g) and g > 0):
         raise ValueError(f"the pilot bandwidth g must be a positive finite number, got {g!r}")
     x = data.values[:, 0]
-    be = get_backend(backend, dtype, work=0.5 * x.size * x.size)
-    return float(_psi(prepared_pair_sum_1d(be, x, dtype=dtype).sum, x.size, order, g))
+    be = resolve_backend(backend, dtype, work=0.5 * x.size * x.size)
+    return float(_psi(be.prepare_pair_sum_1d(x, dtype=dtype).sum, x.size, order, g))
 
 
 def _psi(pair_sum, n: int, order: int, g):
@@ -81,7 +81,7 @@ def plugin_stages(x, *, scale: str = "sd", backend: str = "auto", dtype=None) ->
     n = v.size
     psi8_ns = 105.0 / (32.0 * math.sqrt(math.pi) * sigma**9)  # eq. (14)
     g1 = (-2.0 * gauss_derivative_at_zero(6) / (GAUSS_MU2 * psi8_ns * n)) ** (1 / 9)  # eq. (15)
-    pair_sums = prepared_pair_sum_1d(get_backend(backend, dtype, work=0.5 * n * n), v, dtype=dtype)
+    pair_sums = resolve_backend(backend, dtype, work=0.5 * n * n).prepare_pair_sum_1d(v, dtype=dtype)
     psi6, g2, psi4, h = pair_sums.evaluate(_pilot_stages, n, g1)
     with np.errstate(over="ignore", under="ignore"):  # Psi_r in data units: u^-(r+1) (may not fit a float)
         psi6, psi4 = (float(psi / np.float64(unit) ** (order + 1)) for psi, order in ((psi6, 6), (psi4, 4)))

@@ -41,7 +41,8 @@ class SparseGridRegressor(Parameters):
         Conjugate-gradient iterations at most (paper 004: 250).
     tol : float, default 1e-6
         Stop when |residual| <= tol |1/m B y|; 0 runs all ``max_iter`` iterations.
-    backend, dtype : as everywhere in parzen ("auto": GPU for large data, else Numba).
+    backend, dtype : as everywhere in parzen ("auto": GPU for large data, else Numba; or a
+        ``parzen.backends.SparseGridBackend`` instance).
     progress : bool, default False
         A progress bar over the CG iterations.
 

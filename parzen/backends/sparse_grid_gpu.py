@@ -1,5 +1,7 @@
-"""The sparse-grid operators on the GPU: B v and B^T alpha (paper 004), with the data streamed.
+"""The sparse-grid operators on the GPU: B v and B^T alpha, with the data streamed.
 
+:class:`GpuSparseGrid` computes the products of paper 004 (docs/statistics.md, "Sources")
+with the Triton kernels of :mod:`._triton_sparse_grid`.
 Data points are cut into chunks of :data:`CHUNK_POINTS`; each chunk is held transposed,
 (d, points), in the compute type.  Data up to :data:`RESIDENT_MAX_BYTES` stay on the GPU
 across the calls of a CG solve; larger data stay in pinned host memory and are streamed at each
@@ -21,8 +23,9 @@ import numpy as np
 
 from . import _triton_sparse_grid as kernels
 from ._cuda import DEVICE, INTERPRETED, torch, torch_dtype, triton
+from .sparse_grid_base import SparseGridBackend
 
-#: Data points per chunk (the unit of streaming and of one kernel launch).
+#: Data points per chunk by default (the unit of streaming and of one kernel launch).
 CHUNK_POINTS = 1 << 10 if INTERPRETED else 1 << 22
 #: Data of at most this many bytes (in the compute type) are kept on the GPU; more are streamed.
 RESIDENT_MAX_BYTES = 8 << 30
@@ -117,7 +120,9 @@ class DeviceDesign:
     ``mult(v)`` = B v, ``mult_transpose(alpha)`` = B^T alpha, ``normal(p)`` = B B^T p.
     """
 
-    def __init__(self, X01: np.ndarray, codes, offsets, modified: bool, dtype=None, *, resident=None) -> None:
+    def __init__(
+        self, X01: np.ndarray, codes, offsets, modified: bool, dtype=None, *, resident=None, chunk_points=CHUNK_POINTS
+    ) -> None:
         self.fdtype = torch_dtype(dtype)
         X01 = np.asarray(X01)
         self.m, self.dim = X01.shape
@@ -128,11 +133,11 @@ class DeviceDesign:
         devices = [DEVICE] if DEVICE.type != "cuda" else [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
         pin = not resident and DEVICE.type == "cuda"
         chunks: list[tuple[int, torch.Tensor]] = []
-        for start in range(0, self.m, CHUNK_POINTS):
-            block = torch.from_numpy(np.ascontiguousarray(X01[start : start + CHUNK_POINTS].T)).to(self.fdtype)
+        for start in range(0, self.m, chunk_points):
+            block = torch.from_numpy(np.ascontiguousarray(X01[start : start + chunk_points].T)).to(self.fdtype)
             chunks.append((start, block.pin_memory() if pin else block))
         self.host_chunks: list[tuple[int, torch.Tensor | None]] = list(chunks)  # None: kept on a device
-        chunk_shape = (self.dim, min(CHUNK_POINTS, self.m))
+        chunk_shape = (self.dim, min(chunk_points, self.m))
         self.lanes = [_Lane(device, (codes, offsets, modified), chunk_shape, self.fdtype, resident) for device in devices]
         for c, (start, block) in enumerate(chunks):
             lane = self.lanes[c % len(self.lanes)]
@@ -212,20 +217,39 @@ class DeviceDesign:
         return sum((t.cpu().numpy() for t in totals.values()), np.zeros(self.size))
 
 
-def prepare_sparse_grid(X01: np.ndarray, grid, *, dtype=None) -> DeviceDesign:
-    """B for the points X01 (m, d) in [0, 1]^d on ``grid`` (a parzen.sparsegrid.SparseGrid)."""
-    return DeviceDesign(X01, grid.codes, grid.offsets, grid.modified, dtype)
+class GpuSparseGrid(SparseGridBackend):
+    """The GPU operators: :meth:`design` keeps the data on the GPU(s) (or streams them) across the
+    products of a CG solve; :meth:`mult` and :meth:`mult_transpose` send the data for one product.
 
+    Parameters
+    ----------
+    chunk_points : int, default :data:`CHUNK_POINTS`
+        Data points per chunk (the unit of streaming and of one kernel launch).
+    """
 
-def sparse_grid_mult_transpose(
-    X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, alpha: np.ndarray, *, modified: bool, dtype=None
-) -> np.ndarray:
-    """v = B^T alpha at every point; see :func:`parzen.backends.reference.sparse_grid_mult_transpose`."""
-    return DeviceDesign(X, codes, offsets, modified, dtype).mult_transpose(alpha)
+    name = "gpu"
+    dtypes = (np.dtype(np.float32), np.dtype(np.float64))
 
+    def __init__(self, chunk_points: int = CHUNK_POINTS) -> None:
+        if chunk_points < 1:
+            raise ValueError(f"chunk_points must be positive, got {chunk_points!r}")
+        self.chunk_points = int(chunk_points)
 
-def sparse_grid_mult(
-    X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, v: np.ndarray, *, modified: bool, dtype=None
-) -> np.ndarray:
-    """u = B v over the grid; see :func:`parzen.backends.reference.sparse_grid_mult`."""
-    return DeviceDesign(X, codes, offsets, modified, dtype).mult(v)
+    def __repr__(self) -> str:
+        return f"GpuSparseGrid(chunk_points={self.chunk_points})"
+
+    def design(self, X01: np.ndarray, grid, *, dtype=None) -> DeviceDesign:
+        """B for the points X01 (m, d) in [0, 1]^d on ``grid`` (a parzen.sparsegrid.SparseGrid), on the GPU."""
+        return DeviceDesign(X01, grid.codes, grid.offsets, grid.modified, dtype, chunk_points=self.chunk_points)
+
+    def mult_transpose(
+        self, X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, alpha: np.ndarray, *, modified: bool, dtype=None
+    ) -> np.ndarray:
+        """v = B^T alpha at every point; see :meth:`parzen.backends.sparse_grid_reference.NumpySparseGrid.mult_transpose`."""
+        return DeviceDesign(X, codes, offsets, modified, dtype, chunk_points=self.chunk_points).mult_transpose(alpha)
+
+    def mult(
+        self, X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, v: np.ndarray, *, modified: bool, dtype=None
+    ) -> np.ndarray:
+        """u = B v over the grid; see :meth:`parzen.backends.sparse_grid_reference.NumpySparseGrid.mult`."""
+        return DeviceDesign(X, codes, offsets, modified, dtype, chunk_points=self.chunk_points).mult(v)

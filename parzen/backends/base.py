@@ -1,0 +1,237 @@
+"""What a KDE backend is: the pair-sum primitives, their prepare hooks and the compute types.
+
+:class:`KDEBackend` is the interface every backend implements (``NumpyBackend``, the float64
+definition of correct; ``CpuBackend``, Numba; ``GpuBackend``, Triton).  The statistics
+(``parzen.bandwidth``, ``parzen.kde``) call only these methods, on an instance that
+:func:`parzen.backends.resolve_backend` hands them.  The three pair sums are those of
+Andrzejewski et al. (paper 000 in docs/statistics.md), section 5.1; docs/algorithms.md,
+"The pair sums", gives their formulas and how each backend tiles them.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+
+import numpy as np
+from scipy import linalg
+
+
+class PairSums1D:
+    """1-D pair sums over one data set, for the stages of one computation (PLUGIN's two).
+
+    ``sum(kind, g)`` is sum_{i<j} f_kind((x_i - x_j) / g) for one scale g, as a number that
+    arithmetic can continue from: a float here, a 0-d device tensor on the GPU, so that a scale
+    computed from an earlier sum (PLUGIN's g2 from Psi_6) never waits for the device.
+    :meth:`evaluate` runs a whole chain of such stages and returns its numbers as floats.
+
+    Parameters
+    ----------
+    pair_sum : callable
+        ``pair_sum(kind, g)``: the sum for one kind and one scale.
+    """
+
+    def __init__(self, pair_sum: Callable) -> None:
+        self.sum = pair_sum
+
+    def evaluate(self, chain: Callable, *args) -> tuple[float, ...]:
+        """``chain(self.sum, *args)`` (a tuple of numbers computed from the sums by plain
+        arithmetic), as floats.
+
+        Backends may run it their own way: the GPU queues it without waiting and, from the
+        second call of the same chain, integer arguments and data size, replays it as one CUDA
+        graph (float arguments are its inputs).
+
+        Parameters
+        ----------
+        chain : callable
+            ``chain(pair_sum, *args)`` -> tuple of numbers.
+        *args
+            Its further arguments (ints and floats).
+
+        Returns
+        -------
+        tuple of float
+        """
+        return tuple(float(v) for v in chain(self.sum, *args))
+
+
+class KDEBackend(abc.ABC):
+    """The primitives every KDE backend computes, each taking a keyword ``dtype`` (None: the
+    first of :attr:`dtypes`).
+
+    A subclass implements :attr:`name`, :attr:`dtypes` and the four sums; the two prepare hooks
+    have host implementations here that a backend keeping data on a device overrides (the GPU).
+    Backends are context managers: :meth:`close` releases what an instance holds (device
+    buffers, CUDA graphs); the instance stays usable and builds them again when needed.
+    """
+
+    @property
+    @abc.abstractmethod
+    def name(self) -> str:
+        """The registered name ("numpy", "cpu", "gpu")."""
+
+    @property
+    @abc.abstractmethod
+    def dtypes(self) -> tuple[np.dtype, ...]:
+        """The floating-point types this backend computes in, its default first."""
+
+    @abc.abstractmethod
+    def pair_sum_1d(self, x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
+        """For each scale g: sum_{i<j} phi^(r)((x_i - x_j) / g), kind = "gauss_d<r>".
+
+        The double sums of the PLUGIN functionals Psi_r (paper 000 in docs/statistics.md,
+        eqs. 16 and 18; the diagonal term, which the caller adds: docs/departures.md, item 1).
+
+        Parameters
+        ----------
+        x : ndarray of shape (n,)
+            The data.
+        kind : str
+            ``"gauss_d<r>"``: the r-th derivative of the standard normal density.
+        scales : ndarray of shape (k,)
+            The scales g.
+        dtype : None or dtype
+            Compute type (None: the backend's default).
+
+        Returns
+        -------
+        ndarray of shape (k,), float64
+        """
+
+    @abc.abstractmethod
+    def pair_sum_sq(self, Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> np.ndarray:
+        """Sums over i < j of functions of s = |y_i - y_j|^2 for all parameters at once.
+
+        kind "lscv": params are scales h; the result holds sum exp(-s / 4h^2) and
+        sum exp(-s / 2h^2), the two Gaussian sums of the LSCV criteria (paper 000 in
+        docs/statistics.md, eqs. 32 and 43, after whitening: docs/departures.md, item 7).
+
+        Parameters
+        ----------
+        Y : ndarray of shape (n, d)
+            Whitened rows.
+        kind : str
+            ``"lscv"``.
+        params : ndarray of shape (k,)
+            The scales h.
+        dtype : None or dtype
+            Compute type (None: the backend's default).
+
+        Returns
+        -------
+        ndarray of shape (k, 2), float64
+        """
+
+    @abc.abstractmethod
+    def kernel_sum(
+        self, Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
+    ) -> np.ndarray:
+        """For each query q: sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
+
+        The KDE sum of paper 000 (docs/statistics.md), eq. 6; Z and Q are already whitened and
+        scaled (the caller applies the constants).
+
+        Parameters
+        ----------
+        Z : ndarray of shape (n, d)
+            The data.
+        Q : ndarray of shape (m, d)
+            The queries.
+        kind : str
+            A kernel name of :data:`parzen.kernels.KERNELS`.
+        weights : ndarray of shape (n,), optional
+            w_i (None: all 1).
+        dtype : None or dtype
+            Compute type (None: the backend's default).
+
+        Returns
+        -------
+        ndarray of shape (m,), float64
+
+        Raises
+        ------
+        ValueError
+            For an unknown kernel.
+        """
+
+    @abc.abstractmethod
+    def log_kernel_sum(
+        self, Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
+    ) -> np.ndarray:
+        """For each query q: log sum_i w_i k(|q - z_i|^2), by log-sum-exp where the sum can
+        underflow (the Gaussian far from the data; see docs/algorithms.md, "Log densities").
+
+        Parameters
+        ----------
+        Z, Q, kind, weights, dtype
+            As in :meth:`kernel_sum`.
+
+        Returns
+        -------
+        ndarray of shape (m,), float64
+            -inf exactly where every term is 0.
+        """
+
+    def prepare_pair_sum_1d(self, x: np.ndarray, *, dtype=None) -> PairSums1D:
+        """:class:`PairSums1D` over x, for a computation that sums over the same data at several
+        scales (PLUGIN's two stages).  Here: :meth:`pair_sum_1d` at each call; the GPU keeps
+        x sorted in its memory.
+
+        Parameters
+        ----------
+        x : ndarray of shape (n,)
+            The data.
+        dtype : None or dtype
+            Compute type (None: the backend's default).
+
+        Returns
+        -------
+        PairSums1D
+        """
+        x = np.asarray(x, dtype=np.float64).ravel()
+        return PairSums1D(lambda kind, g: float(self.pair_sum_1d(x, kind, np.array([float(g)]), dtype=dtype)[0]))
+
+    def prepare_whitened_pair_sum_sq(self, Z: np.ndarray, kind: str, *, dtype=None) -> Callable:
+        """A function (M, params) -> :meth:`pair_sum_sq` over the rows y = M^-1 z of Z.
+
+        For an optimiser that evaluates the sums on the same data under many whitenings (LSCV_H's
+        Nelder-Mead, some 1600 factors M).  Here the rows are whitened on the host, once per M
+        (the last one is kept); the GPU keeps Z in its memory and whitens there.
+
+        Parameters
+        ----------
+        Z : ndarray of shape (n, d)
+            The data (the sums do not depend on their centre).
+        kind : str
+            As in :meth:`pair_sum_sq`.
+        dtype : None or dtype
+            Compute type (None: the backend's default).
+
+        Returns
+        -------
+        callable
+            ``sums(M, params)``, M lower triangular (d, d): an ndarray as :meth:`pair_sum_sq`'s.
+        """
+        Z = np.asarray(Z, dtype=np.float64)
+        Z = Z.reshape(len(Z), -1)
+        last: dict[str, np.ndarray] = {}  # the last M and its whitened rows Y
+
+        def sums(M: np.ndarray, params) -> np.ndarray:
+            if "M" not in last or not np.array_equal(M, last["M"]):
+                last.update(M=np.array(M, dtype=np.float64), Y=linalg.solve_triangular(M, Z.T, lower=True).T)
+            return self.pair_sum_sq(last["Y"], kind, params, dtype=dtype)
+
+        return sums
+
+    def close(self) -> None:
+        """Release what this instance holds (nothing here; device buffers and graphs on the GPU)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
