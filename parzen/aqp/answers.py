@@ -66,27 +66,37 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     conservative for calibrated and grid answers.
     """
     ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
-    grid = _grid_for(query, synopsis)
-    if not ranges:
-        form = "totals"
-        keys, output_of_stratum = output_groups(query, synopsis, layout)
-        values = _exact_totals(query, layout, output_of_stratum, len(keys))
-    elif grid is not None:
-        form, keys, output_of_stratum = "grid", [()], layout.whole
-        values = _grid_values(query, synopsis, grid)
-    else:
-        form = "sample"
-        keys, output_of_stratum = output_groups(query, synopsis, layout)
-        values = calibrated_values(query, synopsis, layout, ranges, output_of_stratum, len(keys))
+    form, keys, output_of_stratum, values = _point_answers(query, synopsis, layout, ranges)
     if z is None:
         answers = [{name: Estimate(float(v[g])) for name, v in values.items()} for g in range(len(keys))]
     else:
-        errors = {name: np.zeros(len(keys)) for name in values} if not ranges else \
-            {name: se for name, (_, se) in
-             stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, len(keys)).items()}
+        errors = _standard_errors(query, synopsis, layout, ranges, output_of_stratum, len(keys))
         answers = [{name: _interval(float(v[g]), z * float(errors[name][g])) for name, v in values.items()}
                    for g in range(len(keys))]
     return frame(query, dict(zip(keys, answers)), z is not None), form
+
+
+def _standard_errors(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
+                     output_of_stratum: np.ndarray, groups: int) -> Values:
+    """Per aggregate, per answer row: the standard error of the plain stratified estimate (0 for exact totals)."""
+    if not ranges:
+        return {a.name: np.zeros(groups) for a in query.aggregates}
+    estimates = stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, groups)
+    return {name: se for name, (_, se) in estimates.items()}
+
+
+def _point_answers(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
+                   ranges: dict[str, Range]) -> tuple[str, list[tuple], np.ndarray, Values]:
+    """The form that answers, the answer rows' keys, each stratum's answer row, and the values."""
+    if not ranges:
+        keys, output_of_stratum = output_groups(query, synopsis, layout)
+        return "totals", keys, output_of_stratum, _exact_totals(query, layout, output_of_stratum, len(keys))
+    grid = _grid_for(query, synopsis)
+    if grid is not None:
+        return "grid", [()], layout.whole, _grid_values(query, synopsis, grid)
+    keys, output_of_stratum = output_groups(query, synopsis, layout)
+    return "sample", keys, output_of_stratum, calibrated_values(query, synopsis, layout, ranges, output_of_stratum,
+                                                                len(keys))
 
 
 def _interval(value: float, half_width: float) -> Estimate:
@@ -526,18 +536,9 @@ def frame(query: AggregateQuery, groups: dict, with_error: bool) -> pd.DataFrame
     ValueError
         A query without GROUP BY that selects a column.
     """
-    if not query.group_by:  # one row of floats: one array, column names made once per query shape
+    if not query.group_by:
         ((_, answers),) = groups.items()
-        aggregates = query.aggregates
-        if len(aggregates) != len(query.select):
-            raise ValueError("a query without GROUP BY selects aggregates only")
-        values = []
-        for agg in aggregates:
-            e = answers[agg.name]
-            values += [e.value, e.low, e.high] if with_error else [e.value]
-        names = tuple(agg.name for agg in aggregates)
-        return pd.DataFrame(np.array([values], dtype=np.float64), columns=_column_index(names, with_error),
-                            index=_ONE_ROW, copy=False)
+        return _one_row(query, answers, with_error)
     keys = sorted(groups, key=lambda k: tuple((v is None, str(v) if isinstance(v, str) else v) for v in k))
     columns: dict[str, list] = {}
     for item in query.select:
@@ -551,6 +552,20 @@ def frame(query: AggregateQuery, groups: dict, with_error: bool) -> pd.DataFrame
             columns[f"{item.name} low"] = [e.low for e in estimates]
             columns[f"{item.name} high"] = [e.high for e in estimates]
     return pd.DataFrame(columns)
+
+
+def _one_row(query: AggregateQuery, answers: dict[str, Estimate], with_error: bool) -> pd.DataFrame:
+    """The answer without GROUP BY: one row of floats, one array, column names made once per query shape."""
+    aggregates = query.aggregates
+    if len(aggregates) != len(query.select):
+        raise ValueError("a query without GROUP BY selects aggregates only")
+    values = []
+    for agg in aggregates:
+        e = answers[agg.name]
+        values += [e.value, e.low, e.high] if with_error else [e.value]
+    names = tuple(agg.name for agg in aggregates)
+    return pd.DataFrame(np.array([values], dtype=np.float64), columns=_column_index(names, with_error),
+                        index=_ONE_ROW, copy=False)
 
 
 _ONE_ROW = pd.RangeIndex(1)

@@ -1,4 +1,10 @@
-"""The AQP engine: build synopses of DuckDB tables and answer aggregate SQL from them."""
+"""The AQP engine: build synopses of DuckDB tables and answer aggregate SQL from them.
+
+The thin room of :mod:`parzen.aqp`: the connection (locked down when the engine opens it), the
+stored synopses and their staleness checks, SQL to a query, and dispatch to the answer's forms
+(:mod:`parzen.aqp.answers`, which uses :mod:`parzen.aqp.calibration`) or to DuckDB for exact
+answers (docs/security.md).
+"""
 
 from __future__ import annotations
 
@@ -53,6 +59,21 @@ class Engine:
     ``on_stale``: what every answer from a synopsis found stale does: "warn" (default;
     :class:`StaleSynopsisWarning`, and the answer describes the data the synopsis was built from) or
     "error" (:class:`StaleSynopsisError`, naming the table and ``engine.refresh(table)``).
+
+    Parameters
+    ----------
+    database : str, pathlib.Path or duckdb.DuckDBPyConnection
+        A DuckDB file path (created if missing), ``":memory:"`` or an open connection.
+    read_only : bool
+        Open the file read-only (it must exist); synopses can then be read, not built.
+    on_stale : {"warn", "error"}
+        What an answer from a synopsis found stale does.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``on_stale``; a missing file with ``read_only``; a file already open in this
+        process through a connection of another configuration.
     """
 
     def __init__(self, database, *, read_only: bool = False, on_stale: str = "warn") -> None:
@@ -91,6 +112,32 @@ class Engine:
         (:mod:`parzen.aqp.regression`, fitted on the sample; needs ``grid`` > 0), with which
         ``query(sql, method="regression")`` answers SUM/AVG(y) WHERE x in a range as
         N int r(x) f(x) dx (DBEst's answer) instead of integrating the joint density.
+
+        Parameters
+        ----------
+        table : str
+            The table to summarise.
+        columns : list of str, optional
+            Numeric columns to model.
+        sample : int
+            Rows in the sample.
+        bandwidth : str, float or dict
+            The bandwidth rule, or numbers (see above).
+        group_by : list of str, optional
+            Categorical columns for GROUP BY and IN / =.
+        grid : int
+            Points of each column's gridded form (0: none).
+        regression : list of (str, str), optional
+            Pairs (y, x) to fit regressions for.
+        seed : int
+            Seed of the sample.
+        progress : bool
+            Show a progress bar.
+
+        Returns
+        -------
+        Synopsis
+            The stored synopsis.
         """
         synopsis = build_synopsis(self.con, table, columns=columns, sample=sample, bandwidth=bandwidth,
                                   group_by=group_by, grid=grid, regression=regression, seed=seed, progress=progress)
@@ -102,7 +149,20 @@ class Engine:
     def refresh(self, table: str, *, progress: bool = False) -> Synopsis:
         """Rebuild ``table``'s synopsis with the options it was built with (columns, groups, requested
         sample size, bandwidth, grid, regressions, seed): on unchanged data, the same synopsis.  A
-        corrupt one, or one of an older format, is rebuilt with the defaults."""
+        corrupt one, or one of an older format, is rebuilt with the defaults.
+
+        Parameters
+        ----------
+        table : str
+            A table with a stored synopsis.
+        progress : bool
+            Show a progress bar.
+
+        Returns
+        -------
+        Synopsis
+            The new synopsis.
+        """
         try:
             options = self._loaded(table).build_options()
         except ValueError:
@@ -111,7 +171,24 @@ class Engine:
 
     def synopsis(self, table: str) -> Synopsis:
         """The stored synopsis of ``table``; loading it (once) checks it against the table (see the
-        class's notes on staleness; answers from a stale one warn or refuse, this does neither)."""
+        class's notes on staleness; answers from a stale one warn or refuse, this does neither).
+
+        Parameters
+        ----------
+        table : str
+            The table.
+
+        Returns
+        -------
+        Synopsis
+
+        Raises
+        ------
+        ValueError
+            No synopsis of ``table`` is stored.
+        CorruptSynopsis
+            The stored one cannot be read (``refresh`` rebuilds it).
+        """
         if table not in self._cache:
             self._loaded(table)
             self.check(table)
@@ -120,7 +197,19 @@ class Engine:
     def check(self, table: str) -> str:
         """Why the synopsis of ``table`` is stale ("" if it describes the table): its row count and
         content fingerprint against the table's now (one scan of the columns it covers).  The engine
-        remembers the verdict: later answers from a stale synopsis warn or refuse (``on_stale``)."""
+        remembers the verdict: later answers from a stale synopsis warn or refuse (``on_stale``).
+
+        Parameters
+        ----------
+        table : str
+            A table with a stored synopsis.
+
+        Returns
+        -------
+        str
+            "" or the reason ("rows changed: ...", "contents changed (same row count)", "table
+            dropped", "columns changed ...").
+        """
         return self._check(table)[1]
 
     def _check(self, table: str) -> tuple[int | None, str]:
@@ -166,7 +255,13 @@ class Engine:
         "contents changed", "table dropped", "columns changed", or "corrupt: rebuild with
         engine.refresh(...)" for one that cannot be read), bytes (of the grids and regressions too),
         regressions, build time.  It checks every synopsis (:meth:`check`) and the engine remembers the
-        verdicts."""
+        verdicts.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per stored synopsis.
+        """
         rows = []
         for table in store.stored_tables(self.con):
             try:
@@ -195,19 +290,50 @@ class Engine:
 
         ``exact=True`` runs the query in DuckDB (one read-only query over the database's tables,
         re-generated by sqlglot, without file access: :meth:`_exact`).
-        ``with_error=True`` adds ``<name> low`` / ``<name> high`` columns: a normal-theory
-        interval at ``confidence`` from the sample variance of the per-row kernel masses
-        (finite-population corrected; stratified over groups).  It covers the sampling error,
-        not the smoothing bias, and describes the plain stratified estimate, which it then returns.
-        Without ``with_error``, whole-table answers from the sample are calibrated to the table's
-        exact margins held by the grids (:func:`_fused_answers`).  ``df.attrs["seconds"]`` holds
-        the latency and ``df.attrs["form"]`` what answered: "grid" (one range column, no GROUP BY,
-        IN or intervals), "sample", "totals" (no numeric predicate), "regression" or "exact".
+        Answers from the sample are calibrated to the table's exact margins held by the grids
+        (:func:`parzen.aqp.answers.calibration_factor`).  ``with_error=True`` adds
+        ``<name> low`` / ``<name> high`` columns around the same answer (asking for an interval
+        does not change it): value +- z se at ``confidence``, se the standard error of the plain
+        stratified estimate from the sample variance of the per-row kernel masses
+        (finite-population corrected; stratified over groups; conservative for calibrated
+        answers).  It covers the sampling error, not the smoothing bias.
+        ``df.attrs["seconds"]`` holds the latency and ``df.attrs["form"]`` what answered: "grid"
+        (one range column, no GROUP BY or IN), "sample", "totals" (no numeric predicate),
+        "regression" or "exact".
 
         ``method``: "density" (default) integrates the joint density (grid, sample or totals, as
         above); "regression" answers from a regression y ~ x built with ``build(regression=...)``:
         one range on x, no GROUP BY or IN, COUNT(*) and COUNT/SUM/AVG of x or of the y's
         regressed on x (SUM(y) = N int r(x) f(x) dx); any other query raises a ValueError saying why.
+
+        Parameters
+        ----------
+        sql : str
+            One query of the supported subset.
+        exact : bool
+            Run it in DuckDB instead.
+        with_error : bool
+            Add confidence intervals.
+        confidence : float
+            Their confidence, in (0, 1).
+        method : {"density", "regression"}
+            What answers.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per group, one column per selected item (and its interval).
+
+        Raises
+        ------
+        UnsupportedQuery
+            The query is outside the supported subset, or groups by a column the synopsis has no
+            groups for.
+        ValueError
+            A bad option, an unknown column, a query ``method="regression"`` cannot answer, or
+            (``exact=True``) SQL that is not one read-only query over the database's tables.
+        StaleSynopsisError
+            The synopsis is stale and ``on_stale="error"``.
         """
         started = time.perf_counter()
         if method not in ("density", "regression"):
@@ -232,6 +358,18 @@ class Engine:
 
         ``attrs["approximate_seconds"]`` and ``attrs["exact_seconds"]`` hold the latencies,
         ``attrs["form"]`` what answered (see :meth:`query`).
+
+        Parameters
+        ----------
+        sql : str
+            One query of the supported subset.
+        method : {"density", "regression"}
+            What answers the approximate side.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Per group: ``<name> approx``, ``<name> exact`` and ``<name> rel. error``.
         """
         query = self._resolved(parse(sql))
         approx = self.query(sql, method=method)
