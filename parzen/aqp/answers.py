@@ -31,7 +31,7 @@ from .strata import Layout, output_groups
 from .synopsis import Synopsis
 
 #: Per aggregate name, one value per answer row.
-Values = dict[str, np.ndarray]
+Values = dict[str, "np.ndarray | list[float]"]
 
 
 def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: float | None) -> tuple[pd.DataFrame, str]:
@@ -119,7 +119,7 @@ def _grid_values(query: AggregateQuery, synopsis: Synopsis, grid) -> Values:
     ((column, predicate),) = query.ranges.items()
     rows, total = grid.box(*synopsis.models[column].interval(predicate))
     value = {"count": rows, "sum": total, "avg": total / rows if rows > 0 else math.nan}
-    return {a.name: np.array([value[a.func]]) for a in query.aggregates}
+    return {a.name: [value[a.func]] for a in query.aggregates}
 
 
 def _exact_totals(query: AggregateQuery, layout: Layout, output_of_stratum: np.ndarray, groups: int) -> Values:
