@@ -212,7 +212,7 @@ def test_box_sums_match_the_rows_masses(scaled):
     may be any supersets) equals per-row sums of :func:`row_box` over all rows: a point-mass,
     a repeating integer (cached integrals) and a reflected continuous column, NULLs, strata with
     widened kernels, one stratum filtered out, constrained and unconstrained aggregates."""
-    from parzen.aqp._box import box_sums, row_box
+    from parzen.aqp._box import BoxQuery, box_sums, row_box
 
     rng = np.random.default_rng(5)
     n = 3000
@@ -241,8 +241,11 @@ def test_box_sums_match_the_rows_masses(scaled):
         candidates.append(rng.permutation(np.flatnonzero(near)))
     rows = np.concatenate(candidates)
     starts = np.cumsum([0] + [c.size for c in candidates])
-    out = box_sums(rows, starts, data, columns, lows, highs, bandwidths, lowers, reflects, row_scale, stratum_of_row,
-                   output_of_stratum, weight_of_stratum, 2, aggregated, constrained, 6.0, moments, repeats)
+    out = box_sums(BoxQuery(rows=rows, starts=starts, data=data, columns=columns, lows=lows, highs=highs,
+                            bandwidths=bandwidths, lowers=lowers, reflects=reflects, row_scale=row_scale,
+                            stratum_of_row=stratum_of_row, output_of_stratum=output_of_stratum,
+                            weight_of_stratum=weight_of_stratum, groups=2, aggregated=aggregated,
+                            constrained=constrained, reach=6.0, moments=moments, repeats=repeats))
     expected = np.zeros((2, 5))
     for i in range(n):
         g = output_of_stratum[stratum_of_row[i]]
@@ -517,10 +520,55 @@ def test_buckets_are_the_first_point_at_or_above():
 ])
 def test_fused_sums_equal_the_per_row_terms(sample_only, sql):
     """Without grids nothing is calibrated: the compiled pass (:func:`box_sums`) gives the
-    per-row path's estimates (the one ``with_error=True`` takes)."""
+    estimates of the per-row terms (:func:`stratified_estimates`, whose standard errors the
+    intervals use)."""
     fused = sample_only.query(sql)
-    reference = sample_only.query(sql, with_error=True)[list(fused.columns)]
+    reference = _plain(sample_only, sql)[list(fused.columns)]
     pd.testing.assert_frame_equal(fused, reference, check_exact=False, rtol=1e-10, atol=1e-9, check_dtype=False)
+
+
+def _plain(engine, sql):
+    """The plain stratified estimates of ``sql`` (not calibrated), shaped as the engine's answer."""
+    from parzen.aqp.answers import frame, stratified_estimates
+    from parzen.aqp.estimate import Estimate
+    from parzen.aqp.strata import output_groups
+
+    query = engine._resolved(parse(sql))
+    synopsis, layout = engine.synopsis(query.table), engine._layouts[query.table]
+    keys, output_of_stratum = output_groups(query, synopsis, layout)
+    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
+    estimates = stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, len(keys))
+    return frame(query, {key: {name: Estimate(float(values[g])) for name, (values, _) in estimates.items()}
+                         for g, key in enumerate(keys)}, False)
+
+
+ONE_PATH_QUERIES = [
+    "SELECT COUNT(*), SUM(y), AVG(y) FROM t WHERE x BETWEEN 9 AND 12.5",  # one range, calibrated
+    "SELECT COUNT(*), SUM(x), AVG(x) FROM t WHERE x > 9",  # the gridded form
+    "SELECT COUNT(*), SUM(y), AVG(w) FROM t WHERE x BETWEEN 8 AND 11 AND w BETWEEN 2 AND 5",  # raked, shrunk
+    "SELECT COUNT(*), SUM(k), AVG(w) FROM t WHERE k > 395 AND x < 9 AND w > 1",  # three ranges
+    "SELECT g, COUNT(*), SUM(y), AVG(y) FROM t WHERE k BETWEEN 395 AND 420 GROUP BY g",  # groups raked
+    "SELECT g, COUNT(y), SUM(w) FROM t WHERE w < 3 AND x BETWEEN 5 AND 9 GROUP BY g",
+    "SELECT COUNT(*), SUM(k), AVG(w) FROM t WHERE g IN ('a', 'b') AND k > 395 AND x < 9 AND w > 1",
+    "SELECT g, COUNT(*), AVG(x) FROM t WHERE g = 'b' GROUP BY g",  # totals
+    "SELECT COUNT(*), SUM(y) FROM t WHERE x > 9 AND x < 8",  # an empty box
+]
+
+
+@pytest.mark.parametrize("sql", ONE_PATH_QUERIES)
+def test_an_interval_does_not_change_the_answer(engine, sql):
+    """One answer path: with ``with_error=True`` the answer is the one given without it (same
+    form, same values to 1e-12), and its interval lies around it."""
+    answer = engine.query(sql)
+    with_error = engine.query(sql, with_error=True)
+    assert with_error.attrs["form"] == answer.attrs["form"]
+    pd.testing.assert_frame_equal(with_error[list(answer.columns)], answer, check_exact=False, rtol=1e-12, atol=0.0)
+    aggregates = [c for c in answer.columns if c != "g"]
+    for name in aggregates:
+        values = answer[name].to_numpy(float)
+        low, high = with_error[f"{name} low"].to_numpy(float), with_error[f"{name} high"].to_numpy(float)
+        finite = np.isfinite(values)
+        assert (low[finite] <= values[finite]).all() and (values[finite] <= high[finite]).all()
 
 
 def test_calibrated_counts_are_the_grids_and_sums_follow():
@@ -536,7 +584,7 @@ def test_calibrated_counts_are_the_grids_and_sums_follow():
         engine = Engine(con)
         engine.build("t", columns=["k", "y"], sample=N // 20, seed=seed)
         calibrated = engine.query(sql)
-        plain = engine.query(sql, with_error=True)
+        plain = _plain(engine, sql)
         assert calibrated.attrs["form"] == "sample"
         assert calibrated["count_star()"][0] == pytest.approx(exact["count_star()"], rel=1e-12)
         assert calibrated["avg(y)"][0] == pytest.approx(plain["avg(y)"][0], rel=1e-10)  # a ratio already
@@ -549,12 +597,12 @@ def test_group_answers_are_raked_to_the_box_and_the_groups():
     """GROUP BY answers share the exact margin of their range column: the groups' COUNT(*) add
     up to the table's rows in the box, and over 12 samples the raked COUNT(*) and SUM(y) of the
     groups have a smaller mean squared error than the plain stratified ones."""
-    from parzen.aqp.engine import _rake_groups
+    from parzen.aqp.calibration import rake_groups
 
-    factors = _rake_groups(np.array([30.0, 20.0, 10.0]), np.array([100.0, 50.0, 40.0]), 66.0)
+    factors = rake_groups(np.array([30.0, 20.0, 10.0]), np.array([100.0, 50.0, 40.0]), 66.0)
     raked_in = factors * [30.0, 20.0, 10.0]
     assert raked_in.sum() == pytest.approx(66.0)
-    assert _rake_groups(np.array([30.0]), np.array([100.0]), 33.0) == pytest.approx([1.1])
+    assert rake_groups(np.array([30.0]), np.array([100.0]), 33.0) == pytest.approx([1.1])
     con = _locked_down()
     _table(con)
     sql = "SELECT g, COUNT(*), SUM(y), AVG(y) FROM t WHERE k BETWEEN 395 AND 420 GROUP BY g"
@@ -564,7 +612,7 @@ def test_group_answers_are_raked_to_the_box_and_the_groups():
     for seed in range(12):
         engine = Engine(con)
         engine.build("t", columns=["k", "y"], group_by=["g"], sample=N // 20, seed=seed)
-        raked, plain = engine.query(sql), engine.query(sql, with_error=True)
+        raked, plain = engine.query(sql), _plain(engine, sql)
         assert raked["count_star()"].sum() == pytest.approx(total, rel=1e-9)
         np.testing.assert_allclose(raked["avg(y)"], plain["avg(y)"], rtol=1e-10)  # a ratio already
         for name in ("count_star()", "sum(y)"):
@@ -577,7 +625,7 @@ def test_raked_cell_shrinks_towards_independence_by_its_noise():
     """The raked 2 x 2 cell is R C / n when its departure from independence is within one
     standard error s, keeps (1 - s^2 / d^2) of a larger departure, and is left alone when a
     cell is empty."""
-    from parzen.aqp.engine import _shrink_to_independence
+    from parzen.aqp.calibration import shrink_to_independence as _shrink_to_independence
 
     n, r, c, m, f = 1e6, 1e4, 1e5, 1e5, 0.1
     s = math.sqrt((1 - f) / (m * n * sum(1 / v for v in (1e3, r - 1e3, c - 1e3, n - r - c + 1e3))))
@@ -620,7 +668,7 @@ def test_two_range_counts_of_independent_columns_shrink_to_the_margins(one_perce
     independent columns' COUNT(*) has less than half the mean squared error of the raked one (and
     SUM(y), which keeps y's own sampling error, less), and dependent columns keep the raked
     answers (within 1 %)."""
-    from parzen.aqp import engine as module
+    from parzen.aqp import calibration as module
 
     sql = f"SELECT COUNT(*), SUM(y) FROM t WHERE {where}"
     exact = one_percent_samples[0].query(sql, exact=True).iloc[0].to_numpy(float)
@@ -630,7 +678,7 @@ def test_two_range_counts_of_independent_columns_shrink_to_the_margins(one_perce
         assert answer.attrs["form"] == "sample"
         shrunk = answer.iloc[0].to_numpy(float)
         with monkeypatch.context() as patch:
-            patch.setattr(module, "_shrink_to_independence", lambda x, *args: x)
+            patch.setattr(module, "shrink_to_independence", lambda x, *args: x)
             raked = engine.query(sql).iloc[0].to_numpy(float)
         squared["shrunk"] += (shrunk - exact) ** 2
         squared["raked"] += (raked - exact) ** 2
@@ -647,7 +695,7 @@ def test_queries_the_grid_cannot_answer_use_the_sample(engine):
                 "SELECT g, COUNT(*) FROM t WHERE x > 9 GROUP BY g",
                 "SELECT COUNT(*) FROM t WHERE x > 9 AND g = 'a'"):
         assert engine.query(sql).attrs["form"] == "sample", sql
-    assert engine.query("SELECT COUNT(*) FROM t WHERE x > 9", with_error=True).attrs["form"] == "sample"
+    assert engine.query("SELECT COUNT(*) FROM t WHERE x > 9", with_error=True).attrs["form"] == "grid"
     assert engine.query("SELECT COUNT(*) FROM t").attrs["form"] == "totals"
     assert engine.query("SELECT COUNT(*) FROM t", exact=True).attrs["form"] == "exact"
 

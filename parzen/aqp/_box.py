@@ -6,7 +6,7 @@ erfc.  Rows deeper than ``reach`` bandwidths inside the box get (1, x) and rows 
 (0, 0) without any special function; NaN (NULL) rows get (0, 0); h = 0 (a point mass) gives the
 indicator of a <= x <= b.
 
-:func:`box_masses` returns the per-row masses of one column (the interval path and the tests);
+:func:`box_masses` returns the per-row masses of one column (the intervals' standard errors, the tests);
 :func:`box_sums` fuses a whole query: the product of the masses of every range column per
 row that all of them reach and its weighted sums per answer row, in one pass.  Both are
 serial: on this project's two-core machines two threads halved :func:`box_sums`'s median on
@@ -17,6 +17,7 @@ waiting for a core that another process holds) against 1.8 ms in one thread.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -155,25 +156,103 @@ def _cached_row_box(j, x, a, b, h, lower, reflect, reach, moment, cache_x, cache
     return m, mo
 
 
-@njit(cache=True)
-def box_sums(rows, starts, data, columns, lows, highs, bandwidths, lowers, reflects, row_scale, stratum_of_row,
-             output_of_stratum, weight_of_stratum, groups, aggregated, constrained, reach, moments, repeats):
-    """Weighted sums over the sampled rows of ``data`` (columns x rows) that every range's kernels
-    reach, per answer row.
+@dataclass(frozen=True)
+class BoxQuery:
+    """One query's box integrals over a sample: what :func:`box_sums` reads.
 
-    Range j is on ``data[columns[j]]`` over [lows[j], highs[j]] (bandwidth ``bandwidths[j] *
-    row_scale[i]``, or ``bandwidths[j]`` when ``row_scale`` is empty; edge ``lowers[j]`` if
-    ``reflects[j]``); ``rows[starts[j]:starts[j + 1]]`` are rows its kernels can reach (any
-    superset of them), so only the rows in all of these sets (an AND of bit sets) can have a
-    product of masses p > 0: flights' 2-D queries visit 10 600 rows instead of 28 000 (median).
-    A row i of stratum s counts with weight ``weight_of_stratum[s]`` in answer row
-    ``output_of_stratum[s]`` (skipped when -1).
-    Returns out[g, :]: [sum w p, then per aggregated column q: sum w COUNT-term, sum w SUM-term].
-    ``constrained[q]`` is the range index of aggregated column q (its moment then replaces
-    y p), or -1 (y_i p, NULL y left out); ``moments[j]``: whether range j's moments are needed
-    (some ``constrained[q] == j``); ``repeats[j]``: whether range j's column has few distinct
-    values (:meth:`SampleView.repeats`), whose kernel integrals near the box's ends are then cached.
+    Built by :func:`parzen.aqp.answers.box_query` (the one place).  Range j is on
+    ``data[columns[j]]`` over [lows[j], highs[j]], with bandwidth ``bandwidths[j] * row_scale[i]``
+    (``bandwidths[j]`` when ``row_scale`` is empty) and the reflection edge ``lowers[j]`` if
+    ``reflects[j]``; ``rows[starts[j]:starts[j + 1]]`` are rows its kernels can reach (any superset
+    of them).  A row i of stratum s = ``stratum_of_row[i]`` counts with weight
+    ``weight_of_stratum[s]`` in answer row ``output_of_stratum[s]`` (skipped when -1), of ``groups``.
+    ``aggregated[q]`` is the row in ``data`` of aggregated column q and ``constrained[q]`` its range
+    index (its moment then replaces y p), or -1; ``moments[j]``: whether range j's moments are
+    needed (some ``constrained[q] == j``); ``repeats[j]``: whether range j's column has few distinct
+    values (:meth:`~parzen.aqp.estimate.SampleView.repeats`), whose kernel integrals near the box's
+    ends are then cached.  Kernel mass beyond ``reach`` bandwidths of a box is left out.  Arrays are
+    writable and C-contiguous (the types Numba compiled for).
     """
+
+    rows: np.ndarray  # intp
+    starts: np.ndarray  # intp, ranges + 1
+    data: np.ndarray  # float64, columns x sampled rows
+    columns: np.ndarray  # intp, per range
+    lows: np.ndarray
+    highs: np.ndarray
+    bandwidths: np.ndarray
+    lowers: np.ndarray
+    reflects: np.ndarray  # bool
+    row_scale: np.ndarray  # per sampled row, or empty
+    stratum_of_row: np.ndarray  # intp
+    output_of_stratum: np.ndarray  # intp
+    weight_of_stratum: np.ndarray
+    groups: int
+    aggregated: np.ndarray  # intp
+    constrained: np.ndarray  # intp
+    reach: float
+    moments: np.ndarray  # bool, per range
+    repeats: np.ndarray  # bool, per range
+
+
+def box_sums(query: BoxQuery) -> np.ndarray:
+    """Weighted sums over the sampled rows that every range's kernels reach, per answer row.
+
+    Only the rows in all of the ranges' candidate sets (an AND of bit sets) can have a product of
+    masses p > 0: flights' 2-D queries visit 10 600 rows instead of 28 000 (median).
+
+    Parameters
+    ----------
+    query : BoxQuery
+        The ranges, the sample and the answer rows (see :class:`BoxQuery`).
+
+    Returns
+    -------
+    numpy.ndarray
+        out[g, :] (``groups`` rows): [sum w p, then per aggregated column q: sum w COUNT-term,
+        sum w SUM-term], with p the product of the ranges' kernel masses of a row; the SUM-term is
+        the constrained column's moment times the other masses, or y_i p (NULL y left out).
+    """
+    q = query
+    return _box_sums(q.rows, q.starts, q.data, q.columns, q.lows, q.highs, q.bandwidths, q.lowers, q.reflects,
+                     q.row_scale, q.stratum_of_row, q.output_of_stratum, q.weight_of_stratum, q.groups, q.aggregated,
+                     q.constrained, q.reach, q.moments, q.repeats)
+
+
+@njit(cache=True)
+def _reached_rows(rows, starts, n):
+    """The rows (ascending) in every range's candidate set ``rows[starts[j]:starts[j + 1]]``."""
+    bits = _mark(rows[starts[0]:starts[1]], n)
+    for j in range(1, starts.size - 1):
+        bits &= _mark(rows[starts[j]:starts[j + 1]], n)
+    return _set_rows(bits)
+
+
+@njit(cache=True, inline="always")
+def _add_row(out, g, w, p, i, data, mass, moment, aggregated, constrained):
+    """Add one reached row (weight ``w``, product of masses ``p``, the ranges' ``mass`` and
+    ``moment``) to answer row ``g``: sum w p, and per aggregated column its COUNT and SUM terms."""
+    out[g, 0] += w * p
+    for q in range(aggregated.size):
+        c = constrained[q]
+        if c >= 0:
+            others = 1.0
+            for j in range(mass.size):
+                if j != c:
+                    others *= mass[j]
+            out[g, 1 + 2 * q] += w * p
+            out[g, 2 + 2 * q] += w * moment[c] * others
+        else:
+            y = data[aggregated[q], i]
+            if not math.isnan(y):
+                out[g, 1 + 2 * q] += w * p
+                out[g, 2 + 2 * q] += w * y * p
+
+
+@njit(cache=True)
+def _box_sums(rows, starts, data, columns, lows, highs, bandwidths, lowers, reflects, row_scale, stratum_of_row,
+              output_of_stratum, weight_of_stratum, groups, aggregated, constrained, reach, moments, repeats):
+    """:func:`box_sums`, compiled: the fields of :class:`BoxQuery` in order."""
     r = columns.size
     k = aggregated.size
     out = np.zeros((groups, 1 + 2 * k))
@@ -189,11 +268,7 @@ def box_sums(rows, starts, data, columns, lows, highs, bandwidths, lowers, refle
         for j in range(r):
             smooth = smooth or bandwidths[j] > 0.0
         scaled = smooth
-    n = data.shape[1]
-    bits = _mark(rows[starts[0]:starts[1]], n)
-    for j in range(1, r):
-        bits &= _mark(rows[starts[j]:starts[j + 1]], n)
-    reached = _set_rows(bits)
+    reached = _reached_rows(rows, starts, data.shape[1])
     for t in range(reached.size):
         i = reached[t]
         stratum = stratum_of_row[i]
@@ -205,7 +280,8 @@ def box_sums(rows, starts, data, columns, lows, highs, bandwidths, lowers, refle
         for j in range(r):
             # rows deep inside or far outside (point masses and NULLs too) by a select, not a
             # branch: the rows come in random order of value, and mispredicted branches made
-            # flights' 2-D queries 2.5 times slower (0.21 -> 0.53 ms)
+            # flights' 2-D queries 2.5 times slower (0.21 -> 0.53 ms); an inlined function for
+            # this step made the test table's queries 30 % slower
             x = data[columns[j], i]
             h = bandwidths[j] * s
             a = lows[j]
@@ -223,24 +299,8 @@ def box_sums(rows, starts, data, columns, lows, highs, bandwidths, lowers, refle
             p *= m
             mass[j] = m
             moment[j] = mo
-        if p == 0.0:
-            continue
-        w = weight_of_stratum[stratum]
-        out[g, 0] += w * p
-        for q in range(k):
-            c = constrained[q]
-            if c >= 0:
-                others = 1.0
-                for j in range(r):
-                    if j != c:
-                        others *= mass[j]
-                out[g, 1 + 2 * q] += w * p
-                out[g, 2 + 2 * q] += w * moment[c] * others
-            else:
-                y = data[aggregated[q], i]
-                if not math.isnan(y):
-                    out[g, 1 + 2 * q] += w * p
-                    out[g, 2 + 2 * q] += w * y * p
+        if p != 0.0:
+            _add_row(out, g, weight_of_stratum[stratum], p, i, data, mass, moment, aggregated, constrained)
     return out
 
 

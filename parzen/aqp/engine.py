@@ -1,24 +1,27 @@
-"""The AQP engine: build synopses of DuckDB tables and answer aggregate SQL from them."""
+"""The AQP engine: build synopses of DuckDB tables and answer aggregate SQL from them.
+
+The thin room of :mod:`parzen.aqp`: the connection (locked down when the engine opens it), the
+stored synopses and their staleness checks, SQL to a query, and dispatch to the answer's forms
+(:mod:`parzen.aqp.answers`, which uses :mod:`parzen.aqp.calibration`) or to DuckDB for exact
+answers (docs/security.md).
+"""
 
 from __future__ import annotations
 
-import functools
-import math
 import time
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
-import numpy as np
 import pandas as pd
 
-from . import store
-from ._box import box_sums
+from . import answers, store
 from .build import build_synopsis, content_fingerprint, fingerprint_columns
-from .estimate import _REACH, Estimate, SampleView, row_terms, warm_up, z_value
+from .estimate import warm_up, z_value
 from .grid import GRID_POINTS
 from .sql import AggregateQuery, Range, UnsupportedQuery, parse, read_only_sql, to_sql
+from .strata import Layout
 from .synopsis import CorruptSynopsis, Synopsis
 
 #: ``Engine(on_stale=...)``: what an answer from a synopsis found stale does.
@@ -56,6 +59,21 @@ class Engine:
     ``on_stale``: what every answer from a synopsis found stale does: "warn" (default;
     :class:`StaleSynopsisWarning`, and the answer describes the data the synopsis was built from) or
     "error" (:class:`StaleSynopsisError`, naming the table and ``engine.refresh(table)``).
+
+    Parameters
+    ----------
+    database : str, pathlib.Path or duckdb.DuckDBPyConnection
+        A DuckDB file path (created if missing), ``":memory:"`` or an open connection.
+    read_only : bool
+        Open the file read-only (it must exist); synopses can then be read, not built.
+    on_stale : {"warn", "error"}
+        What an answer from a synopsis found stale does.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``on_stale``; a missing file with ``read_only``; a file already open in this
+        process through a connection of another configuration.
     """
 
     def __init__(self, database, *, read_only: bool = False, on_stale: str = "warn") -> None:
@@ -94,6 +112,32 @@ class Engine:
         (:mod:`parzen.aqp.regression`, fitted on the sample; needs ``grid`` > 0), with which
         ``query(sql, method="regression")`` answers SUM/AVG(y) WHERE x in a range as
         N int r(x) f(x) dx (DBEst's answer) instead of integrating the joint density.
+
+        Parameters
+        ----------
+        table : str
+            The table to summarise.
+        columns : list of str, optional
+            Numeric columns to model.
+        sample : int
+            Rows in the sample.
+        bandwidth : str, float or dict
+            The bandwidth rule, or numbers (see above).
+        group_by : list of str, optional
+            Categorical columns for GROUP BY and IN / =.
+        grid : int
+            Points of each column's gridded form (0: none).
+        regression : list of (str, str), optional
+            Pairs (y, x) to fit regressions for.
+        seed : int
+            Seed of the sample.
+        progress : bool
+            Show a progress bar.
+
+        Returns
+        -------
+        Synopsis
+            The stored synopsis.
         """
         synopsis = build_synopsis(self.con, table, columns=columns, sample=sample, bandwidth=bandwidth,
                                   group_by=group_by, grid=grid, regression=regression, seed=seed, progress=progress)
@@ -105,7 +149,20 @@ class Engine:
     def refresh(self, table: str, *, progress: bool = False) -> Synopsis:
         """Rebuild ``table``'s synopsis with the options it was built with (columns, groups, requested
         sample size, bandwidth, grid, regressions, seed): on unchanged data, the same synopsis.  A
-        corrupt one, or one of an older format, is rebuilt with the defaults."""
+        corrupt one, or one of an older format, is rebuilt with the defaults.
+
+        Parameters
+        ----------
+        table : str
+            A table with a stored synopsis.
+        progress : bool
+            Show a progress bar.
+
+        Returns
+        -------
+        Synopsis
+            The new synopsis.
+        """
         try:
             options = self._loaded(table).build_options()
         except ValueError:
@@ -114,7 +171,24 @@ class Engine:
 
     def synopsis(self, table: str) -> Synopsis:
         """The stored synopsis of ``table``; loading it (once) checks it against the table (see the
-        class's notes on staleness; answers from a stale one warn or refuse, this does neither)."""
+        class's notes on staleness; answers from a stale one warn or refuse, this does neither).
+
+        Parameters
+        ----------
+        table : str
+            The table.
+
+        Returns
+        -------
+        Synopsis
+
+        Raises
+        ------
+        ValueError
+            No synopsis of ``table`` is stored.
+        CorruptSynopsis
+            The stored one cannot be read (``refresh`` rebuilds it).
+        """
         if table not in self._cache:
             self._loaded(table)
             self.check(table)
@@ -123,7 +197,19 @@ class Engine:
     def check(self, table: str) -> str:
         """Why the synopsis of ``table`` is stale ("" if it describes the table): its row count and
         content fingerprint against the table's now (one scan of the columns it covers).  The engine
-        remembers the verdict: later answers from a stale synopsis warn or refuse (``on_stale``)."""
+        remembers the verdict: later answers from a stale synopsis warn or refuse (``on_stale``).
+
+        Parameters
+        ----------
+        table : str
+            A table with a stored synopsis.
+
+        Returns
+        -------
+        str
+            "" or the reason ("rows changed: ...", "contents changed (same row count)", "table
+            dropped", "columns changed ...").
+        """
         return self._check(table)[1]
 
     def _check(self, table: str) -> tuple[int | None, str]:
@@ -169,7 +255,13 @@ class Engine:
         "contents changed", "table dropped", "columns changed", or "corrupt: rebuild with
         engine.refresh(...)" for one that cannot be read), bytes (of the grids and regressions too),
         regressions, build time.  It checks every synopsis (:meth:`check`) and the engine remembers the
-        verdicts."""
+        verdicts.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per stored synopsis.
+        """
         rows = []
         for table in store.stored_tables(self.con):
             try:
@@ -198,19 +290,50 @@ class Engine:
 
         ``exact=True`` runs the query in DuckDB (one read-only query over the database's tables,
         re-generated by sqlglot, without file access: :meth:`_exact`).
-        ``with_error=True`` adds ``<name> low`` / ``<name> high`` columns: a normal-theory
-        interval at ``confidence`` from the sample variance of the per-row kernel masses
-        (finite-population corrected; stratified over groups).  It covers the sampling error,
-        not the smoothing bias, and describes the plain stratified estimate, which it then returns.
-        Without ``with_error``, whole-table answers from the sample are calibrated to the table's
-        exact margins held by the grids (:func:`_fused_answers`).  ``df.attrs["seconds"]`` holds
-        the latency and ``df.attrs["form"]`` what answered: "grid" (one range column, no GROUP BY,
-        IN or intervals), "sample", "totals" (no numeric predicate), "regression" or "exact".
+        Answers from the sample are calibrated to the table's exact margins held by the grids
+        (:func:`parzen.aqp.answers.calibration_factor`).  ``with_error=True`` adds
+        ``<name> low`` / ``<name> high`` columns around the same answer (asking for an interval
+        does not change it): value +- z se at ``confidence``, se the standard error of the plain
+        stratified estimate from the sample variance of the per-row kernel masses
+        (finite-population corrected; stratified over groups; conservative for calibrated
+        answers).  It covers the sampling error, not the smoothing bias.
+        ``df.attrs["seconds"]`` holds the latency and ``df.attrs["form"]`` what answered: "grid"
+        (one range column, no GROUP BY or IN), "sample", "totals" (no numeric predicate),
+        "regression" or "exact".
 
         ``method``: "density" (default) integrates the joint density (grid, sample or totals, as
         above); "regression" answers from a regression y ~ x built with ``build(regression=...)``:
         one range on x, no GROUP BY or IN, COUNT(*) and COUNT/SUM/AVG of x or of the y's
         regressed on x (SUM(y) = N int r(x) f(x) dx); any other query raises a ValueError saying why.
+
+        Parameters
+        ----------
+        sql : str
+            One query of the supported subset.
+        exact : bool
+            Run it in DuckDB instead.
+        with_error : bool
+            Add confidence intervals.
+        confidence : float
+            Their confidence, in (0, 1).
+        method : {"density", "regression"}
+            What answers.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per group, one column per selected item (and its interval).
+
+        Raises
+        ------
+        UnsupportedQuery
+            The query is outside the supported subset, or groups by a column the synopsis has no
+            groups for.
+        ValueError
+            A bad option, an unknown column, a query ``method="regression"`` cannot answer, or
+            (``exact=True``) SQL that is not one read-only query over the database's tables.
+        StaleSynopsisError
+            The synopsis is stale and ``on_stale="error"``.
         """
         started = time.perf_counter()
         if method not in ("density", "regression"):
@@ -235,6 +358,18 @@ class Engine:
 
         ``attrs["approximate_seconds"]`` and ``attrs["exact_seconds"]`` hold the latencies,
         ``attrs["form"]`` what answered (see :meth:`query`).
+
+        Parameters
+        ----------
+        sql : str
+            One query of the supported subset.
+        method : {"density", "regression"}
+            What answers the approximate side.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Per group: ``<name> approx``, ``<name> exact`` and ``<name> rel. error``.
         """
         query = self._resolved(parse(sql))
         approx = self.query(sql, method=method)
@@ -329,39 +464,12 @@ class Engine:
     def _approximate(self, query: AggregateQuery, with_error: bool, z: float) -> tuple[pd.DataFrame, str]:
         synopsis = self._answering(query.table)
         _check_columns(query, synopsis)
-        if not any(c in synopsis.models for c in query.ranges):
-            form = "totals"
-        elif not with_error and (grid := _grid_for(query, synopsis)) is not None:
-            return _frame(query, {(): _grid_answers(query, synopsis, grid)}, False), "grid"
-        else:
-            form = "sample"
-        layout = self._layouts[synopsis.table]
-        keys, output_of_stratum = _output_groups(query, synopsis, layout)
-        answers = _answers(query, synopsis, layout, output_of_stratum, len(keys), z if with_error else None)
-        return _frame(query, dict(zip(keys, answers)), with_error), form
+        return answers.approximate(query, synopsis, self._layouts[synopsis.table], z if with_error else None)
 
     def _regression(self, query: AggregateQuery) -> pd.DataFrame:
         synopsis = self._answering(query.table)
         _check_columns(query, synopsis)
-        x = _regression_column(query, synopsis)
-        (predicate,) = query.ranges.values()
-        a, b = synopsis.models[x].interval(predicate)
-        grid = synopsis.grids[x]
-        rows, sum_x = grid.box(a, b)
-        integrals = {}  # y -> (int dC, int r dC) over [a, b]
-        answers = {}
-        for agg in query.aggregates:
-            if agg.column in (None, x):
-                value = {"count": rows, "sum": sum_x, "avg": sum_x / rows if rows > 0 else math.nan}[agg.func]
-            else:
-                r = synopsis.regressions[(agg.column, x)]
-                if agg.column not in integrals:
-                    integrals[agg.column] = r.integrals(grid, a, b)
-                mass, total = integrals[agg.column]
-                value = {"count": r.present * mass, "sum": r.present * total,
-                         "avg": total / mass if mass > 0 else math.nan}[agg.func]
-            answers[agg.name] = Estimate(value)
-        return _frame(query, {(): answers}, False)
+        return answers.regression(query, synopsis)
 
 
 def _table_now(con, synopsis: Synopsis) -> tuple[int | None, str]:
@@ -448,446 +556,3 @@ def _check_columns(query: AggregateQuery, synopsis: Synopsis) -> None:
         if a.column is not None and a.column not in synopsis.models:
             raise ValueError(f"{a.func.upper()}({a.column}): the synopsis of {synopsis.table!r} models no numeric "
                              f"column {a.column!r}; modelled: {', '.join(synopsis.models)}")
-
-
-def _regression_column(query: AggregateQuery, synopsis: Synopsis) -> str:
-    """The range column x of a query that regressions y ~ x answer; a ValueError saying why not."""
-    have = ", ".join(r.name for r in synopsis.regressions.values())
-    if not have:
-        raise ValueError(f"method='regression': the synopsis of {synopsis.table!r} has no regressions; rebuild it "
-                         f"with engine.build({synopsis.table!r}, regression=[(y, x), ...])")
-    why = None
-    if query.group_by or query.members:
-        why = "has GROUP BY or IN / = on a group column"
-    elif len(query.ranges) != 1:
-        why = f"has range predicates on {len(query.ranges)} columns, not one"
-    elif next(iter(query.ranges)) not in synopsis.models:
-        why = f"has its range on {next(iter(query.ranges))!r}, a group column"
-    if why is None:
-        (x,) = query.ranges
-        missing = [a.column for a in query.aggregates if a.column not in (None, x)
-                   and (a.column, x) not in synopsis.regressions]
-        if not missing and any(on == x for _, on in synopsis.regressions):
-            return x
-        why = (f"aggregates {', '.join(dict.fromkeys(missing))}, which the synopsis has no regression on {x!r} for"
-               if missing else f"has a range on {x!r}, which no regression is on")
-    raise ValueError(f"method='regression' answers COUNT/SUM/AVG(y) WHERE one range on x, without GROUP BY or IN, "
-                     f"for a regression y ~ x of the synopsis ({have}); this query {why}")
-
-
-def _grid_for(query: AggregateQuery, synopsis: Synopsis):
-    """The column grid that answers ``query`` alone, or None: one range column, no GROUP BY or
-    IN/=, and every aggregate COUNT(*) or COUNT/SUM/AVG of that column."""
-    if query.group_by or query.members or len(query.ranges) != 1:
-        return None
-    (column,) = query.ranges
-    if column not in synopsis.grids or any(a.column not in (None, column) for a in query.aggregates):
-        return None
-    return synopsis.grids[column]
-
-
-def _grid_answers(query: AggregateQuery, synopsis: Synopsis, grid) -> dict[str, Estimate]:
-    """COUNT = C(b) - C(a), SUM = S(b) - S(a), AVG = their ratio (see :mod:`parzen.aqp.grid`)."""
-    ((column, predicate),) = query.ranges.items()
-    rows, total = grid.box(*synopsis.models[column].interval(predicate))
-    value = {"count": rows, "sum": total, "avg": total / rows if rows > 0 else math.nan}
-    return {a.name: Estimate(value[a.func]) for a in query.aggregates}
-
-
-@dataclass(frozen=True)
-class Layout:
-    """The synopsis's sample as strata: one per group (or one for an ungrouped synopsis).
-
-    Stratum g has ``rows[g]`` rows in the table and ``drawn[g]`` in the sample; every sampled row
-    weighs rows/drawn of its stratum, and its kernels are widened by ``scale[g]`` =
-    (n / n_g)^(1/5) (bandwidths were chosen for the whole sample of n rows).
-    """
-
-    keys: list[tuple]
-    rows: np.ndarray
-    drawn: np.ndarray
-    totals: list[dict]
-    stratum_of_row: np.ndarray
-    row_scale: np.ndarray | None
-    view: SampleView
-    data: np.ndarray  # the sample as one (columns x rows) array, for :func:`box_sums`
-    position: dict[str, int]  # column -> its row in ``data``
-    scale_of_row: np.ndarray  # ``row_scale``, or ones
-    weight: np.ndarray  # rows / drawn per stratum
-    whole: np.ndarray  # zero per stratum: every stratum in answer row 0 (do not modify)
-
-    @functools.cached_property
-    def effective_rows(self) -> float:
-        """Kish's effective sample size of the whole sample (Kish 1965, Survey Sampling),
-        (sum_i w_i)^2 / sum_i w_i^2 = N^2 / sum_g rows_g^2 / drawn_g: the drawn rows when every
-        row weighs alike, fewer when small groups were drawn more densely."""
-        drawn = np.maximum(self.drawn, 1.0)
-        return float(self.rows.sum() ** 2 / (self.rows * self.rows / drawn).sum())
-
-    @classmethod
-    def of(cls, synopsis: Synopsis) -> Layout:
-        stratum_of_row, weight_of_row, row_scale = synopsis.strata()
-        view = SampleView(synopsis.sample, weights=weight_of_row, sort_now=True)
-        names = list(synopsis.sample)
-        data = np.ascontiguousarray(np.stack([synopsis.sample[c] for c in names]).astype(np.float64, copy=False)) \
-            if names else np.zeros((0, 0))
-        position = {c: k for k, c in enumerate(names)}
-        if not synopsis.groups:
-            rows, drawn = np.array([float(synopsis.row_count)]), np.array([float(synopsis.sample_size)])
-            return cls([()], rows, drawn, [synopsis.totals], stratum_of_row, None, view, data, position,
-                       np.ones(synopsis.sample_size), rows / np.maximum(drawn, 1.0), np.zeros(1, dtype=np.intp))
-        drawn = np.array([g.stop - g.start for g in synopsis.groups], dtype=np.float64)
-        rows = np.array([float(g.rows) for g in synopsis.groups])
-        return cls([g.key for g in synopsis.groups], rows, drawn, [g.totals for g in synopsis.groups],
-                   stratum_of_row, row_scale, view, data, position, np.ascontiguousarray(row_scale, dtype=np.float64),
-                   rows / np.maximum(drawn, 1.0), np.zeros(len(synopsis.groups), dtype=np.intp))
-
-
-def _output_groups(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> tuple[list[tuple], np.ndarray]:
-    """The answer's group keys, and for each stratum the index of its answer row (-1: filtered out)."""
-    if not query.group_by and not query.members and not any(c in synopsis.group_by for c in query.ranges):
-        return [()], layout.whole  # the whole table: every stratum in the one answer row
-    positions = [synopsis.group_by.index(g) for g in query.group_by]
-    index: dict[tuple, int] = {}
-    output = np.full(len(layout.keys), -1, dtype=np.intp)
-    for sid, key in enumerate(layout.keys):
-        if not synopsis.groups or _key_matches(key, synopsis.group_by, query):
-            output[sid] = index.setdefault(tuple(key[p] for p in positions), len(index))
-    if not index and not query.group_by:  # no group passes the filters: one row of zeros, as in SQL
-        index[()] = 0
-    return list(index), output
-
-
-def _key_matches(key: tuple, group_by: tuple, query: AggregateQuery) -> bool:
-    for column, value in zip(group_by, key):
-        if column in query.members and not any(_same(value, v) for v in query.members[column]):
-            return False
-        if column in query.ranges and (
-            value is None or isinstance(value, str) or not query.ranges[column].contains(float(value))
-        ):
-            return False
-    return True
-
-
-def _same(stored, literal) -> bool:
-    if isinstance(literal, str) or isinstance(stored, str):
-        return str(stored) == str(literal)
-    return stored is not None and float(stored) == float(literal)
-
-
-def _answers(query, synopsis, layout: Layout, output_of_stratum, groups: int, z) -> list[dict[str, Estimate]]:
-    """Per answer row, per aggregate: the stratified estimate (weighted sample sums).
-
-    COUNT and SUM: sum over strata g of rows_g / drawn_g * sum of the rows' terms; AVG: the ratio
-    of the SUM and COUNT(col) totals.  Interval variances add over strata:
-    rows_g^2 s_g^2 / drawn_g (1 - drawn_g / rows_g), s_g^2 the terms' variance in stratum g (for
-    AVG, of the linearised terms num - R den, divided by the COUNT total: delta method).
-    Without numeric predicates the exact totals answer.
-    """
-    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
-    if not ranges:
-        members = [np.flatnonzero(output_of_stratum == g) for g in range(groups)]
-        return [{a.name: _exact_total(a, [(layout.rows[s], layout.totals[s]) for s in m]) for a in query.aggregates}
-                for m in members]
-    if z is None:
-        return _fused_answers(query, synopsis, layout, ranges, output_of_stratum, groups)
-    aggregated = {a.column for a in query.aggregates if a.column is not None}
-    whole = _whole_table(query, output_of_stratum)
-    terms = row_terms(layout.view, synopsis.models, ranges, aggregated, row_scale=None if whole else layout.row_scale,
-                      keep=lambda rows: output_of_stratum[layout.stratum_of_row[rows]] >= 0)
-    stratum = layout.stratum_of_row[terms.rows]
-    group = output_of_stratum[stratum]
-    weight = (layout.rows / layout.drawn)[stratum]
-
-    def total(values):
-        return np.bincount(group, weights=weight * values, minlength=groups)
-
-    def interval(estimate, values, divisor):
-        if z is None:
-            return [Estimate(v) for v in estimate]
-        se = np.sqrt(_stratified_variance(values, stratum, group, layout, output_of_stratum, groups)) / divisor
-        return [Estimate(v, v - z * e, v + z * e) for v, e in zip(estimate, se)]
-
-    out: list[dict[str, Estimate]] = [{} for _ in range(groups)]
-    for a in query.aggregates:
-        if a.func == "avg":
-            num, den = terms.sum_y[a.column], terms.count_y[a.column]
-            num_total, den_total = total(num), total(den)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                r = np.where(den_total > 0, num_total / den_total, np.nan)
-            estimates = interval(r, num - np.nan_to_num(r)[group] * den, den_total)
-        else:
-            values = terms.sum_y[a.column] if a.func == "sum" else \
-                terms.count if a.column is None else terms.count_y[a.column]
-            estimates = interval(total(values), values, 1.0)
-        for g, e in enumerate(estimates):
-            out[g][a.name] = e
-    return out
-
-
-def _rake(n11: float, n1: float, m1: float, n: float, row_target: float, column_target: float) -> float | None:
-    """Cell (1, 1) of the 2 x 2 table [[n11, n1 - n11], [m1 - n11, n - n1 - m1 + n11]] raked to the
-    margins (row_target, n - row_target) and (column_target, n - column_target), or None when a
-    cell is empty (then one margin calibrates).
-
-    Raking (iterative proportional fitting; Deming and Stephan 1940) keeps the table's odds ratio
-    theta = n11 n00 / (n10 n01), so the raked cell x solves x (n - R - C + x) = theta (R - x)(C - x):
-    a quadratic, with one root between max(0, R + C - n) and min(R, C).
-    """
-    n10, n01 = n1 - n11, m1 - n11
-    n00 = n - n1 - m1 + n11
-    if min(n11, n10, n01, n00) <= 0.0:
-        return None
-    theta = n11 * n00 / (n10 * n01)
-    r, c = row_target, column_target
-    low, high = max(0.0, r + c - n), min(r, c)
-    qa, qb, qc = 1.0 - theta, (n - r - c) + theta * (r + c), -theta * r * c
-    if abs(qa) < 1e-12:
-        roots = [-qc / qb] if qb != 0.0 else []
-    else:
-        disc = qb * qb - 4.0 * qa * qc
-        if disc < 0.0:
-            return None
-        q = -0.5 * (qb + math.copysign(math.sqrt(disc), qb))
-        roots = [q / qa] + ([qc / q] if q != 0.0 else [])
-    slack = 1e-9 * max(n, 1.0)
-    inside = [x for x in roots if low - slack <= x <= high + slack]
-    return min(max(inside[0], low), high) if inside else None
-
-
-def _shrink_to_independence(x: float, n: float, row_target: float, column_target: float, drawn: float,
-                            fraction: float) -> float:
-    """Cell (1, 1) of the raked 2 x 2 table (``x``, margins R = ``row_target`` and C =
-    ``column_target`` of n rows) shrunk towards R C / n, the table with the same margins and no
-    interaction, by as much as the sample fails to tell the two apart (empirical Bayes).
-
-    With both margins exact, the table has one free cell.  Its share d = (x - R C / n) / n (the
-    departure from independence) is estimated with variance
-
-        s^2 = (1 - f) / (m sum_ij 1 / p_ij),
-
-    p_ij the raked table's shares, m = ``drawn`` the (effective) sampled rows and f =
-    ``fraction`` the sampled fraction of the table's rows: the variance of the cell's indicator
-    left after its regression on both margins' indicators, which is what raking's calibration
-    leaves (Deville and Saerndal 1992; the residual lies along the table's one free direction
-    (+1, -1, -1, +1) / p_ij), i.e. the inverse Fisher information of that cell.  With a normal
-    prior d ~ N(0, tau^2) and tau^2 estimated by max(0, d^2 - s^2), the posterior mean is
-    (Efron and Morris 1973, JASA 68: the empirical Bayes form of Stein's rule)
-
-        d (1 - s^2 / d^2)  when d^2 > s^2,   else 0.
-
-    Columns whose dependence the sample shows clearly (|d| >> s) keep the raked cell; independent
-    ones get R C / n, whose error is only the table's own departure from independence.  With one
-    parameter the rule trades risk (simulated, d_hat ~ N(d, s^2)): its mean squared error is
-    0.33 s^2 at d = 0 and at most 1.49 s^2 (near |d| = 2.5 s), against the raked cell's s^2.
-    The result keeps both margins (it mixes two tables that have them).
-    """
-    independent = row_target * column_target / n
-    cells = (x, row_target - x, column_target - x, n - row_target - column_target + x)
-    if drawn <= 0.0 or min(cells) <= 0.0:
-        return x
-    variance = max(1.0 - fraction, 0.0) / (drawn * n * sum(1.0 / c for c in cells))
-    d = (x - independent) / n
-    if d * d <= variance:
-        return independent
-    return independent + (x - independent) * (1.0 - variance / (d * d))
-
-
-def _rake_groups(inside: np.ndarray, rows: np.ndarray, target: float) -> np.ndarray:
-    """Per answer group: the factor that rakes the groups x (in, out of a box) table to the
-    groups' exact rows and the table's exact rows in the box (``target``).
-
-    ``inside``: the groups' estimated rows in the box; out of it, the rest of each group's
-    ``rows``.  Iterative proportional fitting (Deming and Stephan 1940) alternates the two
-    margins; one group is the ratio estimator target / inside.  Each group's estimate then
-    shares the correction of the sum of all groups' (independent, stratified) errors: with G
-    equal groups its variance falls by about 1/G.
-    """
-    start = np.asarray(inside, dtype=np.float64)
-    cells_in, cells_out = start.copy(), np.maximum(rows - start, 0.0)
-    total = float(rows.sum())
-    for _ in range(200):
-        have_in, have_out = cells_in.sum(), cells_out.sum()
-        if have_in <= 0.0:
-            return np.ones_like(start)
-        cells_in *= target / have_in
-        if have_out > 0.0:
-            cells_out *= max(total - target, 0.0) / have_out
-        both = cells_in + cells_out
-        scale = np.divide(rows, both, out=np.ones_like(both), where=both > 0)
-        cells_in *= scale
-        cells_out *= scale
-        if abs(cells_in.sum() - target) <= 1e-12 * max(total, 1.0):
-            break
-    return np.divide(cells_in, start, out=np.ones_like(start), where=start > 0)
-
-
-def _whole_table(query: AggregateQuery, output_of_stratum: np.ndarray) -> bool:
-    """Whether ``query`` asks about the whole table (no GROUP BY, no group filtered out): its
-    answer is then a KDE of all n sampled rows, whose bandwidths were chosen for n rows, so the
-    strata's wider kernels ((n / n_g)^(1/5), for answers per group) would only add bias; and the
-    table's exact marginals (the grids) calibrate it."""
-    return not query.group_by and not query.members and bool((output_of_stratum >= 0).all())
-
-
-def _fused_answers(query, synopsis, layout: Layout, ranges, output_of_stratum, groups: int) -> list[dict]:
-    """The estimates of :func:`_answers` without intervals, from one compiled pass (:func:`box_sums`).
-
-    Whole-table queries (:func:`_whole_table`) are calibrated to the table's exact margins, which
-    the grids hold (Deville and Saerndal 1992, calibration estimators): c is the range column
-    with the fewest sampled rows near its box [a, b]; with M = the table's rows in [a, b] and
-    X = sum_i w_i P_c(x_ic) the sample's estimate of M (:meth:`SampleView.marginal`; a ratio
-    estimator),
-
-        COUNT(*) = M / X sum_i w_i p_i,   SUM(y) = M / X sum_i w_i y_i p_i  (and so on),
-
-    whose error comes from the other predicates and from y alone: COUNT(*) of one range is M.
-    With exactly two range columns the factor is the 2 x 2 table's raked cell over its sample
-    value instead (:func:`_rake`: both margins), the raked cell shrunk towards the margins'
-    product as far as the sample cannot tell the columns' dependence from noise
-    (:func:`_shrink_to_independence`).  GROUP BY answers without IN / = filters get
-    one factor per group, raking the groups' rows in c's box to M (:func:`_rake_groups`).  AVG,
-    a ratio already, is unchanged.
-    """
-    models = synopsis.models
-    whole = _whole_table(query, output_of_stratum)
-    boxes = {c: models[c].interval(r) for c, r in ranges.items()}
-    rake_groups = bool(query.group_by) and not query.members and bool((output_of_stratum >= 0).all())
-    aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None))
-    if any(b < a for a, b in boxes.values()):
-        order = list(boxes)
-        out = np.zeros((groups, 1 + 2 * len(aggregated)))
-        inside = np.zeros(groups)
-    else:
-        widest = 1.0 if whole or layout.row_scale is None else float(layout.row_scale.max(initial=1.0))
-        found = {c: layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest) for c, (a, b) in boxes.items()}
-        order = sorted(found, key=lambda c: found[c].size)  # the column with the fewest rows near its box first
-        scale = _NO_SCALE if whole else layout.scale_of_row
-        out = _box_sums(layout, models, boxes, found, order, aggregated, scale, output_of_stratum, groups)
-        # the groups' (weighted) sample rows in the first column's box, for raking them
-        inside = None
-        if rake_groups and order[0] in synopsis.grids:
-            inside = out[:, 0] if len(order) == 1 else \
-                _box_sums(layout, models, boxes, found, order[:1], [], scale, output_of_stratum, groups)[:, 0]
-    first = order[0]
-    factor: float | np.ndarray = 1.0  # one per group when raking the groups
-    if whole and first in synopsis.grids:
-        # X above (one range: the sums' own sum of w p)
-        sampled = out[0, 0] if len(order) == 1 else layout.view.marginal(models[first], *boxes[first])
-        if sampled > 0:
-            exact = synopsis.grids[first].box(*boxes[first])[0]
-            factor = exact / sampled
-            if len(boxes) == 2 and (second := order[1]) in synopsis.grids and out[0, 0] > 0:
-                table_rows = float(layout.rows.sum())
-                column_target = synopsis.grids[second].box(*boxes[second])[0]
-                raked = _rake(out[0, 0], sampled, layout.view.marginal(models[second], *boxes[second]),
-                              table_rows, exact, column_target)
-                if raked is not None:
-                    raked = _shrink_to_independence(raked, table_rows, exact, column_target, layout.effective_rows,
-                                                    float(layout.drawn.sum()) / table_rows)
-                    factor = raked / out[0, 0]
-    elif rake_groups and first in synopsis.grids:
-        if inside is None:  # summed above whenever rake_groups and order[0] in synopsis.grids
-            raise RuntimeError("the groups' rows in the first column's box were not summed")
-        rows = np.bincount(output_of_stratum, weights=layout.rows, minlength=groups)
-        factor = _rake_groups(inside, rows, synopsis.grids[first].box(*boxes[first])[0])
-    slot = {y: 1 + 2 * q for q, y in enumerate(aggregated)}
-    answers: list[dict[str, Estimate]] = [{} for _ in range(groups)]
-    for a in query.aggregates:
-        if a.column is None:
-            values = factor * out[:, 0]
-        elif a.func == "count":
-            values = factor * out[:, slot[a.column]]
-        elif a.func == "sum":
-            values = factor * out[:, slot[a.column] + 1]
-        else:
-            count, total = out[:, slot[a.column]], out[:, slot[a.column] + 1]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                values = np.where(count > 0, total / count, np.nan)
-        for g in range(groups):
-            answers[g][a.name] = Estimate(float(values[g]))
-    return answers
-
-
-def _box_sums(layout: Layout, models, boxes, found, order: list[str], aggregated: list[str], scale, output_of_stratum,
-              groups: int) -> np.ndarray:
-    """:func:`box_sums` of the ranges on the columns ``order`` (boxes, candidate rows ``found``)."""
-    return box_sums(
-        found[order[0]] if len(order) == 1 else np.concatenate([found[c] for c in order]),
-        np.cumsum([0] + [found[c].size for c in order]), layout.data,
-        np.array([layout.position[c] for c in order], dtype=np.intp),
-        np.array([boxes[c][0] for c in order]), np.array([boxes[c][1] for c in order]),
-        np.array([models[c].bandwidth for c in order]),
-        np.array([0.0 if models[c].lower is None else models[c].lower for c in order]),
-        np.array([models[c].lower is not None for c in order]), scale, layout.stratum_of_row,
-        output_of_stratum, layout.weight, groups, np.array([layout.position[y] for y in aggregated], dtype=np.intp),
-        np.array([order.index(y) if y in boxes else -1 for y in aggregated], dtype=np.intp), _REACH,
-        np.array([c in aggregated for c in order]), np.array([layout.view.repeats(c) for c in order]),
-    )
-
-
-def _stratified_variance(values, stratum, group, layout: Layout, output_of_stratum, groups: int) -> np.ndarray:
-    """Per answer row: the variance of the stratified total of ``values`` (sampling without replacement)."""
-    strata = len(layout.keys)
-    s1 = np.bincount(stratum, weights=values, minlength=strata)  # rows outside the candidates are 0
-    s2 = np.bincount(stratum, weights=values * values, minlength=strata)
-    n, rows = layout.drawn, layout.rows
-    with np.errstate(invalid="ignore", divide="ignore"):
-        var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1), 0.0)
-        contribution = rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows)
-    contribution = np.where((n < 2) & (n < rows), np.inf, np.nan_to_num(contribution))
-    used = output_of_stratum >= 0
-    return np.bincount(output_of_stratum[used], weights=contribution[used], minlength=groups)
-
-
-def _exact_total(a, strata: list[tuple[float, dict]]) -> Estimate:
-    rows = sum(r for r, _ in strata)
-    if a.func == "count" and a.column is None:
-        value = float(rows)
-    else:
-        count = sum(t[a.column][0] for _, t in strata)
-        total = sum(t[a.column][1] for _, t in strata)
-        value = {"count": float(count), "sum": total}.get(a.func, total / count if count else math.nan)
-    return Estimate(value, value, value)
-
-
-def _frame(query: AggregateQuery, groups: dict, with_error: bool) -> pd.DataFrame:
-    """One row per group key (sorted as DuckDB's ORDER BY would, NULLs last), one column per item."""
-    if not query.group_by:  # one row of floats: one array, column names made once per query shape
-        ((_, answers),) = groups.items()
-        aggregates = query.aggregates
-        if len(aggregates) != len(query.select):
-            raise ValueError("a query without GROUP BY selects aggregates only")
-        values = []
-        for agg in aggregates:
-            e = answers[agg.name]
-            values += [e.value, e.low, e.high] if with_error else [e.value]
-        names = tuple(agg.name for agg in aggregates)
-        return pd.DataFrame(np.array([values], dtype=np.float64), columns=_column_index(names, with_error),
-                            index=_ONE_ROW, copy=False)
-    keys = sorted(groups, key=lambda k: tuple((v is None, str(v) if isinstance(v, str) else v) for v in k))
-    columns: dict[str, list] = {}
-    for item in query.select:
-        if isinstance(item, str):
-            position = query.group_by.index(item)
-            columns[item] = [key[position] for key in keys]
-            continue
-        estimates = [groups[key][item.name] for key in keys]
-        columns[item.name] = [e.value for e in estimates]
-        if with_error:
-            columns[f"{item.name} low"] = [e.low for e in estimates]
-            columns[f"{item.name} high"] = [e.high for e in estimates]
-    return pd.DataFrame(columns)
-
-
-_ONE_ROW = pd.RangeIndex(1)
-#: :func:`box_sums`'s "every bandwidth factor is 1" (whole-table answers read no per-row factors).
-_NO_SCALE = np.zeros(0)
-
-
-@functools.lru_cache(maxsize=1024)
-def _column_index(names: tuple[str, ...], with_error: bool) -> pd.Index:
-    """The answer's column names (an Index is immutable, so answers of one query shape share it)."""
-    if with_error:
-        names = tuple(n for name in names for n in (name, f"{name} low", f"{name} high"))
-    return pd.Index(names)

@@ -1,4 +1,7 @@
-"""Aggregates as integrals of a kernel density over a box (paper 000 section 2.1; paper 002).
+"""Aggregates as integrals of a kernel density over a box.
+
+Andrzejewski et al. (paper 000 in docs/statistics.md), section 2.1, and paper 002 there; the
+formulas are in docs/statistics.md, "AQP: integrals of the density over boxes".
 
 A synopsis holds a sample x_1..x_n of N rows and, per numeric column c, a Gaussian kernel of
 bandwidth h_c (a product kernel: H diagonal).  The density of the table is
@@ -12,7 +15,7 @@ f(x) = n^-1 sum_i prod_c K_{h_c}(x_c - x_ic), so for a box B = prod_c [a_c, b_c]
 in closed form: P_c(x) = Phi(beta) - Phi(alpha) and m(x) = x P_c(x) - h (phi(beta) - phi(alpha)),
 alpha = (a - x)/h, beta = (b - x)/h (the first moment of a normal over [a, b]).
 
-Columns are handled as a user expects (documented in the README):
+Columns are handled as a user expects (documented in docs/aqp.md):
 
 - **discrete** columns (few values, or lumpy integers) get h = 0: the kernel is a point mass and
   P_c an indicator, so their predicates are exact on the sample;
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from ._box import box_masses, box_sums, sorted_mass
+from ._box import BoxQuery, box_masses, box_sums, sorted_mass
 from .sql import Range
 
 #: Kernel mass beyond this many bandwidths from a box (Phi(-6) = 1e-9 of a row) is left out.
@@ -217,9 +220,11 @@ def warm_up() -> None:
     (with the argument types queries pass: writable C-contiguous arrays)."""
     box_masses(np.zeros(1), np.ones(1), 1.0, 0.0, 1.0, 0.0, False, _REACH)
     one = np.zeros(1, dtype=np.intp)
-    box_sums(one, np.array([0, 1]), np.zeros((1, 1)), one, np.zeros(1), np.ones(1), np.ones(1), np.zeros(1),
-             np.zeros(1, dtype=np.bool_), np.ones(1), one, one, np.ones(1), 1, one, one - 1, _REACH,
-             np.zeros(1, dtype=np.bool_), np.ones(1, dtype=np.bool_))
+    box_sums(BoxQuery(rows=one, starts=np.array([0, 1]), data=np.zeros((1, 1)), columns=one, lows=np.zeros(1),
+                      highs=np.ones(1), bandwidths=np.ones(1), lowers=np.zeros(1), reflects=np.zeros(1, dtype=np.bool_),
+                      row_scale=np.ones(1), stratum_of_row=one, output_of_stratum=one, weight_of_stratum=np.ones(1),
+                      groups=1, aggregated=one, constrained=one - 1, reach=_REACH, moments=np.zeros(1, dtype=np.bool_),
+                      repeats=np.ones(1, dtype=np.bool_)))
     sorted_mass(np.zeros(1), np.ones(1), np.zeros(2), 0.0, 1.0, 1.0, 0.0, True, _REACH)
 
 

@@ -1,0 +1,581 @@
+"""An answer and its interval, from the box integrals of a synopsis and the calibration estimators.
+
+One answer path (:func:`approximate`): the point answer is the same whether or not an interval is
+asked for, and the interval is built around it.
+
+- **totals**: no range on a numeric column: the groups' exact totals (an interval of width 0);
+- **grid**: one range column, no GROUP BY or IN / =, every aggregate COUNT(*) or of that column:
+  read off its gridded form (:mod:`parzen.aqp.grid`), C(b) - C(a) and S(b) - S(a);
+- **sample**: the box integrals of the sample in one compiled pass (:func:`~parzen.aqp._box.box_sums`),
+  stratified (COUNT and SUM: sum over strata g of rows_g / drawn_g times the rows' terms; AVG the
+  ratio of the SUM and COUNT(col) totals), then calibrated to the table's exact margins
+  (:func:`calibration_factor`, :mod:`parzen.aqp.calibration`).
+
+The formulas are in docs/statistics.md ("AQP: integrals of the density over boxes") and
+docs/algorithms.md ("Box integrals", "Calibration").
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import calibration
+from ._box import BoxQuery, box_sums
+from .estimate import _REACH, Estimate, row_terms
+from .sql import AggregateQuery, Range
+from .strata import Layout, output_groups
+from .synopsis import Synopsis
+
+#: Per aggregate name, one value per answer row.
+Values = dict[str, "np.ndarray | list[float]"]
+
+
+def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: float | None) -> tuple[pd.DataFrame, str]:
+    """The approximate answer to ``query``, with intervals at ``z`` standard errors if ``z`` is given.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        A parsed query whose names are spelled as in the synopsis.
+    synopsis : Synopsis
+        The synopsis that answers it.
+    layout : Layout
+        Its strata (:meth:`Layout.of`).
+    z : float or None
+        The normal quantile of the intervals' confidence; None: no intervals.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        One row per group key, one column per selected item (with ``<name> low`` / ``<name> high``
+        after each aggregate when ``z`` is given), shaped like DuckDB's answer.
+    form : str
+        What answered: "totals", "grid" or "sample".
+
+    Notes
+    -----
+    The interval is value +- z se, se the standard error of the plain stratified estimate
+    (:func:`stratified_estimates`): sampling without replacement, finite-population corrected,
+    added over strata, the delta method for AVG.  It covers the sampling error, not the smoothing
+    bias.  Calibrating to exact margins removes the part of that error which the margins explain
+    (Deville and Saerndal 1992; for COUNT(*) of one range, all of it), so the interval is
+    conservative for calibrated and grid answers.
+    """
+    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
+    form, keys, output_of_stratum, values = _point_answers(query, synopsis, layout, ranges)
+    if z is None:
+        answers = [{name: Estimate(float(v[g])) for name, v in values.items()} for g in range(len(keys))]
+    else:
+        errors = _standard_errors(query, synopsis, layout, ranges, output_of_stratum, len(keys))
+        answers = [{name: _interval(float(v[g]), z * float(errors[name][g])) for name, v in values.items()}
+                   for g in range(len(keys))]
+    return frame(query, dict(zip(keys, answers)), z is not None), form
+
+
+def _standard_errors(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
+                     output_of_stratum: np.ndarray, groups: int) -> Values:
+    """Per aggregate, per answer row: the standard error of the plain stratified estimate (0 for exact totals)."""
+    if not ranges:
+        return {a.name: np.zeros(groups) for a in query.aggregates}
+    estimates = stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, groups)
+    return {name: se for name, (_, se) in estimates.items()}
+
+
+def _point_answers(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
+                   ranges: dict[str, Range]) -> tuple[str, list[tuple], np.ndarray, Values]:
+    """The form that answers, the answer rows' keys, each stratum's answer row, and the values."""
+    if not ranges:
+        keys, output_of_stratum = output_groups(query, synopsis, layout)
+        return "totals", keys, output_of_stratum, _exact_totals(query, layout, output_of_stratum, len(keys))
+    grid = _grid_for(query, synopsis)
+    if grid is not None:
+        return "grid", [()], layout.whole, _grid_values(query, synopsis, grid)
+    keys, output_of_stratum = output_groups(query, synopsis, layout)
+    return "sample", keys, output_of_stratum, calibrated_values(query, synopsis, layout, ranges, output_of_stratum,
+                                                                len(keys))
+
+
+def _interval(value: float, half_width: float) -> Estimate:
+    return Estimate(value, value - half_width, value + half_width)
+
+
+def _grid_for(query: AggregateQuery, synopsis: Synopsis):
+    """The column grid that answers ``query`` alone, or None: one range column, no GROUP BY or
+    IN/=, and every aggregate COUNT(*) or COUNT/SUM/AVG of that column."""
+    if query.group_by or query.members or len(query.ranges) != 1:
+        return None
+    (column,) = query.ranges
+    if column not in synopsis.grids or any(a.column not in (None, column) for a in query.aggregates):
+        return None
+    return synopsis.grids[column]
+
+
+def _grid_values(query: AggregateQuery, synopsis: Synopsis, grid) -> Values:
+    """COUNT = C(b) - C(a), SUM = S(b) - S(a), AVG = their ratio (see :mod:`parzen.aqp.grid`)."""
+    ((column, predicate),) = query.ranges.items()
+    rows, total = grid.box(*synopsis.models[column].interval(predicate))
+    value = {"count": rows, "sum": total, "avg": total / rows if rows > 0 else math.nan}
+    return {a.name: [value[a.func]] for a in query.aggregates}
+
+
+def _exact_totals(query: AggregateQuery, layout: Layout, output_of_stratum: np.ndarray, groups: int) -> Values:
+    """The answer rows' exact COUNT / SUM / AVG from the strata's totals (no numeric predicate)."""
+    members = [np.flatnonzero(output_of_stratum == g) for g in range(groups)]
+    values: Values = {}
+    for a in query.aggregates:
+        column = []
+        for m in members:
+            rows = float(sum(layout.rows[s] for s in m))
+            count = sum(layout.totals[s][a.column][0] for s in m) if a.column is not None else rows
+            total = sum(layout.totals[s][a.column][1] for s in m) if a.column is not None else math.nan
+            column.append({"count": float(count), "sum": total}.get(a.func, total / count if count else math.nan))
+        values[a.name] = np.array(column, dtype=np.float64)
+    return values
+
+
+def whole_table(query: AggregateQuery, output_of_stratum: np.ndarray) -> bool:
+    """Whether ``query`` asks about the whole table (no GROUP BY, no group filtered out).
+
+    Its answer is then a KDE of all n sampled rows, whose bandwidths were chosen for n rows, so the
+    strata's wider kernels ((n / n_g)^(1/5), for answers per group) would only add bias; and the
+    table's exact marginals (the grids) calibrate it.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query.
+    output_of_stratum : numpy.ndarray
+        Per stratum, its answer row or -1 (:func:`~parzen.aqp.strata.output_groups`).
+
+    Returns
+    -------
+    bool
+    """
+    return not query.group_by and not query.members and bool((output_of_stratum >= 0).all())
+
+
+def calibrated_values(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
+                      output_of_stratum: np.ndarray, groups: int) -> Values:
+    """The stratified estimates from one compiled pass (:func:`box_sums`), calibrated.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query.
+    synopsis : Synopsis
+        Its synopsis (models, grids).
+    layout : Layout
+        The synopsis's strata.
+    ranges : dict of str to Range
+        The query's ranges on numeric columns (not empty).
+    output_of_stratum : numpy.ndarray
+        Per stratum, its answer row or -1.
+    groups : int
+        The answer rows.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Per aggregate, one value per answer row: COUNT and SUM times :func:`calibration_factor`,
+        AVG the ratio of the SUM and COUNT(col) sums (which the factor would not change).
+    """
+    models = synopsis.models
+    boxes = {c: models[c].interval(r) for c, r in ranges.items()}
+    aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None))
+    if any(b < a for a, b in boxes.values()):  # an empty box: every sum is 0
+        return _aggregate_values(query, np.zeros((groups, 1 + 2 * len(aggregated))), aggregated, 1.0)
+    whole = whole_table(query, output_of_stratum)
+    widest = 1.0 if whole or layout.row_scale is None else float(layout.row_scale.max(initial=1.0))
+    found = {c: layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest) for c, (a, b) in boxes.items()}
+    order = sorted(found, key=lambda c: found[c].size)  # the column with the fewest rows near its box first
+    scale = _NO_SCALE if whole else layout.scale_of_row
+
+    def sums(columns: list[str], aggregated: list[str]) -> np.ndarray:
+        return box_sums(box_query(layout, synopsis, boxes, found, columns, aggregated, scale, output_of_stratum, groups))
+
+    out = sums(order, aggregated)
+    factor = calibration_factor(query, synopsis, layout, boxes, order, out, output_of_stratum,
+                                lambda: sums(order[:1], [])[:, 0])
+    return _aggregate_values(query, out, aggregated, factor)
+
+
+def box_query(layout: Layout, synopsis: Synopsis, boxes: dict[str, tuple[float, float]], found: dict[str, np.ndarray],
+              order: list[str], aggregated: list[str], scale: np.ndarray, output_of_stratum: np.ndarray,
+              groups: int) -> BoxQuery:
+    """The :class:`~parzen.aqp._box.BoxQuery` of the ranges on the columns ``order``.
+
+    Parameters
+    ----------
+    layout : Layout
+        The synopsis's strata and its sample as one array.
+    synopsis : Synopsis
+        The synopsis (its column models).
+    boxes : dict of str to (float, float)
+        Per range column, the interval [a, b] to integrate over.
+    found : dict of str to numpy.ndarray
+        Per range column, the sampled rows its kernels can reach.
+    order : list of str
+        The range columns to integrate, in this order.
+    aggregated : list of str
+        The aggregated columns.
+    scale : numpy.ndarray
+        Per sampled row, the bandwidth factor; empty for 1.
+    output_of_stratum : numpy.ndarray
+        Per stratum, its answer row or -1.
+    groups : int
+        The answer rows.
+
+    Returns
+    -------
+    BoxQuery
+    """
+    models = synopsis.models
+    return BoxQuery(
+        rows=found[order[0]] if len(order) == 1 else np.concatenate([found[c] for c in order]),
+        starts=np.cumsum([0] + [found[c].size for c in order]),
+        data=layout.data,
+        columns=np.array([layout.position[c] for c in order], dtype=np.intp),
+        lows=np.array([boxes[c][0] for c in order]),
+        highs=np.array([boxes[c][1] for c in order]),
+        bandwidths=np.array([models[c].bandwidth for c in order]),
+        lowers=np.array([0.0 if models[c].lower is None else models[c].lower for c in order]),
+        reflects=np.array([models[c].lower is not None for c in order]),
+        row_scale=scale,
+        stratum_of_row=layout.stratum_of_row,
+        output_of_stratum=output_of_stratum,
+        weight_of_stratum=layout.weight,
+        groups=groups,
+        aggregated=np.array([layout.position[y] for y in aggregated], dtype=np.intp),
+        constrained=np.array([order.index(y) if y in boxes else -1 for y in aggregated], dtype=np.intp),
+        reach=_REACH,
+        moments=np.array([c in aggregated for c in order]),
+        repeats=np.array([layout.view.repeats(c) for c in order]),
+    )
+
+
+def calibration_factor(query: AggregateQuery, synopsis: Synopsis, layout: Layout, boxes: dict[str, tuple[float, float]],
+                       order: list[str], out: np.ndarray, output_of_stratum: np.ndarray,
+                       groups_in_first_box) -> float | np.ndarray:
+    """The factor on COUNT and SUM that calibrates the sample's answer to the table's exact margins.
+
+    The margins are those of the gridded form (Deville and Saerndal 1992, calibration estimators);
+    c = ``order[0]`` is the range column with the fewest sampled rows near its box [a, b].
+
+    - Whole-table queries (:func:`whole_table`): with M = the table's rows in [a, b] and
+      X = sum_i w_i P_c(x_ic) the sample's estimate of M (:meth:`SampleView.marginal`), the ratio
+      estimator M / X (:func:`~parzen.aqp.calibration.ratio_factor`): COUNT(*) of one range is M.
+      With exactly two range columns the 2 x 2 table's raked cell over its sample value instead
+      (:func:`~parzen.aqp.calibration.rake_2x2`: both margins), the raked cell shrunk towards the
+      margins' product as far as the sample cannot tell the columns' dependence from noise
+      (:func:`~parzen.aqp.calibration.shrink_to_independence`).
+    - GROUP BY without IN / = filters: one factor per group, raking the groups' rows in c's box to
+      M (:func:`~parzen.aqp.calibration.rake_groups`).
+    - Otherwise (or c has no grid): 1.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query.
+    synopsis : Synopsis
+        Its synopsis (models, grids).
+    layout : Layout
+        The synopsis's strata.
+    boxes : dict of str to (float, float)
+        Per range column, its interval (none empty).
+    order : list of str
+        The range columns, the one with the fewest candidate rows first.
+    out : numpy.ndarray
+        :func:`box_sums` of all the ranges (column 0: the weighted sum of the masses' products).
+    output_of_stratum : numpy.ndarray
+        Per stratum, its answer row or -1.
+    groups_in_first_box : callable
+        Returns the groups' weighted sample rows in c's box alone (called only when raking groups
+        with more than one range).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        One factor, or one per answer row.
+    """
+    first = order[0]
+    if first not in synopsis.grids:
+        return 1.0
+    if whole_table(query, output_of_stratum):
+        return _whole_table_factor(synopsis, layout, boxes, order, out)
+    if query.group_by and not query.members and bool((output_of_stratum >= 0).all()):
+        inside = out[:, 0] if len(order) == 1 else groups_in_first_box()
+        rows = np.bincount(output_of_stratum, weights=layout.rows, minlength=out.shape[0])
+        return calibration.rake_groups(inside, rows, synopsis.grids[first].box(*boxes[first])[0])
+    return 1.0
+
+
+def _whole_table_factor(synopsis: Synopsis, layout: Layout, boxes: dict[str, tuple[float, float]], order: list[str],
+                        out: np.ndarray) -> float:
+    """:func:`calibration_factor` of a whole-table query: the ratio M / X, or with two range columns
+    with grids the raked and shrunk 2 x 2 cell over the sample's."""
+    models, first = synopsis.models, order[0]
+    sampled = out[0, 0] if len(order) == 1 else layout.view.marginal(models[first], *boxes[first])
+    if sampled <= 0:
+        return 1.0
+    exact = synopsis.grids[first].box(*boxes[first])[0]
+    if len(order) == 2 and (second := order[1]) in synopsis.grids and out[0, 0] > 0:
+        table_rows = float(layout.rows.sum())
+        column_target = synopsis.grids[second].box(*boxes[second])[0]
+        raked = calibration.rake_2x2(out[0, 0], sampled, layout.view.marginal(models[second], *boxes[second]),
+                                     table_rows, exact, column_target)
+        if raked is not None:
+            shrunk = calibration.shrink_to_independence(raked, table_rows, exact, column_target,
+                                                        layout.effective_rows, float(layout.drawn.sum()) / table_rows)
+            return shrunk / out[0, 0]
+    return calibration.ratio_factor(exact, sampled)
+
+
+def _aggregate_values(query: AggregateQuery, out: np.ndarray, aggregated: list[str], factor) -> Values:
+    """Each aggregate from :func:`box_sums`'s columns: COUNT and SUM times ``factor``, AVG a ratio."""
+    slot = {y: 1 + 2 * q for q, y in enumerate(aggregated)}
+    values: Values = {}
+    for a in query.aggregates:
+        if a.column is None:
+            values[a.name] = factor * out[:, 0]
+        elif a.func == "avg":
+            count, total = out[:, slot[a.column]], out[:, slot[a.column] + 1]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                values[a.name] = np.where(count > 0, total / count, np.nan)
+        else:
+            values[a.name] = factor * out[:, slot[a.column] + (a.func == "sum")]
+    return values
+
+
+def stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
+                         output_of_stratum: np.ndarray, groups: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The plain stratified estimates (not calibrated) from the per-row terms, and their standard errors.
+
+    COUNT and SUM: sum over strata g of rows_g / drawn_g times the rows' terms
+    (:func:`~parzen.aqp.estimate.row_terms`); AVG: the ratio R of the SUM and COUNT(col) totals.
+    Variances add over strata: rows_g^2 s_g^2 / drawn_g (1 - drawn_g / rows_g), s_g^2 the terms'
+    variance in stratum g (sampling without replacement; for AVG, of the linearised terms
+    num - R den, divided by the COUNT total: the delta method).  The values equal the
+    uncalibrated :func:`calibrated_values` (another code path: the tests compare them).
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query.
+    synopsis : Synopsis
+        Its synopsis.
+    layout : Layout
+        The synopsis's strata.
+    ranges : dict of str to Range
+        The query's ranges on numeric columns (not empty).
+    output_of_stratum : numpy.ndarray
+        Per stratum, its answer row or -1.
+    groups : int
+        The answer rows.
+
+    Returns
+    -------
+    dict of str to (numpy.ndarray, numpy.ndarray)
+        Per aggregate: the estimates and their standard errors, one per answer row.
+    """
+    aggregated = {a.column for a in query.aggregates if a.column is not None}
+    whole = whole_table(query, output_of_stratum)
+    terms = row_terms(layout.view, synopsis.models, ranges, aggregated, row_scale=None if whole else layout.row_scale,
+                      keep=lambda rows: output_of_stratum[layout.stratum_of_row[rows]] >= 0)
+    stratum = layout.stratum_of_row[terms.rows]
+    group = output_of_stratum[stratum]
+    weight = (layout.rows / layout.drawn)[stratum]
+
+    def total(values):
+        return np.bincount(group, weights=weight * values, minlength=groups)
+
+    def standard_error(values):
+        return np.sqrt(_stratified_variance(values, stratum, layout, output_of_stratum, groups))
+
+    estimates = {}
+    for a in query.aggregates:
+        if a.column is None:  # COUNT(*)
+            estimates[a.name] = total(terms.count), standard_error(terms.count)
+        elif a.func == "avg":
+            num, den = terms.sum_y[a.column], terms.count_y[a.column]
+            num_total, den_total = total(num), total(den)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio = np.where(den_total > 0, num_total / den_total, np.nan)
+                estimates[a.name] = ratio, standard_error(num - np.nan_to_num(ratio)[group] * den) / den_total
+        else:
+            values = terms.sum_y[a.column] if a.func == "sum" else terms.count_y[a.column]
+            estimates[a.name] = total(values), standard_error(values)
+    return estimates
+
+
+def _stratified_variance(values, stratum, layout: Layout, output_of_stratum, groups: int) -> np.ndarray:
+    """Per answer row: the variance of the stratified total of ``values`` (sampling without replacement)."""
+    strata = len(layout.keys)
+    s1 = np.bincount(stratum, weights=values, minlength=strata)  # rows outside the candidates are 0
+    s2 = np.bincount(stratum, weights=values * values, minlength=strata)
+    n, rows = layout.drawn, layout.rows
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1), 0.0)
+        contribution = rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows)
+    contribution = np.where((n < 2) & (n < rows), np.inf, np.nan_to_num(contribution))
+    used = output_of_stratum >= 0
+    return np.bincount(output_of_stratum[used], weights=contribution[used], minlength=groups)
+
+
+def regression(query: AggregateQuery, synopsis: Synopsis) -> pd.DataFrame:
+    """The answer from a regression y ~ x (``Engine.query(method="regression")``), as DBEst's.
+
+    With C the gridded form of x and r(x) = E[y | x] (:mod:`parzen.aqp.regression`):
+    COUNT(*) = C(b) - C(a), SUM(x) = S(b) - S(a), SUM(y) = p int_a^b r dC, COUNT(y) = p int_a^b dC
+    (p the share of y not NULL), AVG their ratios (Ma and Triantafillou 2019, full citation in
+    docs/statistics.md).
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query: one range on x, no GROUP BY or IN (:func:`regression_column` says why not).
+    synopsis : Synopsis
+        The synopsis holding the regressions.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row, one column per aggregate.
+
+    Raises
+    ------
+    ValueError
+        The query is not one that the synopsis's regressions answer.
+    """
+    x = regression_column(query, synopsis)
+    (predicate,) = query.ranges.values()
+    a, b = synopsis.models[x].interval(predicate)
+    grid = synopsis.grids[x]
+    rows, sum_x = grid.box(a, b)
+    integrals = {}  # y -> (int dC, int r dC) over [a, b]
+    answers = {}
+    for agg in query.aggregates:
+        if agg.column in (None, x):
+            value = {"count": rows, "sum": sum_x, "avg": sum_x / rows if rows > 0 else math.nan}[agg.func]
+        else:
+            r = synopsis.regressions[(agg.column, x)]
+            if agg.column not in integrals:
+                integrals[agg.column] = r.integrals(grid, a, b)
+            mass, total = integrals[agg.column]
+            value = {"count": r.present * mass, "sum": r.present * total,
+                     "avg": total / mass if mass > 0 else math.nan}[agg.func]
+        answers[agg.name] = Estimate(value)
+    return frame(query, {(): answers}, False)
+
+
+def regression_column(query: AggregateQuery, synopsis: Synopsis) -> str:
+    """The range column x of a query that regressions y ~ x answer.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query.
+    synopsis : Synopsis
+        The synopsis and its regressions.
+
+    Returns
+    -------
+    str
+        x.
+
+    Raises
+    ------
+    ValueError
+        Saying why the regressions cannot answer the query.
+    """
+    have = ", ".join(r.name for r in synopsis.regressions.values())
+    if not have:
+        raise ValueError(f"method='regression': the synopsis of {synopsis.table!r} has no regressions; rebuild it "
+                         f"with engine.build({synopsis.table!r}, regression=[(y, x), ...])")
+    why = None
+    if query.group_by or query.members:
+        why = "has GROUP BY or IN / = on a group column"
+    elif len(query.ranges) != 1:
+        why = f"has range predicates on {len(query.ranges)} columns, not one"
+    elif next(iter(query.ranges)) not in synopsis.models:
+        why = f"has its range on {next(iter(query.ranges))!r}, a group column"
+    if why is None:
+        (x,) = query.ranges
+        missing = [a.column for a in query.aggregates if a.column not in (None, x)
+                   and (a.column, x) not in synopsis.regressions]
+        if not missing and any(on == x for _, on in synopsis.regressions):
+            return x
+        why = (f"aggregates {', '.join(dict.fromkeys(missing))}, which the synopsis has no regression on {x!r} for"
+               if missing else f"has a range on {x!r}, which no regression is on")
+    raise ValueError(f"method='regression' answers COUNT/SUM/AVG(y) WHERE one range on x, without GROUP BY or IN, "
+                     f"for a regression y ~ x of the synopsis ({have}); this query {why}")
+
+
+def frame(query: AggregateQuery, groups: dict, with_error: bool) -> pd.DataFrame:
+    """The answer as a DataFrame shaped like DuckDB's.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query (its SELECT list names the columns).
+    groups : dict of tuple to dict of str to Estimate
+        Per group key, per aggregate name, the estimate.
+    with_error : bool
+        Whether to add ``<name> low`` / ``<name> high`` after each aggregate.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group key (sorted as DuckDB's ORDER BY would, NULLs last), one column per item.
+
+    Raises
+    ------
+    ValueError
+        A query without GROUP BY that selects a column.
+    """
+    if not query.group_by:
+        ((_, answers),) = groups.items()
+        return _one_row(query, answers, with_error)
+    keys = sorted(groups, key=lambda k: tuple((v is None, str(v) if isinstance(v, str) else v) for v in k))
+    columns: dict[str, list] = {}
+    for item in query.select:
+        if isinstance(item, str):
+            position = query.group_by.index(item)
+            columns[item] = [key[position] for key in keys]
+            continue
+        estimates = [groups[key][item.name] for key in keys]
+        columns[item.name] = [e.value for e in estimates]
+        if with_error:
+            columns[f"{item.name} low"] = [e.low for e in estimates]
+            columns[f"{item.name} high"] = [e.high for e in estimates]
+    return pd.DataFrame(columns)
+
+
+def _one_row(query: AggregateQuery, answers: dict[str, Estimate], with_error: bool) -> pd.DataFrame:
+    """The answer without GROUP BY: one row of floats, one array, column names made once per query shape."""
+    aggregates = query.aggregates
+    if len(aggregates) != len(query.select):
+        raise ValueError("a query without GROUP BY selects aggregates only")
+    values = []
+    for agg in aggregates:
+        e = answers[agg.name]
+        values += [e.value, e.low, e.high] if with_error else [e.value]
+    names = tuple(agg.name for agg in aggregates)
+    return pd.DataFrame(np.array([values], dtype=np.float64), columns=_column_index(names, with_error),
+                        index=_ONE_ROW, copy=False)
+
+
+_ONE_ROW = pd.RangeIndex(1)
+#: :func:`box_sums`'s "every bandwidth factor is 1" (whole-table answers read no per-row factors).
+_NO_SCALE = np.zeros(0)
+
+
+@functools.lru_cache(maxsize=1024)
+def _column_index(names: tuple[str, ...], with_error: bool) -> pd.Index:
+    """The answer's column names (an Index is immutable, so answers of one query shape share it)."""
+    if with_error:
+        names = tuple(n for name in names for n in (name, f"{name} low", f"{name} high"))
+    return pd.Index(names)
