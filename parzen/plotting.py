@@ -24,7 +24,7 @@ def plot_density(x, kde, path, *, lscv_curve=None, title: str | None = None, lab
     """Draw the density ``kde`` (fitted) over the data ``x`` and save it as ``path``.
 
     ``x`` has 1 or 2 columns, like the data ``kde`` was fitted to.  ``lscv_curve`` =
-    (h_values, g_values, h_opt) adds a panel with the LSCV_h criterion (1-D only).
+    (h_values, g_values, h_opt), h in data units, adds a panel with the LSCV_h criterion (1-D only).
     ``label`` names the bandwidth (default: the selector ``kde`` used, if any).
     Returns the path written.
     """
@@ -66,14 +66,14 @@ def _plot_1d(x: np.ndarray, kde, lscv_curve, label: str) -> Figure:
 
 
 def _plot_lscv(ax, h_values, g_values, h_opt: float) -> None:
-    """The criterion g(h) for H = h^2 Sigma and the chosen h."""
+    """The LSCV_h criterion against the bandwidth h in data units (H = h^2) and the chosen h."""
     ax.plot(h_values, g_values, color="C1", lw=2)
     ax.set_xscale("log")
     ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
     ax.xaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.axvline(h_opt, color="k", ls="--", lw=1, label=f"minimum, h = {h_opt:.4g}")
-    ax.set_xlabel("h   (H = h² Σ; bandwidth = h × sd)")
+    ax.set_xlabel("h   (the bandwidth, in data units)")
     ax.set_ylabel("LSCV(h)")
     ax.set_title("LSCV criterion", fontsize="medium")
     ax.legend(frameon=False)
