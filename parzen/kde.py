@@ -148,9 +148,19 @@ class KDE(Parameters):
     # -- evaluation -------------------------------------------------------------------
     @single_threaded_blas
     def pdf(self, Q) -> np.ndarray:
-        """Density at the query points (m, d) (or (m,) for 1-D data); no points give an empty array.
+        """Density at the query points; no points give an empty array.
 
         It underflows to 0 far from the data (below 1e-308); :meth:`score_samples` does not.
+
+        Parameters
+        ----------
+        Q : array_like of shape (m, d), or (m,) for 1-D data
+            The query points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            f(q) for each query point (Andrzejewski et al., paper 000 in docs/statistics.md, eq. 6).
         """
         Qz = self._queries(Q)
         if Qz.shape[0] == 0:
@@ -166,6 +176,16 @@ class KDE(Parameters):
         log by log-sum-exp (the backends' ``log_kernel_sum``): finite for the Gaussian at any
         distance (-7550.27 at 50 sd from 1000 N(0, 1) points, where the density underflows to
         0), -inf only where the density is truly 0 (beyond a compactly supported kernel's reach).
+
+        Parameters
+        ----------
+        Q : array_like of shape (m, d), or (m,) for 1-D data
+            The query points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            log f(q) for each query point.
         """
         Qz = self._queries(Q)
         if Qz.shape[0] == 0:
@@ -174,7 +194,20 @@ class KDE(Parameters):
         return self._log_norm + np.asarray(logs, dtype=np.float64)
 
     def score(self, Q, y=None) -> float:
-        """Total log-likelihood of the query points (0.0 for none)."""
+        """Total log-likelihood of the query points (0.0 for none).
+
+        Parameters
+        ----------
+        Q : array_like of shape (m, d), or (m,) for 1-D data
+            The query points.
+        y : None
+            Ignored (scikit-learn API).
+
+        Returns
+        -------
+        float
+            sum_q log f(q).
+        """
         return float(self.score_samples(Q).sum())
 
     def _queries(self, Q) -> np.ndarray:
@@ -186,7 +219,25 @@ class KDE(Parameters):
         return get_backend(self.backend, self.dtype, work=float(self._Z.shape[0]) * Qz.shape[0])
 
     def sample(self, n_samples: int = 1, seed=None) -> np.ndarray:
-        """Draw from the estimate: a data point (by weight) plus a kernel draw scaled by H."""
+        """Draw from the estimate: a data point (by weight) plus a kernel draw scaled by H.
+
+        Parameters
+        ----------
+        n_samples : int, default 1
+            How many points to draw (non-negative).
+        seed : None, int or numpy.random.Generator
+            Seed of the random numbers.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, d)
+            The draws.
+
+        Raises
+        ------
+        ValueError
+            If the KDE is not fitted or ``n_samples`` is not a non-negative integer.
+        """
         self._check_fitted()
         if int(n_samples) != n_samples or n_samples < 0:
             raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}")

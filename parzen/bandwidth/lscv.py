@@ -478,7 +478,20 @@ def _nelder_mead(g, theta0: np.ndarray, d: int, fatol: float, max_evaluations, p
 def predicted_evaluations(d: int, *, diagonal: bool = False) -> int:
     """Evaluations of g(H) that Nelder-Mead typically needs for a d x d bandwidth matrix, full
     (lscv_H, d(d+1)/2 parameters) or ``diagonal`` (lscv_diag, d): :data:`EVALUATION_MODEL`.
-    Full: 165 at d = 2, 68 000 at d = 8, 2.8e8 at d = 50; diagonal: 20 000 at d = 50."""
+    Full: 165 at d = 2, 68 000 at d = 8, 2.8e8 at d = 50; diagonal: 20 000 at d = 50.
+
+    Parameters
+    ----------
+    d : int
+        Columns of the data.
+    diagonal : bool, default False
+        For :func:`lscv_diag` (d parameters) rather than :func:`lscv_H` (d(d+1)/2).
+
+    Returns
+    -------
+    int
+        The typical number of evaluations of g(H).
+    """
     factor, power = EVALUATION_MODEL[diagonal]
     return int(factor * _parameters(d, diagonal) ** power)
 

@@ -66,7 +66,6 @@ class Selector:
         return self.max_d is None or d <= self.max_d
 
 
-#: The selectors by name, in the order they are listed to users.
 SELECTORS: dict[str, Selector] = {
     s.name: s
     for s in (
@@ -79,6 +78,8 @@ SELECTORS: dict[str, Selector] = {
         Selector("normal_scale", normal_scale, "normal-scale rule, AMISE-optimal for normal data", "sigma", weighted=True),
     )
 }
+"""The registered selectors by name, in the order they are listed to users: the names
+``KDE(bandwidth=...)``, ``parzen bandwidth --method`` and ``Engine.build(bandwidth=...)`` accept."""
 
 
 def default_selector(d: int) -> str:
