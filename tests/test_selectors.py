@@ -39,6 +39,16 @@ def test_registry_records():
     assert SELECTORS["scott"].options == {"weights"}
 
 
+def test_registering_a_selector_checks_its_form():
+    """A univariate selector has no matrix form, and a form is one of FORMS."""
+    with pytest.raises(ValueError, match="form None does not fit max_d=None"):
+        bw.Selector("x", bw.scott, "a rule", None)
+    with pytest.raises(ValueError, match="form 'sigma' does not fit max_d=1"):
+        bw.Selector("x", bw.plugin, "univariate", "sigma", max_d=1)
+    with pytest.raises(ValueError, match="form 'banded'"):
+        bw.Selector("x", bw.scott, "a rule", "banded")
+
+
 @pytest.mark.parametrize("name", list(SELECTORS))
 @pytest.mark.parametrize("c", [8.0, 0.1])
 def test_1d_bandwidth_is_a_float_in_data_units(name, c):
