@@ -36,19 +36,7 @@ from . import bandwidth as bw
 from ._extras import MissingExtraError, require
 from ._validate import TiedDataWarning, choose
 from .io import read_table, select_columns
-from .kde import KDE, SELECTORS
-
-
-class Method(str, Enum):
-    """The --method choices: the keys of :data:`parzen.kde.SELECTORS`, in order (a test checks)."""
-
-    plugin = "plugin"
-    lscv_h = "lscv_h"
-    lscv_H = "lscv_H"
-    lscv_diag = "lscv_diag"
-    scott = "scott"
-    silverman = "silverman"
-    normal_scale = "normal_scale"
+from .kde import KDE
 
 
 class Scale(str, Enum):
@@ -58,7 +46,6 @@ class Scale(str, Enum):
     minim = "minim"
 
 
-LSCV = ("lscv_h", "lscv_H", "lscv_diag")
 #: Rows the pair-sum selectors (PLUGIN, LSCV) use in the demo's larger data sets: their
 #: cost grows as n^2, and the NumPy backend takes ~20 s for PLUGIN on tempb's 21908 rows.
 DEMO_ROWS = 2000
@@ -108,9 +95,21 @@ err = plain_console(stderr=True, soft_wrap=True)
 
 File = Annotated[Path, typer.Argument(metavar="FILE", help="CSV or Parquet file (by suffix).")]
 Columns = Annotated[list[str], typer.Option("--column", "-c", metavar="COLUMN", help="Column to use; repeat for several.")]
+
+
+def _registered(method: str | None) -> str | None:
+    """The --method value, checked against the registry :data:`parzen.bandwidth.SELECTORS`."""
+    if method is not None and method not in bw.SELECTORS:
+        raise typer.BadParameter(f"{method!r} is not one of {', '.join(map(repr, bw.SELECTORS))}.")
+    return method
+
+
 MethodOption = Annotated[
-    Method | None,
-    typer.Option("--method", "-m", help="Bandwidth selector (default: plugin for one column, normal_scale for more)."),
+    str | None,
+    typer.Option(
+        "--method", "-m", metavar="SELECTOR", callback=_registered, autocompletion=lambda: list(bw.SELECTORS),
+        help=f"Bandwidth selector: {', '.join(bw.SELECTORS)} (default: plugin for one column, normal_scale for more).",
+    ),
 ]
 ScaleOption = Annotated[
     Scale | None,
@@ -123,7 +122,7 @@ class Selection:
     """A selector's answer, timed, with its warnings as short notes."""
 
     method: str
-    h: float | None  # the scalar returned: for lscv_h the factor in H = h^2 Sigma, otherwise h in data units
+    h: float | None  # the bandwidth h in data units of 1-D data; None where the selector gave a matrix
     H: np.ndarray  # d x d bandwidth matrix (the covariance of each kernel bump)
     seconds: float
     notes: tuple[str, ...]
@@ -135,29 +134,25 @@ class Selection:
 
 
 def select(table: pd.DataFrame, method: str, *, scale: str | None = None, progress: bool = False) -> Selection:
-    """Run the selector ``method`` on the columns of ``table``.
+    """Run the registered selector ``method`` on the columns of ``table``.
 
-    For lscv_h the bandwidth matrix is H = h^2 Sigma, Sigma the sample covariance (paper 000,
-    eq. 26); a scalar h of the other selectors is in data units, H = h^2.
+    Every selector answers in data units (:mod:`parzen.bandwidth.convention`): a float h for one
+    column (H = h^2), the matrix H for more.
     """
     kwargs: dict[str, str | bool] = {}
     if method == "plugin":
         kwargs["scale"] = scale or "sd"
     elif scale is not None:
         raise ValueError(f"--scale applies to --method plugin only, not {method!r}")
-    if method in LSCV:
-        kwargs["progress"] = progress
+    kwargs["progress"] = progress  # passed on to the selectors that show progress
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         start = time.perf_counter()
-        result = SELECTORS[method](table, **kwargs)
+        result = bw.select(method, table, **kwargs)
         seconds = time.perf_counter() - start
     notes = tuple(dict.fromkeys(_short(w) for w in caught))
-    if np.ndim(result) == 2:
-        return Selection(method, None, np.asarray(result), seconds, notes)
-    h = float(result)
-    scale2 = np.atleast_2d(np.cov(table.to_numpy(), rowvar=False, ddof=1)) if method == "lscv_h" else np.eye(1)
-    return Selection(method, h, h * h * scale2, seconds, notes)
+    h = None if np.ndim(result) == 2 else float(result)
+    return Selection(method, h, bw.bandwidth_matrix(result, table.shape[1]), seconds, notes)
 
 
 def _short(w: warnings.WarningMessage) -> str:
@@ -167,11 +162,13 @@ def _short(w: warnings.WarningMessage) -> str:
 
 
 def lscv_curve(table: pd.DataFrame, h_opt: float, points: int = 150) -> tuple[np.ndarray, np.ndarray, float]:
-    """(h, g(h), h_opt): the LSCV_h criterion over lscv_h's search range [h0/4, 4 h0]
-    (paper 000, eqs. 28-29 and 43), widened down to h_opt / 2 so both sides of the minimum show."""
-    h0 = bw.reference_h0(*table.shape)
+    """(h, g(h), h_opt) for one column, h in data units: the LSCV_h criterion over lscv_h's search
+    range [h0/4, 4 h0] times the column's sd (Andrzejewski et al., paper 000 in docs/statistics.md,
+    eqs. 28-29 and 43), widened down to h_opt / 2 so both sides of the minimum show."""
+    sd = float(table.iloc[:, 0].std(ddof=1))
+    h0 = bw.reference_h0(*table.shape) * sd
     h = np.geomspace(min(h0 / 4, h_opt / 2), 4 * h0, points)
-    return h, bw.lscv_h_objective(table, h), h_opt
+    return h, bw.lscv_h_objective(table, h / sd), h_opt
 
 
 @contextlib.contextmanager
@@ -226,8 +223,8 @@ def _spinner(text: str):
     return out.status(Text(text)) if out.is_terminal else contextlib.nullcontext()
 
 
-def _method(method: Method | None, d: int) -> str:
-    return method.value if method is not None else ("plugin" if d == 1 else "normal_scale")
+def _method(method: str | None, d: int) -> str:
+    return method if method is not None else bw.default_selector(d)
 
 
 def _num(v: float) -> str:
@@ -289,12 +286,11 @@ def bandwidth_command(
     result.add_row("columns", Text(", ".join(column)))
     result.add_row("n", f"{len(table)}" + (f" ({dropped} rows with missing values dropped)" if dropped else ""))
     if sel.h is not None:
-        result.add_row("h", _num(sel.h) + ("  (H = h² Σ)" if name == "lscv_h" else ""))
+        result.add_row("h", _num(sel.h))
     result.add_row("H", _matrix(sel.H))
-    if name == "lscv_h" or len(column) > 1:
-        label = "h × sd" if name == "lscv_h" and len(column) == 1 else "sqrt(H_kk)"
+    if len(column) > 1:
         per_column = Text("\n".join(f"{c}: {_num(b)}" for c, b in zip(column, sel.bandwidths)))
-        result.add_row(f"bandwidth\n({label})", per_column)
+        result.add_row("bandwidth\n(sqrt(H_kk))", per_column)
     result.add_row("time", f"{sel.seconds:.3g} s")
     for note in sel.notes:
         result.add_row("note", Text(note, style="yellow"))
@@ -322,9 +318,7 @@ def plot(
             err.print(Text(f"note: {note}", style="yellow"))
         kde = KDE(bandwidth=float(sel.bandwidths[0]) if len(column) == 1 else sel.H).fit(table)
         curve = None
-        if name == "lscv_h" and len(column) == 1:
-            if sel.h is None:
-                raise RuntimeError("lscv_h gave a matrix, not the factor h of H = h^2 Sigma")
+        if name == "lscv_h" and sel.h is not None:
             curve = lscv_curve(table, sel.h)
         path = plot_density(table, kde, output, lscv_curve=curve, label=name, title=f"{file.name}: {name} bandwidth")
     out.print(f"wrote {path}")
@@ -477,7 +471,8 @@ def aqp_build(
     = None,
     group_by: Annotated[list[str] | None, typer.Option("--group-by", "-g", help="Categorical column; repeat.")] = None,
     sample: Annotated[int, typer.Option(min=10, help="Rows in the synopsis's sample.")] = 100_000,
-    bandwidth: Annotated[str, typer.Option(help="plugin, scott, silverman or normal_scale.")] = "plugin",
+    bandwidth: Annotated[str, typer.Option(help=f"Bandwidth selector of each column: {', '.join(bw.SELECTORS)}.")]
+    = "plugin",
     grid: Annotated[int | None, typer.Option(min=0, help="Points of each column's gridded form (0: none).")] = None,
     regression: Annotated[list[str] | None, typer.Option(
         "--regression", "-r", metavar="Y~X", help="Also fit the regression of column Y on column X; repeat.")] = None,
@@ -668,7 +663,8 @@ def _demo_univariate(name: str, df: pd.DataFrame, reference: dict, full: bool, f
     for col in df.columns:
         table.add_row(Text(col, style="bold"))
         for label, method, scale, key in DEMO_1D:
-            pair_sums = method in LSCV or (method == "plugin" and not full)  # cost grows as rows^2
+            # the selectors that sum pairs (they take a backend): their cost grows as rows^2
+            pair_sums = "backend" in bw.SELECTORS[method].options and not (method == "plugin" and full)
             rows = min(n, DEMO_ROWS) if pair_sums else n
             with _spinner(f"{name}: {col}, {label}"):
                 sel = select(df[[col]].iloc[:rows], method, scale=scale, progress=out.is_terminal)
@@ -678,8 +674,6 @@ def _demo_univariate(name: str, df: pd.DataFrame, reference: dict, full: bool, f
             notes = [Text(note, style="yellow") for note in sel.notes]
             if rows < n:
                 notes.append(Text(f"first {rows} rows", style="cyan"))
-            if method == "lscv_h":
-                notes.append(Text(f"h = {sel.h:.4g} × sd", style="dim"))
             table.add_row(
                 label, str(rows), _num(ours), "—" if ref is None else _num(ref), _agreement(ours, ref),
                 f"{sel.seconds:.2f} s", Text("; ").join(notes),

@@ -1,6 +1,7 @@
 """The kernel density estimator, scikit-learn style.
 
-f(x) = sum_i w_i K_H(x - X_i),  K_H(u) = |H|^-1/2 K(H^-1/2 u)   (paper 000, eq. 6)
+f(x) = sum_i w_i K_H(x - X_i),  K_H(u) = |H|^-1/2 K(H^-1/2 u)
+(Andrzejewski et al., paper 000 in docs/statistics.md, eq. 6)
 
 with weights w_i summing to one (1/n when unweighted) and K a radial kernel of
 identity covariance (``parzen.kernels``), so H is the covariance of each bump.
@@ -15,38 +16,28 @@ from typing import ClassVar
 import numpy as np
 from scipy import linalg
 
-from . import bandwidth as bw
 from ._params import Parameters
 from ._threads import single_threaded_blas
 from ._validate import as_data, as_queries, check_spd, check_weights, choose
 from .backends import resolve_backend
+from .bandwidth.convention import bandwidth_matrix
+from .bandwidth.registry import AUTO, SELECTORS, default_selector, select
 from .kernels import KERNELS, get_kernel
-
-#: Bandwidth names KDE accepts and the selector each one calls.
-SELECTORS = {
-    "plugin": bw.plugin,
-    "lscv_h": bw.lscv_h,
-    "lscv_H": bw.lscv_H,
-    "lscv_diag": bw.lscv_diag,
-    "scott": bw.scott,
-    "silverman": bw.silverman,
-    "normal_scale": bw.normal_scale,
-}
-#: Selectors whose statistics assume unweighted data.
-_UNWEIGHTED_ONLY = ("plugin", "lscv_h", "lscv_H", "lscv_diag")
-_AUTO = "auto"
 
 
 class KDE(Parameters):
     """Kernel density estimator with data-driven bandwidths.
 
-    Parameters (keyword-only; stored as given, all work happens in :meth:`fit`):
+    The parameters are keyword-only and stored as given; all work happens in :meth:`fit`.
 
-    bandwidth : str, float or array, default "auto"
-        "auto" is "plugin" for 1-D data and "normal_scale" for d > 1;
-        "plugin", "lscv_h", "lscv_H", "lscv_diag", "scott", "silverman", "normal_scale"
-        call the selector of that name (``parzen.bandwidth``); a float h means H = h^2 I
-        (h in data units); a length-d vector means H = diag(h^2); a d x d matrix is H.
+    Parameters
+    ----------
+    bandwidth : str, float or array_like, default "auto"
+        A name of :data:`parzen.bandwidth.SELECTORS` ("plugin", "lscv_h", "lscv_H", "lscv_diag",
+        "scott", "silverman", "normal_scale") calls that selector; "auto" is "plugin" for 1-D
+        data and "normal_scale" for d > 1 (:func:`parzen.bandwidth.default_selector`).  A float
+        h means H = h^2 I (h in data units); a length-d vector means H = diag(h^2); a d x d
+        matrix is H.
     kernel : str, default "gaussian"
         One of ``parzen.kernels.KERNELS``; every kernel has identity covariance, so H
         (and a bandwidth chosen for the Gaussian) means the same for all of them.
@@ -58,17 +49,27 @@ class KDE(Parameters):
     progress : bool, default False
         Show progress bars while selecting the bandwidth.
 
-    Fitted attributes: ``H_`` (d x d bandwidth matrix), ``bandwidth_`` (what the
-    selector returned: a float h or a matrix), ``n_features_in_``, ``feature_names_in_``,
-    ``n_samples_``, ``weights_`` (normalised) .
+    Attributes
+    ----------
+    H_ : ndarray of shape (d, d)
+        The bandwidth matrix, the covariance of each kernel bump.
+    bandwidth_ : float or ndarray
+        The bandwidth in data units: what the selector returned (a float h for 1-D data, the
+        matrix H otherwise; :mod:`parzen.bandwidth.convention`), or the numeric bandwidth given.
+    n_features_in_, n_samples_ : int
+        Columns and rows of the fitted data.
+    feature_names_in_ : ndarray of str
+        The column names.
+    weights_ : ndarray of shape (n,)
+        The weights, normalised to sum to one.
     """
 
     _parameter_constraints: ClassVar[dict[str, tuple[str, ...]]] = {
         "kernel": tuple(KERNELS),
-        "bandwidth": (_AUTO, *SELECTORS),
+        "bandwidth": (AUTO, *SELECTORS),
     }
 
-    def __init__(self, *, bandwidth=_AUTO, kernel: str = "gaussian", backend: str = "auto", dtype=None, progress: bool = False):
+    def __init__(self, *, bandwidth=AUTO, kernel: str = "gaussian", backend: str = "auto", dtype=None, progress: bool = False):
         self.bandwidth = bandwidth
         self.kernel = kernel
         self.backend = backend
@@ -77,7 +78,29 @@ class KDE(Parameters):
 
     # -- fitting --------------------------------------------------------------------------
     def fit(self, X, y=None, *, weights=None) -> KDE:
-        """Choose the bandwidth and store the sample. ``y`` is ignored (scikit-learn API)."""
+        """Choose the bandwidth and store the sample.
+
+        Parameters
+        ----------
+        X : array_like of shape (n,) or (n, d)
+            The sample (NumPy, pandas or polars).
+        y : None
+            Ignored (scikit-learn API).
+        weights : array_like of shape (n,), optional
+            Non-negative weights of the rows (only the rules of thumb or a numeric bandwidth
+            take them).
+
+        Returns
+        -------
+        KDE
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            If a parameter or the data are invalid, or the selector does not support the data's
+            dimension or weights.
+        """
         choose(self.kernel, self._parameter_constraints["kernel"], what="kernel")
         resolve_backend(self.backend, self.dtype)  # fail early on a bad backend or dtype
         named = isinstance(self.bandwidth, str)
@@ -104,34 +127,11 @@ class KDE(Parameters):
         return self
 
     def _select(self, data, w):
-        name = self.bandwidth
-        if name == _AUTO:
-            name = "plugin" if data.d == 1 else "normal_scale"
-        if name == "plugin" and data.d > 1:
-            raise ValueError(
-                f"bandwidth='plugin' is univariate but X has {data.d} columns; "
-                "use 'lscv_H', 'lscv_diag', 'lscv_h' or 'normal_scale'"
-            )
-        if w is not None and name in _UNWEIGHTED_ONLY:
-            raise ValueError(
-                f"bandwidth={name!r} is defined for unweighted data; with weights use "
-                "'scott', 'silverman', 'normal_scale' or a numeric bandwidth"
-            )
-        selector = SELECTORS[name]
-        kwargs = {}
-        if name in _UNWEIGHTED_ONLY:
-            kwargs = {"backend": self.backend, "dtype": self.dtype}
-            if name != "plugin":
-                kwargs["progress"] = self.progress
-        else:
-            kwargs = {"weights": w}
-        result = selector(data, **kwargs)  # Data keeps the column names for error messages
-        if np.ndim(result) == 2:
-            return np.asarray(result), np.asarray(result)
-        h = float(result)
-        if name == "lscv_h":  # H = h^2 Sigma (paper 000, eq. 3 with the scaled kernel, eq. 26)
-            return h, h * h * np.atleast_2d(np.cov(data.values, rowvar=False, ddof=1))
-        return h, np.array([[h * h]])
+        """(bandwidth_, H_): the named selector's answer in data units and its matrix."""
+        name = default_selector(data.d) if self.bandwidth == AUTO else self.bandwidth
+        # Data keeps the column names for error messages
+        result = select(name, data, weights=w, backend=self.backend, dtype=self.dtype, progress=self.progress)
+        return result, bandwidth_matrix(result, data.d)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "H_"):
@@ -148,9 +148,19 @@ class KDE(Parameters):
     # -- evaluation -------------------------------------------------------------------
     @single_threaded_blas
     def pdf(self, Q) -> np.ndarray:
-        """Density at the query points (m, d) (or (m,) for 1-D data); no points give an empty array.
+        """Density at the query points; no points give an empty array.
 
         It underflows to 0 far from the data (below 1e-308); :meth:`score_samples` does not.
+
+        Parameters
+        ----------
+        Q : array_like of shape (m, d), or (m,) for 1-D data
+            The query points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            f(q) for each query point (Andrzejewski et al., paper 000 in docs/statistics.md, eq. 6).
         """
         Qz = self._queries(Q)
         if Qz.shape[0] == 0:
@@ -166,6 +176,16 @@ class KDE(Parameters):
         log by log-sum-exp (the backends' ``log_kernel_sum``): finite for the Gaussian at any
         distance (-7550.27 at 50 sd from 1000 N(0, 1) points, where the density underflows to
         0), -inf only where the density is truly 0 (beyond a compactly supported kernel's reach).
+
+        Parameters
+        ----------
+        Q : array_like of shape (m, d), or (m,) for 1-D data
+            The query points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            log f(q) for each query point.
         """
         Qz = self._queries(Q)
         if Qz.shape[0] == 0:
@@ -174,7 +194,20 @@ class KDE(Parameters):
         return self._log_norm + np.asarray(logs, dtype=np.float64)
 
     def score(self, Q, y=None) -> float:
-        """Total log-likelihood of the query points (0.0 for none)."""
+        """Total log-likelihood of the query points (0.0 for none).
+
+        Parameters
+        ----------
+        Q : array_like of shape (m, d), or (m,) for 1-D data
+            The query points.
+        y : None
+            Ignored (scikit-learn API).
+
+        Returns
+        -------
+        float
+            sum_q log f(q).
+        """
         return float(self.score_samples(Q).sum())
 
     def _queries(self, Q) -> np.ndarray:
@@ -186,7 +219,25 @@ class KDE(Parameters):
         return resolve_backend(self.backend, self.dtype, work=float(self._Z.shape[0]) * Qz.shape[0])
 
     def sample(self, n_samples: int = 1, seed=None) -> np.ndarray:
-        """Draw from the estimate: a data point (by weight) plus a kernel draw scaled by H."""
+        """Draw from the estimate: a data point (by weight) plus a kernel draw scaled by H.
+
+        Parameters
+        ----------
+        n_samples : int, default 1
+            How many points to draw (non-negative).
+        seed : None, int or numpy.random.Generator
+            Seed of the random numbers.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, d)
+            The draws.
+
+        Raises
+        ------
+        ValueError
+            If the KDE is not fitted or ``n_samples`` is not a non-negative integer.
+        """
         self._check_fitted()
         if int(n_samples) != n_samples or n_samples < 0:
             raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}")

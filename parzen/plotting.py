@@ -38,7 +38,7 @@ def plot_density(x, kde, path, *, lscv_curve=None, title: str | None = None, lab
     path : str or os.PathLike
         The image file to write (its suffix picks the format, e.g. ``.png``).
     lscv_curve : tuple, optional
-        (h_values, g_values, h_opt): adds a panel with the LSCV_h criterion g(h) and its minimum
+        (h_values, g_values, h_opt), h in data units: adds a panel with the LSCV_h criterion g(h) and its minimum
         (1-D only).
     title : str, optional
         The figure's title (default: "Kernel density of" the column names).
@@ -94,14 +94,14 @@ def _plot_1d(x: np.ndarray, kde, lscv_curve, label: str) -> Figure:
 
 
 def _plot_lscv(ax, h_values, g_values, h_opt: float) -> None:
-    """The criterion g(h) for H = h^2 Sigma and the chosen h."""
+    """The LSCV_h criterion against the bandwidth h in data units (H = h^2) and the chosen h."""
     ax.plot(h_values, g_values, color="C1", lw=2)
     ax.set_xscale("log")
     ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
     ax.xaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.axvline(h_opt, color="k", ls="--", lw=1, label=f"minimum, h = {h_opt:.4g}")
-    ax.set_xlabel("h   (H = h² Σ; bandwidth = h × sd)")
+    ax.set_xlabel("h   (the bandwidth, in data units)")
     ax.set_ylabel("LSCV(h)")
     ax.set_title("LSCV criterion", fontsize="medium")
     ax.legend(frameon=False)

@@ -128,10 +128,26 @@ def test_version():
 
 def test_choice_enums_list_the_library_names_in_order():
     from parzen.bandwidth.plugin import SCALES
-    from parzen.kde import SELECTORS
 
-    assert [(m.name, m.value) for m in cli.Method] == [(name, name) for name in SELECTORS]
     assert [(s.name, s.value) for s in cli.Scale] == [(name, name) for name in SCALES]
+
+
+def test_method_accepts_exactly_the_registry_names(tmp_path):
+    """--method takes every name of parzen.bandwidth.SELECTORS, with the selector's answer in data
+    units, and no other name; its help lists them (the registry is the one list)."""
+    path = tmp_path / "normal.csv"
+    x = np.random.default_rng(16).normal(5.0, 2.0, 60)
+    pd.DataFrame({"x": x}).to_csv(path, index=False)
+    x = pd.read_csv(path)["x"]
+    for name in bw.SELECTORS:
+        got = as_json(invoke("bandwidth", path, "-c", "x", "-m", name, "--json"))
+        assert got["method"] == name
+        assert got["h"] == pytest.approx(bw.select(name, x), rel=1e-9)
+        assert got["H"] == [[pytest.approx(got["h"] ** 2, rel=1e-12)]]
+    for other in ("auto", "Scott", "lscv"):
+        result = invoke("bandwidth", path, "-c", "x", "-m", other)
+        assert result.exit_code == 2 and f"'{other}' is not one of 'plugin', 'lscv_h'" in flat(result.output)
+    assert ", ".join(bw.SELECTORS) in flat(invoke("bandwidth", "--help", columns=400).output)
 
 
 @pytest.mark.parametrize(
@@ -156,13 +172,13 @@ def test_bandwidth_json_1d_matches_library(faithful_csv, faithful, method, scale
     assert got["seconds"] >= 0 and got["notes"] == []
 
 
-def test_bandwidth_json_lscv_h_gives_h_and_data_units(faithful_csv, faithful):
+def test_bandwidth_json_lscv_h_gives_h_in_data_units(faithful_csv, faithful):
     got = as_json(invoke("bandwidth", faithful_csv, "-c", "eruptions", "-m", "lscv_h", "--json"))
     x = faithful["eruptions"]
-    h = bw.lscv_h(x)
+    h = bw.lscv_h_factor(x) * x.std(ddof=1)
     assert got["h"] == pytest.approx(h, rel=1e-12)
-    assert got["bandwidth"]["eruptions"] == pytest.approx(h * x.std(ddof=1), rel=1e-12)
-    assert got["H"][0][0] == pytest.approx((h * x.std(ddof=1)) ** 2, rel=1e-12)
+    assert got["bandwidth"]["eruptions"] == pytest.approx(h, rel=1e-12)
+    assert got["H"][0][0] == pytest.approx(h**2, rel=1e-12)
     assert any("tied" in note for note in got["notes"])  # eruptions are rounded
 
 
@@ -171,11 +187,7 @@ def test_bandwidth_json_2d_matches_library(faithful_csv, faithful, method):
     got = as_json(invoke("bandwidth", faithful_csv, "-c", "eruptions", "-c", "waiting", "-m", method, "--json"))
     expected = getattr(bw, method)(faithful)
     H = np.asarray(got["H"])
-    if method == "lscv_h":
-        assert got["h"] == pytest.approx(expected, rel=1e-12)
-        expected = expected**2 * np.cov(faithful.to_numpy(), rowvar=False)
-    else:
-        assert got["h"] is None
+    assert got["h"] is None  # every selector gives a matrix for two columns
     np.testing.assert_allclose(H, expected, rtol=1e-12)
     np.testing.assert_allclose(list(got["bandwidth"].values()), np.sqrt(np.diag(H)), rtol=1e-12)
 
@@ -206,7 +218,7 @@ def test_bandwidth_table(faithful_csv, faithful):
     result = invoke("bandwidth", faithful_csv, "-c", "eruptions", "-m", "lscv_h")
     assert result.exit_code == 0, result.output
     h = bw.lscv_h(faithful["eruptions"])
-    for text in ("lscv_h", "272", f"{h:.6g}", "H = h² Σ", f"{h * faithful['eruptions'].std():.6g}", "time", "tied values"):
+    for text in ("lscv_h", "272", f"{h:.6g}", f"{h * h:.6g}", "time", "tied values"):
         assert text in result.stdout
     assert "Warning" not in result.output  # warnings are notes, not Python warning text
 
@@ -226,8 +238,8 @@ def test_bandwidth_tied_data_note_not_warning(tmp_path):
         (["{wide}", "-c", "name"], "error: column 'name' is not numeric"),
         (["{txt}", "-c", "a"], "error: cannot read"),
         (["{wide}", "-c", "a", "-m", "scott", "--scale", "minim"], "error: --scale applies to --method plugin only"),
-        (["{wide}", "-c", "a", "-c", "b", "-m", "plugin"], "error: PLUGIN is univariate"),
-        (["{wide}", "-c", "a", "-m", "kernel_magic"], "Invalid value for '--method' / '-m': Value error, 'kernel_magic' is not one of"),
+        (["{wide}", "-c", "a", "-c", "b", "-m", "plugin"], "error: bandwidth='plugin' is univariate but X has 2 columns"),
+        (["{wide}", "-c", "a", "-m", "kernel_magic"], "Invalid value for '--method' / '-m': 'kernel_magic' is not one of"),
     ],
 )
 def test_bandwidth_errors(tmp_path, wide, args, message):

@@ -148,11 +148,11 @@ def test_plugin_scale_equivariant(seed, n, a, sign, scale):
 @FAST
 @given(seed=seeds, n=sizes, d=st.sampled_from([1, 2, 3]))
 def test_lscv_h_affine_invariant(seed, n, d):
-    """h is relative to Sigma: whitening removes any non-singular linear map (and shift)."""
+    """LSCV_h's factor is relative to Sigma: whitening removes any non-singular linear map (and shift)."""
     X = sample_1d(seed, n) if d == 1 else sample_nd(seed, n, d)
     A = random_matrix(seed + 1, d)
     Y = (np.atleast_2d(X.T).T @ A.T).squeeze() + 1.5
-    np.testing.assert_allclose(quiet(bw.lscv_h, Y), quiet(bw.lscv_h, X), rtol=1e-6)
+    np.testing.assert_allclose(quiet(bw.lscv_h_factor, Y), quiet(bw.lscv_h_factor, X), rtol=1e-6)
 
 
 @FAST
@@ -530,10 +530,12 @@ def test_rules_of_thumb_scale_invariant_at_any_scale(c):
 @pytest.mark.parametrize("c", EXTREME_SCALES)
 @pytest.mark.parametrize("d", [1, 2, 10])
 def test_lscv_h_scale_invariant_at_any_scale(c, d):
-    """h is relative to Sigma: the same number for the data in any units (|Sigma|^1/2 of 10
-    columns at 1e-36 is 1e-360, which underflowed before the data were standardised)."""
+    """LSCV_h's factor is relative to Sigma: the same number for the data in any units (|Sigma|^1/2
+    of 10 columns at 1e-36 is 1e-360, which underflowed before the data were standardised); the
+    bandwidth in data units scales as c (1-D) or c^2 (a matrix)."""
     X = sample_1d(9, 60) if d == 1 else sample_nd(9, 60, d)
-    _close(quiet(bw.lscv_h, c * X), quiet(bw.lscv_h, X), c, 1e-6)
+    _close(quiet(bw.lscv_h_factor, c * X), quiet(bw.lscv_h_factor, X), c, 1e-6)
+    _close(quiet(bw.lscv_h, c * X), quiet(bw.lscv_h, X) * (c if d == 1 else c * c), c, 1e-6)
 
 
 @pytest.mark.parametrize("c", EXTREME_SCALES)

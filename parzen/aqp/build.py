@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 import numpy as np
@@ -33,7 +32,6 @@ MIN_OCCUPANCY = 0.7
 BANDWIDTH_ROWS = 10_000
 #: Each group's stratum holds at least this many rows (or all of the group).
 MIN_GROUP_SAMPLE = 1_000
-SELECTORS: dict[str, Callable[[np.ndarray], float | np.ndarray]] = {"plugin": bw.plugin, "scott": bw.scott, "silverman": bw.silverman, "normal_scale": bw.normal_scale}
 
 
 def quote(name: str) -> str:
@@ -240,12 +238,12 @@ def _occupancy(values: np.ndarray) -> float:
 def _select(values: np.ndarray, method: str, rng) -> float:
     """The selector's bandwidth for ``values``: chosen on a subsample, rescaled to the sample size
     by n^(-1/5), then made a bandwidth for integrals (:func:`integral_factor`)."""
-    if method not in SELECTORS:
-        raise ValueError(f"unknown bandwidth {method!r}; choose one of {', '.join(SELECTORS)} or give a number")
+    if method not in bw.SELECTORS:
+        raise ValueError(f"unknown bandwidth {method!r}; choose one of {', '.join(bw.SELECTORS)} or give a number")
     sub = values if values.size <= BANDWIDTH_ROWS else rng.choice(values, BANDWIDTH_ROWS, replace=False)
     if np.ptp(sub) == 0:
         sub = values
-    h = float(np.squeeze(SELECTORS[method](sub)))
+    h = float(bw.select(method, sub))  # 1-D: h in data units
     return h * (sub.size / values.size) ** 0.2 * integral_factor(values.size)
 
 

@@ -98,8 +98,9 @@ class Engine:
         """Read ``table`` once and store its synopsis.
 
         ``columns``: numeric columns to model (default: all numeric ones).  ``sample``: rows in
-        the uniform sample (DuckDB's reservoir sampling).  ``bandwidth``: "plugin" (default),
-        "scott", "silverman", "normal_scale", a number, or a dict column -> number; selected per
+        the uniform sample (DuckDB's reservoir sampling).  ``bandwidth``: a selector's name
+        from :data:`parzen.bandwidth.SELECTORS` ("plugin", the default, "lscv_h", "scott", ...), a
+        number, or a dict column -> number; selected per
         column on <= 10 000 sampled values, rescaled to the sample size by n^(-1/5) and then to
         the n^(-1/3) rate of integrals (:func:`parzen.aqp.build.integral_factor`; numbers are
         used as given).

@@ -3,31 +3,45 @@
 - rules of thumb: :func:`scott`, :func:`silverman`, :func:`normal_scale`;
 - :func:`plugin`: two-stage direct plug-in (univariate);
 - :func:`lscv_h`, :func:`lscv_H`, :func:`lscv_diag`: least-squares cross-validation,
-  with their criteria :func:`lscv_h_objective` and :func:`lscv_H_objective`.
+  with their criteria :func:`lscv_h_objective` and :func:`lscv_H_objective`, and LSCV_h's
+  multiplier of Sigma, :func:`lscv_h_factor`.
+
+Every selector returns the bandwidth in data units: a float h for 1-D data (the kernel's
+standard deviation), a d x d matrix H otherwise (the kernel's covariance); see
+:mod:`parzen.bandwidth.convention`.  :data:`SELECTORS` registers them by name
+(:mod:`parzen.bandwidth.registry`) for ``KDE``, the command line and AQP.
 """
 
+from .convention import bandwidth_matrix
 from .lscv import (
     CostWarning,
     LSCVWarning,
     lscv_diag,
     lscv_H,
     lscv_h,
+    lscv_h_factor,
     lscv_H_objective,
     lscv_h_objective,
     predicted_evaluations,
     reference_h0,
 )
 from .plugin import PluginStages, plugin, plugin_stages, psi_functional
+from .registry import SELECTORS, Selector, default_selector, select
 from .rules import normal_scale, scott, silverman
 
 __all__ = [
+    "SELECTORS",
     "CostWarning",
     "LSCVWarning",
     "PluginStages",
+    "Selector",
+    "bandwidth_matrix",
+    "default_selector",
     "lscv_H",
     "lscv_H_objective",
     "lscv_diag",
     "lscv_h",
+    "lscv_h_factor",
     "lscv_h_objective",
     "normal_scale",
     "plugin",
@@ -36,5 +50,6 @@ __all__ = [
     "psi_functional",
     "reference_h0",
     "scott",
+    "select",
     "silverman",
 ]

@@ -1,11 +1,13 @@
 """Least-squares cross-validation: LSCV_h (scalar h, H = h^2 Sigma), LSCV_H (full H)
 and the diagonal variant, with their criteria.
 
-Paper 000, section 4.4, eqs. (24)-(36) and (43).  Following the papers, both sums of
-the criterion are normalised by n^-2; texts such as Wand & Jones (1995) and R's ``ks``
-use 1/(n(n-1)) for the leave-one-out term, so the minimisers differ by O(1/n)
-(ERRATA item 6).  Pair sums run on whitened data, y = L^-1 x with L L^T = Sigma (or H),
-so each pair costs O(d) and every candidate h shares one pass (ERRATA item 7).
+Andrzejewski et al. (paper 000 in docs/statistics.md), section 4.4, eqs. (24)-(36) and (43).
+Following the papers, both sums of the criterion are normalised by n^-2; texts such as Wand &
+Jones (1995) and R's ``ks`` use 1/(n(n-1)) for the leave-one-out term, so the minimisers differ
+by O(1/n) (docs/departures.md, item 6).  Pair sums run on whitened data, y = L^-1 x with
+L L^T = Sigma (or H), so each pair costs O(d) and every candidate h shares one pass
+(docs/departures.md, item 7).  The selectors return the bandwidth in data units
+(:mod:`parzen.bandwidth.convention`); :func:`lscv_h_factor` returns LSCV_h's multiplier of Sigma.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from .._validate import (
     warn_if_tied,
 )
 from ..backends import resolve_backend
+from .convention import from_factor, from_matrix
 
 
 class LSCVWarning(UserWarning):
@@ -63,10 +66,32 @@ def _whiten(values: np.ndarray, L: np.ndarray) -> np.ndarray:
 
 @single_threaded_blas
 def lscv_h_objective(X, h, *, backend: str = "auto", dtype=None):
-    """The LSCV_h criterion g(h) for H = h^2 Sigma (paper 000, eq. 43).
+    """The LSCV_h criterion g(h) for H = h^2 Sigma (Andrzejewski et al., paper 000 in
+    docs/statistics.md, eq. 43).
 
-    ``h`` may be a scalar (returns a float) or an array (returns an array): all values
-    are evaluated in one pass over the pairs.  Sigma is the sample covariance (ddof=1).
+    All values of ``h`` are evaluated in one pass over the pairs.  Sigma is the sample
+    covariance (ddof=1); h is the multiplier that :func:`lscv_h_factor` returns.
+
+    Parameters
+    ----------
+    X : array_like of shape (n,) or (n, d)
+        The sample.
+    h : float or array_like of shape (k,)
+        Positive finite multipliers of Sigma^1/2.
+    backend : str, default "auto"
+        Backend of the pair sums (``parzen.backends``).
+    dtype : None or numpy float type
+        Compute precision of the backend (None: its default).
+
+    Returns
+    -------
+    float or ndarray of shape (k,)
+        g(h): a float for a scalar ``h``, an array otherwise.
+
+    Raises
+    ------
+    ValueError
+        If ``h`` is not positive and finite, or X is invalid.
     """
     data = as_data(X)
     h_arr = np.atleast_1d(np.asarray(h, dtype=np.float64))
@@ -85,7 +110,31 @@ def _lscv_h_values(Y: np.ndarray, h: np.ndarray, sqrt_det: float, backend, dtype
 
 @single_threaded_blas
 def lscv_H_objective(X, H, *, backend: str = "auto", dtype=None) -> float:
-    """The LSCV_H criterion g(H) for a bandwidth matrix H (paper 000, eq. 32)."""
+    """The LSCV_H criterion g(H) for a bandwidth matrix H (Andrzejewski et al., paper 000 in
+    docs/statistics.md, eq. 32).
+
+    Parameters
+    ----------
+    X : array_like of shape (n,) or (n, d)
+        The sample.
+    H : float or array_like of shape (d, d)
+        A symmetric positive-definite bandwidth matrix in the data's units (a number for d = 1
+        is H = [[H]], the variance h^2).
+    backend : str, default "auto"
+        Backend of the pair sums (``parzen.backends``).
+    dtype : None or numpy float type
+        Compute precision of the backend (None: its default).
+
+    Returns
+    -------
+    float
+        g(H).
+
+    Raises
+    ------
+    ValueError
+        If H is not d x d or not positive definite, or X is invalid.
+    """
     data = as_data(X)
     H = np.atleast_2d(np.asarray(H, dtype=np.float64))
     if H.shape != (data.d, data.d):
@@ -97,13 +146,24 @@ def lscv_H_objective(X, H, *, backend: str = "auto", dtype=None) -> float:
 def reference_h0(n: int, d: int) -> float:
     """Normal-reference scalar bandwidth for sphered data: (4 / ((d + 2) n))^(1/(d+4)).
 
-    Centres the LSCV_h search range [h0/4, 4 h0] (eqs. 28-29; ERRATA item 4).
+    Centres the LSCV_h search range [h0/4, 4 h0] (paper 000 in docs/statistics.md, eqs. 28-29;
+    docs/departures.md, item 4).
+
+    Parameters
+    ----------
+    n, d : int
+        Rows and columns of the data.
+
+    Returns
+    -------
+    float
+        h0, a multiplier of Sigma^1/2 like :func:`lscv_h_factor`'s answer.
     """
     return (4.0 / ((d + 2) * n)) ** (1.0 / (d + 4))
 
 
 @single_threaded_blas
-def lscv_h(
+def lscv_h_factor(
     X,
     *,
     grid: int = 150,
@@ -112,18 +172,46 @@ def lscv_h(
     dtype=None,
     progress: bool = False,
 ) -> float:
-    """LSCV_h bandwidth: argmin g(h) over h in [h0/4, 4 h0], with H = h^2 Sigma.
+    """LSCV_h's multiplier: argmin g(h) over h in [h0/4, 4 h0], the bandwidth H = h^2 Sigma.
+
+    h is relative to Sigma, the sample covariance: the same number for the data in any units or
+    after any non-singular linear map.  :func:`lscv_h` gives the same bandwidth in data units.
 
     A linear grid of ``grid`` candidates (all evaluated in one pass over the pairs,
-    paper 000 section 7.1), extended to [h0/16, h0/4] when the best candidate is h0/4,
-    then, if ``refine``, the best grid cell is refined (ERRATA item 10) by nested grids:
+    paper 000 in docs/statistics.md, section 7.1), extended to [h0/16, h0/4] when the best
+    candidate is h0/4 (docs/departures.md, item 11), then, if ``refine``, the best grid cell is
+    refined (docs/departures.md, item 10) by nested grids:
     :data:`ZOOM` candidates across the best point's neighbours per pass, until they are
     :data:`ZOOM_TOL` h0 apart, and the vertex of the parabola through the last best three
     (error O(spacing^2)).  Like a golden-section search it only shrinks a bracket, but each
     shrink by 7 costs one pass over the pairs for all its candidates together (2 passes),
-    where Brent's method needs some 20 sequential passes of one h each.  A minimum on the outer
-    edge raises :class:`LSCVWarning`.  The density uses the kernel scaled by Sigma, so
-    for 1-D data the bandwidth in data units is h * sd.
+    where Brent's method would need some 20 sequential passes of one h each.  A minimum on the
+    outer edge raises :class:`LSCVWarning`.
+
+    Parameters
+    ----------
+    X : array_like of shape (n,) or (n, d)
+        The sample (at least 2 rows, finite, covariance positive definite).
+    grid : int, default 150
+        Candidates of the first grid over [h0/4, 4 h0] (at least 3).
+    refine : bool, default True
+        Refine the grid's best cell; False returns the grid's best candidate (the papers).
+    backend : str, default "auto"
+        Backend of the pair sums (``parzen.backends``).
+    dtype : None or numpy float type
+        Compute precision of the backend (None: its default).
+    progress : bool, default False
+        Show a progress bar over the grid.
+
+    Returns
+    -------
+    float
+        The multiplier h of H = h^2 Sigma.
+
+    Raises
+    ------
+    ValueError
+        If ``grid`` < 3 or X is invalid.
     """
     if grid < 3:
         raise ValueError(f"grid must have at least 3 points, got {grid}")
@@ -162,6 +250,39 @@ def lscv_h(
     if not refine:
         return float(candidates[best])
     return _refine(g, candidates[best - 1 : best + 2], ZOOM_TOL * h0)
+
+
+def lscv_h(
+    X, *, grid: int = 150, refine: bool = True, backend: str = "auto", dtype=None, progress: bool = False
+) -> float | np.ndarray:
+    """LSCV_h bandwidth in data units: the minimiser of :func:`lscv_h_factor`, h, as h * sd (1-D)
+    or the matrix h^2 Sigma (d > 1).
+
+    The search is over H = h^2 Sigma, Sigma the sample covariance (Andrzejewski et al., paper 000
+    in docs/statistics.md, eqs. 24-29 and 43); see :func:`lscv_h_factor` for how the minimum is
+    found and for the parameters.
+
+    Parameters
+    ----------
+    X : array_like of shape (n,) or (n, d)
+        The sample (at least 2 rows, finite, covariance positive definite).
+    grid, refine, backend, dtype, progress
+        As in :func:`lscv_h_factor`.
+
+    Returns
+    -------
+    float or ndarray of shape (d, d)
+        h * sd for 1-D data (the kernel's standard deviation), h^2 Sigma otherwise.
+
+    Raises
+    ------
+    ValueError
+        If ``grid`` < 3 or X is invalid.
+    """
+    data = as_data(X)
+    h = lscv_h_factor(data, grid=grid, refine=refine, backend=backend, dtype=dtype, progress=progress)
+    standard, units = standardised(data)  # Sigma without overflow at any scale, scaled back exactly
+    return from_factor(h, covariance(standard) * np.outer(units, units))
 
 
 #: Candidates per refinement pass of LSCV_h (odd: the previous best is among them).
@@ -357,7 +478,20 @@ def _nelder_mead(g, theta0: np.ndarray, d: int, fatol: float, max_evaluations, p
 def predicted_evaluations(d: int, *, diagonal: bool = False) -> int:
     """Evaluations of g(H) that Nelder-Mead typically needs for a d x d bandwidth matrix, full
     (lscv_H, d(d+1)/2 parameters) or ``diagonal`` (lscv_diag, d): :data:`EVALUATION_MODEL`.
-    Full: 165 at d = 2, 68 000 at d = 8, 2.8e8 at d = 50; diagonal: 20 000 at d = 50."""
+    Full: 165 at d = 2, 68 000 at d = 8, 2.8e8 at d = 50; diagonal: 20 000 at d = 50.
+
+    Parameters
+    ----------
+    d : int
+        Columns of the data.
+    diagonal : bool, default False
+        For :func:`lscv_diag` (d parameters) rather than :func:`lscv_H` (d(d+1)/2).
+
+    Returns
+    -------
+    int
+        The typical number of evaluations of g(H).
+    """
     factor, power = EVALUATION_MODEL[diagonal]
     return int(factor * _parameters(d, diagonal) ** power)
 
@@ -402,7 +536,7 @@ def _singular_error(data: Data, method: str) -> ValueError:
     if tied:
         cause = (
             f"the data repeat values (column(s) {', '.join(map(repr, tied))}), and as H shrinks along them "
-            "the pairs at distance 0 make g(H) fall without bound (ERRATA item 8)"
+            "the pairs at distance 0 make g(H) fall without bound (docs/departures.md, item 8)"
         )
     else:
         cause = f"the data cluster at scales below {SINGULAR_SCALE:g} of their spread"
@@ -438,17 +572,46 @@ def _matrix_start(data: Data, start, sigma: np.ndarray, units: np.ndarray) -> np
 @single_threaded_blas
 def lscv_H(
     X, *, start=None, backend: str = "auto", dtype=None, progress: bool = False, max_evaluations: int | None = None
-) -> np.ndarray:
-    """LSCV_H bandwidth matrix: argmin over positive-definite H of g(H) (paper 000, eq. 32).
+) -> float | np.ndarray:
+    """LSCV_H bandwidth matrix: argmin over positive-definite H of g(H) (Andrzejewski et al.,
+    paper 000 in docs/statistics.md, eq. 32).
 
-    Nelder-Mead over the log-Cholesky factor of Sigma^-1/2 H Sigma^-T/2 (d(d+1)/2 parameters),
-    started from ``start`` or the normal-scale matrix (eq. 37 with ERRATA item 3).  Needs d + 2
+    Nelder-Mead over the log-Cholesky factor of Sigma^-1/2 H Sigma^-T/2 (d(d+1)/2 parameters,
+    docs/departures.md, item 12), started from ``start`` or the normal-scale matrix (eq. 37
+    corrected, docs/departures.md, item 3).  Needs d + 2
     rows.  Its cost grows fast with d: about 10 p^2.4 evaluations of g for p parameters, each
     over the n(n-1)/2 pairs (:func:`predicted_evaluations`); a search predicted to take over a
     minute warns first (:class:`CostWarning`), ``max_evaluations`` caps it (an
     :class:`LSCVWarning` says when that stopped it), ``progress`` shows the iterations.  Tied
     data, where g(H) falls without bound as H turns singular, raise ValueError.  Computed on
     the data divided by powers of two near each column's spread (exact; no overflow at any scale).
+
+    Parameters
+    ----------
+    X : array_like of shape (n,) or (n, d)
+        The sample (at least d + 2 rows, finite, covariance positive definite).
+    start : array_like of shape (d, d), optional
+        The first H of the search, in the data's units (default: :func:`normal_scale`'s).
+    backend : str, default "auto"
+        Backend of the pair sums (``parzen.backends``).
+    dtype : None or numpy float type
+        Compute precision of the backend (None: its default).
+    progress : bool, default False
+        Show the optimiser's iterations.
+    max_evaluations : int, optional
+        At most this many evaluations of g(H) (at least 2).
+
+    Returns
+    -------
+    float or ndarray of shape (d, d)
+        H in data units; for 1-D data the float h = sqrt(H) (the convention of
+        :mod:`parzen.bandwidth.convention`).
+
+    Raises
+    ------
+    ValueError
+        If X has fewer than d + 2 rows, ``start`` or ``max_evaluations`` is invalid, or the
+        search drives H towards a singular matrix (tied data).
     """
     data = as_data(X)
     if data.n < data.d + 2:
@@ -461,18 +624,35 @@ def lscv_H(
         data, P, _matrix_start(data, start, sigma, units), diagonal_only=False, backend=backend, dtype=dtype,
         progress=progress, label=f"LSCV_H n={data.n} d={data.d}", max_evaluations=max_evaluations, method="LSCV_H",
     )
-    return H * np.outer(units, units)
+    return from_matrix(H * np.outer(units, units))
 
 
 @single_threaded_blas
 def lscv_diag(
     X, *, start=None, backend: str = "auto", dtype=None, progress: bool = False, max_evaluations: int | None = None
-) -> np.ndarray:
+) -> float | np.ndarray:
     """LSCV over diagonal bandwidth matrices H = diag(h_1^2, ..., h_d^2) (``ks::Hlscv.diag``).
 
     Same criterion as :func:`lscv_H` (eq. 32); Nelder-Mead over log h_k (d parameters), started
     from the diagonal of the normal-scale matrix or ``start``; ``max_evaluations``, the cost
     warning and tied data as in :func:`lscv_H`.
+
+    Parameters
+    ----------
+    X : array_like of shape (n,) or (n, d)
+        The sample (at least 2 rows, finite, covariance positive definite).
+    start, backend, dtype, progress, max_evaluations
+        As in :func:`lscv_H` (only the diagonal of ``start`` is used).
+
+    Returns
+    -------
+    float or ndarray of shape (d, d)
+        The diagonal H in data units; for 1-D data the float h = sqrt(H).
+
+    Raises
+    ------
+    ValueError
+        As :func:`lscv_H`.
     """
     data = as_data(X)
     _check_budget(max_evaluations)
@@ -485,7 +665,7 @@ def lscv_diag(
         data, P, H0, diagonal_only=True, backend=backend, dtype=dtype, progress=progress,
         label=f"LSCV diag n={data.n} d={data.d}", max_evaluations=max_evaluations, method="LSCV (diagonal)",
     )
-    return H * np.outer(units, units)
+    return from_matrix(H * np.outer(units, units))
 
 
 def _check_budget(max_evaluations) -> None:

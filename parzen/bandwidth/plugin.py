@@ -1,8 +1,9 @@
 """PLUGIN: the two-stage direct plug-in bandwidth for univariate data.
 
-Paper 000, section 4.4, eqs. (12)-(19), with ERRATA item 1 (the diagonal term belongs
-inside the bracket of Psi_r) -- the method of Sheather & Jones (1991) / Wand & Jones
-(1995, section 3.6), as in ``KernSmooth::dpik(level = 2)``.
+Andrzejewski et al. (paper 000 in docs/statistics.md), section 4.4, eqs. (12)-(19), with the
+diagonal term inside the bracket of Psi_r (docs/departures.md, item 1) -- the method of
+Sheather & Jones (1991) / Wand & Jones (1995, section 3.6), as in ``KernSmooth::dpik(level = 2)``.
+The bandwidth h is in data units (:mod:`parzen.bandwidth.convention`).
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ SCALES = ("sd", "minim")
 
 @dataclass(frozen=True)
 class PluginStages:
-    """The intermediate quantities of PLUGIN (paper 000, eqs. 13-19)."""
+    """The intermediate quantities of PLUGIN (paper 000 in docs/statistics.md, eqs. 13-19), in
+    data units (Psi_r in units^-(r+1))."""
 
-    h: float  # the bandwidth, eq. (19)
+    h: float  # the bandwidth, eq. (19), in data units
     sigma: float  # the scale estimate, eq. (13) (or min(sd, IQR/1.349))
     g1: float  # pilot bandwidth for Psi_6, eq. (15)
     psi6: float  # eq. (16)
@@ -39,7 +41,31 @@ def psi_functional(x: np.ndarray, order: int, g: float, *, backend="auto", dtype
     """Kernel estimate of Psi_r = int f^(r) f with pilot bandwidth g.
 
     Psi_r(g) = n^-2 g^-(r+1) [2 sum_{i<j} K^(r)((X_i - X_j)/g) + n K^(r)(0)]
-    (paper 000 eqs. 16, 18 with ERRATA item 1; paper 002 eqs. 1.5, 1.8).
+    (Andrzejewski et al., paper 000 in docs/statistics.md, eqs. 16, 18, with docs/departures.md,
+    item 1; paper 002, eqs. 1.5, 1.8).
+
+    Parameters
+    ----------
+    x : array_like of shape (n,)
+        The univariate sample.
+    order : int
+        r, one of 0, 2, 4, 6, 8 (even derivatives of the Gaussian).
+    g : float
+        The pilot bandwidth, positive and finite, in data units.
+    backend : str, default "auto"
+        Backend of the pair sums (``parzen.backends``).
+    dtype : None or numpy float type
+        Compute precision of the backend (None: its default).
+
+    Returns
+    -------
+    float
+        The estimate of Psi_r.
+
+    Raises
+    ------
+    ValueError
+        If x has more than one column, ``order`` or ``g`` is invalid.
     """
     data = as_data(x, name="x")
     if data.d != 1:
@@ -63,7 +89,25 @@ def _psi(pair_sum, n: int, order: int, g):
 
 
 def plugin_stages(x, *, scale: str = "sd", backend: str = "auto", dtype=None) -> PluginStages:
-    """PLUGIN with its intermediates; see :func:`plugin`."""
+    """PLUGIN with its intermediates; see :func:`plugin`.
+
+    Parameters
+    ----------
+    x : array_like of shape (n,)
+        The univariate sample.
+    scale, backend, dtype
+        As in :func:`plugin`.
+
+    Returns
+    -------
+    PluginStages
+        h, sigma, g1, psi6, g2 and psi4, in data units.
+
+    Raises
+    ------
+    ValueError
+        As :func:`plugin`.
+    """
     choose(scale, SCALES, what="scale")
     data = as_data(x, name="x")
     if data.d != 1:
@@ -112,13 +156,35 @@ def _pilot_stages(pair_sum, n: int, g1):
 
 
 def plugin(x, *, scale: str = "sd", backend: str = "auto", dtype=None) -> float:
-    """Two-stage direct plug-in bandwidth h for univariate data (paper 000, eqs. 12-19).
+    """Two-stage direct plug-in bandwidth h for univariate data (Andrzejewski et al., paper 000
+    in docs/statistics.md, eqs. 12-19).
 
     h = [R(K) / (mu_2(K)^2 Psi_4(g_2) n)]^(1/5), with Psi_4 and Psi_6 estimated by
-    kernel sums over all pairs (ERRATA item 1) and Psi_8 from a normal reference.
+    kernel sums over all pairs (docs/departures.md, item 1) and Psi_8 from a normal reference.
 
     ``scale="sd"`` follows the papers (normal reference scaled by the standard deviation);
     ``scale="minim"`` uses min(sd, IQR/1.349), the default of ``KernSmooth::dpik`` and
-    ``ks::hpi`` (ERRATA item 2).  Those bin the data; this sums every pair exactly.
+    ``ks::hpi`` (docs/departures.md, item 2).  Those bin the data; this sums every pair exactly.
+
+    Parameters
+    ----------
+    x : array_like of shape (n,)
+        The univariate sample (one column; at least 2 rows, finite, not constant).
+    scale : {"sd", "minim"}, default "sd"
+        The scale estimate of the normal reference.
+    backend : str, default "auto"
+        Backend of the pair sums (``parzen.backends``).
+    dtype : None or numpy float type
+        Compute precision of the backend (None: its default).
+
+    Returns
+    -------
+    float
+        h in data units, the Gaussian kernel's standard deviation.
+
+    Raises
+    ------
+    ValueError
+        If x has more than one column, is constant, or ``scale`` is unknown.
     """
     return plugin_stages(x, scale=scale, backend=backend, dtype=dtype).h

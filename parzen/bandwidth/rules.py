@@ -1,7 +1,9 @@
 """Rules of thumb: bandwidths that are optimal if the data were normal.
 
-For 1-D data each returns the bandwidth h (a float, the kernel's standard deviation);
-for d > 1 it returns the bandwidth matrix H (d x d, the kernel's covariance).
+Each follows the convention of :mod:`parzen.bandwidth.convention`: for 1-D data the bandwidth
+h (a float, the kernel's standard deviation), for d > 1 the bandwidth matrix H (d x d, the
+kernel's covariance), a multiple of the sample covariance.  Formulas and sources:
+docs/statistics.md, "Rules of thumb".
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import Data, as_data, check_spd, check_variance, check_weights, covariance
+from .convention import from_factor
 
 #: IQR of the standard normal, Phi^-1(3/4) - Phi^-1(1/4).
 NORMAL_IQR = 1.3489795003921634
@@ -37,32 +40,64 @@ def _sample(X, weights) -> tuple[float, int, np.ndarray]:
     return float(w.sum() ** 2 / (w * w).sum()), data.d, sigma
 
 
-def _as_result(factor: float, sigma: np.ndarray) -> float | np.ndarray:
-    """factor^2 Sigma as a matrix, or factor * sd for 1-D data."""
-    if sigma.shape == (1, 1):
-        return float(factor * np.sqrt(sigma[0, 0]))
-    return factor**2 * sigma
-
-
 def normal_scale(X, *, weights=None) -> float | np.ndarray:
     """Normal-scale (AMISE-optimal for normal data) bandwidth.
 
     H_NS = (4 / (d + 2))^(2/(d+4)) n^(-2/(d+4)) Sigma, Sigma the sample covariance
-    (Wand & Jones 1995, eq. 4.14; R ``ks::Hns``).  Paper 000 eq. (37) omits the
-    square (ERRATA item 3).  In 1-D: h = (4/3)^(1/5) sd n^(-1/5) = 1.06 sd n^(-1/5).
+    (Wand & Jones 1995, eq. 4.14; R ``ks::Hns``).  Andrzejewski et al. (paper 000 in
+    docs/statistics.md), eq. (37), omits the square: docs/departures.md, item 3.  In 1-D:
+    h = (4/3)^(1/5) sd n^(-1/5) = 1.06 sd n^(-1/5).
+
+    Parameters
+    ----------
+    X : array_like of shape (n,) or (n, d)
+        The sample (NumPy, pandas or polars; at least 2 rows, finite, not constant).
+    weights : array_like of shape (n,), optional
+        Non-negative frequency-like weights (any positive scale); then Sigma is the weighted
+        covariance and n is Kish's effective sample size (sum w)^2 / sum w^2.
+
+    Returns
+    -------
+    float or ndarray of shape (d, d)
+        The bandwidth h in data units for 1-D data, the matrix H otherwise.
+
+    Raises
+    ------
+    ValueError
+        If X or the weights are invalid (non-finite, constant columns, fewer than 2 rows with
+        positive weight).
     """
     n, d, sigma = _sample(X, weights)
     factor = (4.0 / (d + 2)) ** (1.0 / (d + 4)) * n ** (-1.0 / (d + 4))
-    return _as_result(factor, sigma)
+    return from_factor(factor, sigma)
 
 
 def scott(X, *, weights=None) -> float | np.ndarray:
     """Scott's rule: H = n^(-2/(d+4)) Sigma (Scott 1992, eq. 6.42; SciPy's "scott").
 
     In 1-D: h = sd n^(-1/5).
+
+    Parameters
+    ----------
+    X : array_like of shape (n,) or (n, d)
+        The sample (NumPy, pandas or polars; at least 2 rows, finite, not constant).
+    weights : array_like of shape (n,), optional
+        Non-negative frequency-like weights (any positive scale); then Sigma is the weighted
+        covariance and n is Kish's effective sample size (sum w)^2 / sum w^2.
+
+    Returns
+    -------
+    float or ndarray of shape (d, d)
+        The bandwidth h in data units for 1-D data, the matrix H otherwise.
+
+    Raises
+    ------
+    ValueError
+        If X or the weights are invalid (non-finite, constant columns, fewer than 2 rows with
+        positive weight).
     """
     n, d, sigma = _sample(X, weights)
-    return _as_result(n ** (-1.0 / (d + 4)), sigma)
+    return from_factor(n ** (-1.0 / (d + 4)), sigma)
 
 
 def silverman(X, *, weights=None) -> float | np.ndarray:
@@ -71,6 +106,25 @@ def silverman(X, *, weights=None) -> float | np.ndarray:
     1-D: h = 0.9 min(sd, IQR / 1.349) n^(-1/5) (Silverman 1986, eq. 3.31; R ``bw.nrd0``),
     robust to heavy tails and bimodality (weighted quantiles when weighted).  d > 1: SciPy's "silverman",
     H = (n (d + 2) / 4)^(-2/(d+4)) Sigma, which equals :func:`normal_scale`.
+
+    Parameters
+    ----------
+    X : array_like of shape (n,) or (n, d)
+        The sample (NumPy, pandas or polars; at least 2 rows, finite, not constant).
+    weights : array_like of shape (n,), optional
+        Non-negative frequency-like weights (any positive scale); then Sigma is the weighted
+        covariance and n is Kish's effective sample size (sum w)^2 / sum w^2.
+
+    Returns
+    -------
+    float or ndarray of shape (d, d)
+        The bandwidth h in data units for 1-D data, the matrix H otherwise.
+
+    Raises
+    ------
+    ValueError
+        If X or the weights are invalid (non-finite, constant columns, fewer than 2 rows with
+        positive weight).
     """
     n, d, sigma = _sample(X, weights)
     if d > 1:

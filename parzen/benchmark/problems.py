@@ -193,7 +193,7 @@ def ours(case: Case, backend: str, dtype) -> Any:
     X = case.X
     calls = {
         "PLUGIN": lambda: bandwidth.plugin(X, **kw),
-        "LSCV_h": lambda: bandwidth.lscv_h(X, **kw),
+        "LSCV_h": lambda: bandwidth.lscv_h_factor(X, **kw),  # the multiplier: see comparable()
         LSCV_H_OBJECTIVE: lambda: bandwidth.lscv_H_objective(X, case.H, **kw),
         "LSCV_H": lambda: bandwidth.lscv_H(X, **kw),
         "KDE": lambda: KDE(bandwidth=case.H, **kw).fit(X).pdf(case.Q),

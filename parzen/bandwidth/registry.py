@@ -1,0 +1,151 @@
+"""The registry of bandwidth selectors: the names ``KDE(bandwidth=...)``, the ``parzen`` command
+line (``--method``) and AQP's synopsis builds accept, and what each selector supports.
+
+Every registered selector follows :mod:`parzen.bandwidth.convention` (a float h for 1-D data,
+a d x d matrix H otherwise); :func:`select` runs one by name after checking that it supports
+the data's dimension and weights.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validate import as_data
+from .lscv import lscv_diag, lscv_H, lscv_h
+from .plugin import plugin
+from .rules import normal_scale, scott, silverman
+
+#: The name that picks :func:`default_selector` for the data.
+AUTO = "auto"
+#: The forms of H for d > 1, most flexible first: a full matrix, a diagonal one, a multiple of
+#: the sample covariance Sigma.
+FORMS = ("full", "diagonal", "sigma")
+
+
+@dataclass(frozen=True)
+class Selector:
+    """One registered bandwidth selector.
+
+    Parameters
+    ----------
+    name : str
+        The name users give (``KDE(bandwidth=name)``, ``parzen bandwidth --method name``).
+    function : callable
+        ``function(X, **options)``: the bandwidth in data units, a float for 1-D data and a
+        d x d matrix otherwise.
+    description : str
+        One line: what it computes.
+    form : str or None
+        The form of its matrix H for d > 1, one of :data:`FORMS`; None for a univariate selector.
+    max_d : int or None, default None
+        The most columns it supports (None: any number).
+    weighted : bool, default False
+        Whether it takes ``weights=``.
+    """
+
+    name: str
+    function: Callable[..., float | np.ndarray]
+    description: str
+    form: str | None
+    max_d: int | None = None
+    weighted: bool = False
+    options: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        if (self.form is None) != (self.max_d == 1) or self.form not in (*FORMS, None):
+            raise ValueError(f"selector {self.name!r}: form {self.form!r} does not fit max_d={self.max_d!r}")
+        keywords = inspect.signature(self.function).parameters
+        object.__setattr__(self, "options", frozenset(k for k, p in keywords.items() if p.kind is p.KEYWORD_ONLY))
+
+    def supports(self, d: int) -> bool:
+        """Whether it selects a bandwidth for ``d``-column data."""
+        return self.max_d is None or d <= self.max_d
+
+
+SELECTORS: dict[str, Selector] = {
+    s.name: s
+    for s in (
+        Selector("plugin", plugin, "two-stage direct plug-in (Sheather & Jones), univariate", None, max_d=1),
+        Selector("lscv_h", lscv_h, "least-squares cross-validation over H = h^2 Sigma", "sigma"),
+        Selector("lscv_H", lscv_H, "least-squares cross-validation over full matrices H", "full"),
+        Selector("lscv_diag", lscv_diag, "least-squares cross-validation over diagonal H", "diagonal"),
+        Selector("scott", scott, "Scott's rule of thumb, n^(-2/(d+4)) Sigma", "sigma", weighted=True),
+        Selector("silverman", silverman, "Silverman's rule of thumb (robust spread in 1-D)", "sigma", weighted=True),
+        Selector("normal_scale", normal_scale, "normal-scale rule, AMISE-optimal for normal data", "sigma", weighted=True),
+    )
+}
+"""The registered selectors by name, in the order they are listed to users: the names
+``KDE(bandwidth=...)``, ``parzen bandwidth --method`` and ``Engine.build(bandwidth=...)`` accept."""
+
+
+def default_selector(d: int) -> str:
+    """The selector ``"auto"`` stands for: ``"plugin"`` for 1-D data, ``"normal_scale"`` otherwise.
+
+    Parameters
+    ----------
+    d : int
+        Columns of the data.
+
+    Returns
+    -------
+    str
+        A key of :data:`SELECTORS`.
+    """
+    return "plugin" if d == 1 else "normal_scale"
+
+
+def select(name: str, X, *, weights=None, **options) -> float | np.ndarray:
+    """The bandwidth of the registered selector ``name`` for the data X, in data units.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`SELECTORS`.
+    X : array_like of shape (n,) or (n, d)
+        The sample (NumPy, pandas, polars or a validated ``Data``).
+    weights : array_like of shape (n,), optional
+        Weights of the rows, for the selectors that take them (``Selector.weighted``).
+    **options
+        Keyword arguments (``backend``, ``dtype``, ``progress``, ``scale``, ...); each is passed
+        on when the selector takes it (``Selector.options``) and left out otherwise: a rule of
+        thumb sums no pairs, so it has no backend.
+
+    Returns
+    -------
+    float or ndarray of shape (d, d)
+        h for 1-D data, H otherwise (:mod:`parzen.bandwidth.convention`).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not registered, the selector does not support X's number of columns, or
+        weights are given to one defined for unweighted data.
+    """
+    if name not in SELECTORS:
+        raise ValueError(f"unknown bandwidth {name!r}; choose one of {', '.join(map(repr, SELECTORS))}")
+    selector = SELECTORS[name]
+    data = as_data(X)
+    if not selector.supports(data.d):
+        what = "univariate" if selector.max_d == 1 else f"for at most {selector.max_d} columns"
+        usable = [repr(n) for n, other in _by_flexibility() if other.supports(data.d)]
+        raise ValueError(f"bandwidth={name!r} is {what} but X has {data.d} columns; use {_either(usable)}")
+    if weights is not None:
+        if not selector.weighted:
+            usable = [*(repr(n) for n, other in SELECTORS.items() if other.weighted), "a numeric bandwidth"]
+            raise ValueError(f"bandwidth={name!r} is defined for unweighted data; with weights use {_either(usable)}")
+        options["weights"] = weights
+    return selector.function(data, **{k: v for k, v in options.items() if k in selector.options})
+
+
+def _by_flexibility() -> list[tuple[str, Selector]]:
+    """The selectors of matrices, the most flexible form first (:data:`FORMS`)."""
+    return sorted(((n, s) for n, s in SELECTORS.items() if s.form), key=lambda item: FORMS.index(str(item[1].form)))
+
+
+def _either(items: list[str]) -> str:
+    """The items joined as "a, b or c"."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
