@@ -213,12 +213,18 @@ def lscv_h_factor(
     ValueError
         If ``grid`` < 3 or X is invalid.
     """
+    return _lscv_h_search(X, grid, refine, backend, dtype, progress)[0]
+
+
+def _lscv_h_search(X, grid: int, refine: bool, backend, dtype, progress: bool) -> tuple[float, np.ndarray, np.ndarray]:
+    """LSCV_h's multiplier h, with the standardised data's Sigma and the units that scale it back
+    (:func:`parzen._validate.standardised`): what :func:`lscv_h_factor` and :func:`lscv_h` share."""
     if grid < 3:
         raise ValueError(f"grid must have at least 3 points, got {grid}")
     data = as_data(X)
     warn_if_repeated_rows(data, method="LSCV_h")
-    data, _ = standardised(data)  # h is relative to Sigma: the same for the data in any units
-    _, L, centred = covariance_factor(data)
+    data, units = standardised(data)  # h is relative to Sigma: the same for the data in any units
+    sigma, L, centred = covariance_factor(data)
     sqrt_det = float(np.prod(np.diag(L)))
     h0 = reference_h0(data.n, data.d)
 
@@ -244,14 +250,15 @@ def lscv_h_factor(
             f"[{candidates[0]:.4g}, {candidates[-1]:.4g}] (h0 = {h0:.4g}); the criterion may have "
             "no interior minimum (tied or strongly clustered data)",
             LSCVWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-        return float(candidates[best])
+        return float(candidates[best]), sigma, units
     if not refine:
-        return float(candidates[best])
-    return _refine(g, candidates[best - 1 : best + 2], ZOOM_TOL * h0)
+        return float(candidates[best]), sigma, units
+    return _refine(g, candidates[best - 1 : best + 2], ZOOM_TOL * h0), sigma, units
 
 
+@single_threaded_blas
 def lscv_h(
     X, *, grid: int = 150, refine: bool = True, backend: str = "auto", dtype=None, progress: bool = False
 ) -> float | np.ndarray:
@@ -279,10 +286,8 @@ def lscv_h(
     ValueError
         If ``grid`` < 3 or X is invalid.
     """
-    data = as_data(X)
-    h = lscv_h_factor(data, grid=grid, refine=refine, backend=backend, dtype=dtype, progress=progress)
-    standard, units = standardised(data)  # Sigma without overflow at any scale, scaled back exactly
-    return from_factor(h, covariance(standard) * np.outer(units, units))
+    h, sigma, units = _lscv_h_search(X, grid, refine, backend, dtype, progress)
+    return from_factor(h, sigma * np.outer(units, units))  # Sigma without overflow at any scale, scaled back exactly
 
 
 #: Candidates per refinement pass of LSCV_h (odd: the previous best is among them).
