@@ -22,6 +22,7 @@ from ._validate import as_data, as_queries, check_spd, check_weights, choose
 from .backends import resolve_backend
 from .bandwidth.convention import bandwidth_matrix
 from .bandwidth.registry import AUTO, SELECTORS, default_selector, select
+from .binned.density import FLOOR, binned_cost_wins, density_on_grid
 from .kernels import KERNELS, get_kernel
 
 
@@ -48,6 +49,18 @@ class KDE(Parameters):
         Compute precision of the backend (None: the backend's default).
     progress : bool, default False
         Show progress bars while selecting the bandwidth.
+    method : {"auto", "exact", "binned"}, default "auto"
+        How :meth:`pdf` and :meth:`score_samples` evaluate: "exact" sums over every data point;
+        "binned" interpolates the binned estimate on a grid built at :meth:`fit`
+        (:func:`parzen.binned.density_on_grid`; d <= 4); "auto" decides at fit: binned for the
+        Gaussian kernel, d <= 4, n >= 50 000 and where the grid costs less than exact evaluation
+        at n points (:func:`parzen.binned.density.binned_cost_wins`), exact otherwise.
+    grid_size : None, int or sequence of int
+        Nodes per axis of the binned grid (None: chosen from ``tolerance``).
+    tolerance : float, default 1e-4
+        Relative error of the binned density sought where it is at least 1e-3 of its maximum
+        (measured for the Gaussian kernel; ``docs/algorithms.md``, "Binned estimation: KDE
+        evaluation", gives the compact kernels' errors).
 
     Attributes
     ----------
@@ -62,19 +75,38 @@ class KDE(Parameters):
         The column names.
     weights_ : ndarray of shape (n,)
         The weights, normalised to sum to one.
+    method_ : str
+        "exact" or "binned": how this fit evaluates.
+    grid_size_ : tuple of int or None
+        The binned grid's nodes per axis (None for exact).
     """
 
     _parameter_constraints: ClassVar[dict[str, tuple[str, ...]]] = {
         "kernel": tuple(KERNELS),
         "bandwidth": (AUTO, *SELECTORS),
+        "method": ("auto", "exact", "binned"),
     }
 
-    def __init__(self, *, bandwidth=AUTO, kernel: str = "gaussian", backend: str = "auto", dtype=None, progress: bool = False):
+    def __init__(
+        self,
+        *,
+        bandwidth=AUTO,
+        kernel: str = "gaussian",
+        backend: str = "auto",
+        dtype=None,
+        progress: bool = False,
+        method: str = "auto",
+        grid_size=None,
+        tolerance: float = 1e-4,
+    ):
         self.bandwidth = bandwidth
         self.kernel = kernel
         self.backend = backend
         self.dtype = dtype
         self.progress = progress
+        self.method = method
+        self.grid_size = grid_size
+        self.tolerance = tolerance
 
     # -- fitting --------------------------------------------------------------------------
     def fit(self, X, y=None, *, weights=None) -> KDE:
@@ -102,6 +134,7 @@ class KDE(Parameters):
             dimension or weights.
         """
         choose(self.kernel, self._parameter_constraints["kernel"], what="kernel")
+        choose(self.method, self._parameter_constraints["method"], what="method")
         resolve_backend(self.backend, self.dtype)  # fail early on a bad backend or dtype
         named = isinstance(self.bandwidth, str)
         if named:
@@ -124,7 +157,58 @@ class KDE(Parameters):
             math.log(kernel.norm_const(data.d)) + data.d * math.log(self._scale) - float(np.log(np.diag(self._chol)).sum())
         )
         self._norm = math.exp(self._log_norm)
+        self._fit_binned()
         return self
+
+    def _fit_binned(self) -> None:
+        """Decide ``method_`` and, for binned, build the grid once (``grid_size_``)."""
+        binned = self.method == "binned" or (
+            self.method == "auto"
+            and self.kernel == "gaussian"
+            and self.grid_size is None
+            and binned_cost_wins(self._data, self.H_, tolerance=self.tolerance)
+        )
+        self._binned = (
+            density_on_grid(self._data, self.H_, self.kernel, weights=self.weights_, tolerance=self.tolerance, grid_size=self.grid_size)
+            if binned
+            else None
+        )
+        self.method_ = "binned" if binned else "exact"
+        self.grid_size_ = None if self._binned is None else self._binned.spec.sizes
+
+    def grid(self, grid_size=None):
+        """The binned density on a grid covering the data and the kernel's reach, for plots.
+
+        Parameters
+        ----------
+        grid_size : None, int or sequence of int
+            Nodes per axis (None: the fitted grid when ``method_`` is "binned", else the grid of
+            ``grid_size`` or ``tolerance``).
+
+        Returns
+        -------
+        nodes : tuple of ndarray
+            The node coordinates on each axis.
+        values : ndarray
+            The density at the nodes, of shape (len(nodes[0]), ..., len(nodes[d-1])).
+
+        Raises
+        ------
+        ValueError
+            If the KDE is not fitted, d > 4 or the grid is too large.
+        """
+        self._check_fitted()
+        binned = self._binned
+        if binned is None or grid_size is not None:
+            binned = density_on_grid(
+                self._data,
+                self.H_,
+                self.kernel,
+                weights=self.weights_,
+                tolerance=self.tolerance,
+                grid_size=self.grid_size if grid_size is None else grid_size,
+            )
+        return binned.nodes, binned.values
 
     def _select(self, data, w):
         """(bandwidth_, H_): the named selector's answer in data units and its matrix."""
@@ -162,6 +246,9 @@ class KDE(Parameters):
         ndarray of shape (m,)
             f(q) for each query point (Andrzejewski et al., paper 000 in docs/statistics.md, eq. 6).
         """
+        self._check_fitted()
+        if self._binned is not None:
+            return self._binned(as_queries(Q, self.n_features_in_))
         Qz = self._queries(Q)
         if Qz.shape[0] == 0:
             return np.empty(0)
@@ -176,6 +263,10 @@ class KDE(Parameters):
         log by log-sum-exp (the backends' ``log_kernel_sum``): finite for the Gaussian at any
         distance (-7550.27 at 50 sd from 1000 N(0, 1) points, where the density underflows to
         0), -inf only where the density is truly 0 (beyond a compactly supported kernel's reach).
+        When ``method_`` is "binned": the log of the interpolated binned density where it is at
+        least 1e-3 of the grid's maximum (relative error ``tolerance``, absolute error of the log
+        about the same), and the exact log-sum-exp at the other points, where the relative error
+        of the binned density is not bounded.
 
         Parameters
         ----------
@@ -190,6 +281,18 @@ class KDE(Parameters):
         Qz = self._queries(Q)
         if Qz.shape[0] == 0:
             return np.empty(0)
+        if self._binned is None:
+            return self._exact_log_density(Qz)
+        density = self._binned(as_queries(Q, self.n_features_in_))
+        out = np.empty(len(density))
+        tail = density < FLOOR * float(self._binned.values.max())
+        with np.errstate(divide="ignore"):
+            out[~tail] = np.log(density[~tail])
+        if tail.any():
+            out[tail] = self._exact_log_density(Qz[tail])
+        return out
+
+    def _exact_log_density(self, Qz: np.ndarray) -> np.ndarray:
         logs = self._evaluation_backend(Qz).log_kernel_sum(self._Z, Qz, self.kernel, self.weights_, dtype=self.dtype)
         return self._log_norm + np.asarray(logs, dtype=np.float64)
 

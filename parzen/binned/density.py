@@ -1,0 +1,362 @@
+"""Binned kernel density estimation: the density on a grid by FFT, anywhere by interpolation.
+
+For data X_i with weights w_i (summing to W) and a bandwidth matrix H, the exact estimate is
+f(x) = W^-1 sum_i w_i K_H(x - X_i), K_H(u) = |H|^-1/2 K(H^-1/2 u) (eq. 6 of Andrzejewski et al.,
+paper 000 in docs/statistics.md).  The binned estimate (Wand 1994, "Fast computation of
+multivariate kernel estimators", J. Comput. Graph. Statist. 3(4), 433-445, sections 2-3; Wand &
+Jones 1995, *Kernel Smoothing*, appendix D; Fan & Marron 1994, "Fast implementations of
+nonparametric curve estimators", J. Comput. Graph. Statist. 3(1), 35-56) is
+
+    f~(g_j) = W^-1 sum_k c_k kappa_{j-k},      kappa_l = K_H(l * delta)
+
+at the grid nodes g_j, with c_k the linear-binning counts (:func:`parzen.binned.grid.linear_bin`)
+and kappa the kernel at the grid lags l = (l_1, ..., l_d), |l_a| <= L_a.  The sum is a discrete
+convolution, computed by FFT (``scipy.fft``) with both arrays zero padded to the full length
+m_a + 2 L_a so that nothing wraps around.  Between nodes, f~ is interpolated multilinearly, as
+KDEpy's ``FFTKDE`` does in 1-D.
+
+Choices, with the reasons:
+
+* **Reach.**  The grid covers the data widened by the kernel's reach on each axis: the support
+  radius (1/sigma_K in units of the kernel's standard deviation, ``Kernel.unit_scale``) for the
+  bounded kernels, and tau standard deviations for the Gaussian with tau = sqrt(2 log(10 /
+  (tolerance * FLOOR))), so that the mass cut off is below a tenth of the tolerance even where the
+  density is FLOOR = 1e-3 of its maximum (tau = 6.07 for tolerance 1e-4).
+* **Grid spacing from the tolerance.**  Binning and interpolation each err by
+  O((delta_a / h_a)^2) per axis, h_a = (H^-1)_aa^-1/2 the kernel's standard deviation along axis a
+  given the other coordinates (its curvature scale along a).  With the measured constant
+  :data:`ERROR_CONSTANT` C, the largest relative error where the density is at least FLOOR of its
+  maximum is about C sum_a (delta_a / h_a)^2; the spacing delta_a = h_a sqrt(tolerance / (C d))
+  meets the tolerance (``docs/algorithms.md``, "Binned estimation: KDE evaluation", has the
+  measurements).
+* **The uniform kernel.**  Its jump makes kappa_l = K_H(l delta) a first-order quadrature of the
+  convolution (an O(delta / h) bias).  For it kappa_l is the kernel's average against the linear
+  binning's hat function, kappa_l = int K_H(u) prod_a Lambda((u_a - l_a delta_a) / delta_a) du /
+  prod_a delta_a with Lambda(t) = max(1 - |t|, 0) (a product-integration rule that is exact for
+  densities linear on each cell), by a midpoint rule on each lag cell.  The other kernels are
+  continuous, and their point values are second-order accurate.  The exact uniform-kernel
+  estimate still jumps by w_i K_H(0) / W at each X_i +- reach; no interpolation follows those
+  jumps, so its binned estimate is accurate for the smoothed density, not pointwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import fft, interpolate, linalg
+
+from ..kernels import get_kernel
+from .grid import MAX_DIMENSIONS, GridSpec, linear_bin
+
+#: Where the tolerance is promised: at points where the density is at least this fraction of its
+#: maximum (relative errors grow without bound in the tails).
+FLOOR = 1e-3
+#: C in "largest relative error ~ C sum_a (delta_a / h_a)^2", measured over the six kernels,
+#: d = 1, 2 and single-point to 10^4-point samples (``docs/algorithms.md``).
+ERROR_CONSTANT = 2.5
+#: The most grid nodes (all axes together) chosen from a tolerance.
+MAX_GRID_NODES = 2**24
+#: Midpoints per axis and lag cell in the hat average of the uniform kernel (fewer in 3-D, 4-D).
+_HAT_POINTS = 8
+
+
+@dataclass(frozen=True)
+class BinnedDensity:
+    """A kernel density estimate on a regular grid, interpolated multilinearly between nodes.
+
+    Parameters
+    ----------
+    spec : GridSpec
+        The grid.
+    values : numpy.ndarray
+        Array of shape ``spec.sizes``: the binned density f~ at the nodes.
+    """
+
+    spec: GridSpec
+    values: np.ndarray
+
+    @property
+    def nodes(self) -> tuple[np.ndarray, ...]:
+        """The node coordinates, one array per axis."""
+        return tuple(self.spec.nodes(a) for a in range(self.spec.d))
+
+    def __call__(self, points) -> np.ndarray:
+        """The density at arbitrary points by multilinear interpolation; 0 outside the grid.
+
+        Parameters
+        ----------
+        points : array_like of shape (m, d), or (m,) in 1-D
+            Where to evaluate.
+
+        Returns
+        -------
+        numpy.ndarray
+            (m,) interpolated values.
+        """
+        P = np.asarray(points, dtype=np.float64)
+        if P.ndim == 1:
+            P = P[:, None]
+        if self.spec.d == 1:
+            return np.interp(P[:, 0], self.nodes[0], self.values, left=0.0, right=0.0)
+        interpolator = interpolate.RegularGridInterpolator(self.nodes, self.values, bounds_error=False, fill_value=0.0)
+        return interpolator(P)
+
+
+def gaussian_reach(tolerance: float) -> float:
+    """tau, the Gaussian's reach in standard deviations: sqrt(2 log(10 / (tolerance * FLOOR))).
+
+    Parameters
+    ----------
+    tolerance : float
+        The requested relative error.
+
+    Returns
+    -------
+    float
+        tau (6.07 for tolerance 1e-4).
+    """
+    return math.sqrt(2.0 * math.log(10.0 / (tolerance * FLOOR)))
+
+
+def kernel_reach(kernel: str, H: np.ndarray, tolerance: float) -> np.ndarray:
+    """(d,) how far K_H reaches along each axis: r sqrt(H_aa), r = tau (Gaussian) or 1/sigma_K.
+
+    Parameters
+    ----------
+    kernel : str
+        The kernel's name.
+    H : numpy.ndarray
+        (d, d) bandwidth matrix.
+    tolerance : float
+        The requested relative error (sets tau for the Gaussian).
+
+    Returns
+    -------
+    numpy.ndarray
+        The half-width of the kernel's box on each axis, in data units.
+    """
+    k = get_kernel(kernel)
+    d = H.shape[0]
+    radius = gaussian_reach(tolerance) if k.name == "gaussian" else k.support / k.unit_scale(d)
+    return radius * np.sqrt(np.diag(H))
+
+
+def grid_spacing(H: np.ndarray, tolerance: float) -> np.ndarray:
+    """(d,) the spacing delta_a = h_a sqrt(tolerance / (C d)), h_a = (H^-1)_aa^-1/2.
+
+    Parameters
+    ----------
+    H : numpy.ndarray
+        (d, d) bandwidth matrix.
+    tolerance : float
+        The requested relative error where the density is at least FLOOR of its maximum.
+
+    Returns
+    -------
+    numpy.ndarray
+        The node spacing on each axis.
+    """
+    d = H.shape[0]
+    conditional_sd = 1.0 / np.sqrt(np.diag(linalg.inv(H)))
+    return conditional_sd * math.sqrt(tolerance / (ERROR_CONSTANT * d))
+
+
+def grid_for(X: np.ndarray, H: np.ndarray, kernel: str, *, tolerance: float = 1e-4, grid_size=None) -> GridSpec:
+    """The grid of the binned estimate: the data's box widened by the kernel's reach.
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        (n, d) data.
+    H : numpy.ndarray
+        (d, d) bandwidth matrix.
+    kernel : str
+        The kernel's name.
+    tolerance : float, default 1e-4
+        The relative error the grid is chosen for (:func:`grid_spacing`).
+    grid_size : None, int or sequence of int
+        Nodes per axis, overriding the tolerance's choice.
+
+    Returns
+    -------
+    GridSpec
+
+    Raises
+    ------
+    ValueError
+        If the tolerance's grid would exceed :data:`MAX_GRID_NODES` nodes (the message names the
+        fixes), or ``grid_size`` or ``tolerance`` is invalid.
+    """
+    d = X.shape[1]
+    if d > MAX_DIMENSIONS:
+        raise ValueError(f"binned estimation takes at most {MAX_DIMENSIONS} dimensions, not {d}; use method='exact'")
+    if not (isinstance(tolerance, float | int) and 0 < tolerance < 1):
+        raise ValueError(f"tolerance must be a number in (0, 1), got {tolerance!r}")
+    reach = kernel_reach(kernel, H, tolerance)
+    lows, highs = X.min(axis=0) - reach, X.max(axis=0) + reach
+    if grid_size is not None:
+        sizes = np.broadcast_to(np.asarray(grid_size), (d,))
+        if sizes.dtype.kind not in "iu" or np.any(sizes < 2):
+            raise ValueError(f"grid_size must be an integer >= 2 or {d} of them, got {grid_size!r}")
+        return GridSpec.covering(lows, highs, sizes)
+    spacing = grid_spacing(H, tolerance)
+    sizes = np.maximum(np.ceil((highs - lows) / spacing).astype(np.int64) + 1, 16)
+    total = float(np.prod(sizes.astype(np.float64)))
+    if total > MAX_GRID_NODES:
+        raise ValueError(
+            f"tolerance={tolerance:g} needs a grid of {' x '.join(map(str, sizes))} = {total:.3g} nodes, more than "
+            f"{MAX_GRID_NODES}; pass a larger tolerance, a smaller grid_size=, or method='exact'"
+        )
+    return GridSpec.covering(lows, highs, sizes)
+
+
+def kernel_on_lags(kernel: str, H: np.ndarray, spec: GridSpec, reach: np.ndarray) -> np.ndarray:
+    """kappa: K_H at the lags l delta, |l_a| <= L_a = min(ceil(reach_a / delta_a), m_a - 1).
+
+    For the uniform kernel, the hat-function average of K_H around each lag (module docstring).
+
+    Parameters
+    ----------
+    kernel : str
+        The kernel's name.
+    H : numpy.ndarray
+        (d, d) bandwidth matrix.
+    spec : GridSpec
+        The grid (its spacing and sizes).
+    reach : numpy.ndarray
+        (d,) the kernel's half-width per axis (:func:`kernel_reach`).
+
+    Returns
+    -------
+    numpy.ndarray
+        Array of shape (2 L_1 + 1, ..., 2 L_d + 1), the lag l at index l + L.
+    """
+    k = get_kernel(kernel)
+    d = spec.d
+    delta = spec.spacing
+    half = np.minimum(np.ceil(reach / delta).astype(np.int64), np.asarray(spec.sizes) - 1)
+    axes = [np.arange(-L, L + 1) * dl for L, dl in zip(half, delta)]
+    chol = linalg.cholesky(H, lower=True)
+    whitening = k.unit_scale(d) * linalg.solve_triangular(chol, np.eye(d), lower=True)
+    norm = k.norm_const(d) * k.unit_scale(d) ** d / float(np.prod(np.diag(chol)))
+    lags = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)  # (..., d)
+    if k.name != "uniform":
+        z = lags @ whitening.T
+        return norm * k.profile(np.einsum("...a,...a->...", z, z))
+    q = max(2, min(_HAT_POINTS, int((2e7 / lags[..., 0].size) ** (1.0 / d))))
+    t = (np.arange(2 * q) + 0.5) / q - 1.0  # midpoints of 2q cells on [-1, 1]
+    out = np.zeros(lags.shape[:-1])
+    total = 0.0
+    for offset in np.stack(np.meshgrid(*[t] * d, indexing="ij"), axis=-1).reshape(-1, d):
+        weight = float(np.prod(1.0 - np.abs(offset)))
+        z = (lags + offset * delta) @ whitening.T
+        out += weight * k.profile(np.einsum("...a,...a->...", z, z))
+        total += weight
+    return norm * out / total
+
+
+def convolve_same(counts: np.ndarray, kappa: np.ndarray) -> np.ndarray:
+    """sum_k counts_k kappa_{j-k} at every node j, by zero-padded real FFTs (no wrap-around).
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        Array of shape (m_1, ..., m_d).
+    kappa : numpy.ndarray
+        Array of shape (2 L_1 + 1, ..., 2 L_d + 1), centred.
+
+    Returns
+    -------
+    numpy.ndarray
+        Array of the shape of ``counts``.
+    """
+    full = [m + 2 * (k // 2) for m, k in zip(counts.shape, kappa.shape)]
+    shape = [fft.next_fast_len(s, real=True) for s in full]
+    axes = tuple(range(counts.ndim))
+    product = fft.rfftn(counts, shape, axes=axes) * fft.rfftn(kappa, shape, axes=axes)
+    conv = fft.irfftn(product, shape, axes=axes)
+    return conv[tuple(slice(k // 2, k // 2 + m) for m, k in zip(counts.shape, kappa.shape))]
+
+
+def density_on_grid(X, H, kernel: str = "gaussian", *, weights=None, tolerance: float = 1e-4, grid_size=None) -> BinnedDensity:
+    """The binned kernel density estimate on a grid covering the data and the kernel's reach.
+
+    f~(g_j) = W^-1 sum_k c_k kappa_{j-k} (Wand 1994, section 3; Wand & Jones 1995, appendix D),
+    c the linear-binning counts, kappa the kernel at the grid lags, by FFT.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d) or (n,)
+        The data, d <= 4.
+    H : array_like of shape (d, d), or float (1-D: the variance h^2)
+        The bandwidth matrix, symmetric positive definite.
+    kernel : str, default "gaussian"
+        One of ``parzen.kernels.KERNELS``.
+    weights : array_like of shape (n,), optional
+        Non-negative weights (normalised here).
+    tolerance : float, default 1e-4
+        The relative error sought where the density is at least FLOOR = 1e-3 of its maximum; sets
+        the grid (:func:`grid_for`).
+    grid_size : None, int or sequence of int
+        Nodes per axis, overriding the tolerance.
+
+    Returns
+    -------
+    BinnedDensity
+        Its ``nodes`` and ``values`` are the grid and the density there (for plots); call it on
+        points to interpolate.
+
+    Raises
+    ------
+    ValueError
+        For d > 4, an invalid tolerance or grid_size, or a grid beyond :data:`MAX_GRID_NODES`.
+    """
+    values = np.asarray(X, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    H = np.atleast_2d(np.asarray(H, dtype=np.float64))
+    spec = grid_for(values, H, kernel, tolerance=tolerance, grid_size=grid_size)
+    counts = linear_bin(values, spec, weights).counts
+    kappa = kernel_on_lags(kernel, H, spec, kernel_reach(kernel, H, tolerance))
+    density = convolve_same(counts, kappa) / counts.sum()
+    return BinnedDensity(spec, np.maximum(density, 0.0))  # FFT round-off leaves ~1e-17 negatives
+
+
+#: "auto" takes binned KDE evaluation only from this many samples: below it exact evaluation is
+#: fast anyway (under a second for m = n on the cpu backend) and exact to the last digit.
+AUTO_MIN_SAMPLES = 50_000
+#: Measured on the project's 2-core CPU (``docs/algorithms.md``): seconds per exact kernel
+#: evaluation (cpu backend), per grid node (FFT convolution) and per binned data point.
+_EXACT_PAIR_SECONDS = 2e-9
+_GRID_NODE_SECONDS = 1.7e-7
+_BIN_POINT_SECONDS = 1.2e-7
+
+
+def binned_cost_wins(X: np.ndarray, H: np.ndarray, *, tolerance: float) -> bool:
+    """Whether "auto" should evaluate a KDE binned: d <= 4, n >= AUTO_MIN_SAMPLES, the
+    tolerance's grid within MAX_GRID_NODES, and its cost below exact evaluation at n points.
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        (n, d) data.
+    H : numpy.ndarray
+        (d, d) bandwidth matrix.
+    tolerance : float
+        The requested relative error.
+
+    Returns
+    -------
+    bool
+        True where binned is expected to be faster (n^2 t_pair > nodes t_node + n t_bin).
+    """
+    n, d = X.shape
+    if d > MAX_DIMENSIONS or n < AUTO_MIN_SAMPLES:
+        return False
+    reach = kernel_reach("gaussian", H, tolerance)
+    nodes = float(np.prod((X.max(axis=0) - X.min(axis=0) + 2 * reach) / grid_spacing(H, tolerance) + 1))
+    if nodes > MAX_GRID_NODES:
+        return False
+    return float(n) * n * _EXACT_PAIR_SECONDS > nodes * _GRID_NODE_SECONDS + n * _BIN_POINT_SECONDS
