@@ -56,6 +56,13 @@ FLOOR = 1e-3
 #: C in "largest relative error ~ C sum_a (delta_a / h_a)^2", measured over the six kernels,
 #: d = 1, 2 and single-point to 10^4-point samples (``docs/algorithms.md``).
 ERROR_CONSTANT = 2.5
+#: c in "relative error ~ c sum_a delta_a^2 R_a", R_a the pilot estimate's largest relative
+#: curvature |d^2 f / dx_a^2| / f along axis a (binning and interpolation each err by at most
+#: delta^2 / 8 times the curvature; measured in ``docs/algorithms.md``).
+CURVATURE_CONSTANT = 0.35
+#: The pilot estimate's spacing in units of h_a, and the most rows it bins.
+PILOT_STEP = 0.2
+PILOT_SAMPLES = 100_000
 #: The most grid nodes (all axes together) chosen from a tolerance.
 MAX_GRID_NODES = 2**24
 #: Midpoints per axis and lag cell in the hat average of the uniform kernel (fewer in 3-D, 4-D).
@@ -163,7 +170,7 @@ def grid_spacing(H: np.ndarray, tolerance: float) -> np.ndarray:
     return conditional_sd * math.sqrt(tolerance / (ERROR_CONSTANT * d))
 
 
-def grid_for(X: np.ndarray, H: np.ndarray, kernel: str, *, tolerance: float = 1e-4, grid_size=None) -> GridSpec:
+def grid_for(X: np.ndarray, H: np.ndarray, kernel: str, *, weights=None, tolerance: float = 1e-4, grid_size=None) -> GridSpec:
     """The grid of the binned estimate: the data's box widened by the kernel's reach.
 
     Parameters
@@ -174,8 +181,11 @@ def grid_for(X: np.ndarray, H: np.ndarray, kernel: str, *, tolerance: float = 1e
         (d, d) bandwidth matrix.
     kernel : str
         The kernel's name.
+    weights : array_like of shape (n,), optional
+        Non-negative weights (for the Gaussian's pilot estimate).
     tolerance : float, default 1e-4
-        The relative error the grid is chosen for (:func:`grid_spacing`).
+        The relative error the grid is chosen for: :func:`grid_spacing`, and for the Gaussian
+        the coarser spacing that the pilot estimate's curvature allows (module docstring).
     grid_size : None, int or sequence of int
         Nodes per axis, overriding the tolerance's choice.
 
@@ -202,6 +212,8 @@ def grid_for(X: np.ndarray, H: np.ndarray, kernel: str, *, tolerance: float = 1e
             raise ValueError(f"grid_size must be an integer >= 2 or {d} of them, got {grid_size!r}")
         return GridSpec.covering(lows, highs, sizes)
     spacing = grid_spacing(H, tolerance)
+    if get_kernel(kernel).name == "gaussian":
+        spacing = _curvature_spacing(X, H, weights, lows, highs, spacing, tolerance)
     sizes = np.maximum(np.ceil((highs - lows) / spacing).astype(np.int64) + 1, 16)
     total = float(np.prod(sizes.astype(np.float64)))
     if total > MAX_GRID_NODES:
@@ -210,6 +222,33 @@ def grid_for(X: np.ndarray, H: np.ndarray, kernel: str, *, tolerance: float = 1e
             f"{MAX_GRID_NODES}; pass a larger tolerance, a smaller grid_size=, or method='exact'"
         )
     return GridSpec.covering(lows, highs, sizes)
+
+
+def _curvature_spacing(X, H, weights, lows, highs, worst_case, tolerance) -> np.ndarray:
+    """The Gaussian's spacing from the curvature of a pilot estimate (module docstring).
+
+    delta_a = sqrt(tolerance / (CURVATURE_CONSTANT d R_a)), R_a the largest |d^2 f / dx_a^2| / f
+    where f >= FLOOR max f, from second differences of the binned estimate of at most
+    PILOT_SAMPLES rows on a grid of spacing PILOT_STEP h_a; kept between the worst-case spacing
+    (:func:`grid_spacing`) and the pilot's own.
+    """
+    n, d = X.shape
+    rows = np.arange(n) if n <= PILOT_SAMPLES else np.random.default_rng(0).choice(n, PILOT_SAMPLES, replace=False)
+    pilot_step = PILOT_STEP * worst_case / math.sqrt(tolerance / (ERROR_CONSTANT * d))
+    sizes = np.maximum(np.ceil((highs - lows) / pilot_step).astype(np.int64) + 1, 16)
+    if float(np.prod(sizes.astype(np.float64))) > MAX_GRID_NODES:
+        return worst_case
+    spec = GridSpec.covering(lows, highs, sizes)
+    counts = linear_bin(X[rows], spec, None if weights is None else np.asarray(weights)[rows]).counts
+    f = convolve_same(counts, kernel_on_lags("gaussian", H, spec, kernel_reach("gaussian", H, tolerance)))
+    inner = tuple(slice(1, -1) for _ in range(d))
+    body = f[inner] >= FLOOR * f.max()
+    spacing = np.empty(d)
+    for a in range(d):
+        second = np.diff(f, n=2, axis=a)[tuple(slice(None) if b == a else slice(1, -1) for b in range(d))]
+        curvature = float(np.max(np.abs(second[body]) / f[inner][body])) / spec.spacing[a] ** 2
+        spacing[a] = math.sqrt(tolerance / (CURVATURE_CONSTANT * d * curvature)) if curvature > 0 else np.inf
+    return np.clip(spacing, worst_case, spec.spacing)
 
 
 def kernel_on_lags(kernel: str, H: np.ndarray, spec: GridSpec, reach: np.ndarray) -> np.ndarray:
@@ -317,7 +356,7 @@ def density_on_grid(X, H, kernel: str = "gaussian", *, weights=None, tolerance: 
     if values.ndim == 1:
         values = values[:, None]
     H = np.atleast_2d(np.asarray(H, dtype=np.float64))
-    spec = grid_for(values, H, kernel, tolerance=tolerance, grid_size=grid_size)
+    spec = grid_for(values, H, kernel, weights=weights, tolerance=tolerance, grid_size=grid_size)
     counts = linear_bin(values, spec, weights).counts
     kappa = kernel_on_lags(kernel, H, spec, kernel_reach(kernel, H, tolerance))
     density = convolve_same(counts, kappa) / counts.sum()
