@@ -22,13 +22,19 @@ Choices, with the reasons:
   bounded kernels, and tau standard deviations for the Gaussian with tau = sqrt(2 log(10 /
   (tolerance * FLOOR))), so that the mass cut off is below a tenth of the tolerance even where the
   density is FLOOR = 1e-3 of its maximum (tau = 6.07 for tolerance 1e-4).
-* **Grid spacing from the tolerance.**  Binning and interpolation each err by
-  O((delta_a / h_a)^2) per axis, h_a = (H^-1)_aa^-1/2 the kernel's standard deviation along axis a
-  given the other coordinates (its curvature scale along a).  With the measured constant
-  :data:`ERROR_CONSTANT` C, the largest relative error where the density is at least FLOOR of its
-  maximum is about C sum_a (delta_a / h_a)^2; the spacing delta_a = h_a sqrt(tolerance / (C d))
-  meets the tolerance (``docs/algorithms.md``, "Binned estimation: KDE evaluation", has the
-  measurements).
+* **Grid spacing from the tolerance.**  Linear binning and linear interpolation each err by
+  at most delta_a^2 / 8 times the estimate's curvature along axis a (second-order Taylor terms,
+  no mixed derivatives), so the relative error is about c sum_a delta_a^2 R_a with R_a the largest
+  |d^2 f / dx_a^2| / f where f is at least FLOOR of its maximum.  For a single data point (the
+  roughest estimate) R_a is (z^2 - 1) / h_a^2 at z^2 <= 2 log(1 / FLOOR), h_a = (H^-1)_aa^-1/2
+  the kernel's standard deviation along axis a given the other coordinates: the worst case is
+  C sum_a (delta_a / h_a)^2 with the measured :data:`ERROR_CONSTANT` C, and delta_a = h_a
+  sqrt(tolerance / (C d)) meets the tolerance for any data (:func:`grid_spacing`; the rule for the
+  compact kernels).  Large samples give smoother estimates: for the Gaussian, R_a is measured on a
+  pilot estimate (spacing 0.2 h_a, at most 10^5 rows, a sub-sample being rougher than the whole)
+  and delta_a = sqrt(tolerance / (c d R_a)) with the measured :data:`CURVATURE_CONSTANT` c, never
+  finer than the worst case nor coarser than the pilot (``docs/algorithms.md``, "Binned
+  estimation: KDE evaluation", has the measurements).
 * **The uniform kernel.**  Its jump makes kappa_l = K_H(l delta) a first-order quadrature of the
   convolution (an O(delta / h) bias).  For it kappa_l is the kernel's average against the linear
   binning's hat function, kappa_l = int K_H(u) prod_a Lambda((u_a - l_a delta_a) / delta_a) du /
