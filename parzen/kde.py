@@ -165,7 +165,6 @@ class KDE(Parameters):
         binned = self.method == "binned" or (
             self.method == "auto"
             and self.kernel == "gaussian"
-            and self.grid_size is None
             and binned_cost_wins(self._data, self.H_, tolerance=self.tolerance)
         )
         self._binned = (
@@ -235,6 +234,9 @@ class KDE(Parameters):
         """Density at the query points; no points give an empty array.
 
         It underflows to 0 far from the data (below 1e-308); :meth:`score_samples` does not.
+        When ``method_`` is "binned": the binned density interpolated from the grid built at
+        :meth:`fit` (relative error at most ``tolerance`` where the density is at least 1e-3 of
+        its maximum, for the Gaussian kernel; 0 outside the grid).
 
         Parameters
         ----------

@@ -59,18 +59,19 @@ from .grid import MAX_DIMENSIONS, GridSpec, linear_bin
 #: Where the tolerance is promised: at points where the density is at least this fraction of its
 #: maximum (relative errors grow without bound in the tails).
 FLOOR = 1e-3
-#: C in "largest relative error ~ C sum_a (delta_a / h_a)^2", measured over the six kernels,
-#: d = 1, 2 and single-point to 10^4-point samples (``docs/algorithms.md``).
-ERROR_CONSTANT = 2.5
-#: c in "relative error ~ c sum_a delta_a^2 R_a", R_a the pilot estimate's largest relative
-#: curvature |d^2 f / dx_a^2| / f along axis a (binning and interpolation each err by at most
-#: delta^2 / 8 times the curvature; measured in ``docs/algorithms.md``).
-CURVATURE_CONSTANT = 0.35
 #: The pilot estimate's spacing in units of h_a, and the most rows it bins.
 PILOT_STEP = 0.2
 PILOT_SAMPLES = 100_000
 #: The most grid nodes (all axes together) chosen from a tolerance.
 MAX_GRID_NODES = 2**24
+#: c in "relative error ~ c sum_a delta_a^2 R_a", R_a the pilot estimate's largest relative
+#: curvature |d^2 f / dx_a^2| / f along axis a (binning and interpolation each err by at most
+#: delta^2 / 8 times the curvature; measured in ``docs/algorithms.md``).
+CURVATURE_CONSTANT = 0.35
+#: C in "largest relative error ~ C sum_a (delta_a / h_a)^2" for any data: CURVATURE_CONSTANT times
+#: the largest relative curvature of one Gaussian bump where it is at least FLOOR of its peak,
+#: z^2 - 1 = 2 log(1 / FLOOR) - 1 = 12.8 (measured for one or two points: up to 2.66).
+ERROR_CONSTANT = CURVATURE_CONSTANT * (2.0 * math.log(1.0 / FLOOR) - 1.0)
 #: Midpoints per axis and lag cell in the hat average of the uniform kernel (fewer in 3-D, 4-D).
 _HAT_POINTS = 8
 
@@ -234,7 +235,7 @@ def _curvature_spacing(X, H, weights, lows, highs, worst_case, tolerance) -> np.
     """The Gaussian's spacing from the curvature of a pilot estimate (module docstring).
 
     delta_a = sqrt(tolerance / (CURVATURE_CONSTANT d R_a)), R_a the largest |d^2 f / dx_a^2| / f
-    where f >= FLOOR max f, from second differences of the binned estimate of at most
+    where f >= FLOOR max f / 3 (queries between pilot nodes lie beyond FLOOR), from second differences of the binned estimate of at most
     PILOT_SAMPLES rows on a grid of spacing PILOT_STEP h_a; kept between the worst-case spacing
     (:func:`grid_spacing`) and the pilot's own.
     """
@@ -248,7 +249,7 @@ def _curvature_spacing(X, H, weights, lows, highs, worst_case, tolerance) -> np.
     counts = linear_bin(X[rows], spec, None if weights is None else np.asarray(weights)[rows]).counts
     f = convolve_same(counts, kernel_on_lags("gaussian", H, spec, kernel_reach("gaussian", H, tolerance)))
     inner = tuple(slice(1, -1) for _ in range(d))
-    body = f[inner] >= FLOOR * f.max()
+    body = f[inner] >= FLOOR / 3 * f.max()  # a pilot step beyond the promise's region
     spacing = np.empty(d)
     for a in range(d):
         second = np.diff(f, n=2, axis=a)[tuple(slice(None) if b == a else slice(1, -1) for b in range(d))]
