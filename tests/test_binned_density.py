@@ -179,3 +179,11 @@ def test_property_1d_gaussian_within_tolerance(n, h, seed, weighted):
     Q = queries(X, H, 2000, rng)
     binned = density_on_grid(X, H, "gaussian", weights=w, tolerance=1e-3)(Q)
     assert relative_error(binned, exact_pdf(X, H, "gaussian", Q, weights=w)) <= 1e-3
+
+
+def test_density_on_grid_rejects_zero_weights_and_bad_tolerance():
+    X = np.arange(5.0)
+    with pytest.raises(ValueError, match="sum to zero"):
+        density_on_grid(X, 1.0, weights=np.zeros(5))
+    with pytest.raises(ValueError, match="tolerance"):
+        density_on_grid(X, 1.0, tolerance=True)

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 from scipy import fft, interpolate, linalg
@@ -209,7 +210,7 @@ def grid_for(X: np.ndarray, H: np.ndarray, kernel: str, *, weights=None, toleran
     d = X.shape[1]
     if d > MAX_DIMENSIONS:
         raise ValueError(f"binned estimation takes at most {MAX_DIMENSIONS} dimensions, not {d}; use method='exact'")
-    if not (isinstance(tolerance, float | int) and 0 < tolerance < 1):
+    if isinstance(tolerance, bool) or not (isinstance(tolerance, Real) and 0 < tolerance < 1):
         raise ValueError(f"tolerance must be a number in (0, 1), got {tolerance!r}")
     reach = kernel_reach(kernel, H, tolerance)
     lows, highs = X.min(axis=0) - reach, X.max(axis=0) + reach
@@ -241,7 +242,7 @@ def _curvature_spacing(X, H, weights, lows, highs, worst_case, tolerance) -> np.
     """
     n, d = X.shape
     rows = np.arange(n) if n <= PILOT_SAMPLES else np.random.default_rng(0).choice(n, PILOT_SAMPLES, replace=False)
-    pilot_step = PILOT_STEP * worst_case / math.sqrt(tolerance / (ERROR_CONSTANT * d))
+    pilot_step = PILOT_STEP / np.sqrt(np.diag(linalg.inv(H)))  # PILOT_STEP h_a
     sizes = np.maximum(np.ceil((highs - lows) / pilot_step).astype(np.int64) + 1, 16)
     if float(np.prod(sizes.astype(np.float64))) > MAX_GRID_NODES:
         return worst_case
@@ -357,12 +358,15 @@ def density_on_grid(X, H, kernel: str = "gaussian", *, weights=None, tolerance: 
     Raises
     ------
     ValueError
-        For d > 4, an invalid tolerance or grid_size, or a grid beyond :data:`MAX_GRID_NODES`.
+        For d > 4, an invalid tolerance or grid_size, weights summing to zero, or a grid beyond
+        :data:`MAX_GRID_NODES`.
     """
     values = np.asarray(X, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
     H = np.atleast_2d(np.asarray(H, dtype=np.float64))
+    if weights is not None and not np.sum(weights) > 0:
+        raise ValueError("the weights sum to zero: there is no density to estimate")
     spec = grid_for(values, H, kernel, weights=weights, tolerance=tolerance, grid_size=grid_size)
     counts = linear_bin(values, spec, weights).counts
     kappa = kernel_on_lags(kernel, H, spec, kernel_reach(kernel, H, tolerance))
