@@ -249,6 +249,8 @@ def _curvature_spacing(X, H, weights, lows, highs, worst_case, tolerance) -> np.
     spec = GridSpec.covering(lows, highs, sizes)
     counts = linear_bin(X[rows], spec, None if weights is None else np.asarray(weights)[rows]).counts
     f = convolve_same(counts, kernel_on_lags("gaussian", H, spec, kernel_reach("gaussian", H, tolerance)))
+    if not f.max() > 0:  # the sub-sample drew only zero weights
+        return worst_case
     inner = tuple(slice(1, -1) for _ in range(d))
     body = f[inner] >= FLOOR / 3 * f.max()  # a pilot step beyond the promise's region
     spacing = np.empty(d)
