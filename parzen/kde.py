@@ -54,7 +54,9 @@ class KDE(Parameters):
         "binned" interpolates the binned estimate on a grid built at :meth:`fit`
         (:func:`parzen.binned.density_on_grid`; d <= 4); "auto" decides at fit: binned for the
         Gaussian kernel, d <= 4, n >= 50 000 and where the grid costs less than exact evaluation
-        at n points (:func:`parzen.binned.density.binned_cost_wins`), exact otherwise.
+        at n points (:func:`parzen.binned.density.binned_cost_wins`), exact otherwise.  The
+        binned estimate is computed in float64 on the host (``backend`` and ``dtype`` then
+        serve only the bandwidth selection and :meth:`score_samples`' tails).
     grid_size : None, int or sequence of int
         Nodes per axis of the binned grid (None: chosen from ``tolerance``).
     tolerance : float, default 1e-4

@@ -130,6 +130,7 @@ def test_kde_method_binned_wiring():
     assert values.shape == binned.grid_size_ == tuple(len(a) for a in nodes)
     nodes, values = exact.grid(grid_size=(50, 60))
     assert values.shape == (50, 60)
+    assert binned.pdf(np.empty((0, 2))).shape == binned.score_samples(np.empty((0, 2))).shape == (0,)
 
 
 def test_grid_size_honoured_and_auto_small_n_is_exact():
