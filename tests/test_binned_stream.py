@@ -286,3 +286,14 @@ def test_parquet_statistics_give_the_range_only_without_nulls(tmp_path):
     lows, highs = _parquet_statistics_range(dataset, ["x"], 1)
     assert (lows.tolist(), highs.tolist()) == ([-2.0], [5.0])
     assert _parquet_statistics_range(dataset, ["x", "y"], 1) == (None, None)
+
+
+def test_small_batches_are_regrouped():
+    pa = pytest.importorskip("pyarrow")
+    from parzen.binned.stream import _regrouped
+
+    batches = [pa.record_batch({"a": np.arange(k, k + 3.0)}) for k in range(0, 30, 3)]
+    sizes = [b.num_rows for b in _regrouped(batches, 7)]
+    assert sizes == [9, 9, 9, 3]
+    joined = np.concatenate([b.column(0).to_numpy() for b in _regrouped(batches, 7)])
+    np.testing.assert_array_equal(joined, np.arange(30.0))

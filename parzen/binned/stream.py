@@ -111,7 +111,7 @@ def bin_parquet(path_or_glob, columns: Sequence[str], *, spec: GridSpec | None =
 
     def batches(description: str) -> Iterator:
         with progress_bar(progress, description, total=total_rows) as bar:
-            for batch in dataset.to_batches(columns=names, batch_size=batch_rows):
+            for batch in _regrouped(dataset.to_batches(columns=names, batch_size=batch_rows), batch_rows):
                 yield batch
                 bar.advance(batch.num_rows)
 
@@ -202,11 +202,33 @@ def bin_duckdb(con_or_path, table: str, columns: Sequence[str], *, spec: GridSpe
 
     def batches() -> Iterator:
         with progress_bar(progress, f"binning {table}", total=total_rows) as bar:
-            for batch in reader:
+            for batch in _regrouped(reader, batch_rows):
                 yield batch
                 bar.advance(batch.num_rows)
 
     return _bin_arrays(_arrays(batches(), columns, weights, positional=True), spec, backend)
+
+
+def _regrouped(batches: Iterable, rows: int) -> Iterator:
+    """The record batches joined into batches of at least ``rows`` rows (the last one fewer).
+
+    DuckDB hands out batches of about 10^5 rows whatever is asked, and a Parquet batch ends with
+    its row group; binning each separately costs
+    a parallel launch per batch, which on a busy machine took longer than the binning itself
+    (2 cores at load 7: 10 ms per batch of 116 000 rows).
+    """
+    import pyarrow as pa
+
+    group: list = []
+    held = 0
+    for batch in batches:
+        group.append(batch)
+        held += batch.num_rows
+        if held >= rows:
+            yield pa.Table.from_batches(group).combine_chunks().to_batches()[0]
+            group, held = [], 0
+    if held:
+        yield pa.Table.from_batches(group).combine_chunks().to_batches()[0]
 
 
 def quote_identifier(name: str) -> str:
