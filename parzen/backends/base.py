@@ -271,7 +271,7 @@ class KDEBackend(abc.ABC):
         return f"{type(self).__name__}()"
 
 
-def binning_rows(X, spec: GridSpec, weights=None) -> tuple[np.ndarray, np.ndarray]:
+def binning_rows(X, spec: GridSpec, weights=None) -> tuple[np.ndarray, np.ndarray | None]:
     """The rows and weights of a :meth:`KDEBackend.linear_bin` call as float64 arrays.
 
     Parameters
@@ -283,8 +283,8 @@ def binning_rows(X, spec: GridSpec, weights=None) -> tuple[np.ndarray, np.ndarra
     -------
     values : numpy.ndarray
         (n, d) C-contiguous float64.
-    weights : numpy.ndarray
-        (n,) float64 (ones when None).
+    weights : numpy.ndarray or None
+        (n,) float64, or None (1 per row) when None is given.
 
     Raises
     ------
@@ -296,7 +296,9 @@ def binning_rows(X, spec: GridSpec, weights=None) -> tuple[np.ndarray, np.ndarra
         values = values[:, None]
     if values.ndim != 2 or values.shape[1] != spec.d:
         raise ValueError(f"X must have {spec.d} column(s) for this grid, got shape {np.shape(X)}")
-    w = np.ones(len(values)) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+    if weights is None:
+        return np.ascontiguousarray(values), None
+    w = np.ascontiguousarray(weights, dtype=np.float64)
     if w.shape != (len(values),):
         raise ValueError(f"weights must have one value per row ({len(values)}), got shape {w.shape}")
     return np.ascontiguousarray(values), w

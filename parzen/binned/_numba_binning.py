@@ -54,7 +54,7 @@ def _cell(p, m):
 
 
 @njit(parallel=True, cache=True)
-def _bin_1d(x, w, low, delta, m, starts):
+def _bin_1d(x, w, weighted, low, delta, m, starts):
     chunks = starts.size - 1
     grids = np.zeros((chunks, m))
     bad = np.full(chunks, -1, dtype=np.int64)
@@ -66,13 +66,14 @@ def _bin_1d(x, w, low, delta, m, starts):
                 bad[c] = i
                 break
             k, f = _cell(p, m)
-            g[k] += (1.0 - f) * w[i]
-            g[k + 1] += f * w[i]
+            wi = w[i] if weighted else 1.0
+            g[k] += (1.0 - f) * wi
+            g[k + 1] += f * wi
     return grids, bad
 
 
 @njit(parallel=True, cache=True)
-def _bin_2d(X, w, lows, deltas, sizes, starts):
+def _bin_2d(X, w, weighted, lows, deltas, sizes, starts):
     chunks = starts.size - 1
     m0, m1 = sizes[0], sizes[1]
     grids = np.zeros((chunks, m0, m1))
@@ -87,16 +88,20 @@ def _bin_2d(X, w, lows, deltas, sizes, starts):
                 break
             k0, f0 = _cell(p0, m0)
             k1, f1 = _cell(p1, m1)
-            g[k0, k1] += (1.0 - f0) * (1.0 - f1) * w[i]
-            g[k0, k1 + 1] += (1.0 - f0) * f1 * w[i]
-            g[k0 + 1, k1] += f0 * (1.0 - f1) * w[i]
-            g[k0 + 1, k1 + 1] += f0 * f1 * w[i]
+            wi = w[i] if weighted else 1.0
+            g[k0, k1] += (1.0 - f0) * (1.0 - f1) * wi
+            g[k0, k1 + 1] += (1.0 - f0) * f1 * wi
+            g[k0 + 1, k1] += f0 * (1.0 - f1) * wi
+            g[k0 + 1, k1 + 1] += f0 * f1 * wi
     return grids, bad
 
 
 @njit(parallel=True, cache=True)
-def _bin_nd(X, w, lows, deltas, sizes, starts):
-    """Any d: the grid flattened in C order, the 2^d corners enumerated by the bits of an int."""
+def _bin_nd(X, w, weighted, lows, deltas, sizes, starts):
+    """Any d: the grid flattened in C order, the 2^d corners enumerated by the bits of an int.
+
+    Every loop reads w[i] only when ``weighted`` (else each row weighs 1 and w is a placeholder).
+    """
     chunks = starts.size - 1
     d = sizes.size
     nodes = 1
@@ -122,6 +127,7 @@ def _bin_nd(X, w, lows, deltas, sizes, starts):
             if not inside:
                 bad[c] = i
                 break
+            wi = w[i] if weighted else 1.0
             for corner in range(1 << d):
                 share = 1.0
                 node = 0
@@ -132,19 +138,19 @@ def _bin_nd(X, w, lows, deltas, sizes, starts):
                     else:
                         share *= 1.0 - frac[a]
                         node += first[a] * strides[a]
-                g[node] += share * w[i]
+                g[node] += share * wi
     return grids, bad
 
 
-def linear_bin_counts(values: np.ndarray, weights: np.ndarray, lows, spacing, sizes) -> tuple[np.ndarray, int]:
+def linear_bin_counts(values: np.ndarray, weights: np.ndarray | None, lows, spacing, sizes) -> tuple[np.ndarray, int]:
     """Linear-binning counts of the rows of ``values`` by the chunked parallel loops.
 
     Parameters
     ----------
     values : numpy.ndarray
         (n, d) float64 rows, d = 1..4.
-    weights : numpy.ndarray
-        (n,) float64 weights.
+    weights : numpy.ndarray or None
+        (n,) float64 weights; None: 1 per row (no array of ones is made).
     lows, spacing : array_like of shape (d,)
         The grid's first node and node spacing per axis (``GridSpec.lows``, ``GridSpec.spacing``).
     sizes : tuple of int
@@ -164,11 +170,13 @@ def linear_bin_counts(values: np.ndarray, weights: np.ndarray, lows, spacing, si
     lows = np.asarray(lows, dtype=np.float64)
     spacing = np.asarray(spacing, dtype=np.float64)
     sizes_arr = np.asarray(sizes, dtype=np.int64)
+    weighted = weights is not None
+    w = weights if weights is not None else np.ones(1)
     if d == 1:
-        grids, bad = _bin_1d(np.ascontiguousarray(values[:, 0]), weights, lows[0], spacing[0], sizes_arr[0], starts)
+        grids, bad = _bin_1d(np.ascontiguousarray(values[:, 0]), w, weighted, lows[0], spacing[0], sizes_arr[0], starts)
     elif d == 2:
-        grids, bad = _bin_2d(values, weights, lows, spacing, sizes_arr, starts)
+        grids, bad = _bin_2d(values, w, weighted, lows, spacing, sizes_arr, starts)
     else:
-        grids, bad = _bin_nd(values, weights, lows, spacing, sizes_arr, starts)
+        grids, bad = _bin_nd(values, w, weighted, lows, spacing, sizes_arr, starts)
     found = bad[bad >= 0]
     return grids.sum(axis=0).reshape(sizes), int(found[0]) if found.size else -1

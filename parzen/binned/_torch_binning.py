@@ -19,7 +19,7 @@ import numpy as np
 CHUNK_ROWS = 1 << 22
 
 
-def linear_bin_counts(values: np.ndarray, weights: np.ndarray, lows, spacing, sizes, *, torch, device,
+def linear_bin_counts(values: np.ndarray, weights: np.ndarray | None, lows, spacing, sizes, *, torch, device,
                       dtype) -> tuple[np.ndarray, int]:
     """Linear-binning counts of the rows of ``values`` by ``index_add_`` on ``device``.
 
@@ -27,8 +27,8 @@ def linear_bin_counts(values: np.ndarray, weights: np.ndarray, lows, spacing, si
     ----------
     values : numpy.ndarray
         (n, d) float64 rows.
-    weights : numpy.ndarray
-        (n,) float64 weights.
+    weights : numpy.ndarray or None
+        (n,) float64 weights (None: 1 per row).
     lows, spacing : array_like of shape (d,)
         The grid's first node and node spacing per axis.
     sizes : tuple of int
@@ -60,7 +60,10 @@ def linear_bin_counts(values: np.ndarray, weights: np.ndarray, lows, spacing, si
     counts = torch.zeros(int(np.prod(sizes)), dtype=torch.float64, device=device)
     for start in range(0, n, CHUNK_ROWS):
         rows = torch.as_tensor(values[start : start + CHUNK_ROWS], device=device).to(dtype)
-        w = torch.as_tensor(weights[start : start + CHUNK_ROWS], device=device).to(dtype)
+        if weights is None:
+            w = torch.ones(len(rows), dtype=dtype, device=device)
+        else:
+            w = torch.as_tensor(weights[start : start + CHUNK_ROWS], device=device).to(dtype)
         positions = (rows - low) / delta
         inside = ((positions >= -slack) & (positions <= (last_cell + 1) * (1 + slack))).all(dim=1)
         if not bool(inside.all()):

@@ -225,10 +225,15 @@ def _regrouped(batches: Iterable, rows: int) -> Iterator:
         group.append(batch)
         held += batch.num_rows
         if held >= rows:
-            yield pa.Table.from_batches(group).combine_chunks().to_batches()[0]
+            yield _joined(group, pa)
             group, held = [], 0
     if held:
-        yield pa.Table.from_batches(group).combine_chunks().to_batches()[0]
+        yield _joined(group, pa)
+
+
+def _joined(batches: list, pa):
+    """One record batch holding ``batches`` (the batch itself when there is one)."""
+    return batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
 def quote_identifier(name: str) -> str:
@@ -341,7 +346,7 @@ def _arrays(batches: Iterable, columns, weights: str | None, positional: bool = 
                 raise ValueError(f"column {name!r} holds non-finite values (inf or NaN); remove them first")
         if weights is not None and (kept[-1] < 0).any():
             raise ValueError(f"column {weights!r} holds negative weights; weights must be >= 0")
-        values = np.stack(kept[: len(columns)], axis=1)
+        values = kept[0][:, None] if len(columns) == 1 else np.stack(kept[: len(columns)], axis=1)
         yield _Chunk(values, kept[-1] if weights is not None else None, batch.num_rows - len(values))
 
 
