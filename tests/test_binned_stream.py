@@ -7,6 +7,8 @@ order of the additions differs), 2e-6 for the gpu backend's float32 positions.
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from parzen.backends import available, resolve_backend
 from parzen.binned import GridSpec, linear_bin
@@ -297,3 +299,17 @@ def test_small_batches_are_regrouped():
     assert sizes == [9, 9, 9, 3]
     joined = np.concatenate([b.column(0).to_numpy() for b in _regrouped(batches, 7)])
     np.testing.assert_array_equal(joined, np.arange(30.0))
+
+
+@pytest.mark.skipif("cpu" not in available(), reason="no cpu backend")
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), d=st.integers(1, 4), n=st.integers(1, 60))
+def test_numba_binning_equals_the_reference_on_any_data(data, d, n):
+    values = st.floats(-1e3, 1e3, allow_nan=False, allow_subnormal=False)
+    X = np.array(data.draw(st.lists(st.tuples(*[values] * d), min_size=n, max_size=n)))
+    w = np.array(data.draw(st.lists(st.floats(0.0, 10.0), min_size=n, max_size=n)))
+    sizes = data.draw(st.tuples(*[st.integers(2, 7)] * d))
+    spec = GridSpec.covering(X.min(axis=0), X.max(axis=0), sizes)
+    want = linear_bin(X, spec, w, backend="numpy")
+    got = linear_bin(X, spec, w, backend="cpu")
+    np.testing.assert_allclose(got.counts, want.counts, rtol=0, atol=RTOL * max(want.total, 1e-300))
