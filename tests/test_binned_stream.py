@@ -181,6 +181,9 @@ def test_parquet_errors_name_the_column(tmp_path):
         bin_parquet(path, ["b", "a"], sizes=5)
     with pytest.raises(ValueError, match="pass spec= .* or sizes="):
         bin_parquet(path, ["b"])
+    with pytest.raises(ValueError, match="batch_rows must be a positive integer"):
+        bin_parquet(path, ["b"], sizes=5, batch_rows=0)
+    assert bin_parquet(path, "b", sizes=5).rows == 3  # one column by its name, not its letters
     with pytest.raises(FileNotFoundError, match="no Parquet file"):
         bin_parquet(tmp_path / "none-*.parquet", ["b"], sizes=5)
 
@@ -212,7 +215,7 @@ def test_duckdb_table_equals_the_reference(duck_table):
     assert got.bins.spec == spec
     assert (got.rows, got.null_rows) == (kept.sum(), (~kept).sum())
     _assert_same_counts(got.bins, linear_bin(X[kept], spec, w[kept], backend="numpy"))
-    one = bin_duckdb(con, "my data", ["id"], spec=GridSpec((0.0,), (5000.0,), (6,)))
+    one = bin_duckdb(con, "my data", "id", spec=GridSpec((0.0,), (5000.0,), (6,)))
     np.testing.assert_allclose(one.bins.counts, [500.5, 1000, 1000, 1000, 1000, 499.5], rtol=RTOL)  # ids 0..4999
 
 

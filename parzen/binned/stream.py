@@ -58,7 +58,7 @@ class StreamedCounts:
     highs: tuple[float, ...]
 
 
-def bin_parquet(path_or_glob, columns: Sequence[str], *, spec: GridSpec | None = None, sizes=None,
+def bin_parquet(path_or_glob, columns: str | Sequence[str], *, spec: GridSpec | None = None, sizes=None,
                 weights: str | None = None, batch_rows: int = BATCH_ROWS, backend="auto",
                 progress: bool = False) -> StreamedCounts:
     """Linear binning of columns of a Parquet file or dataset, one record batch at a time.
@@ -68,7 +68,7 @@ def bin_parquet(path_or_glob, columns: Sequence[str], *, spec: GridSpec | None =
     path_or_glob : str, os.PathLike or sequence of them
         A Parquet file, a directory of Parquet files, a glob pattern (``"data/*.parquet"``) or
         a list of files.
-    columns : sequence of str
+    columns : str or sequence of str
         The 1 to 4 numeric columns binned, in the grid's axis order.
     spec : GridSpec, optional
         The grid.  Default: ``sizes`` nodes over the range of the rows binned (those without
@@ -95,16 +95,17 @@ def bin_parquet(path_or_glob, columns: Sequence[str], *, spec: GridSpec | None =
         When nothing matches ``path_or_glob``.
     ValueError
         For a column not in the files (the message lists theirs), a non-numeric column, a
-        non-finite value or negative weight (naming its column), no row without NULLs, or
-        neither ``spec`` nor ``sizes``.
+        non-finite value or negative weight (naming its column), no row without NULLs,
+        neither ``spec`` nor ``sizes``, or a ``batch_rows`` that is not a positive integer.
     MissingExtraError
         Without pyarrow (the ``parquet`` extra).
     """
     require("pyarrow", extra="parquet", what="binning a Parquet dataset")
     import pyarrow.dataset as ds
 
+    _check_batch_rows(batch_rows)
     dataset = ds.dataset(_parquet_sources(path_or_glob), format="parquet")
-    names = _checked_names(columns, weights, dataset.schema.names, "the Parquet data")
+    columns, names = _checked_names(columns, weights, dataset.schema.names, "the Parquet data")
     _check_numeric_arrow(dataset.schema, names)
     total_rows = dataset.count_rows()
     source = str(path_or_glob)
@@ -124,7 +125,7 @@ def bin_parquet(path_or_glob, columns: Sequence[str], *, spec: GridSpec | None =
     return _bin_arrays(_arrays(batches(f"binning {source}"), columns, weights), spec, backend)
 
 
-def bin_duckdb(con_or_path, table: str, columns: Sequence[str], *, spec: GridSpec | None = None, sizes=None,
+def bin_duckdb(con_or_path, table: str, columns: str | Sequence[str], *, spec: GridSpec | None = None, sizes=None,
                weights: str | None = None, batch_rows: int = BATCH_ROWS, backend="auto",
                progress: bool = False) -> StreamedCounts:
     """Linear binning of columns of a DuckDB table, fetched as record batches.
@@ -135,7 +136,7 @@ def bin_duckdb(con_or_path, table: str, columns: Sequence[str], *, spec: GridSpe
         An open connection, or a database file (opened read-only and closed after).
     table : str
         A table or view of the database's main schema.
-    columns : sequence of str
+    columns : str or sequence of str
         The 1 to 4 numeric columns binned, in the grid's axis order (names as stored).
     spec : GridSpec, optional
         The grid.  Default: ``sizes`` nodes over DuckDB's MIN and MAX of each column over the
@@ -160,7 +161,8 @@ def bin_duckdb(con_or_path, table: str, columns: Sequence[str], *, spec: GridSpe
     ValueError
         For a table not in the database or a column not in the table (the message lists
         theirs), a non-numeric column, a non-finite value or negative weight (naming its
-        column), no row without NULLs, or neither ``spec`` nor ``sizes``.
+        column), no row without NULLs, neither ``spec`` nor ``sizes``, or a ``batch_rows``
+        that is not a positive integer.
     MissingExtraError
         Without duckdb or pyarrow (the ``aqp`` extra).
     """
@@ -171,9 +173,10 @@ def bin_duckdb(con_or_path, table: str, columns: Sequence[str], *, spec: GridSpe
         with duckdb.connect(str(con_or_path), read_only=True) as con:
             return bin_duckdb(con, table, columns, spec=spec, sizes=sizes, weights=weights,
                               batch_rows=batch_rows, backend=backend, progress=progress)
+    _check_batch_rows(batch_rows)
     con = con_or_path
     types = _duckdb_columns(con, table)
-    names = _checked_names(columns, weights, list(types), f"table {table!r}")
+    columns, names = _checked_names(columns, weights, list(types), f"table {table!r}")
     bad = [c for c in names if not _duckdb_numeric(types[c])]
     if bad:
         raise ValueError(f"column(s) {', '.join(map(repr, bad))} of {table!r} are not numeric "
@@ -270,8 +273,14 @@ def _check_sizes(sizes) -> None:
         raise ValueError("pass spec= (a GridSpec) or sizes= (nodes per axis) to choose the grid")
 
 
-def _checked_names(columns, weights, available: list[str], where: str) -> list[str]:
-    """The binned columns, then the weights column, each checked to be in ``available``."""
+def _check_batch_rows(batch_rows) -> None:
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, (int, np.integer)) or batch_rows < 1:
+        raise ValueError(f"batch_rows must be a positive integer, got {batch_rows!r}")
+
+
+def _checked_names(columns, weights, available: list[str], where: str) -> tuple[list[str], list[str]]:
+    """The binned columns (one name or several), and those followed by the weights column,
+    each checked to be in ``available``."""
     columns = [columns] if isinstance(columns, str) else list(columns)
     if not 1 <= len(columns) <= 4:
         raise ValueError(f"bin 1 to 4 columns, got {len(columns)}")
@@ -281,7 +290,7 @@ def _checked_names(columns, weights, available: list[str], where: str) -> list[s
         raise ValueError(f"no column {', '.join(map(repr, unknown))} in {where}; its columns: {', '.join(available)}")
     if len(set(names)) < len(names):
         raise ValueError(f"columns repeat: {', '.join(names)}; name each once")
-    return names
+    return columns, names
 
 
 def _check_numeric_arrow(schema, names: list[str]) -> None:
