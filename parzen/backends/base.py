@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import linalg
+
+if TYPE_CHECKING:
+    from ..binned.grid import BinCounts, GridSpec
 
 
 class PairSums1D:
@@ -224,6 +228,36 @@ class KDEBackend(abc.ABC):
 
         return sums
 
+    def linear_bin(self, X, spec: GridSpec, weights=None, *, dtype=None) -> BinCounts:
+        """Linear binning of the rows of X onto ``spec`` (Wand 1994, section 2; see
+        :func:`parzen.binned.grid.linear_bin`).  Here: the float64 NumPy reference; the cpu
+        backend bins in parallel per-thread grids, the gpu backend by ``index_add_``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n,) or (n, d)
+            The data, finite, inside the grid's box.
+        spec : GridSpec
+            The grid (``spec.d`` = d, at most 4).
+        weights : array_like of shape (n,), optional
+            Non-negative weights (default 1 per row).
+        dtype : None or dtype
+            The type of the node positions and shares: float64 unless a backend offers float32
+            (the gpu); the counts are always accumulated in float64.
+
+        Returns
+        -------
+        BinCounts
+
+        Raises
+        ------
+        ValueError
+            If X has another number of columns than the grid, or a row lies outside its box.
+        """
+        from ..binned.grid import linear_bin  # parzen.binned's later modules import the backends
+
+        return linear_bin(X, spec, weights, backend="numpy")
+
     def close(self) -> None:
         """Release what this instance holds (nothing here; device buffers and graphs on the GPU)."""
 
@@ -235,3 +269,36 @@ class KDEBackend(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def binning_rows(X, spec: GridSpec, weights=None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The rows and weights of a :meth:`KDEBackend.linear_bin` call as float64 arrays.
+
+    Parameters
+    ----------
+    X, spec, weights
+        As in :meth:`KDEBackend.linear_bin`.
+
+    Returns
+    -------
+    values : numpy.ndarray
+        (n, d) C-contiguous float64.
+    weights : numpy.ndarray or None
+        (n,) float64, or None (1 per row) when None is given.
+
+    Raises
+    ------
+    ValueError
+        If X has another number of columns than the grid or the weights another length.
+    """
+    values = np.asarray(X, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    if values.ndim != 2 or values.shape[1] != spec.d:
+        raise ValueError(f"X must have {spec.d} column(s) for this grid, got shape {np.shape(X)}")
+    if weights is None:
+        return np.ascontiguousarray(values), None
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    if w.shape != (len(values),):
+        raise ValueError(f"weights must have one value per row ({len(values)}), got shape {w.shape}")
+    return np.ascontiguousarray(values), w

@@ -27,10 +27,12 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from ..binned._numba_binning import linear_bin_counts
+from ..binned.grid import BinCounts, GridSpec, outside_box_error
 from ..kernels import KERNELS, gauss_derivative_even_coefficients
 from ._log_sums import log_of_kernel_sum, log_sum_exp_of_parts
 from ._simd import PROFILE_CODES, compute_type, exp, like, profile
-from .base import KDEBackend
+from .base import KDEBackend, binning_rows
 from .reference import derivative_order
 
 #: At most this many tiles along a side: bigger n gets bigger tiles (bounds the partial sums).
@@ -288,6 +290,19 @@ class CpuBackend(KDEBackend):
 
     def __repr__(self) -> str:
         return f"CpuBackend({self.tiles!r})"
+
+    def linear_bin(self, X, spec: GridSpec, weights=None, *, dtype=None) -> BinCounts:
+        """Linear binning by chunks of rows in parallel, each into its own grid, added at the end
+        (:mod:`parzen.binned._numba_binning`); float64 whatever ``dtype``, equal to the
+        reference to rounding.
+
+        See :meth:`parzen.backends.KDEBackend.linear_bin` for the parameters.
+        """
+        values, w = binning_rows(X, spec, weights)
+        counts, outside = linear_bin_counts(values, w, spec.lows, spec.spacing, spec.sizes)
+        if outside >= 0:
+            raise outside_box_error(values, outside, spec)
+        return BinCounts(spec, counts)
 
     def pair_sum_1d(self, x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
         """For each scale g: sum_{i<j} phi^(r)((x_i - x_j) / g), kind = "gauss_d<r>" (r even, <= 8).

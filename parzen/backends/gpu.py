@@ -32,11 +32,13 @@ from types import MappingProxyType
 
 import numpy as np
 
+from ..binned._torch_binning import linear_bin_counts as torch_linear_bin_counts
+from ..binned.grid import BinCounts, GridSpec, outside_box_error
 from ..kernels import KERNELS, gauss_derivative_even_coefficients
 from . import _triton_kernels as kernels
 from ._cuda import DEVICE, INTERPRETED, torch, torch_dtype, triton
 from ._log_sums import log_of_kernel_sum, log_sum_exp_of_parts
-from .base import KDEBackend, PairSums1D
+from .base import KDEBackend, PairSums1D, binning_rows
 from .reference import derivative_order
 
 #: Host arrays from this size on go to the device through page-locked memory (see _to_device).
@@ -621,6 +623,23 @@ class GpuBackend(KDEBackend):
         """Copies and pickles carry the tiles only: graphs and buffers are caches of one device
         (``clone`` of a ``KDE(backend=GpuBackend())`` gets a fresh backend)."""
         return (GpuBackend, (self.tiles,))
+
+    def linear_bin(self, X, spec: GridSpec, weights=None, *, dtype=None) -> BinCounts:
+        """Linear binning on the device by ``index_add_`` of the 2^d corner shares
+        (:mod:`parzen.binned._torch_binning`), rows sent in chunks.
+
+        Unlike the pair sums, binning computes in float64 unless ``dtype=np.float32`` is asked
+        for (positions and shares then in float32, ~1e-7 of a spacing); the counts are
+        accumulated in float64 either way.  See :meth:`parzen.backends.KDEBackend.linear_bin`.
+        """
+        values, w = binning_rows(X, spec, weights)
+        compute = torch.float32 if dtype is not None and np.dtype(dtype) == np.float32 else torch.float64
+        counts, outside = torch_linear_bin_counts(
+            values, w, spec.lows, spec.spacing, spec.sizes, torch=torch, device=DEVICE, dtype=compute
+        )
+        if outside >= 0:
+            raise outside_box_error(values, outside, spec)
+        return BinCounts(spec, counts)
 
     def close(self) -> None:
         """Drop the CUDA graphs, whitened-data buffers and constants (after the device is idle);
