@@ -84,8 +84,15 @@ def test_binning_error_falls_as_delta_squared():
 )
 def test_bin_1d_matches_linear_bin(values, size):
     x = np.asarray(values)
-    spec = GridSpec.covering(x.min(), x.max(), size)
+    pad = 0.01 * (x.max() - x.min()) + 1.0  # linear_bin may reject a point on the last node (rounding)
+    spec = GridSpec.covering(x.min() - pad, x.max() + pad, size)
     np.testing.assert_allclose(bin_1d(x, spec).counts, linear_bin(x, spec).counts, rtol=1e-12, atol=1e-12)
+
+
+def test_bin_1d_keeps_points_on_the_last_node():
+    x = np.array([3.46875, 0.03125])  # (high - low) / delta rounds above M - 1 on this grid
+    counts = bin_1d(x, GridSpec.covering(x.min(), x.max(), 200)).counts
+    assert counts[0] == 1.0 and counts[-1] == pytest.approx(1.0, abs=1e-12) and counts.sum() == pytest.approx(2.0)
 
 
 def test_bin_1d_rejects_points_outside_and_other_dimensions():
