@@ -75,3 +75,12 @@ def test_a_constant_axis_gets_a_valid_grid():
     spec = GridSpec.covering([3.0, 0.0], [3.0, 1.0], 5)
     binned = linear_bin(np.array([[3.0, 0.2], [3.0, 0.9]]), spec)
     assert binned.total == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "cpu", "gpu"])
+def test_a_point_on_the_last_node_is_inside_whatever_the_rounding(backend):
+    # (high - low) / spacing rounds above m - 1 here: positions must not
+    spec = GridSpec((0.03125,), (3.46875,), (200,))
+    binned = linear_bin([0.03125, 1.0, 3.46875], spec, backend=backend)
+    assert binned.total == pytest.approx(3.0, rel=1e-14)
+    assert binned.counts[-1] == pytest.approx(1.0, rel=1e-14)

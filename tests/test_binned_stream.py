@@ -62,7 +62,7 @@ def test_torch_binning_in_chunks_equals_one_pass(monkeypatch):
     X, w, spec = _data(2)
     monkeypatch.setattr(_torch_binning, "CHUNK_ROWS", 700)
     counts, outside = _torch_binning.linear_bin_counts(
-        X, w, spec.lows, spec.spacing, spec.sizes, torch=torch, device=torch.device("cpu"), dtype=torch.float64
+        X, w, spec.lows, spec.highs, spec.sizes, torch=torch, device=torch.device("cpu"), dtype=torch.float64
     )
     assert outside == -1
     want = linear_bin(X, spec, w, backend="numpy").counts

@@ -299,7 +299,7 @@ class CpuBackend(KDEBackend):
         See :meth:`parzen.backends.KDEBackend.linear_bin` for the parameters.
         """
         values, w = binning_rows(X, spec, weights)
-        counts, outside = linear_bin_counts(values, w, spec.lows, spec.spacing, spec.sizes)
+        counts, outside = linear_bin_counts(values, w, spec.lows, spec.highs, spec.sizes)
         if outside >= 0:
             raise outside_box_error(values, outside, spec)
         return BinCounts(spec, counts)

@@ -635,7 +635,7 @@ class GpuBackend(KDEBackend):
         values, w = binning_rows(X, spec, weights)
         compute = torch.float32 if dtype is not None and np.dtype(dtype) == np.float32 else torch.float64
         counts, outside = torch_linear_bin_counts(
-            values, w, spec.lows, spec.spacing, spec.sizes, torch=torch, device=DEVICE, dtype=compute
+            values, w, spec.lows, spec.highs, spec.sizes, torch=torch, device=DEVICE, dtype=compute
         )
         if outside >= 0:
             raise outside_box_error(values, outside, spec)

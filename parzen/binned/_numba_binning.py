@@ -1,7 +1,8 @@
 """Linear binning on the CPU (Numba): rows cut into chunks, one private grid per chunk, added.
 
 The same shares as the float64 reference :func:`parzen.binned.grid.linear_bin` (Wand 1994,
-section 2): a row at node position p = (x - low) / delta on each axis gives
+section 2): a row at node position p = (x - low) / (high - low) * (m - 1) on each axis (in this order, so
+that no rounding moves a point of [low, high] outside [0, m - 1]) gives
 w * prod_a (1 - f_a or f_a) to the 2^d nodes of its cell, f = p - floor(p) (the last cell for a
 point on the last node).  The rows are cut into contiguous chunks, ``prange`` runs the chunks
 in parallel and each chunk adds its shares into its own copy of the grid, so no two threads
@@ -54,14 +55,14 @@ def _cell(p, m):
 
 
 @njit(parallel=True, cache=True)
-def _bin_1d(x, w, weighted, low, delta, m, starts):
+def _bin_1d(x, w, weighted, low, width, m, starts):
     chunks = starts.size - 1
     grids = np.zeros((chunks, m))
     bad = np.full(chunks, -1, dtype=np.int64)
     for c in prange(chunks):
         g = grids[c]
         for i in range(starts[c], starts[c + 1]):
-            p = (x[i] - low) / delta
+            p = (x[i] - low) / width * (m - 1)
             if not (p >= 0.0 and p <= m - 1):
                 bad[c] = i
                 break
@@ -73,7 +74,7 @@ def _bin_1d(x, w, weighted, low, delta, m, starts):
 
 
 @njit(parallel=True, cache=True)
-def _bin_2d(X, w, weighted, lows, deltas, sizes, starts):
+def _bin_2d(X, w, weighted, lows, widths, sizes, starts):
     chunks = starts.size - 1
     m0, m1 = sizes[0], sizes[1]
     grids = np.zeros((chunks, m0, m1))
@@ -81,8 +82,8 @@ def _bin_2d(X, w, weighted, lows, deltas, sizes, starts):
     for c in prange(chunks):
         g = grids[c]
         for i in range(starts[c], starts[c + 1]):
-            p0 = (X[i, 0] - lows[0]) / deltas[0]
-            p1 = (X[i, 1] - lows[1]) / deltas[1]
+            p0 = (X[i, 0] - lows[0]) / widths[0] * (m0 - 1)
+            p1 = (X[i, 1] - lows[1]) / widths[1] * (m1 - 1)
             if not (p0 >= 0.0 and p0 <= m0 - 1 and p1 >= 0.0 and p1 <= m1 - 1):
                 bad[c] = i
                 break
@@ -97,7 +98,7 @@ def _bin_2d(X, w, weighted, lows, deltas, sizes, starts):
 
 
 @njit(parallel=True, cache=True)
-def _bin_nd(X, w, weighted, lows, deltas, sizes, starts):
+def _bin_nd(X, w, weighted, lows, widths, sizes, starts):
     """Any d: the grid flattened in C order, the 2^d corners enumerated by the bits of an int.
 
     Every loop reads w[i] only when ``weighted`` (else each row weighs 1 and w is a placeholder).
@@ -119,7 +120,7 @@ def _bin_nd(X, w, weighted, lows, deltas, sizes, starts):
         for i in range(starts[c], starts[c + 1]):
             inside = True
             for a in range(d):
-                p = (X[i, a] - lows[a]) / deltas[a]
+                p = (X[i, a] - lows[a]) / widths[a] * (sizes[a] - 1)
                 if not (p >= 0.0 and p <= sizes[a] - 1):
                     inside = False
                     break
@@ -142,7 +143,7 @@ def _bin_nd(X, w, weighted, lows, deltas, sizes, starts):
     return grids, bad
 
 
-def linear_bin_counts(values: np.ndarray, weights: np.ndarray | None, lows, spacing, sizes) -> tuple[np.ndarray, int]:
+def linear_bin_counts(values: np.ndarray, weights: np.ndarray | None, lows, highs, sizes) -> tuple[np.ndarray, int]:
     """Linear-binning counts of the rows of ``values`` by the chunked parallel loops.
 
     Parameters
@@ -151,8 +152,8 @@ def linear_bin_counts(values: np.ndarray, weights: np.ndarray | None, lows, spac
         (n, d) float64 rows, d = 1..4.
     weights : numpy.ndarray or None
         (n,) float64 weights; None: 1 per row (no array of ones is made).
-    lows, spacing : array_like of shape (d,)
-        The grid's first node and node spacing per axis (``GridSpec.lows``, ``GridSpec.spacing``).
+    lows, highs : array_like of shape (d,)
+        The grid's first and last node per axis (``GridSpec.lows``, ``GridSpec.highs``).
     sizes : tuple of int
         Nodes per axis.
 
@@ -168,15 +169,15 @@ def linear_bin_counts(values: np.ndarray, weights: np.ndarray | None, lows, spac
     nodes = int(np.prod(sizes))
     starts = chunk_starts(n, nodes)
     lows = np.asarray(lows, dtype=np.float64)
-    spacing = np.asarray(spacing, dtype=np.float64)
+    widths = np.asarray(highs, dtype=np.float64) - lows
     sizes_arr = np.asarray(sizes, dtype=np.int64)
     weighted = weights is not None
     w = weights if weights is not None else np.ones(1)
     if d == 1:
-        grids, bad = _bin_1d(np.ascontiguousarray(values[:, 0]), w, weighted, lows[0], spacing[0], sizes_arr[0], starts)
+        grids, bad = _bin_1d(np.ascontiguousarray(values[:, 0]), w, weighted, lows[0], widths[0], sizes_arr[0], starts)
     elif d == 2:
-        grids, bad = _bin_2d(values, w, weighted, lows, spacing, sizes_arr, starts)
+        grids, bad = _bin_2d(values, w, weighted, lows, widths, sizes_arr, starts)
     else:
-        grids, bad = _bin_nd(values, w, weighted, lows, spacing, sizes_arr, starts)
+        grids, bad = _bin_nd(values, w, weighted, lows, widths, sizes_arr, starts)
     found = bad[bad >= 0]
     return grids.sum(axis=0).reshape(sizes), int(found[0]) if found.size else -1

@@ -2,7 +2,8 @@
 
 The shares of the float64 reference :func:`parzen.binned.grid.linear_bin` (Wand 1994,
 section 2), computed for a chunk of rows at a time on the device: node positions
-p = (x - low) / delta and fractions f = p - floor(p) in the compute type, then for each of the
+p = (x - low) / (high - low) * (m - 1) (in this order: no float64 rounding moves a point of
+[low, high] outside [0, m - 1]) and fractions f = p - floor(p) in the compute type, then for each of the
 2^d corners of the cells one ``index_add_`` of w * prod_a (1 - f_a or f_a) into the flattened
 grid, which is float64 whatever the compute type (float32 sums stop growing at 2^24 per node).
 Rows travel to the device :data:`CHUNK_ROWS` at a time, so host data larger than the device's
@@ -19,7 +20,7 @@ import numpy as np
 CHUNK_ROWS = 1 << 22
 
 
-def linear_bin_counts(values: np.ndarray, weights: np.ndarray | None, lows, spacing, sizes, *, torch, device,
+def linear_bin_counts(values: np.ndarray, weights: np.ndarray | None, lows, highs, sizes, *, torch, device,
                       dtype) -> tuple[np.ndarray, int]:
     """Linear-binning counts of the rows of ``values`` by ``index_add_`` on ``device``.
 
@@ -29,8 +30,8 @@ def linear_bin_counts(values: np.ndarray, weights: np.ndarray | None, lows, spac
         (n, d) float64 rows.
     weights : numpy.ndarray or None
         (n,) float64 weights (None: 1 per row).
-    lows, spacing : array_like of shape (d,)
-        The grid's first node and node spacing per axis.
+    lows, highs : array_like of shape (d,)
+        The grid's first and last node per axis.
     sizes : tuple of int
         Nodes per axis.
     torch : module
@@ -51,7 +52,8 @@ def linear_bin_counts(values: np.ndarray, weights: np.ndarray | None, lows, spac
     """
     n, d = values.shape
     low = torch.as_tensor(np.asarray(lows, dtype=np.float64), device=device).to(dtype)
-    delta = torch.as_tensor(np.asarray(spacing, dtype=np.float64), device=device).to(dtype)
+    width = torch.as_tensor(np.asarray(highs, dtype=np.float64) - np.asarray(lows, dtype=np.float64), device=device).to(dtype)
+    last_node = torch.as_tensor(np.asarray(sizes, dtype=np.float64) - 1, device=device).to(dtype)
     last_cell = torch.as_tensor(np.asarray(sizes, dtype=np.int64) - 2, device=device)
     host_strides = [int(v) for v in np.cumprod((1, *sizes[:0:-1]))[::-1]]  # C order
     strides = torch.as_tensor(host_strides, dtype=torch.int64, device=device)
@@ -64,7 +66,7 @@ def linear_bin_counts(values: np.ndarray, weights: np.ndarray | None, lows, spac
             w = torch.ones(len(rows), dtype=dtype, device=device)
         else:
             w = torch.as_tensor(weights[start : start + CHUNK_ROWS], device=device).to(dtype)
-        positions = (rows - low) / delta
+        positions = (rows - low) / width * last_node
         inside = ((positions >= -slack) & (positions <= (last_cell + 1) * (1 + slack))).all(dim=1)
         if not bool(inside.all()):
             return counts.cpu().numpy().reshape(sizes), start + int(torch.argmin(inside.to(torch.int8)))

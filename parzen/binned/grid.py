@@ -186,8 +186,11 @@ def linear_bin(X, spec: GridSpec, weights=None, *, backend="auto") -> BinCounts:
     if values.ndim != 2 or values.shape[1] != spec.d:
         raise ValueError(f"X must have {spec.d} column(s) for this grid, got shape {np.shape(X)}")
     w = np.ones(len(values)) if weights is None else np.asarray(weights, dtype=np.float64)
-    positions = (values - np.asarray(spec.lows)) / spec.spacing  # in units of nodes
     sizes = np.asarray(spec.sizes)
+    lows = np.asarray(spec.lows)
+    # in units of nodes, in this order so that no rounding moves a point of [low, high] outside
+    # [0, m - 1] (x - low <= high - low, so their rounded ratio is <= 1)
+    positions = (values - lows) / (np.asarray(spec.highs) - lows) * (sizes - 1)
     outside = ~np.all((positions >= 0) & (positions <= sizes - 1), axis=1)
     if outside.any():
         raise outside_box_error(values, int(np.argmax(outside)), spec)
