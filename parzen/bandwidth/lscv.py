@@ -35,7 +35,7 @@ from .._validate import (
 )
 from ..backends import resolve_backend
 from ..binned.grid import MAX_DIMENSIONS
-from ..binned.lscv import DEFAULT_TOLERANCE, prepare_binned_pair_sums
+from ..binned.lscv import DEFAULT_TOLERANCE, GridTooLarge, prepare_binned_pair_sums
 from .convention import from_factor, from_matrix
 
 
@@ -67,10 +67,12 @@ def _whiten(values: np.ndarray, L: np.ndarray) -> np.ndarray:
     return linalg.solve_triangular(L, centred.T, lower=True, check_finite=False).T  # X was validated
 
 
-#: ``method="auto"`` takes the binned pair sums from this many rows on, per dimension d (the
-#: exact ones below): where the exact sums on the cpu backend start to cost more than binning at
-#: the default tolerance (benchmarks/results/binned_lscv.md).  Beyond MAX_DIMENSIONS: exact.
-AUTO_BINNED_FROM = {1: 2000, 2: 2000, 3: 4000, 4: 8000}
+#: ``method="auto"`` takes the binned pair sums from this many rows on, for d <= 4 (exact below
+#: and for d > 4).  Measured on the cpu backend (2 cores, shared), bimodal normal data, default
+#: tolerance: lscv_h exact 0.23 s vs binned 0.22 s at n = 1000, d = 2, and 0.63 s vs 0.33 s at
+#: n = 2000 (1-D: 0.19 s vs 0.017 s at n = 1000, 1.0 s vs 0.019 s at n = 2000); binned LSCV_H is
+#: faster from n = 250 on, but exact stays exact where it costs well under a second.
+AUTO_BINNED_FROM = 2000
 
 
 def _use_binned(method: str, n: int, d: int) -> bool:
@@ -80,7 +82,21 @@ def _use_binned(method: str, n: int, d: int) -> bool:
         raise ValueError(
             f"binned LSCV takes at most {MAX_DIMENSIONS} dimensions, not {d}; use method='exact' (or 'auto')"
         )
-    return method == "binned" or (method == "auto" and d <= MAX_DIMENSIONS and n >= AUTO_BINNED_FROM[d])
+    return method == "binned" or (method == "auto" and d <= MAX_DIMENSIONS and n >= AUTO_BINNED_FROM)
+
+
+def _binned_pair_sums(method: str, n: int, d: int, Z: np.ndarray, **binning):
+    """Binned pair sums of Z (:func:`parzen.binned.lscv.prepare_binned_pair_sums`) where
+    ``method`` asks for them, else None; "auto" also takes None (the exact sums) where the
+    tolerance needs a grid beyond :data:`parzen.binned.lscv.MAX_LAGS` (3-D and 4-D)."""
+    if not _use_binned(method, n, d):
+        return None
+    try:
+        return prepare_binned_pair_sums(Z, **binning)
+    except GridTooLarge:
+        if method == "auto":
+            return None
+        raise
 
 
 @single_threaded_blas
@@ -106,7 +122,8 @@ def lscv_h_objective(
         Compute precision of the backend (None: its default).
     method : {"auto", "exact", "binned"}, default "auto"
         Exact pair sums (O(n^2)), or sums over linear-binning counts (d <= 4,
-        :mod:`parzen.binned.lscv`); "auto" bins from :data:`AUTO_BINNED_FROM` rows on.
+        :mod:`parzen.binned.lscv`); "auto" bins from :data:`AUTO_BINNED_FROM` rows on (exact
+        where the tolerance needs a grid too large).
     grid_size : int or sequence of int, optional
         Binned: nodes per axis, overriding ``tolerance``.
     tolerance : float, default 1e-4
@@ -129,11 +146,11 @@ def lscv_h_objective(
     if h_arr.ndim != 1 or not np.all(np.isfinite(h_arr)) or np.any(h_arr <= 0):
         raise ValueError("h must be a positive finite scalar or 1-D array of them")
     _, L, centred = covariance_factor(data)
-    if _use_binned(method, data.n, data.d):
-        sums = prepare_binned_pair_sums(
-            centred, h_ref=float(h_arr.min()), frame=L, tolerance=tolerance, grid_size=grid_size
-        )(L, h_arr)
-        values = _criterion(sums, data.n, data.d, h_arr, float(np.prod(np.diag(L))))
+    binned = _binned_pair_sums(
+        method, data.n, data.d, centred, h_ref=float(h_arr.min()), frame=L, tolerance=tolerance, grid_size=grid_size
+    )
+    if binned is not None:
+        values = _criterion(binned(L, h_arr), data.n, data.d, h_arr, float(np.prod(np.diag(L))))
     else:
         values = _lscv_h_values(_whiten(data.values, L), h_arr, float(np.prod(np.diag(L))), backend, dtype)
     return float(values[0]) if np.ndim(h) == 0 else values
@@ -188,10 +205,11 @@ def lscv_H_objective(
         _, frame, centred = covariance_factor(data)
         B = linalg.solve_triangular(frame, L, lower=True)  # H's factor in the sphered frame
         smallest_sd = float(np.sqrt(np.linalg.eigvalsh(B @ B.T)[0]))
-        sums = prepare_binned_pair_sums(
-            centred, h_ref=smallest_sd, frame=frame, tolerance=tolerance, grid_size=grid_size
-        )(L, np.ones(1))
-        return float(_criterion(sums, data.n, data.d, np.ones(1), float(np.prod(np.diag(L))))[0])
+        binned = _binned_pair_sums(
+            method, data.n, data.d, centred, h_ref=smallest_sd, frame=frame, tolerance=tolerance, grid_size=grid_size
+        )
+        if binned is not None:
+            return float(_criterion(binned(L, np.ones(1)), data.n, data.d, np.ones(1), float(np.prod(np.diag(L))))[0])
     return float(_lscv_h_values(_whiten(data.values, L), np.ones(1), float(np.prod(np.diag(L))), backend, dtype)[0])
 
 
@@ -261,7 +279,7 @@ def lscv_h_factor(
         Exact pair sums (O(n^2)), or sums over linear-binning counts of the data (d <= 4,
         :mod:`parzen.binned.lscv`): the counts and their autocorrelation are computed once and
         every candidate h is a sum over grid lags.  "auto" bins from :data:`AUTO_BINNED_FROM`
-        rows on.
+        rows on (exact where the tolerance needs a grid too large).
     grid_size : int or sequence of int, optional
         Binned: nodes per axis, overriding ``tolerance``.
     tolerance : float, default 1e-4
@@ -297,9 +315,10 @@ def _lscv_h_search(
     sqrt_det = float(np.prod(np.diag(L)))
     h0 = reference_h0(data.n, data.d)
 
-    if _use_binned(method, data.n, data.d):  # binned in the frame that spheres the data
-        pair_sums = prepare_binned_pair_sums(centred, h_ref=h0, frame=L, tolerance=tolerance, grid_size=grid_size)
-    else:
+    pair_sums = _binned_pair_sums(  # binned in the frame that spheres the data
+        method, data.n, data.d, centred, h_ref=h0, frame=L, tolerance=tolerance, grid_size=grid_size
+    )
+    if pair_sums is None:
         # the grid and the refinement share the rows y = L^-1 (x - mean), whitened once where the
         # backend computes (on the GPU: the centred data go up once and are whitened there)
         be = resolve_backend(backend, dtype, work=0.5 * data.n * data.n * grid)
@@ -471,10 +490,11 @@ def _minimise_matrix(
     """
     n, d = data.values.shape
     Z = _whiten(data.values, P)
-    if _use_binned(pair_sum_method, n, d):  # the tolerance holds from the normal-scale start, h0 I, down to h0 I
-        pair_sums = prepare_binned_pair_sums(Z, h_ref=reference_h0(n, d), tolerance=tolerance, grid_size=grid_size)
-        computes_in = np.dtype(np.float64)
-    else:
+    pair_sums = _binned_pair_sums(  # the tolerance holds at kernel sd >= h0, the normal-scale start's
+        pair_sum_method, n, d, Z, h_ref=reference_h0(n, d), tolerance=tolerance, grid_size=grid_size
+    )
+    computes_in = np.dtype(np.float64)
+    if pair_sums is None:
         be = resolve_backend(backend, dtype, work=0.5 * n * n)
         pair_sums = be.prepare_whitened_pair_sum_sq(Z, "lscv", dtype=dtype)
         computes_in = be.dtypes[0] if dtype is None else np.dtype(dtype)  # the gpu's default is float32
@@ -687,7 +707,8 @@ def lscv_H(
     method : {"auto", "exact", "binned"}, default "auto"
         Exact pair sums (O(n^2) per evaluation), or sums over linear-binning counts (d <= 4,
         :mod:`parzen.binned.lscv`): the data, sphered, are binned once and each evaluation of
-        g(H) is a sum over grid lags.  "auto" bins from :data:`AUTO_BINNED_FROM` rows on.
+        g(H) is a sum over grid lags.  "auto" bins from :data:`AUTO_BINNED_FROM` rows on (exact
+        where the tolerance needs a grid too large).
     grid_size : int or sequence of int, optional
         Binned: nodes per axis, overriding ``tolerance``.
     tolerance : float, default 1e-4

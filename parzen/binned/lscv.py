@@ -74,6 +74,10 @@ TRUNCATION_SD = math.sqrt(2.0 * math.log(1e9))
 MIN_NODES = 16
 
 
+class GridTooLarge(ValueError):
+    """The grid a tolerance asks for would exceed :data:`MAX_LAGS` lags."""
+
+
 def grid_sizes(ranges, h_ref: float, tolerance: float = DEFAULT_TOLERANCE) -> tuple[int, ...]:
     """Nodes per axis for a binning error of about ``tolerance``, relative, on the LSCV criterion.
 
@@ -168,14 +172,16 @@ class BinnedPairWeights:
         off_diagonal = np.abs(B[np.tril_indices(d, -1)]).max(initial=0.0)
         if off_diagonal <= 1e-12 * np.abs(np.diag(B)).min():  # separable: contract axis by axis
             for col, c in enumerate((4.0, 2.0)):
-                factors = [np.exp(-((lag / B[a, a]) ** 2)[None, :] / (c * h[:, None] ** 2)) for a, lag in enumerate(lags)]
+                factors = [
+                    np.exp(-((lag / B[a, a]) ** 2)[None, :] / (c * h[:, None] ** 2)) for a, lag in enumerate(lags)
+                ]
                 total = np.tensordot(factors[0], box, axes=([1], [0]))  # (k, rest of the axes)
                 for factor in factors[1:]:
                     total = np.einsum("ki...,ki->k...", total, factor)
                 out[:, col] = 0.5 * total
             return out
         A = linalg.cho_solve((B, True), np.eye(d))  # (B B^T)^-1: s = u^T A u over the lag box
-        s = np.zeros(box.shape)
+        s: np.ndarray = np.zeros(box.shape)
         for a in range(d):
             for b in range(a, d):
                 term = A[a, a] * lags[a] ** 2 if a == b else 2.0 * A[a, b] * np.multiply.outer(lags[a], lags[b])
@@ -217,7 +223,8 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
     Raises
     ------
     ValueError
-        If d > MAX_DIMENSIONS, or the lag array would exceed :data:`MAX_LAGS` entries.
+        If d > MAX_DIMENSIONS; :class:`GridTooLarge` (a ValueError) if the lag array would
+        exceed :data:`MAX_LAGS` entries.
     """
     Z = np.asarray(Z, dtype=np.float64)
     Z = Z.reshape(len(Z), -1)
@@ -238,7 +245,7 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
         sizes = tuple(int(v) for v in np.broadcast_to(requested, (d,)))
     lags = int(np.prod([2 * m - 1 for m in sizes], dtype=np.float64))
     if lags > MAX_LAGS:
-        raise ValueError(
+        raise GridTooLarge(
             f"binned LSCV would need a grid of {' x '.join(map(str, sizes))} nodes ({lags:.3g} lags, more than "
             f"{MAX_LAGS:.3g}) in {d} dimensions; pass a larger tolerance or a smaller grid_size, or use method='exact'"
         )
