@@ -35,7 +35,7 @@ from .._validate import (
 )
 from ..backends import resolve_backend
 from ..binned.grid import MAX_DIMENSIONS
-from ..binned.lscv import DEFAULT_TOLERANCE, GridTooLarge, prepare_binned_pair_sums
+from ..binned.lscv import DEFAULT_TOLERANCE, prepare_binned_pair_sums
 from .convention import from_factor, from_matrix
 
 
@@ -87,16 +87,12 @@ def _use_binned(method: str, n: int, d: int) -> bool:
 
 def _binned_pair_sums(method: str, n: int, d: int, Z: np.ndarray, **binning):
     """Binned pair sums of Z (:func:`parzen.binned.lscv.prepare_binned_pair_sums`) where
-    ``method`` asks for them, else None; "auto" also takes None (the exact sums) where the
-    tolerance needs a grid beyond :data:`parzen.binned.lscv.MAX_LAGS` (3-D and 4-D)."""
+    ``method`` asks for them, else None.  Where the tolerance needs a grid beyond
+    :data:`parzen.binned.lscv.MAX_LAGS`, "binned" raises and "auto" takes the largest grid
+    within it, with a warning (at n >= AUTO_BINNED_FROM the exact sums would cost far more)."""
     if not _use_binned(method, n, d):
         return None
-    try:
-        return prepare_binned_pair_sums(Z, **binning)
-    except GridTooLarge:
-        if method == "auto":
-            return None
-        raise
+    return prepare_binned_pair_sums(Z, shrink_to_fit=method == "auto", **binning)
 
 
 @single_threaded_blas
@@ -122,8 +118,8 @@ def lscv_h_objective(
         Compute precision of the backend (None: its default).
     method : {"auto", "exact", "binned"}, default "auto"
         Exact pair sums (O(n^2)), or sums over linear-binning counts (d <= 4,
-        :mod:`parzen.binned.lscv`); "auto" bins from :data:`AUTO_BINNED_FROM` rows on (exact
-        where the tolerance needs a grid too large).
+        :mod:`parzen.binned.lscv`); "auto" bins from :data:`AUTO_BINNED_FROM` rows on (on a
+        coarser grid, with a warning, where the tolerance's grid is too large).
     grid_size : int or sequence of int, optional
         Binned: nodes per axis, overriding ``tolerance``.
     tolerance : float, default 1e-4
@@ -279,7 +275,7 @@ def lscv_h_factor(
         Exact pair sums (O(n^2)), or sums over linear-binning counts of the data (d <= 4,
         :mod:`parzen.binned.lscv`): the counts and their autocorrelation are computed once and
         every candidate h is a sum over grid lags.  "auto" bins from :data:`AUTO_BINNED_FROM`
-        rows on (exact where the tolerance needs a grid too large).
+        rows on (on a coarser grid, with a warning, where the tolerance's grid is too large).
     grid_size : int or sequence of int, optional
         Binned: nodes per axis, overriding ``tolerance``.
     tolerance : float, default 1e-4
@@ -707,8 +703,8 @@ def lscv_H(
     method : {"auto", "exact", "binned"}, default "auto"
         Exact pair sums (O(n^2) per evaluation), or sums over linear-binning counts (d <= 4,
         :mod:`parzen.binned.lscv`): the data, sphered, are binned once and each evaluation of
-        g(H) is a sum over grid lags.  "auto" bins from :data:`AUTO_BINNED_FROM` rows on (exact
-        where the tolerance needs a grid too large).
+        g(H) is a sum over grid lags.  "auto" bins from :data:`AUTO_BINNED_FROM` rows on (on a
+        coarser grid, with a warning, where the tolerance's grid is too large).
     grid_size : int or sequence of int, optional
         Binned: nodes per axis, overriding ``tolerance``.
     tolerance : float, default 1e-4
