@@ -189,6 +189,10 @@ class BinnedPairWeights:
                     total = np.einsum("ki...,ki->k...", total, factor)
                 out[:, col] = 0.5 * total
             return out
+        # a(e) - D(e) and s(e) are even in e: sum over the lags with e_0 >= 0, those with e_0 > 0 twice
+        box = box[half[0]:].copy()
+        box[1:] *= 2.0
+        lags[0] = lags[0][half[0]:]
         A = linalg.cho_solve((B, True), np.eye(d))  # (B B^T)^-1: s = u^T A u over the lag box
         s: np.ndarray = np.zeros(box.shape)
         for a in range(d):
