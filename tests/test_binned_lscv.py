@@ -175,17 +175,19 @@ def test_lscv_h_in_data_units_binned():
 def test_auto_is_exact_below_the_crossover_and_binned_beyond():
     small = FAITHFUL
     h = np.array([0.3, 0.5])
-    assert np.array_equal(lscv_h_objective(small, h), lscv_h_objective(small, h, method="exact"))
+    assert np.array_equal(lscv_h_objective(small, h, method="auto"), lscv_h_objective(small, h))  # exact default
     large = RNG.standard_normal((AUTO_BINNED_FROM, 2))
-    auto = lscv_h_objective(large, h)
+    auto = lscv_h_objective(large, h, method="auto")
     assert np.array_equal(auto, lscv_h_objective(large, h, method="binned"))
-    assert not np.array_equal(auto, lscv_h_objective(large, h, method="exact"))
+    assert not np.array_equal(auto, lscv_h_objective(large, h))
+    # the selectors default to "auto"
+    assert lscv_h_factor(large, refine=False) == lscv_h_factor(large, refine=False, method="binned")
 
 
 def test_auto_caps_the_grid_with_a_warning():
     X = RNG.standard_normal((AUTO_BINNED_FROM, 3))
     with pytest.warns(CoarseGridWarning, match="more than"):
-        value = lscv_h_objective(X, 0.5)
+        value = lscv_h_objective(X, 0.5, method="auto")
     exact = lscv_h_objective(X, 0.5, method="exact")
     assert abs(value / exact - 1) <= 1e-2
 

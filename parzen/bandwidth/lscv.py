@@ -97,7 +97,7 @@ def _binned_pair_sums(method: str, n: int, d: int, Z: np.ndarray, **binning):
 
 @single_threaded_blas
 def lscv_h_objective(
-    X, h, *, backend: str = "auto", dtype=None, method: str = "auto", grid_size=None,
+    X, h, *, backend: str = "auto", dtype=None, method: str = "exact", grid_size=None,
     tolerance: float = DEFAULT_TOLERANCE,
 ):
     """The LSCV_h criterion g(h) for H = h^2 Sigma (Andrzejewski et al., paper 000 in
@@ -116,10 +116,12 @@ def lscv_h_objective(
         Backend of the pair sums (``parzen.backends``).
     dtype : None or numpy float type
         Compute precision of the backend (None: its default).
-    method : {"auto", "exact", "binned"}, default "auto"
+    method : {"exact", "binned", "auto"}, default "exact"
         Exact pair sums (O(n^2)), or sums over linear-binning counts (d <= 4,
         :mod:`parzen.binned.lscv`); "auto" bins from :data:`AUTO_BINNED_FROM` rows on (on a
-        coarser grid, with a warning, where the tolerance's grid is too large).
+        coarser grid, with a warning, where the tolerance's grid is too large).  Exact by
+        default: the criterion is the definition the selectors are held to (they default to
+        "auto").
     grid_size : int or sequence of int, optional
         Binned: nodes per axis, overriding ``tolerance``.
     tolerance : float, default 1e-4
@@ -160,7 +162,7 @@ def _lscv_h_values(Y: np.ndarray, h: np.ndarray, sqrt_det: float, backend, dtype
 
 @single_threaded_blas
 def lscv_H_objective(
-    X, H, *, backend: str = "auto", dtype=None, method: str = "auto", grid_size=None,
+    X, H, *, backend: str = "auto", dtype=None, method: str = "exact", grid_size=None,
     tolerance: float = DEFAULT_TOLERANCE,
 ) -> float:
     """The LSCV_H criterion g(H) for a bandwidth matrix H (Andrzejewski et al., paper 000 in
