@@ -145,7 +145,8 @@ def lscv_h_objective(
         raise ValueError("h must be a positive finite scalar or 1-D array of them")
     _, L, centred = covariance_factor(data)
     binned = _binned_pair_sums(
-        method, data.n, data.d, centred, h_ref=float(h_arr.min()), frame=L, tolerance=tolerance, grid_size=grid_size
+        method, data.n, data.d, centred, h_ref=float(h_arr.min()), frame=L, tolerance=tolerance, grid_size=grid_size,
+        max_sd=float(h_arr.max()),
     )
     if binned is not None:
         values = _criterion(binned(L, h_arr), data.n, data.d, h_arr, float(np.prod(np.diag(L))))
@@ -202,9 +203,10 @@ def lscv_H_objective(
     if _use_binned(method, data.n, data.d):
         _, frame, centred = covariance_factor(data)
         B = linalg.solve_triangular(frame, L, lower=True)  # H's factor in the sphered frame
-        smallest_sd = float(np.sqrt(np.linalg.eigvalsh(B @ B.T)[0]))
+        variances = np.linalg.eigvalsh(B @ B.T)
         binned = _binned_pair_sums(
-            method, data.n, data.d, centred, h_ref=smallest_sd, frame=frame, tolerance=tolerance, grid_size=grid_size
+            method, data.n, data.d, centred, h_ref=float(np.sqrt(variances[0])), frame=frame, tolerance=tolerance,
+            grid_size=grid_size, max_sd=float(np.sqrt(variances[-1])),
         )
         if binned is not None:
             return float(_criterion(binned(L, np.ones(1)), data.n, data.d, np.ones(1), float(np.prod(np.diag(L))))[0])
@@ -314,7 +316,7 @@ def _lscv_h_search(
     h0 = reference_h0(data.n, data.d)
 
     pair_sums = _binned_pair_sums(  # binned in the frame that spheres the data
-        method, data.n, data.d, centred, h_ref=h0, frame=L, tolerance=tolerance, grid_size=grid_size
+        method, data.n, data.d, centred, h_ref=h0, frame=L, tolerance=tolerance, grid_size=grid_size, max_sd=4 * h0
     )
     if pair_sums is None:
         # the grid and the refinement share the rows y = L^-1 (x - mean), whitened once where the
@@ -489,7 +491,8 @@ def _minimise_matrix(
     n, d = data.values.shape
     Z = _whiten(data.values, P)
     pair_sums = _binned_pair_sums(  # the tolerance holds at kernel sd >= h0, the normal-scale start's
-        pair_sum_method, n, d, Z, h_ref=reference_h0(n, d), tolerance=tolerance, grid_size=grid_size
+        pair_sum_method, n, d, Z, h_ref=reference_h0(n, d), tolerance=tolerance, grid_size=grid_size,
+        max_sd=2 * reference_h0(n, d),
     )
     computes_in = np.dtype(np.float64)
     if pair_sums is None:

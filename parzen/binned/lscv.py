@@ -58,7 +58,6 @@ import itertools
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import fft, linalg
@@ -123,37 +122,52 @@ def grid_sizes(ranges, h_ref: float, tolerance: float = DEFAULT_TOLERANCE) -> tu
     return tuple(max(MIN_NODES, math.ceil(r / delta) + 1) for r in extent)
 
 
-@dataclass(frozen=True)
 class BinnedPairWeights:
     """The lag weights a(e) - D(e) of one data set: everything a binned LSCV criterion needs.
+
+    The lags are held up to ``max_lag`` nodes per axis (the FFT is padded to m_a + max_lag_a,
+    enough for those lags without wrap-around); an evaluation that needs longer lags computes
+    them again from the counts, for at least twice the range.
 
     Parameters
     ----------
     frame : numpy.ndarray
         (d, d) lower-triangular F: the counts are of the rows F^-1 z.
-    spacing : numpy.ndarray
-        (d,) grid spacing per axis, in the frame.
-    weights : numpy.ndarray
-        Shape (2 m_a - 1)_a: a(e) - D(e) at lag e, lag 0 at index m_a - 1.
+    spec : GridSpec
+        The grid, in the frame.
+    counts : numpy.ndarray
+        Linear-binning counts on ``spec``.
+    diagonal : dict
+        D(e) for e in {-1, 0, 1}^d (module docstring).
     n : int
         Rows binned.
+    max_lag : sequence of int
+        Lags held per axis (at most m_a - 1).
     """
 
-    frame: np.ndarray
-    spacing: np.ndarray
-    weights: np.ndarray
-    n: int
+    def __init__(self, frame: np.ndarray, spec: GridSpec, counts: np.ndarray, diagonal: dict, n: int, max_lag) -> None:
+        self.frame, self.spec, self.counts, self.diagonal, self.n = frame, spec, counts, diagonal, n
+        self.spacing = spec.spacing
+        self._hold_lags(max_lag)
+
+    def _hold_lags(self, max_lag) -> None:
+        """weights = a(e) - D(e) for |e_a| <= max_lag_a, lag 0 at index max_lag_a."""
+        self.max_lag = tuple(int(min(m - 1, max(1, r))) for m, r in zip(self.spec.sizes, max_lag))
+        weights = _autocorrelation(self.counts, self.max_lag)
+        for e, value in self.diagonal.items():
+            weights[tuple(c + k for c, k in zip(self.max_lag, e))] -= value
+        self.weights = weights
 
     @property
     def sizes(self) -> tuple[int, ...]:
         """Nodes per axis of the grid."""
-        return tuple((s + 1) // 2 for s in self.weights.shape)
+        return self.spec.sizes
 
     def pair_sums(self, M: np.ndarray, h: np.ndarray) -> np.ndarray:
         """Binned sum_{i<j} exp(-s_ij / 4h^2) and exp(-s_ij / 2h^2), s_ij = |M^-1 (z_i - z_j)|^2.
 
         The same quantity as ``parzen.backends`` ``prepare_whitened_pair_sum_sq(Z, "lscv")(M, h)``.
-        Lags beyond :func:`truncation_sd` standard deviations of the wider Gaussian are left out
+        Lags beyond :data:`TRUNCATION_SD` standard deviations of the wider Gaussian are left out
         (the box bounds the quadratic form, so each left-out term is below exp(-tau^2 / 2)).
 
         Parameters
@@ -173,8 +187,10 @@ class BinnedPairWeights:
         d = B.shape[0]
         C = B @ B.T  # the kernel covariance per unit h^2, in the frame
         sd = float(h.max()) * np.sqrt(2.0 * np.diag(C))  # the wider Gaussian's marginal sd per axis
-        centre = np.asarray(self.sizes) - 1
-        half = np.minimum(centre, np.ceil(TRUNCATION_SD * sd / self.spacing).astype(np.int64))
+        half = np.minimum(np.asarray(self.sizes) - 1, np.ceil(TRUNCATION_SD * sd / self.spacing).astype(np.int64))
+        if np.any(half > np.asarray(self.max_lag)):  # longer lags than held: compute them, with room to grow
+            self._hold_lags(np.maximum(half, 2 * np.asarray(self.max_lag)))
+        centre = np.asarray(self.max_lag)
         box = self.weights[tuple(slice(c - r, c + r + 1) for c, r in zip(centre, half))]
         lags = [np.arange(-r, r + 1) * delta for r, delta in zip(half, self.spacing)]
         out = np.empty((h.size, 2))
@@ -211,7 +227,7 @@ class BinnedPairWeights:
 
 
 def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_TOLERANCE,
-                     grid_size=None, shrink_to_fit: bool = False) -> BinnedPairWeights:
+                     grid_size=None, shrink_to_fit: bool = False, max_sd: float | None = None) -> BinnedPairWeights:
     """Bin the rows F^-1 z and compute the lag weights a(e) - D(e) (module docstring).
 
     Parameters
@@ -231,6 +247,9 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
     shrink_to_fit : bool, default False
         Where the tolerance's grid exceeds :data:`MAX_LAGS` lags, take the largest grid of the
         same shape within it and warn (:class:`CoarseGridWarning`), rather than raise.
+    max_sd : float, optional
+        The largest kernel standard deviation h (frame units) expected: the lags are computed
+        for it first (default: every lag).  Larger ones are computed when asked.
 
     Returns
     -------
@@ -279,20 +298,23 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
         )
     spec = GridSpec.covering(lows, highs, sizes)
     counts = linear_bin(Y, spec).counts
-    weights = _autocorrelation(counts)
-    centre = tuple(m - 1 for m in spec.sizes)
-    for e, value in _diagonal_moments(Y, spec).items():
-        weights[tuple(c + k for c, k in zip(centre, e))] -= value
-    return BinnedPairWeights(F, spec.spacing, weights, n)
+    if max_sd is None:
+        max_lag = [m - 1 for m in spec.sizes]
+    else:
+        max_lag = np.ceil(TRUNCATION_SD * math.sqrt(2.0) * max_sd / spec.spacing).astype(np.int64).tolist()
+    return BinnedPairWeights(F, spec, counts, _diagonal_moments(Y, spec), n, max_lag)
 
 
-def _autocorrelation(counts: np.ndarray) -> np.ndarray:
-    """a(e) = sum_k c_k c_{k+e} for every lag |e_a| < m_a, lag 0 at index m_a - 1 (by FFT)."""
-    sizes = counts.shape
-    padded = [fft.next_fast_len(2 * m - 1, real=True) for m in sizes]
+def _autocorrelation(counts: np.ndarray, max_lag) -> np.ndarray:
+    """a(e) = sum_k c_k c_{k+e} for the lags |e_a| <= max_lag_a < m_a, lag 0 at index max_lag_a.
+
+    By FFT, padded to p_a >= m_a + max_lag_a: the circular correlation at e adds a(e -+ p_a),
+    zero for |e| <= max_lag_a since |e -+ p_a| >= m_a."""
+    padded = [fft.next_fast_len(m + r, real=True) for m, r in zip(counts.shape, max_lag)]
     spectrum = fft.rfftn(counts, padded)
-    full = fft.irfftn(spectrum * spectrum.conj(), padded)  # a at lag e held at index e mod padded
-    index = [np.arange(-(m - 1), m) % p for m, p in zip(sizes, padded)]
+    power = spectrum.real * spectrum.real + spectrum.imag * spectrum.imag
+    full = fft.irfftn(power, padded)  # a at lag e held at index e mod padded
+    index = [np.arange(-r, r + 1) % p for r, p in zip(max_lag, padded)]
     return np.ascontiguousarray(full[np.ix_(*index)])
 
 
@@ -312,13 +334,14 @@ def _diagonal_moments(Y: np.ndarray, spec: GridSpec) -> dict[tuple[int, ...], fl
 
 
 def prepare_binned_pair_sums(
-    Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_TOLERANCE, grid_size=None, shrink_to_fit: bool = False
+    Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_TOLERANCE, grid_size=None, shrink_to_fit: bool = False,
+    max_sd: float | None = None,
 ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """A function (M, h) -> binned pair sums, as a backend's ``prepare_whitened_pair_sum_sq``.
 
     Parameters
     ----------
-    Z, h_ref, frame, tolerance, grid_size, shrink_to_fit
+    Z, h_ref, frame, tolerance, grid_size, shrink_to_fit, max_sd
         As in :func:`bin_pair_weights`.
 
     Returns
@@ -327,6 +350,7 @@ def prepare_binned_pair_sums(
         :meth:`BinnedPairWeights.pair_sums` of the binned data.
     """
     weights = bin_pair_weights(
-        Z, h_ref=h_ref, frame=frame, tolerance=tolerance, grid_size=grid_size, shrink_to_fit=shrink_to_fit
+        Z, h_ref=h_ref, frame=frame, tolerance=tolerance, grid_size=grid_size, shrink_to_fit=shrink_to_fit,
+        max_sd=max_sd,
     )
     return weights.pair_sums
