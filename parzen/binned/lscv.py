@@ -286,7 +286,8 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
         warnings.warn(
             f"binned LSCV: tolerance {tolerance:g} needs a grid of {' x '.join(map(str, sizes))} nodes, more than "
             f"the {MAX_LAGS:.3g} lags allowed; binning on {' x '.join(map(str, capped))} (about {reached:.2g} "
-            "relative by the grid rule, which overstates the error at large n)",
+            "relative by the grid rule, which overstates the error at large n); pass method='exact' for the exact "
+            "criterion, or a larger tolerance=",
             CoarseGridWarning,
             stacklevel=2,
         )
