@@ -26,8 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from parzen.bandwidth import plugin_stages
-from parzen.binned.grid import GridSpec
-from parzen.binned.pair_sums import bin_1d
+from parzen.binned.grid import GridSpec, linear_bin
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -113,7 +112,7 @@ def measure(n: int, tolerance: float, repeat: int, exact_max_n: int) -> dict:
     ms, stages = best_time(lambda: plugin_stages(x, method="binned", tolerance=tolerance), reps)
     row.update(binned_ms=ms, h_binned=stages.h, grid_size=stages.grid_size)
     spec = GridSpec.covering(x.min(), x.max(), stages.grid_size)
-    row["binning_ms"], _ = best_time(lambda: bin_1d(x, spec), reps)
+    row["binning_ms"], _ = best_time(lambda: linear_bin(x, spec), reps)
     if n <= exact_max_n:
         ms, exact = best_time(lambda: plugin_stages(x, method="exact", backend="cpu"), max(1, reps // 2))
         row.update(exact_cpu_ms=ms, h_exact=exact.h, binned_rel_diff=abs(stages.h / exact.h - 1.0))

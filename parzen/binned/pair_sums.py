@@ -38,66 +38,10 @@ import numpy as np
 from scipy import fft
 
 from ..kernels import gauss_derivative, gauss_derivative_at_zero
-from .grid import BinCounts, GridSpec
+from .grid import BinCounts
 
 #: |u| beyond which phi^(r)(u), r <= 8, is exactly 0 in float64: the lags are cut there.
 KERNEL_CUTOFF = 40.0
-
-#: Points binned per pass of :func:`bin_1d`: its temporaries (1 MB) stay in cache (4x faster
-#: than 2^21 at n = 10^7 on the 2-core CPU).
-_CHUNK = 1 << 16
-
-
-def bin_1d(x, spec: GridSpec) -> BinCounts:
-    """Linear binning of unweighted 1-D data by two ``np.bincount`` per chunk.
-
-    The same counts as :func:`parzen.binned.grid.linear_bin` (to rounding), several times faster
-    and with temporaries of one cache-sized chunk: each point at fractional position t in cell k gives 1 - t
-    to node k and t to node k + 1 (Wand 1994, section 2).
-
-    Parameters
-    ----------
-    x : array_like of shape (n,)
-        The data, finite, inside ``[spec.lows[0], spec.highs[0]]``.
-    spec : GridSpec
-        A 1-D grid.
-
-    Returns
-    -------
-    BinCounts
-        Counts summing to n.
-
-    Raises
-    ------
-    ValueError
-        If the grid is not 1-D or a point lies outside it.
-    """
-    if spec.d != 1:
-        raise ValueError(f"bin_1d bins onto a 1-D grid, got a {spec.d}-D one; use linear_bin")
-    values = np.asarray(x, dtype=np.float64).ravel()
-    m = spec.sizes[0]
-    low, high = spec.lows[0], spec.highs[0]
-    delta = float(spec.spacing[0])
-    points = np.zeros(m)  # points per cell (by its first node)
-    upper = np.zeros(m)  # the shares t given to each cell's second node
-    position = np.empty(min(_CHUNK, values.size))
-    for start in range(0, values.size, _CHUNK):
-        chunk = values[start : start + _CHUNK]
-        pos = position[: chunk.size]
-        np.subtract(chunk, low, out=pos)  # its sign is exact: a point below low gives pos < 0
-        if pos.min() < 0.0 or chunk.max() > high:
-            raise ValueError(f"a point lies outside the grid [{low}, {high}]; build the GridSpec from the data's range")
-        pos /= delta  # not times 1/delta: that overflows for a subnormal delta
-        np.minimum(pos, m - 1, out=pos)  # the last node's position may round just above m - 1
-        cell = pos.astype(np.int64)  # positions are >= 0: truncation is floor
-        np.minimum(cell, m - 2, out=cell)  # a point on the last node falls in the last cell
-        pos -= cell  # now the share t of the cell's second node
-        points += np.bincount(cell, minlength=m)
-        upper += np.bincount(cell, weights=pos, minlength=m)
-    lower = points - upper  # the shares 1 - t of each cell's first node
-    lower[1:] += upper[:-1]
-    return BinCounts(spec, lower)
-
 
 def counts_autocorrelation(counts: np.ndarray) -> np.ndarray:
     """A(L) = sum_k c_k c_{k+L} for L = 0..M-1, by a real FFT zero-padded against wrap-around.

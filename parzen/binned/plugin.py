@@ -37,8 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernels import GAUSS_MU2, GAUSS_RK, gauss_derivative_at_zero
-from .grid import GridSpec
-from .pair_sums import BinnedPairSums1D, bin_1d
+from .grid import GridSpec, linear_bin
+from .pair_sums import BinnedPairSums1D
 
 #: C in the first grid's rule |dh/h| ~ C (delta / sigma)^2 (module docstring).
 PRIOR_CONSTANT = 10.0
@@ -168,7 +168,7 @@ def binned_pilot_stages(
     low, high = float(v.min()), float(v.max())
     size = grid_size if grid_size is not None else prior_grid_size(high - low, sigma, tolerance)
     while True:
-        sums = BinnedPairSums1D(bin_1d(v, GridSpec.covering(low, high, size)))
+        sums = BinnedPairSums1D(linear_bin(v, GridSpec.covering(low, high, size)))
         psi6 = float(sums.psi(6, g1))  # eq. (16)
         g2 = (-2.0 * gauss_derivative_at_zero(4) / (GAUSS_MU2 * psi6 * n)) ** (1 / 7)  # eq. (17)
         psi4 = float(sums.psi(4, g2))  # eq. (18)
