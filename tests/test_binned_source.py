@@ -69,3 +69,11 @@ def test_covariance_needs_weight_above_one():
 def test_array_chunks_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ArrayChunks(**kwargs)
+
+
+def test_as_chunked_recognises_chunked_data_only():
+    from parzen.binned.source import as_chunked
+
+    chunked = ArrayChunks([1.0, 2.0])
+    assert as_chunked(chunked) is chunked
+    assert as_chunked(np.array([1.0, 2.0])) is None

@@ -9,7 +9,8 @@ of data decides where the chunks are summarised (in this process, batch after ba
 workers of a cluster, with a tree reduction of the partial results), so the statistics code is
 the same for all of them.
 
-:class:`ChunkedData` is the interface; :class:`ArrayChunks` serves an in-memory array in
+:class:`ChunkedData` is the interface and :func:`as_chunked` recognises it; :class:`ArrayChunks`
+serves an in-memory array in
 chunks (the reference the other kinds are tested against).
 """
 
@@ -264,3 +265,21 @@ class ArrayChunks(ChunkedData):
                 total = part if total is None else total + part
                 bar.advance(len(chunk.values))
         return total
+
+
+def as_chunked(x) -> ChunkedData | None:
+    """``x`` if it is :class:`ChunkedData`, else None (an in-memory array or table).
+
+    The selectors and :meth:`parzen.KDE.fit` call this first: data served in chunks take the
+    binned path, summarised chunk by chunk; anything else is read into one array as before.
+
+    Parameters
+    ----------
+    x : object
+        What the caller passed as data.
+
+    Returns
+    -------
+    ChunkedData or None
+    """
+    return x if isinstance(x, ChunkedData) else None
