@@ -312,26 +312,39 @@ def _autocorrelation(counts: np.ndarray, max_lag) -> np.ndarray:
     By FFT, padded to p_a >= m_a + max_lag_a: the circular correlation at e adds a(e -+ p_a),
     zero for |e| <= max_lag_a since |e -+ p_a| >= m_a."""
     padded = [fft.next_fast_len(m + r, real=True) for m, r in zip(counts.shape, max_lag)]
-    spectrum = fft.rfftn(counts, padded)
+    spectrum = fft.rfftn(counts, padded, workers=-1)
     power = spectrum.real * spectrum.real + spectrum.imag * spectrum.imag
-    full = fft.irfftn(power, padded)  # a at lag e held at index e mod padded
+    full = fft.irfftn(power, padded, workers=-1)  # a at lag e held at index e mod padded
     index = [np.arange(-r, r + 1) % p for r, p in zip(max_lag, padded)]
     return np.ascontiguousarray(full[np.ix_(*index)])
 
 
+#: Rows per block of :func:`_diagonal_moments` (temporaries of 2^(d-1) columns stay small).
+DIAGONAL_BLOCK_ROWS = 2**16
+
+
 def _diagonal_moments(Y: np.ndarray, spec: GridSpec) -> dict[tuple[int, ...], float]:
-    """D(e) = sum_i prod_a m_{e_a}(f_ia) for e in {-1, 0, 1}^d: the binned i = j terms."""
-    positions = (Y - np.asarray(spec.lows)) / spec.spacing
+    """D(e) = sum_i prod_a m_{e_a}(f_ia) for e in {-1, 0, 1}^d: the binned i = j terms.
+
+    m_{+1} = m_{-1}, so D(e) depends only on which e_a are non-zero: the 2^d sums
+    T(s) = sum_i prod_a G_a[i, s_a], G_a = [m_0(f_ia), m_1(f_ia)], s in {0, 1}^d.  T is the
+    contraction of the rows' Khatri-Rao products: for each block of rows, the (rows, 2^(d-1))
+    row-wise products over the first d - 1 axes times the last axis's (rows, 2) by one matrix
+    product, in place of 3^d products over all rows."""
     sizes = np.asarray(spec.sizes)
-    first = np.minimum(np.floor(positions), sizes - 2)  # as in linear_bin
-    f = positions - first
-    same = f * f + (1.0 - f) * (1.0 - f)
-    cross = f * (1.0 - f)
-    moments = {}
-    for e in itertools.product((-1, 0, 1), repeat=spec.d):
-        factors = np.where(np.asarray(e) == 0, same, cross)
-        moments[e] = float(np.prod(factors, axis=1).sum())
-    return moments
+    lows, spacing = np.asarray(spec.lows), np.asarray(spec.spacing)
+    d = spec.d
+    table = np.zeros((2,) * d)
+    for start in range(0, len(Y), DIAGONAL_BLOCK_ROWS):
+        positions = (Y[start:start + DIAGONAL_BLOCK_ROWS] - lows) / spacing
+        f = positions - np.minimum(np.floor(positions), sizes - 2)  # as in linear_bin
+        cross = f * (1.0 - f)
+        G = np.stack([1.0 - 2.0 * cross, cross], axis=2)  # m_0 = f^2 + (1 - f)^2 = 1 - 2 f (1 - f)
+        rows = G[:, 0, :]
+        for a in range(1, d - 1):
+            rows = (rows[:, :, None] * G[:, a, None, :]).reshape(len(G), -1)
+        table += (rows.T @ G[:, d - 1, :]).reshape(table.shape) if d > 1 else rows.sum(axis=0)
+    return {e: float(table[tuple(abs(k) for k in e)]) for e in itertools.product((-1, 0, 1), repeat=d)}
 
 
 def prepare_binned_pair_sums(
