@@ -3,8 +3,8 @@
 Usage: python benchmarks/binned_lscv.py [--sizes 16384,1000000] [--repeat 3] [--no-peers]
 
 For each n, on a bimodal 2-D normal mixture (seed 0): the time of ``lscv_H(X, method="auto")``
-(binned from 2000 rows; on the largest grid within MAX_LAGS, with a warning, where the default
-tolerance needs more) (median of ``--repeat`` calls), the exact criterion (numpy backend, n <=
+(binned from 2000 rows, on the grid the pilot's error estimate gives for the default tolerance;
+on the largest grid within MAX_LAGS, with a warning, where it needs more) (median of ``--repeat`` calls), the exact criterion (numpy backend, n <=
 16 384 only: O(n^2)) at the binned H, at the normal-scale start and at ks's H against the binned
 criterion there, and ``ks::Hlscv`` (binned, its default) in the same run where Rscript and ks are
 installed.  Writes binned_lscv.{json,md} into benchmarks/results/.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -97,10 +98,13 @@ def markdown(rows: list[dict], info: dict) -> str:
     lines = [
         "# binned_lscv",
         "",
-        f"Machine: {info.get('cpu')}, {info.get('usable_cpus')} usable CPUs; {info.get('platform')}.",
+        (
+            f"Machine: {info.get('cpu')}, {info.get('usable_cpus')} usable CPUs; {info.get('platform')}; load average "
+            f"(1, 5, 15 min) {info.get('load_average')} at the start, {info.get('load_average_end')} at the end."
+        ),
         "",
-        "Binned LSCV_H (`lscv_H(X, method='auto')`: binned, default tolerance 1e-4, the grid capped at",
-        "MAX_LAGS with a warning where it needs more) on a bimodal 2-D normal mixture;",
+        "Binned LSCV_H (`lscv_H(X, method='auto')`: binned, default tolerance 1e-4, the grid from the pilot's",
+        "error estimate, capped at MAX_LAGS with a warning where it needs more) on a bimodal 2-D normal mixture;",
         "times are medians after a first call; *ks / parzen* > 1: parzen is faster.  The criterion is",
         "evaluated binned and exact (numpy backend, float64; n <= 16 384) at the binned H, the normal-scale H",
         "and ks's H (ks normalises the leave-one-out term by 1/(n(n-1)), parzen by 1/n^2:",
@@ -137,8 +141,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-peers", action="store_true")
     args = parser.parse_args()
+    load = [round(v, 2) for v in os.getloadavg()]  # a shared machine: the timings scale with it
     rows = [run(int(n), args.repeat, not args.no_peers) for n in args.sizes.split(",")]
-    info = machine()
+    info = {**machine(), "load_average": load, "load_average_end": [round(v, 2) for v in os.getloadavg()]}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "binned_lscv.json").write_text(json.dumps({"machine": info, "rows": rows}, indent=2, default=str))
     text = markdown(rows, info)

@@ -41,15 +41,33 @@ Grid size (:func:`grid_sizes`): the relative error of the criterion at a kernel 
 deviation h (in the binning frame) was measured at up to 0.025 d (delta / h)^2 on normal data
 (d = 1, 2, 3, n = 200 to 8000, h in [h0, 2 h0], h0 the normal reference) and up to 0.09 d
 (delta / h)^2 on the bundled faithful and quakes data (h in [h0/2, 2 h0]; 0.105 d on quakes'
-lat, long and depth); so the nodes are spaced delta = h_ref sqrt(tolerance / (c d)),
-c = :data:`ERROR_PER_AXIS` = 0.12, with h_ref the
-smallest standard deviation at which ``tolerance`` must hold.  Below h_ref the error grows as
-(h_ref / h)^2.  ``grid_size`` overrides the rule.  The lag array has prod_a (2 m_a - 1) entries,
-capped at :data:`MAX_LAGS`: in 3 and 4 dimensions tolerances of 1e-3 and below need more, and so
-does 1e-4 in 2-D from some 10^5 rows on; :class:`GridTooLarge` says so, or, with
-``shrink_to_fit``, the largest grid within the cap is taken with a :class:`CoarseGridWarning`
-that names the tolerance the rule gives it.  The rule is pessimistic for large n: the measured
-error relative to (delta / h)^2 falls with n (1-D: 0.010 at n = 200, 0.0025 at n = 8000).
+lat, long and depth); so the rule spaces the nodes delta = h_ref sqrt(tolerance / (c d)),
+c = :data:`ERROR_PER_AXIS` = 0.12, with h_ref the smallest standard deviation at which
+``tolerance`` must hold.  Below h_ref the error grows as (h_ref / h)^2.
+
+The rule is pessimistic for large n: the error is about K(f) delta^2 with K set by the density's
+curvature, not by h (1-D: 0.010 (delta/h)^2 at n = 200, 0.0025 at n = 8000; 2-D mixture,
+n = 10^6: 0.0037 d).  So the data estimate their own error first
+(:meth:`BinnedPairWeights.error_per_spacing_squared`): to leading order linear binning replaces
+each pair's kernel value E by its multilinear interpolant at both ends, adding
+(delta^2 / 2) sum_a [t_ia (1 - t_ia) + t_ja (1 - t_ja)] d^2 E / du_a^2 (t the fractional cell
+positions; Wand 1994, section 3; Hall & Wand 1996, "On the accuracy of binned kernel density
+estimators", J. Multivariate Anal. 56, 165-184).  Bounding t (1 - t) by 1/4 and summing the
+two Gaussians' terms without their cancellation gives Lambda with relative error <= Lambda
+delta^2; Lambda is computed on a pilot grid of spacing :data:`PILOT_SPACING` h_ref from the same
+lag sums (the second derivatives of the Gaussians factor per axis), at h_ref and at the
+largest expected h.  Measured on faithful, quakes (1-D, 2-D, 3-D), normal data (1-D to 3-D) and
+a bimodal mixture, at h0/2, h0 and 2 h0 and grids of 16 to 128 nodes per axis (delta / h from
+0.035 to 4), Lambda delta^2 was 1.7 to 100 times the true error (typically 2 to 5).  The
+grid takes the spacing sqrt(tolerance / Lambda), never finer than the rule's and never coarser
+than the pilot's (:data:`MAX_PILOT_LAGS` bounds the pilot: beyond it, 3-D and 4-D at large n,
+the rule alone decides).  At n = 10^6 on the 2-D mixture that is 1143 x 1939 nodes instead of
+the rule's 3204 x 5435, with a criterion error of 2.5e-5 (Richardson extrapolation over grids).
+
+``grid_size`` overrides both.  The lag array has prod_a (2 m_a - 1) entries, capped at
+:data:`MAX_LAGS`: in 3 and 4 dimensions tolerances of 1e-3 and below need more; :class:`GridTooLarge`
+says so, or, with ``shrink_to_fit``, the largest grid within the cap is taken with a
+:class:`CoarseGridWarning` that names the tolerance it reaches.
 """
 
 from __future__ import annotations
@@ -76,6 +94,12 @@ MAX_LAGS = 2**25
 TRUNCATION_SD = math.sqrt(2.0 * math.log(1e9))
 #: Fewest nodes per axis of a grid chosen from the tolerance.
 MIN_NODES = 16
+#: The pilot grid that estimates the binning error (:func:`bin_pair_weights`) is spaced this
+#: many h_ref: its estimate Lambda delta^2 stayed 1.7 to 100 times the measured error up to
+#: delta / h = 2 (module docstring, "Grid size").
+PILOT_SPACING = 0.5
+#: The largest pilot lag array: beyond it (3-D and 4-D at large n) the rule alone sets the grid.
+MAX_PILOT_LAGS = 2**22
 
 
 class GridTooLarge(ValueError):
@@ -163,6 +187,60 @@ class BinnedPairWeights:
         """Nodes per axis of the grid."""
         return self.spec.sizes
 
+    def _lag_box(self, sd: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The weights a(e) - D(e) over the lags within :data:`TRUNCATION_SD` marginal standard
+        deviations ``sd`` (per axis, frame units) and the lags' offsets e_a delta_a per axis."""
+        half = np.minimum(np.asarray(self.sizes) - 1, np.ceil(TRUNCATION_SD * sd / self.spacing).astype(np.int64))
+        if np.any(half > np.asarray(self.max_lag)):  # longer lags than held: compute them, with room to grow
+            self._hold_lags(np.maximum(half, 2 * np.asarray(self.max_lag)))
+        centre = np.asarray(self.max_lag)
+        box = self.weights[tuple(slice(c - r, c + r + 1) for c, r in zip(centre, half))]
+        return box, [np.arange(-r, r + 1) * delta for r, delta in zip(half, self.spacing)]
+
+    def error_per_spacing_squared(self, scales) -> float:
+        """Lambda: the binning error of the LSCV criterion, relative, is about Lambda delta^2 at
+        node spacing delta (frame units), for the kernels h^2 I of the frame at ``scales``.
+
+        The leading term of linear binning (module docstring, "Grid size"): each pair's kernel
+        value E becomes its multilinear interpolant at both ends, which adds
+        (delta^2 / 2) sum_a [t_ia (1 - t_ia) + t_ja (1 - t_ja)] d^2 E / du_a^2.  Bounding
+        t (1 - t) by 1/4 and taking each Gaussian and axis without their cancellation,
+
+            Lambda = max_h (1/4) sum_a [c_4 |L_4a| + 2 c_2 |L_2a|] / |c_4 P_4 - 2 c_2 P_2 + c_4 n / 2|,
+
+        with L_ca = sum_{i<j} d^2 E_c / du_a^2 and P_c the binned pair sums of this grid
+        (c_4 = (4 pi)^(-d/2), c_2 = (2 pi)^(-d/2); the denominator is the criterion's
+        n^2 h^d g / 2, as in :func:`parzen.bandwidth.lscv._criterion`).
+
+        Parameters
+        ----------
+        scales : array_like
+            Kernel standard deviations h > 0, in frame units.
+
+        Returns
+        -------
+        float
+            Lambda; inf where the criterion is 0 at some scale.
+        """
+        h = np.atleast_1d(np.asarray(scales, dtype=np.float64))
+        d = len(self.sizes)
+        c4, c2 = (4.0 * math.pi) ** (-d / 2), (2.0 * math.pi) ** (-d / 2)
+        box, lags = self._lag_box(np.full(d, float(h.max()) * math.sqrt(2.0)))
+        worst = 0.0
+        for scale in h:
+            error = criterion = 0.0
+            for c, weight in ((4.0, c4), (2.0, -2.0 * c2)):
+                variance = c * scale * scale / 2.0  # E_c(u) = exp(-u^2 / (2 variance)) per axis
+                kernel = [np.exp(-0.5 * lag * lag / variance)[None, :] for lag in lags]
+                curvature = [k * (lag * lag / variance - 1.0) / variance for k, lag in zip(kernel, lags)]
+                criterion += weight * 0.5 * _contract(box, kernel)[0]
+                for a in range(d):
+                    factors = kernel[:a] + [curvature[a]] + kernel[a + 1:]
+                    error += abs(weight) * abs(0.5 * _contract(box, factors)[0])
+            criterion += c4 * self.n / 2.0
+            worst = max(worst, 0.25 * error / abs(criterion) if criterion != 0.0 else math.inf)
+        return worst
+
     def pair_sums(self, M: np.ndarray, h: np.ndarray) -> np.ndarray:
         """Binned sum_{i<j} exp(-s_ij / 4h^2) and exp(-s_ij / 2h^2), s_ij = |M^-1 (z_i - z_j)|^2.
 
@@ -186,13 +264,8 @@ class BinnedPairWeights:
         B = linalg.solve_triangular(self.frame, np.asarray(M, dtype=np.float64), lower=True)
         d = B.shape[0]
         C = B @ B.T  # the kernel covariance per unit h^2, in the frame
-        sd = float(h.max()) * np.sqrt(2.0 * np.diag(C))  # the wider Gaussian's marginal sd per axis
-        half = np.minimum(np.asarray(self.sizes) - 1, np.ceil(TRUNCATION_SD * sd / self.spacing).astype(np.int64))
-        if np.any(half > np.asarray(self.max_lag)):  # longer lags than held: compute them, with room to grow
-            self._hold_lags(np.maximum(half, 2 * np.asarray(self.max_lag)))
-        centre = np.asarray(self.max_lag)
-        box = self.weights[tuple(slice(c - r, c + r + 1) for c, r in zip(centre, half))]
-        lags = [np.arange(-r, r + 1) * delta for r, delta in zip(half, self.spacing)]
+        box, lags = self._lag_box(float(h.max()) * np.sqrt(2.0 * np.diag(C)))  # the wider Gaussian's sds
+        half = [(n - 1) // 2 for n in box.shape]
         out = np.empty((h.size, 2))
         off_diagonal = np.abs(B[np.tril_indices(d, -1)]).max(initial=0.0)
         if off_diagonal <= 1e-12 * np.abs(np.diag(B)).min():  # separable: contract axis by axis
@@ -200,10 +273,7 @@ class BinnedPairWeights:
                 factors = [
                     np.exp(-((lag / B[a, a]) ** 2)[None, :] / (c * h[:, None] ** 2)) for a, lag in enumerate(lags)
                 ]
-                total = np.tensordot(factors[0], box, axes=([1], [0]))  # (k, rest of the axes)
-                for factor in factors[1:]:
-                    total = np.einsum("ki...,ki->k...", total, factor)
-                out[:, col] = 0.5 * total
+                out[:, col] = 0.5 * _contract(box, factors)
             return out
         # a(e) - D(e) and s(e) are even in e: sum over the lags with e_0 >= 0, those with e_0 > 0 twice
         box = box[half[0]:].copy()
@@ -241,7 +311,9 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
         Lower-triangular F; the rows are binned as F^-1 z (default the identity).  A frame that
         spheres the data gives the same binning error along every direction.
     tolerance : float, default DEFAULT_TOLERANCE
-        Relative error allowed on the criterion (for :func:`grid_sizes`).
+        Relative error allowed on the criterion at kernel standard deviations from h_ref to
+        ``max_sd``: the grid is the rule's (:func:`grid_sizes`) or, where a pilot grid's error
+        estimate allows, a coarser one (module docstring, "Grid size").
     grid_size : int or sequence of int, optional
         Nodes per axis, overriding the tolerance.
     shrink_to_fit : bool, default False
@@ -263,7 +335,7 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
     """
     Z = np.asarray(Z, dtype=np.float64)
     Z = Z.reshape(len(Z), -1)
-    n, d = Z.shape
+    d = Z.shape[1]
     if d > MAX_DIMENSIONS:
         raise ValueError(f"binned LSCV takes at most {MAX_DIMENSIONS} dimensions, not {d}; use method='exact'")
     F = np.eye(d) if frame is None else np.asarray(frame, dtype=np.float64)
@@ -271,8 +343,11 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
     lows, highs = Y.min(axis=0), Y.max(axis=0)
     margin = 1e-9 * np.maximum(highs - lows, 1.0)  # so that rounding in the positions keeps every row inside
     lows, highs = lows - margin, highs + margin
+    extent = highs - lows
+    error_scale = None  # Lambda of the pilot grid, where one was binned
     if grid_size is None:
-        sizes = grid_sizes(highs - lows, h_ref, tolerance)
+        sizes = grid_sizes(extent, h_ref, tolerance)
+        sizes, error_scale = _sizes_from_estimate(Y, lows, highs, sizes, h_ref, max_sd, tolerance)
     else:
         requested = np.atleast_1d(np.asarray(grid_size))
         if requested.size not in (1, d) or requested.ndim != 1:
@@ -282,12 +357,14 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
     if lags > MAX_LAGS and shrink_to_fit and grid_size is None:
         shrink = (MAX_LAGS / lags) ** (1.0 / d)
         capped = tuple(max(2, int(m * shrink) - 1) for m in sizes)
-        reached = tolerance * max((m - 1) / (c - 1) for m, c in zip(sizes, capped)) ** 2
+        if error_scale is None:
+            reached, by = tolerance * max((m - 1) / (c - 1) for m, c in zip(sizes, capped)) ** 2, "the grid rule"
+        else:
+            reached, by = error_scale * float(np.max(extent / (np.asarray(capped) - 1))) ** 2, "the error estimate"
         warnings.warn(
             f"binned LSCV: tolerance {tolerance:g} needs a grid of {' x '.join(map(str, sizes))} nodes, more than "
             f"the {MAX_LAGS:.3g} lags allowed; binning on {' x '.join(map(str, capped))} (about {reached:.2g} "
-            "relative by the grid rule, which overstates the error at large n); pass method='exact' for the exact "
-            "criterion, or a larger tolerance=",
+            f"relative by {by}); pass method='exact' for the exact criterion, or a larger tolerance=",
             CoarseGridWarning,
             stacklevel=2,
         )
@@ -297,13 +374,57 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
             f"binned LSCV would need a grid of {' x '.join(map(str, sizes))} nodes ({lags:.3g} lags, more than "
             f"{MAX_LAGS:.3g}) in {d} dimensions; pass a larger tolerance or a smaller grid_size, or use method='exact'"
         )
-    spec = GridSpec.covering(lows, highs, sizes)
+    return _binned_weights(Y, GridSpec.covering(lows, highs, sizes), F, max_sd)
+
+
+def _binned_weights(Y: np.ndarray, spec: GridSpec, frame: np.ndarray, max_sd: float | None) -> BinnedPairWeights:
+    """Bin the frame's rows Y on ``spec``: counts, diagonal moments and the lags for ``max_sd``."""
     counts = linear_bin(Y, spec).counts
     if max_sd is None:
         max_lag = [m - 1 for m in spec.sizes]
     else:
         max_lag = np.ceil(TRUNCATION_SD * math.sqrt(2.0) * max_sd / spec.spacing).astype(np.int64).tolist()
-    return BinnedPairWeights(F, spec, counts, _diagonal_moments(Y, spec), n, max_lag)
+    return BinnedPairWeights(frame, spec, counts, _diagonal_moments(Y, spec), len(Y), max_lag)
+
+
+def _sizes_from_estimate(Y: np.ndarray, lows, highs, sizes: tuple[int, ...], h_ref: float, max_sd: float | None,
+                         tolerance: float) -> tuple[tuple[int, ...], float | None]:
+    """The grid the data's own error estimate asks for, between the pilot's and the rule's.
+
+    A pilot grid of spacing :data:`PILOT_SPACING` h_ref gives Lambda
+    (:meth:`BinnedPairWeights.error_per_spacing_squared`, at h_ref and ``max_sd``), and the
+    spacing sqrt(tolerance / Lambda) meets ``tolerance`` by that estimate: the nodes per axis
+    for it, no more than the rule's ``sizes`` and no fewer than the pilot's (module docstring,
+    "Grid size").  Where the pilot would exceed :data:`MAX_PILOT_LAGS` lags, or is no coarser
+    than ``sizes``, the rule's sizes are kept.
+
+    Returns
+    -------
+    tuple
+        The nodes per axis, and Lambda (None where no pilot was binned).
+    """
+    extent = highs - lows
+    pilot = tuple(max(MIN_NODES, math.ceil(r / (PILOT_SPACING * h_ref)) + 1) for r in extent)
+    if np.prod([2 * m - 1 for m in pilot], dtype=np.float64) > MAX_PILOT_LAGS or all(
+        p >= m for p, m in zip(pilot, sizes)
+    ):
+        return sizes, None
+    scales = [h_ref] if max_sd is None else [h_ref, max(h_ref, max_sd)]
+    weights = _binned_weights(Y, GridSpec.covering(lows, highs, pilot), np.eye(Y.shape[1]), max(scales))
+    error_scale = weights.error_per_spacing_squared(scales)
+    if not (error_scale > 0.0 and math.isfinite(error_scale)):
+        return sizes, None
+    delta = math.sqrt(tolerance / error_scale)
+    estimated = (max(MIN_NODES, math.ceil(r / delta) + 1) for r in extent)
+    return tuple(min(m, max(e, p)) for m, e, p in zip(sizes, estimated, pilot)), error_scale
+
+
+def _contract(box: np.ndarray, factors: list[np.ndarray]) -> np.ndarray:
+    """sum_e box(e) prod_a factors_a[k, e_a] for each row k: a separable sum over the lag box."""
+    total = np.tensordot(factors[0], box, axes=([1], [0]))  # (k, rest of the axes)
+    for factor in factors[1:]:
+        total = np.einsum("ki...,ki->k...", total, factor)
+    return total
 
 
 def _autocorrelation(counts: np.ndarray, max_lag) -> np.ndarray:
@@ -312,26 +433,39 @@ def _autocorrelation(counts: np.ndarray, max_lag) -> np.ndarray:
     By FFT, padded to p_a >= m_a + max_lag_a: the circular correlation at e adds a(e -+ p_a),
     zero for |e| <= max_lag_a since |e -+ p_a| >= m_a."""
     padded = [fft.next_fast_len(m + r, real=True) for m, r in zip(counts.shape, max_lag)]
-    spectrum = fft.rfftn(counts, padded)
+    spectrum = fft.rfftn(counts, padded, workers=-1)
     power = spectrum.real * spectrum.real + spectrum.imag * spectrum.imag
-    full = fft.irfftn(power, padded)  # a at lag e held at index e mod padded
+    full = fft.irfftn(power, padded, workers=-1)  # a at lag e held at index e mod padded
     index = [np.arange(-r, r + 1) % p for r, p in zip(max_lag, padded)]
     return np.ascontiguousarray(full[np.ix_(*index)])
 
 
+#: Rows per block of :func:`_diagonal_moments` (temporaries of 2^(d-1) columns stay small).
+DIAGONAL_BLOCK_ROWS = 2**16
+
+
 def _diagonal_moments(Y: np.ndarray, spec: GridSpec) -> dict[tuple[int, ...], float]:
-    """D(e) = sum_i prod_a m_{e_a}(f_ia) for e in {-1, 0, 1}^d: the binned i = j terms."""
-    positions = (Y - np.asarray(spec.lows)) / spec.spacing
+    """D(e) = sum_i prod_a m_{e_a}(f_ia) for e in {-1, 0, 1}^d: the binned i = j terms.
+
+    m_{+1} = m_{-1}, so D(e) depends only on which e_a are non-zero: the 2^d sums
+    T(s) = sum_i prod_a G_a[i, s_a], G_a = [m_0(f_ia), m_1(f_ia)], s in {0, 1}^d.  T is the
+    contraction of the rows' Khatri-Rao products: for each block of rows, the (rows, 2^(d-1))
+    row-wise products over the first d - 1 axes times the last axis's (rows, 2) by one matrix
+    product, in place of 3^d products over all rows."""
     sizes = np.asarray(spec.sizes)
-    first = np.minimum(np.floor(positions), sizes - 2)  # as in linear_bin
-    f = positions - first
-    same = f * f + (1.0 - f) * (1.0 - f)
-    cross = f * (1.0 - f)
-    moments = {}
-    for e in itertools.product((-1, 0, 1), repeat=spec.d):
-        factors = np.where(np.asarray(e) == 0, same, cross)
-        moments[e] = float(np.prod(factors, axis=1).sum())
-    return moments
+    lows, spacing = np.asarray(spec.lows), np.asarray(spec.spacing)
+    d = spec.d
+    table = np.zeros((2,) * d)
+    for start in range(0, len(Y), DIAGONAL_BLOCK_ROWS):
+        positions = (Y[start:start + DIAGONAL_BLOCK_ROWS] - lows) / spacing
+        f = positions - np.minimum(np.floor(positions), sizes - 2)  # as in linear_bin
+        cross = f * (1.0 - f)
+        G = np.stack([1.0 - 2.0 * cross, cross], axis=2)  # m_0 = f^2 + (1 - f)^2 = 1 - 2 f (1 - f)
+        rows = G[:, 0, :]
+        for a in range(1, d - 1):
+            rows = (rows[:, :, None] * G[:, a, None, :]).reshape(len(G), -1)
+        table += (rows.T @ G[:, d - 1, :]).reshape(table.shape) if d > 1 else rows.sum(axis=0)
+    return {e: float(table[tuple(abs(k) for k in e)]) for e in itertools.product((-1, 0, 1), repeat=d)}
 
 
 def prepare_binned_pair_sums(
