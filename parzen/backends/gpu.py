@@ -594,6 +594,69 @@ def _gaussian_log_sum_chunk(
     return _to_host(top), _to_host(total)
 
 
+class DeviceGrid:
+    """Linear-binning counts on the device, to which chunks of rows in device memory are added.
+
+    The counts are ``replicas`` float64 copies of the grid (as many as fit in
+    ``tiles.replica_bytes``, at most :data:`MAX_REPLICAS`), summed by :meth:`counts`.
+
+    Parameters
+    ----------
+    spec : GridSpec
+        The grid.
+    tiles : GpuTiles
+        Block size and the copies' memory.
+    single : bool, default False
+        Compute positions and shares in float32 (rows within 8 float32 epsilons of a face are
+        moved onto it) instead of float64.
+    """
+
+    def __init__(self, spec: GridSpec, tiles: GpuTiles, *, single: bool = False) -> None:
+        self.spec = spec
+        self.nodes = int(np.prod(spec.sizes))
+        self.strides = [int(v) for v in np.cumprod((1, *spec.sizes[:0:-1]))[::-1]] + [0] * (4 - spec.d)
+        geometry = np.zeros((3, 4))
+        geometry[0, : spec.d] = spec.lows
+        geometry[1, : spec.d] = np.asarray(spec.highs) - np.asarray(spec.lows)
+        geometry[2, : spec.d] = np.asarray(spec.sizes) - 1
+        self.geometry = torch.as_tensor(geometry, device=DEVICE)
+        self.replicas = max(1, min(MAX_REPLICAS, tiles.replica_bytes // (8 * self.nodes)))
+        self.grids = torch.zeros((self.replicas, self.nodes), dtype=torch.float64, device=DEVICE)
+        self.first_bad = torch.full((1,), NO_BAD_ROW, dtype=torch.int64, device=DEVICE)
+        self.block = tiles.bin_block
+        self.compute = kernels.tl.float32 if single else kernels.tl.float64
+        self.slack = 8 * float(np.finfo(np.float32).eps) if single else 0.0
+
+    def add(self, rows, weights, start: int) -> None:
+        """Queue the shares of ``rows`` (k, d) (and ``weights`` (k,) or None), rows start.. of the data.
+
+        Parameters
+        ----------
+        rows : torch.Tensor
+            Contiguous float32 or float64 rows on the device.
+        weights : torch.Tensor or None
+            Their weights (None: 1 each).
+        start : int
+            The index of the first row in the whole data (for the outside-the-box report).
+        """
+        k = len(rows)
+        linear_bin_kernel[(triton.cdiv(k, self.block),)](
+            rows, rows if weights is None else weights, self.grids, self.first_bad, self.geometry, k, start,
+            *self.strides, self.nodes, self.replicas,
+            D=self.spec.d, WEIGHTED=weights is not None, COMPUTE=self.compute, SLACK=self.slack, BLOCK=self.block,
+            num_warps=4,
+        )
+
+    def first_row_outside(self) -> int | None:
+        """The first row added that lies outside the grid's box (NaN included), or None (waits)."""
+        bad = int(self.first_bad.item())
+        return None if bad == NO_BAD_ROW else bad
+
+    def counts(self) -> np.ndarray:
+        """The counts, float64 of shape ``spec.sizes`` on the host (waits for the kernels)."""
+        return _to_host(self.grids.sum(dim=0)).reshape(self.spec.sizes)
+
+
 def _host_rows(X) -> np.ndarray:
     """X as an (n, d) host array, float32 and float64 kept as they are (no copy when contiguous),
     anything else as float64."""
@@ -676,30 +739,14 @@ class GpuBackend(KDEBackend):
         :meth:`parzen.backends.KDEBackend.linear_bin`.
         """
         values, w = _binning_arrays(X, spec, weights)
-        single = dtype is not None and np.dtype(dtype) == np.float32
-        nodes = int(np.prod(spec.sizes))
-        strides = [int(v) for v in np.cumprod((1, *spec.sizes[:0:-1]))[::-1]] + [0] * (4 - spec.d)
-        geometry = np.zeros((3, 4))
-        geometry[0, : spec.d] = spec.lows
-        geometry[1, : spec.d] = np.asarray(spec.highs) - np.asarray(spec.lows)
-        geometry[2, : spec.d] = np.asarray(spec.sizes) - 1
-        replicas = max(1, min(MAX_REPLICAS, self.tiles.replica_bytes // (8 * nodes)))
-        counts = torch.zeros((replicas, nodes), dtype=torch.float64, device=DEVICE)
-        first_bad = torch.full((1,), NO_BAD_ROW, dtype=torch.int64, device=DEVICE)
-        geometry_tensor = torch.as_tensor(geometry, device=DEVICE)
-        block = self.tiles.bin_block
+        grid = DeviceGrid(spec, self.tiles, single=dtype is not None and np.dtype(dtype) == np.float32)
         arrays = [values] if w is None else [values, w]
         for start, chunk in device_chunks(arrays, chunk_rows(arrays, self.tiles.stream_bytes)):
-            rows = len(chunk[0])
-            linear_bin_kernel[(triton.cdiv(rows, block),)](
-                chunk[0], chunk[-1], counts, first_bad, geometry_tensor, rows, start, *strides, nodes, replicas,
-                D=spec.d, WEIGHTED=w is not None, COMPUTE=kernels.tl.float32 if single else kernels.tl.float64,
-                SLACK=8 * float(np.finfo(np.float32).eps) if single else 0.0, BLOCK=block, num_warps=4,
-            )
-        bad = int(first_bad.item())
-        if bad != NO_BAD_ROW:
+            grid.add(chunk[0], chunk[1] if w is not None else None, start)
+        bad = grid.first_row_outside()
+        if bad is not None:
             raise outside_box_error(values, bad, spec)
-        return BinCounts(spec, _to_host(counts.sum(dim=0)).reshape(spec.sizes))
+        return BinCounts(spec, grid.counts())
 
     def column_summary(self, X, *, moments: bool = True) -> ColumnSummary:
         """n, the column ranges and, with ``moments``, means and standard deviations, in one
