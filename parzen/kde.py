@@ -55,8 +55,8 @@ class KDE(Parameters):
         (:func:`parzen.binned.density_on_grid`; d <= 4); "auto" decides at fit: binned for the
         Gaussian kernel, d <= 4, n >= 50 000 and where the grid costs less than exact evaluation
         at n points (:func:`parzen.binned.density.binned_cost_wins`), exact otherwise.  The
-        binned estimate is computed in float64 on the host (``backend`` and ``dtype`` then
-        serve only the bandwidth selection and :meth:`score_samples`' tails).
+        binned estimate is binned and convolved on ``backend`` (the gpu: a Triton kernel and
+        ``torch.fft``), in float64 whatever ``dtype``.
     grid_size : None, int or sequence of int
         Nodes per axis of the binned grid (None: chosen from ``tolerance``).
     tolerance : float, default 1e-4
@@ -170,7 +170,8 @@ class KDE(Parameters):
             and binned_cost_wins(self._data, self.H_, tolerance=self.tolerance)
         )
         self._binned = (
-            density_on_grid(self._data, self.H_, self.kernel, weights=self.weights_, tolerance=self.tolerance, grid_size=self.grid_size)
+            density_on_grid(self._data, self.H_, self.kernel, weights=self.weights_, tolerance=self.tolerance,
+                            grid_size=self.grid_size, backend=self.backend)
             if binned
             else None
         )
@@ -208,6 +209,7 @@ class KDE(Parameters):
                 weights=self.weights_,
                 tolerance=self.tolerance,
                 grid_size=self.grid_size if grid_size is None else grid_size,
+                backend=self.backend,
             )
         return binned.nodes, binned.values
 

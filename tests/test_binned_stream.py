@@ -55,18 +55,15 @@ def test_gpu_float32_binning_is_close_and_keeps_face_points(d):
     _assert_same_counts(got, linear_bin(X, spec, w, backend="numpy"), rtol=2e-6)
 
 
-def test_torch_binning_in_chunks_equals_one_pass(monkeypatch):
-    torch = pytest.importorskip("torch")
-    from parzen.binned import _torch_binning
+@pytest.mark.skipif("gpu" not in available(), reason="no gpu backend")
+@pytest.mark.parametrize("weighted", [False, True])
+def test_gpu_binning_in_many_streamed_chunks_equals_one_pass(weighted):
+    from parzen.backends.gpu import GpuBackend, GpuTiles
 
-    X, w, spec = _data(2)
-    monkeypatch.setattr(_torch_binning, "CHUNK_ROWS", 700)
-    counts, outside = _torch_binning.linear_bin_counts(
-        X, w, spec.lows, spec.highs, spec.sizes, torch=torch, device=torch.device("cpu"), dtype=torch.float64
-    )
-    assert outside == -1
-    want = linear_bin(X, spec, w, backend="numpy").counts
-    np.testing.assert_allclose(counts, want, rtol=0, atol=RTOL * want.max())
+    X, w, spec = _data(2, n=700)
+    w = w if weighted else None
+    streamed = GpuBackend(GpuTiles(stream_bytes=1024, replica_bytes=2048)).linear_bin(X, spec, w)  # 64 rows a chunk
+    _assert_same_counts(streamed, linear_bin(X, spec, w, backend="numpy"))
 
 
 def test_numba_binning_in_many_chunks_equals_one_pass(monkeypatch):

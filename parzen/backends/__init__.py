@@ -5,7 +5,7 @@ A backend is an object.  :class:`KDEBackend` declares what the statistics (``par
 ``kernel_sum`` and ``log_kernel_sum``, the compute types ``dtypes``, and the prepare hooks
 ``prepare_pair_sum_1d`` / ``prepare_whitened_pair_sum_sq`` (host versions on the base class,
 which the GPU overrides to keep data in its memory), and ``linear_bin`` (the NumPy reference
-on the base class; Numba per-thread grids on the cpu, ``index_add_`` on the gpu).
+on the base class; Numba per-thread grids on the cpu, a Triton kernel on the gpu).
 :class:`SparseGridBackend` declares the
 sparse-grid operators (``parzen.sparsegrid``).  Each comes as "numpy" (the float64 definition
 of correct), "cpu" (Numba) and "gpu" (Triton).

@@ -12,13 +12,42 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import linalg
+from scipy import fft, linalg
+
+from .._validate import power_of_two
 
 if TYPE_CHECKING:
     from ..binned.grid import BinCounts, GridSpec
+
+
+@dataclass(frozen=True)
+class ColumnSummary:
+    """One pass over the rows of a sample: its size, range and (optionally) first two moments.
+
+    Parameters
+    ----------
+    rows : int
+        n.
+    lows, highs : numpy.ndarray
+        (d,) the smallest and largest value of each column (NaN or +-inf where a column holds one).
+    means, sds : numpy.ndarray or None
+        (d,) the column means and standard deviations (ddof = 1), or None when not asked for.
+    """
+
+    rows: int
+    lows: np.ndarray
+    highs: np.ndarray
+    means: np.ndarray | None = None
+    sds: np.ndarray | None = None
+
+    @property
+    def finite(self) -> bool:
+        """Whether every value was finite (a NaN or infinity makes a low or high non-finite)."""
+        return bool(np.isfinite(self.lows).all() and np.isfinite(self.highs).all())
 
 
 class PairSums1D:
@@ -231,7 +260,8 @@ class KDEBackend(abc.ABC):
     def linear_bin(self, X, spec: GridSpec, weights=None, *, dtype=None) -> BinCounts:
         """Linear binning of the rows of X onto ``spec`` (Wand 1994, section 2; see
         :func:`parzen.binned.grid.linear_bin`).  Here: the float64 NumPy reference; the cpu
-        backend bins in parallel per-thread grids, the gpu backend by ``index_add_``.
+        backend bins in parallel per-thread grids, the gpu backend by a Triton kernel of float64
+        atomic adds, the rows streamed from host memory in chunks.
 
         Parameters
         ----------
@@ -257,6 +287,61 @@ class KDEBackend(abc.ABC):
         from ..binned.grid import linear_bin  # parzen.binned's later modules import the backends
 
         return linear_bin(X, spec, weights, backend="numpy")
+
+    def column_summary(self, X, *, moments: bool = True) -> ColumnSummary:
+        """n, the column ranges and, with ``moments``, means and standard deviations (ddof = 1).
+
+        What binned estimation reads before binning: the grid's range (and PLUGIN's scale,
+        eq. 13 of paper 000 in docs/statistics.md).  Here in float64 NumPy, the standard
+        deviation of each column divided by the power of two above its range (exact, and it
+        neither overflows nor underflows: docs/departures.md, item 13) and scaled back; the gpu
+        backend streams the rows through the device once.
+
+        Parameters
+        ----------
+        X : array_like of shape (n,) or (n, d)
+            The data (non-finite values show in ``lows`` / ``highs``).
+        moments : bool, default True
+            Also compute the means and standard deviations.
+
+        Returns
+        -------
+        ColumnSummary
+        """
+        values = np.asarray(X, dtype=np.float64)
+        values = values.reshape(len(values), -1)
+        lows, highs = values.min(axis=0), values.max(axis=0)
+        if not moments:
+            return ColumnSummary(len(values), lows, highs)
+        units = power_of_two(highs - lows)
+        scaled = values / units
+        return ColumnSummary(len(values), lows, highs, scaled.mean(axis=0) * units, np.std(scaled, axis=0, ddof=1) * units)
+
+    def fft_convolve(self, a: np.ndarray, b: np.ndarray, shape) -> np.ndarray:
+        """The circular convolution of ``a`` and ``b`` zero-padded to ``shape``, by real FFTs.
+
+        irfftn(rfftn(a, shape) * rfftn(b, shape)): with shape_k >= a.shape_k + b.shape_k - 1 on
+        every axis nothing wraps around, and it is the linear convolution.  The one FFT step of the
+        binned estimates (Wand 1994, section 3; :mod:`parzen.binned.pair_sums`,
+        :mod:`parzen.binned.density`): ``scipy.fft`` in float64 here (on all cores), ``torch.fft``
+        on the device in float64 on the gpu backend.
+
+        Parameters
+        ----------
+        a, b : numpy.ndarray
+            Real arrays of the same number of dimensions.
+        shape : sequence of int
+            The padded shape (one length per axis).
+
+        Returns
+        -------
+        numpy.ndarray
+            float64 array of ``shape``.
+        """
+        axes = tuple(range(a.ndim))
+        shape = tuple(int(s) for s in shape)
+        product = fft.rfftn(a, shape, axes=axes, workers=-1) * fft.rfftn(b, shape, axes=axes, workers=-1)
+        return fft.irfftn(product, shape, axes=axes, workers=-1)
 
     def close(self) -> None:
         """Release what this instance holds (nothing here; device buffers and graphs on the GPU)."""

@@ -32,13 +32,15 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..binned._torch_binning import linear_bin_counts as torch_linear_bin_counts
+from .._validate import power_of_two
 from ..binned.grid import BinCounts, GridSpec, outside_box_error
 from ..kernels import KERNELS, gauss_derivative_even_coefficients
 from . import _triton_kernels as kernels
 from ._cuda import DEVICE, INTERPRETED, torch, torch_dtype, triton
+from ._gpu_stream import chunk_rows, device_chunks
 from ._log_sums import log_of_kernel_sum, log_sum_exp_of_parts
-from .base import KDEBackend, PairSums1D, binning_rows
+from ._triton_binning import NO_BAD_ROW, linear_bin_kernel
+from .base import ColumnSummary, KDEBackend, PairSums1D
 from .reference import derivative_order
 
 #: Host arrays from this size on go to the device through page-locked memory (see _to_device).
@@ -60,6 +62,8 @@ T_ZERO = 2000.0
 _LOG2E = 1.0 / math.log(2.0)
 _NUMPY_TYPE = MappingProxyType({torch.float32: np.float32, torch.float64: np.float64})
 _MAX_ORDER = 8
+#: The most copies of a grid that the binning programs add into (program p into copy p mod copies).
+MAX_REPLICAS = 512
 #: CUDA graphs of PairSums1D chains kept per backend, and sets of whitened-data buffers.
 _GRAPHS_KEPT, _WHITENED_KEPT = 8, 4
 
@@ -91,6 +95,14 @@ class GpuTiles:
         Points per program of the whitening kernel (LSCV_H's y = M^-1 z).
     chunk_rows : int
         Rows of data held on the device at once; bigger data are streamed chunk pair by chunk pair.
+    stream_bytes : int
+        Bytes of one array's chunk when host rows are streamed through the device in one pass
+        (linear binning, column summaries; :mod:`parzen.backends._gpu_stream`).
+    bin_block : int
+        Rows per program of the linear-binning kernel.
+    replica_bytes : int
+        The most memory the copies of the grid that the binning programs add into may take
+        (one copy per program up to :data:`MAX_REPLICAS`; fewer for large grids).
     scales_per_pass : int
         Scales of one LSCV pass over a tile: each needs 2 accumulator tiles in registers.
     groups_1d, groups_sq, groups_gram : int
@@ -111,6 +123,9 @@ class GpuTiles:
     data_block: int = 16 if INTERPRETED else 64
     whiten_block: int = 16 if INTERPRETED else 128
     chunk_rows: int = 1 << 24
+    stream_bytes: int = 1 << 26
+    bin_block: int = 128 if INTERPRETED else 1024
+    replica_bytes: int = 1 << 26
     scales_per_pass: int = 16
     groups_1d: int = 16
     groups_sq: int = 1
@@ -118,7 +133,7 @@ class GpuTiles:
 
     def __post_init__(self) -> None:
         for field, value in vars(self).items():
-            counts = field.startswith("groups") or field == "chunk_rows"
+            counts = field.startswith("groups") or field in ("chunk_rows", "stream_bytes", "replica_bytes")
             if not (isinstance(value, int) and value >= 1 if counts else _power_of_two(value)):
                 kind = "a positive integer" if counts else "a power of two"
                 raise ValueError(f"GpuTiles.{field} must be {kind}, got {value!r}")
@@ -579,6 +594,94 @@ def _gaussian_log_sum_chunk(
     return _to_host(top), _to_host(total)
 
 
+class DeviceGrid:
+    """Linear-binning counts on the device, to which chunks of rows in device memory are added.
+
+    The counts are ``replicas`` float64 copies of the grid (as many as fit in
+    ``tiles.replica_bytes``, at most :data:`MAX_REPLICAS`), summed by :meth:`counts`.
+
+    Parameters
+    ----------
+    spec : GridSpec
+        The grid.
+    tiles : GpuTiles
+        Block size and the copies' memory.
+    single : bool, default False
+        Compute positions and shares in float32 (rows within 8 float32 epsilons of a face are
+        moved onto it) instead of float64.
+    """
+
+    def __init__(self, spec: GridSpec, tiles: GpuTiles, *, single: bool = False) -> None:
+        self.spec = spec
+        self.nodes = int(np.prod(spec.sizes))
+        self.strides = [int(v) for v in np.cumprod((1, *spec.sizes[:0:-1]))[::-1]] + [0] * (4 - spec.d)
+        geometry = np.zeros((3, 4))
+        geometry[0, : spec.d] = spec.lows
+        geometry[1, : spec.d] = np.asarray(spec.highs) - np.asarray(spec.lows)
+        geometry[2, : spec.d] = np.asarray(spec.sizes) - 1
+        self.geometry = torch.as_tensor(geometry, device=DEVICE)
+        self.replicas = max(1, min(MAX_REPLICAS, tiles.replica_bytes // (8 * self.nodes)))
+        self.grids = torch.zeros((self.replicas, self.nodes), dtype=torch.float64, device=DEVICE)
+        self.first_bad = torch.full((1,), NO_BAD_ROW, dtype=torch.int64, device=DEVICE)
+        self.block = tiles.bin_block
+        self.compute = kernels.tl.float32 if single else kernels.tl.float64
+        self.slack = 8 * float(np.finfo(np.float32).eps) if single else 0.0
+
+    def add(self, rows, weights, start: int) -> None:
+        """Queue the shares of ``rows`` (k, d) (and ``weights`` (k,) or None), rows start.. of the data.
+
+        Parameters
+        ----------
+        rows : torch.Tensor
+            Contiguous float32 or float64 rows on the device.
+        weights : torch.Tensor or None
+            Their weights (None: 1 each).
+        start : int
+            The index of the first row in the whole data (for the outside-the-box report).
+        """
+        k = len(rows)
+        linear_bin_kernel[(triton.cdiv(k, self.block),)](
+            rows, rows if weights is None else weights, self.grids, self.first_bad, self.geometry, k, start,
+            *self.strides, self.nodes, self.replicas,
+            D=self.spec.d, WEIGHTED=weights is not None, COMPUTE=self.compute, SLACK=self.slack, BLOCK=self.block,
+            num_warps=4,
+        )
+
+    def first_row_outside(self) -> int | None:
+        """The first row added that lies outside the grid's box (NaN included), or None (waits)."""
+        bad = int(self.first_bad.item())
+        return None if bad == NO_BAD_ROW else bad
+
+    def counts(self) -> np.ndarray:
+        """The counts, float64 of shape ``spec.sizes`` on the host (waits for the kernels)."""
+        return _to_host(self.grids.sum(dim=0)).reshape(self.spec.sizes)
+
+
+def _host_rows(X) -> np.ndarray:
+    """X as an (n, d) host array, float32 and float64 kept as they are (no copy when contiguous),
+    anything else as float64."""
+    values = np.asarray(X)
+    if values.dtype not in (np.float32, np.float64):
+        values = values.astype(np.float64)
+    return values.reshape(len(values), -1) if values.ndim != 2 else values
+
+
+def _binning_arrays(X, spec: GridSpec, weights) -> tuple[np.ndarray, np.ndarray | None]:
+    """The rows and weights of a linear_bin call, checked, in their travelling types."""
+    values = np.asarray(X)
+    if values.ndim == 1:
+        values = values[:, None]
+    if values.ndim != 2 or values.shape[1] != spec.d:
+        raise ValueError(f"X must have {spec.d} column(s) for this grid, got shape {np.shape(X)}")
+    values = _host_rows(values)
+    if weights is None:
+        return values, None
+    w = _host_rows(weights)[:, 0] if np.ndim(weights) == 1 else np.asarray(weights)
+    if w.shape != (len(values),):
+        raise ValueError(f"weights must have one value per row ({len(values)}), got shape {np.shape(weights)}")
+    return values, w
+
+
 def _multiprocessors() -> int:
     if INTERPRETED:
         return 1
@@ -625,21 +728,72 @@ class GpuBackend(KDEBackend):
         return (GpuBackend, (self.tiles,))
 
     def linear_bin(self, X, spec: GridSpec, weights=None, *, dtype=None) -> BinCounts:
-        """Linear binning on the device by ``index_add_`` of the 2^d corner shares
-        (:mod:`parzen.binned._torch_binning`), rows sent in chunks.
+        """Linear binning by a Triton kernel (:mod:`parzen.backends._triton_binning`), the rows
+        streamed from host memory in chunks (:mod:`parzen.backends._gpu_stream`).
 
-        Unlike the pair sums, binning computes in float64 unless ``dtype=np.float32`` is asked
-        for (positions and shares then in float32, ~1e-7 of a spacing); the counts are
-        accumulated in float64 either way.  See :meth:`parzen.backends.KDEBackend.linear_bin`.
+        float32 and float64 rows travel as they are (10^9 float32 values move 4 GB, never a
+        float64 copy) and the positions and shares are computed from them in float64 unless
+        ``dtype=np.float32`` is asked for (then ~1e-7 of a spacing, with rows within 8 float32
+        epsilons of a face moved onto it); the counts are accumulated by float64 atomic adds
+        either way, so in float64 they equal the reference's to rounding.  See
+        :meth:`parzen.backends.KDEBackend.linear_bin`.
         """
-        values, w = binning_rows(X, spec, weights)
-        compute = torch.float32 if dtype is not None and np.dtype(dtype) == np.float32 else torch.float64
-        counts, outside = torch_linear_bin_counts(
-            values, w, spec.lows, spec.highs, spec.sizes, torch=torch, device=DEVICE, dtype=compute
-        )
-        if outside >= 0:
-            raise outside_box_error(values, outside, spec)
-        return BinCounts(spec, counts)
+        values, w = _binning_arrays(X, spec, weights)
+        grid = DeviceGrid(spec, self.tiles, single=dtype is not None and np.dtype(dtype) == np.float32)
+        arrays = [values] if w is None else [values, w]
+        for start, chunk in device_chunks(arrays, chunk_rows(arrays, self.tiles.stream_bytes)):
+            grid.add(chunk[0], chunk[1] if w is not None else None, start)
+        bad = grid.first_row_outside()
+        if bad is not None:
+            raise outside_box_error(values, bad, spec)
+        return BinCounts(spec, grid.counts())
+
+    def column_summary(self, X, *, moments: bool = True) -> ColumnSummary:
+        """n, the column ranges and, with ``moments``, means and standard deviations, in one
+        pass of the rows through the device (:mod:`parzen.backends._gpu_stream`; float32 rows
+        travel as float32).
+
+        Each chunk is converted to float64 on the device; the sums of the deviations from the
+        first row, divided by the power of two above the first chunk's range (exact; against
+        overflow, as the host version), are added in float64.  See
+        :meth:`parzen.backends.KDEBackend.column_summary`.
+        """
+        values = _host_rows(X)
+        n, d = values.shape
+        if n == 0:
+            raise ValueError("a column summary needs at least one row")
+        lows = highs = shift = unit = None
+        sums = squares = torch.zeros(d, dtype=torch.float64, device=DEVICE)
+        for _, (chunk,) in device_chunks([values], chunk_rows([values], self.tiles.stream_bytes)):
+            c = chunk.to(torch.float64)
+            low, high = torch.aminmax(c, dim=0)
+            lows = low if lows is None else torch.minimum(lows, low)
+            highs = high if highs is None else torch.maximum(highs, high)
+            if moments:
+                if shift is None:
+                    shift = c[0].clone()
+                    span = (high - low).cpu().numpy()
+                    unit = torch.as_tensor(power_of_two(span), device=DEVICE)
+                deviations = (c - shift) / unit
+                sums = sums + deviations.sum(dim=0)
+                squares = squares + (deviations * deviations).sum(dim=0)
+        assert lows is not None and highs is not None  # n > 0
+        summary = ColumnSummary(n, _to_host(lows), _to_host(highs))
+        if not moments or not summary.finite or n < 2 or unit is None or shift is None:
+            return summary
+        s, q, u, c0 = (_to_host(t) for t in (sums, squares, unit, shift))
+        variance = np.maximum(q - s * s / n, 0.0) / (n - 1)
+        return ColumnSummary(n, summary.lows, summary.highs, c0 + s / n * u, np.sqrt(variance) * u)
+
+    def fft_convolve(self, a: np.ndarray, b: np.ndarray, shape) -> np.ndarray:
+        """The zero-padded convolution of :meth:`parzen.backends.KDEBackend.fft_convolve` by
+        ``torch.fft`` (cuFFT) on the device, in float64 (complex128)."""
+        dims = tuple(range(a.ndim))
+        shape = tuple(int(v) for v in shape)
+        ta = torch.as_tensor(np.ascontiguousarray(a, dtype=np.float64), device=DEVICE)
+        tb = torch.as_tensor(np.ascontiguousarray(b, dtype=np.float64), device=DEVICE)
+        product = torch.fft.rfftn(ta, s=shape, dim=dims) * torch.fft.rfftn(tb, s=shape, dim=dims)
+        return _to_host(torch.fft.irfftn(product, s=shape, dim=dims))
 
     def close(self) -> None:
         """Drop the CUDA graphs, whitened-data buffers and constants (after the device is idle);

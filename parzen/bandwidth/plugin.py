@@ -134,29 +134,48 @@ def plugin_stages(
     choose(method, METHODS, what="method")
     tolerance = check_tolerance(tolerance)
     grid_size = check_grid_size(grid_size)
-    data = as_data(x, name="x")
-    if data.d != 1:
-        raise ValueError(
-            f"PLUGIN is univariate: x has {data.d} columns; select one column, "
-            "or use lscv_h / lscv_H / normal_scale for multivariate data"
-        )
-    check_variance(data, name="x")
-    # standardise by powers of two (exact): first the spread, then sigma; scale back at the end
-    data, units = standardised(data)
-    v = data.values[:, 0]
-    sigma = _scale_estimate(v, scale)
-    unit_sigma = float(power_of_two(sigma))
-    v, sigma, unit = v / unit_sigma, sigma / unit_sigma, float(units[0]) * unit_sigma
-    n = v.size
-    psi8_ns = 105.0 / (32.0 * math.sqrt(math.pi) * sigma**9)  # eq. (14)
-    g1 = (-2.0 * gauss_derivative_at_zero(6) / (GAUSS_MU2 * psi8_ns * n)) ** (1 / 9)  # eq. (15)
+    column = _float_column(x)
+    data = None
+    if column is None:  # not a plain float array: validate (and convert) it here, with its name
+        data = _univariate(x)
+        column = data.values[:, 0]
+    n = column.size
+    if n < 2:
+        as_data(column, name="x")  # raises: too few rows
     be = resolve_backend(backend, dtype, work=0.5 * n * n)
     if method == "auto":
         method = "exact" if n <= AUTO_EXACT_MAX_N.get(be.name, AUTO_EXACT_MAX_N["cpu"]) else "binned"
     if method == "binned":
-        binned = binned_pilot_stages(v, g1, sigma, tolerance=tolerance, grid_size=grid_size)
+        # one pass over the data on the backend (streamed through the GPU there), not as_data's
+        # float64 copy: 10^9 float32 values bin from host memory
+        summary = be.column_summary(column)
+        if not summary.finite:
+            as_data(column, name="x")  # raises, naming the first NaN or infinity
+        low, high = float(summary.lows[0]), float(summary.highs[0])
+        if low == high:  # raises: x is constant
+            check_variance(data if data is not None else as_data(column[:2], name="x"), name="x")
+        range_unit = float(power_of_two(high - low))
+        assert summary.sds is not None  # asked for (moments=True)
+        sigma = float(summary.sds[0]) / range_unit  # np.std(x / range_unit, ddof=1), as standardised()
+        if scale == "minim":
+            q75, q25 = np.percentile(np.asarray(column, dtype=np.float64), [75, 25]) / range_unit
+            sigma = _minim(sigma, float(q75), float(q25))
+        unit_sigma = float(power_of_two(sigma))
+        sigma, unit = sigma / unit_sigma, range_unit * unit_sigma
+        g1 = _pilot_g1(sigma, n)
+        binned = binned_pilot_stages(column, low / unit, high / unit, g1, sigma, unit=unit, tolerance=tolerance,
+                                     grid_size=grid_size, backend=be)
         psi6, g2, psi4, h, grid_size = binned.psi6, binned.g2, binned.psi4, binned.h, binned.grid_size
     else:
+        data = data if data is not None else _univariate(column)
+        check_variance(data, name="x")
+        # standardise by powers of two (exact): first the spread, then sigma; scale back at the end
+        data, units = standardised(data)
+        v = data.values[:, 0]
+        sigma = _scale_estimate(v, scale)
+        unit_sigma = float(power_of_two(sigma))
+        v, sigma, unit = v / unit_sigma, sigma / unit_sigma, float(units[0]) * unit_sigma
+        g1 = _pilot_g1(sigma, n)
         psi6, g2, psi4, h = be.prepare_pair_sum_1d(v, dtype=dtype).evaluate(_pilot_stages, n, g1)
         grid_size = None
     with np.errstate(over="ignore", under="ignore"):  # Psi_r in data units: u^-(r+1) (may not fit a float)
@@ -173,14 +192,45 @@ def plugin_stages(
     )
 
 
+def _float_column(x) -> np.ndarray | None:
+    """x as a 1-D float32 or float64 NumPy array without a copy, when it is one (or one
+    column of one); None for anything else (which :func:`_univariate` then validates)."""
+    if not isinstance(x, np.ndarray) or x.dtype not in (np.float32, np.float64):
+        return None
+    if x.ndim == 1:
+        return x
+    return x[:, 0] if x.ndim == 2 and x.shape[1] == 1 else None
+
+
+def _univariate(x):
+    """x validated (:func:`parzen._validate.as_data`) and checked to be one column."""
+    data = as_data(x, name="x")
+    if data.d != 1:
+        raise ValueError(
+            f"PLUGIN is univariate: x has {data.d} columns; select one column, "
+            "or use lscv_h / lscv_H / normal_scale for multivariate data"
+        )
+    return data
+
+
+def _pilot_g1(sigma: float, n: int) -> float:
+    """g1 from the normal-reference Psi_8 of scale sigma, eqs. (14)-(15)."""
+    psi8_ns = 105.0 / (32.0 * math.sqrt(math.pi) * sigma**9)  # eq. (14)
+    return (-2.0 * gauss_derivative_at_zero(6) / (GAUSS_MU2 * psi8_ns * n)) ** (1 / 9)  # eq. (15)
+
+
 def _scale_estimate(v: np.ndarray, scale: str) -> float:
     """sigma: the standard deviation, eqs. (12)-(13), or min(sd, IQR/1.349) for "minim"."""
     sigma = float(np.std(v, ddof=1))
     if scale == "minim":
         q75, q25 = np.percentile(v, [75, 25])
-        if q75 > q25:
-            sigma = min(sigma, float(q75 - q25) / NORMAL_IQR)
+        sigma = _minim(sigma, float(q75), float(q25))
     return sigma
+
+
+def _minim(sigma: float, q75: float, q25: float) -> float:
+    """min(sd, IQR / 1.349), the IQR only where it is positive."""
+    return min(sigma, (q75 - q25) / NORMAL_IQR) if q75 > q25 else sigma
 
 
 def _pilot_stages(pair_sum, n: int, g1):
@@ -231,8 +281,9 @@ def plugin(
     backend : str, default "auto"
         Backend of the pair sums (``parzen.backends``).
     dtype : None or numpy float type
-        Compute precision of the backend (None: its default).  The binned method computes in
-        float64 on the CPU whatever the backend and dtype.
+        Compute precision of the backend (None: its default).  The binned method bins and
+        computes its FFTs on the backend, in float64 whatever the dtype (the gpu backend streams
+        the data from host memory, float32 as float32: :meth:`parzen.backends.KDEBackend.linear_bin`).
     method : {"auto", "exact", "binned"}, default "auto"
         Exact pair sums, binned ones, or exact up to :data:`AUTO_EXACT_MAX_N` points.
     grid_size : int, optional

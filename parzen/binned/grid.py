@@ -162,7 +162,7 @@ def linear_bin(X, spec: GridSpec, weights=None, *, backend="auto") -> BinCounts:
     backend : "auto", "numpy", "cpu", "gpu" or KDEBackend
         Who bins (:func:`parzen.backends.resolve_backend`; "auto": the fastest available for
         n 2^d shares).  "numpy" runs the reference below; the others call the backend's
-        ``linear_bin`` (Numba per-thread grids on "cpu", ``index_add_`` on "gpu"), in float64
+        ``linear_bin`` (Numba per-thread grids on "cpu", a Triton kernel of float64 atomics on "gpu"), in float64
         and equal to the reference to rounding.
 
     Returns

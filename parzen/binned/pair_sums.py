@@ -43,23 +43,29 @@ from .grid import BinCounts
 #: |u| beyond which phi^(r)(u), r <= 8, is exactly 0 in float64: the lags are cut there.
 KERNEL_CUTOFF = 40.0
 
-def counts_autocorrelation(counts: np.ndarray) -> np.ndarray:
-    """A(L) = sum_k c_k c_{k+L} for L = 0..M-1, by a real FFT zero-padded against wrap-around.
+def counts_autocorrelation(counts: np.ndarray, backend="numpy") -> np.ndarray:
+    """A(L) = sum_k c_k c_{k+L} for L = 0..M-1: the convolution of c with c reversed, by real FFTs
+    zero-padded against wrap-around, on ``backend`` (``scipy.fft`` on the host, ``torch.fft`` on
+    the gpu: :meth:`parzen.backends.KDEBackend.fft_convolve`).
 
     Parameters
     ----------
     counts : numpy.ndarray
         (M,) bin counts.
+    backend : "numpy", "cpu", "gpu" or KDEBackend, default "numpy"
+        Who computes the FFTs.
 
     Returns
     -------
     numpy.ndarray
         (M,) the autocorrelation at lags 0..M-1.
     """
+    from ..backends import resolve_backend  # the backends import parzen.binned.grid
+
     m = counts.size
     size = fft.next_fast_len(2 * m - 1, real=True)
-    spectrum = fft.rfft(counts, size)
-    return fft.irfft(spectrum.real**2 + spectrum.imag**2, size)[:m]
+    full = resolve_backend(backend).fft_convolve(counts, counts[::-1], (size,))  # A(L) at m - 1 + L
+    return full[m - 1 : 2 * m - 1]
 
 
 class BinnedPairSums1D:
@@ -73,6 +79,8 @@ class BinnedPairSums1D:
     ----------
     binned : BinCounts
         1-D linear-binning counts of the sample (unweighted: they sum to n).
+    backend : "numpy", "cpu", "gpu" or KDEBackend, default "numpy"
+        Who computes the autocorrelation's FFTs (:func:`counts_autocorrelation`).
 
     Raises
     ------
@@ -80,13 +88,13 @@ class BinnedPairSums1D:
         If the counts are not 1-D.
     """
 
-    def __init__(self, binned: BinCounts) -> None:
+    def __init__(self, binned: BinCounts, backend="numpy") -> None:
         if binned.spec.d != 1:
             raise ValueError(f"binned pair sums are 1-D here, got a {binned.spec.d}-D grid")
         self.spec = binned.spec
         self.n = binned.total
         self.delta = float(binned.spec.spacing[0])
-        self._autocorrelation = counts_autocorrelation(binned.counts)
+        self._autocorrelation = counts_autocorrelation(binned.counts, backend)
 
     def double_sum(self, order: int, scales) -> np.ndarray:
         """S_r(g) ~= sum_{i,j} phi^(r)((x_i - x_j)/g) over all ordered pairs, diagonal included.
