@@ -25,7 +25,6 @@ from .._validate import (
     Data,
     as_data,
     check_spd,
-    choose,
     covariance,
     covariance_factor,
     standardised,
@@ -34,9 +33,9 @@ from .._validate import (
     warn_if_tied,
 )
 from ..backends import resolve_backend
-from ..binned.grid import MAX_DIMENSIONS
-from ..binned.lscv import DEFAULT_TOLERANCE, prepare_binned_pair_sums
+from ..binned.lscv import DEFAULT_TOLERANCE, BinnedPairWeights, bin_pair_weights
 from .convention import from_factor, from_matrix
+from .method import choose_method, report
 
 
 class LSCVWarning(UserWarning):
@@ -75,24 +74,41 @@ def _whiten(values: np.ndarray, L: np.ndarray) -> np.ndarray:
 AUTO_BINNED_FROM = 2000
 
 
-def _use_binned(method: str, n: int, d: int) -> bool:
-    """Whether ``method`` ("exact", "binned" or "auto") means the binned pair sums here."""
-    choose(method, ("exact", "binned", "auto"), what="method")
-    if method == "binned" and d > MAX_DIMENSIONS:
-        raise ValueError(
-            f"binned LSCV takes at most {MAX_DIMENSIONS} dimensions, not {d}; use method='exact' (or 'auto')"
-        )
-    return method == "binned" or (method == "auto" and d <= MAX_DIMENSIONS and n >= AUTO_BINNED_FROM)
+def lscv_method(method: str, n: int, d: int, *, chunked: str | None = None) -> str:
+    """"exact" or "binned": what ``method`` means for LSCV on n rows of d columns.
+
+    "auto" bins from :data:`AUTO_BINNED_FROM` rows on for d <= 4 and is exact otherwise; data
+    served in chunks are binned (:func:`parzen.bandwidth.method.choose_method`).
+
+    Parameters
+    ----------
+    method : {"auto", "exact", "binned"}
+        The caller's choice.
+    n, d : int
+        Rows and columns.
+    chunked : str, optional
+        The description of data served in chunks, None for data in memory.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        For an unknown method, "binned" with d > 4, or "exact" for data served in chunks.
+    """
+    return choose_method(method, n=n, d=d, exact_up_to=AUTO_BINNED_FROM - 1, chunked=chunked, what="LSCV")
 
 
-def _binned_pair_sums(method: str, n: int, d: int, Z: np.ndarray, **binning):
-    """Binned pair sums of Z (:func:`parzen.binned.lscv.prepare_binned_pair_sums`) where
+def _binned_pair_weights(method: str, n: int, d: int, Z: np.ndarray, **binning) -> BinnedPairWeights | None:
+    """The binned lag weights of Z (:func:`parzen.binned.lscv.bin_pair_weights`) where
     ``method`` asks for them, else None.  Where the tolerance needs a grid beyond
     :data:`parzen.binned.lscv.MAX_LAGS`, "binned" raises and "auto" takes the largest grid
     within it, with a warning (at n >= AUTO_BINNED_FROM the exact sums would cost far more)."""
-    if not _use_binned(method, n, d):
+    if lscv_method(method, n, d) == "exact":
         return None
-    return prepare_binned_pair_sums(Z, shrink_to_fit=method == "auto", **binning)
+    return bin_pair_weights(Z, shrink_to_fit=method == "auto", **binning)
 
 
 @single_threaded_blas
@@ -144,12 +160,12 @@ def lscv_h_objective(
     if h_arr.ndim != 1 or not np.all(np.isfinite(h_arr)) or np.any(h_arr <= 0):
         raise ValueError("h must be a positive finite scalar or 1-D array of them")
     _, L, centred = covariance_factor(data)
-    binned = _binned_pair_sums(
+    binned = _binned_pair_weights(
         method, data.n, data.d, centred, h_ref=float(h_arr.min()), frame=L, tolerance=tolerance, grid_size=grid_size,
         max_sd=float(h_arr.max()),
     )
     if binned is not None:
-        values = _criterion(binned(L, h_arr), data.n, data.d, h_arr, float(np.prod(np.diag(L))))
+        values = _criterion(binned.pair_sums(L, h_arr), data.n, data.d, h_arr, float(np.prod(np.diag(L))))
     else:
         values = _lscv_h_values(_whiten(data.values, L), h_arr, float(np.prod(np.diag(L))), backend, dtype)
     return float(values[0]) if np.ndim(h) == 0 else values
@@ -200,16 +216,16 @@ def lscv_H_objective(
     if H.shape != (data.d, data.d):
         raise ValueError(f"H must be a {data.d} x {data.d} matrix for {data.d}-column X, got shape {H.shape}")
     L = check_spd(H, what="H")
-    if _use_binned(method, data.n, data.d):
+    if lscv_method(method, data.n, data.d) == "binned":
         _, frame, centred = covariance_factor(data)
         B = linalg.solve_triangular(frame, L, lower=True)  # H's factor in the sphered frame
         variances = np.linalg.eigvalsh(B @ B.T)
-        binned = _binned_pair_sums(
+        binned = _binned_pair_weights(
             method, data.n, data.d, centred, h_ref=float(np.sqrt(variances[0])), frame=frame, tolerance=tolerance,
             grid_size=grid_size, max_sd=float(np.sqrt(variances[-1])),
         )
         if binned is not None:
-            return float(_criterion(binned(L, np.ones(1)), data.n, data.d, np.ones(1), float(np.prod(np.diag(L))))[0])
+            return float(_criterion(binned.pair_sums(L, np.ones(1)), data.n, data.d, np.ones(1), float(np.prod(np.diag(L))))[0])
     return float(_lscv_h_values(_whiten(data.values, L), np.ones(1), float(np.prod(np.diag(L))), backend, dtype)[0])
 
 
@@ -300,6 +316,14 @@ def lscv_h_factor(
     return _lscv_h_search(X, grid, refine, backend, dtype, progress, method, grid_size, tolerance)[0]
 
 
+def _report_lscv(selector: str, binned: BinnedPairWeights | None, n: int, tolerance: float | None) -> None:
+    """:func:`parzen.bandwidth.method.report` of an LSCV search: exact, or binned on ``binned``'s grid."""
+    if binned is None:
+        report(selector, "exact", n=n)
+    else:
+        report(selector, "binned", n=n, grid_size=binned.sizes, tolerance=tolerance)
+
+
 def _lscv_h_search(
     X, grid: int, refine: bool, backend, dtype, progress: bool, method: str = "auto", grid_size=None,
     tolerance: float = DEFAULT_TOLERANCE,
@@ -315,10 +339,13 @@ def _lscv_h_search(
     sqrt_det = float(np.prod(np.diag(L)))
     h0 = reference_h0(data.n, data.d)
 
-    pair_sums = _binned_pair_sums(  # binned in the frame that spheres the data
+    binned = _binned_pair_weights(  # binned in the frame that spheres the data
         method, data.n, data.d, centred, h_ref=h0, frame=L, tolerance=tolerance, grid_size=grid_size, max_sd=4 * h0
     )
-    if pair_sums is None:
+    _report_lscv("lscv_h", binned, data.n, tolerance if grid_size is None else None)
+    if binned is not None:
+        pair_sums = binned.pair_sums
+    else:
         # the grid and the refinement share the rows y = L^-1 (x - mean), whitened once where the
         # backend computes (on the GPU: the centred data go up once and are whitened there)
         be = resolve_backend(backend, dtype, work=0.5 * data.n * data.n * grid)
@@ -490,12 +517,15 @@ def _minimise_matrix(
     """
     n, d = data.values.shape
     Z = _whiten(data.values, P)
-    pair_sums = _binned_pair_sums(  # the tolerance holds at kernel sd >= h0, the normal-scale start's
+    binned = _binned_pair_weights(  # the tolerance holds at kernel sd >= h0, the normal-scale start's
         pair_sum_method, n, d, Z, h_ref=reference_h0(n, d), tolerance=tolerance, grid_size=grid_size,
         max_sd=2 * reference_h0(n, d),
     )
+    _report_lscv("lscv_diag" if diagonal_only else "lscv_H", binned, n, tolerance if grid_size is None else None)
     computes_in = np.dtype(np.float64)
-    if pair_sums is None:
+    if binned is not None:
+        pair_sums = binned.pair_sums
+    else:
         be = resolve_backend(backend, dtype, work=0.5 * n * n)
         pair_sums = be.prepare_whitened_pair_sum_sq(Z, "lscv", dtype=dtype)
         computes_in = be.dtypes[0] if dtype is None else np.dtype(dtype)  # the gpu's default is float32

@@ -9,22 +9,25 @@ The bandwidth h is in data units (:mod:`parzen.bandwidth.convention`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._validate import as_data, check_variance, choose, power_of_two, standardised
 from ..backends import resolve_backend
+from ..binned.chunked import binned_quantiles, checked_moments, chunked_binner, is_weighted, units_of
+from ..binned.grid import BinCounts, GridSpec, linear_bin
 from ..binned.plugin import binned_pilot_stages, check_grid_size, check_tolerance
+from ..binned.source import ChunkedData, as_chunked
 from ..kernels import GAUSS_MU2, GAUSS_RK, gauss_derivative_at_zero
+from .method import METHODS, choose_method, report
 from .rules import NORMAL_IQR
 
 #: Orders r of the functionals Psi_r = int f^(r) f that psi_functional estimates.
 _PSI_ORDERS = (0, 2, 4, 6, 8)
 
 SCALES = ("sd", "minim")
-
-METHODS = ("auto", "exact", "binned")
 
 #: method="auto" sums pairs exactly up to this n on each backend, and bins beyond: the largest n
 #: where the exact PLUGIN took no longer than the binned one (0.4 ms at tolerance 1e-4 for
@@ -109,14 +112,15 @@ def plugin_stages(
     method: str = "auto",
     grid_size: int | None = None,
     tolerance: float = 1e-4,
+    progress: bool = False,
 ) -> PluginStages:
     """PLUGIN with its intermediates; see :func:`plugin`.
 
     Parameters
     ----------
-    x : array_like of shape (n,)
+    x : array_like of shape (n,), or ChunkedData
         The univariate sample.
-    scale, backend, dtype, method, grid_size, tolerance
+    scale, backend, dtype, method, grid_size, tolerance, progress
         As in :func:`plugin`.
 
     Returns
@@ -134,31 +138,26 @@ def plugin_stages(
     choose(method, METHODS, what="method")
     tolerance = check_tolerance(tolerance)
     grid_size = check_grid_size(grid_size)
-    data = as_data(x, name="x")
-    if data.d != 1:
-        raise ValueError(
-            f"PLUGIN is univariate: x has {data.d} columns; select one column, "
-            "or use lscv_h / lscv_H / normal_scale for multivariate data"
-        )
-    check_variance(data, name="x")
-    # standardise by powers of two (exact): first the spread, then sigma; scale back at the end
-    data, units = standardised(data)
-    v = data.values[:, 0]
-    sigma = _scale_estimate(v, scale)
-    unit_sigma = float(power_of_two(sigma))
-    v, sigma, unit = v / unit_sigma, sigma / unit_sigma, float(units[0]) * unit_sigma
-    n = v.size
+    chunked = as_chunked(x)
+    sample = _chunked_sample(chunked, scale, progress) if chunked is not None else _sample(x, scale)
+    n, sigma, unit = sample.n, sample.sigma, sample.unit
     psi8_ns = 105.0 / (32.0 * math.sqrt(math.pi) * sigma**9)  # eq. (14)
     g1 = (-2.0 * gauss_derivative_at_zero(6) / (GAUSS_MU2 * psi8_ns * n)) ** (1 / 9)  # eq. (15)
     be = resolve_backend(backend, dtype, work=0.5 * n * n)
-    if method == "auto":
-        method = "exact" if n <= AUTO_EXACT_MAX_N.get(be.name, AUTO_EXACT_MAX_N["cpu"]) else "binned"
+    method = choose_method(
+        method, n=n, exact_up_to=AUTO_EXACT_MAX_N.get(be.name, AUTO_EXACT_MAX_N["cpu"]), what="PLUGIN",
+        chunked=None if chunked is None else chunked.description,
+    )
+    sized_by = tolerance if grid_size is None else None  # what chose the grid
     if method == "binned":
-        binned = binned_pilot_stages(v, g1, sigma, tolerance=tolerance, grid_size=grid_size)
+        binned = binned_pilot_stages(sample.bin_on, n, sample.low, sample.high, g1, sigma, tolerance=tolerance,
+                                     grid_size=grid_size)
         psi6, g2, psi4, h, grid_size = binned.psi6, binned.g2, binned.psi4, binned.h, binned.grid_size
     else:
-        psi6, g2, psi4, h = be.prepare_pair_sum_1d(v, dtype=dtype).evaluate(_pilot_stages, n, g1)
+        assert sample.values is not None  # exact only in memory (choose_method)
+        psi6, g2, psi4, h = be.prepare_pair_sum_1d(sample.values, dtype=dtype).evaluate(_pilot_stages, n, g1)
         grid_size = None
+    report("plugin", method, n=n, grid_size=grid_size, tolerance=sized_by)
     with np.errstate(over="ignore", under="ignore"):  # Psi_r in data units: u^-(r+1) (may not fit a float)
         psi6, psi4 = (float(psi / np.float64(unit) ** (order + 1)) for psi, order in ((psi6, 6), (psi4, 4)))
     return PluginStages(
@@ -171,6 +170,66 @@ def plugin_stages(
         method=method,
         grid_size=grid_size,
     )
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """The sample as PLUGIN computes on it: divided by ``unit`` (a power of two, so that sigma is
+    near 1; :func:`parzen._validate.standardised`), with its size, range and scale estimate."""
+
+    n: int
+    low: float
+    high: float
+    sigma: float  # the scale estimate of the divided sample
+    unit: float  # the power of two the data were divided by
+    bin_on: Callable[[GridSpec], BinCounts]  # GridSpec in the divided units -> the counts
+    values: np.ndarray | None  # the divided sample, None for data served in chunks
+
+
+def _sample(x, scale: str) -> _Sample:
+    """An in-memory sample, validated and divided by powers of two (exact)."""
+    data = as_data(x, name="x")
+    if data.d != 1:
+        raise ValueError(
+            f"PLUGIN is univariate: x has {data.d} columns; select one column, "
+            "or use lscv_h / lscv_H / normal_scale for multivariate data"
+        )
+    check_variance(data, name="x")
+    # standardise by powers of two (exact): first the spread, then sigma; scale back at the end
+    data, units = standardised(data)
+    v = data.values[:, 0]
+    sigma = _scale_estimate(v, scale)
+    unit_sigma = float(power_of_two(sigma))
+    v = v / unit_sigma
+    return _Sample(v.size, float(v.min()), float(v.max()), sigma / unit_sigma, float(units[0]) * unit_sigma,
+                   lambda spec: linear_bin(v, spec), v)
+
+
+def _chunked_sample(data: ChunkedData, scale: str, progress: bool) -> _Sample:
+    """Data served in chunks: moments in one pass, then each binning a pass of its own.
+
+    sigma is the standard deviation from the moments (Chan et al.'s pairwise update,
+    :class:`parzen.binned.source.Moments`), equal to the in-memory one to rounding; with
+    ``scale="minim"`` the IQR comes from the counts on a fine grid, one more pass
+    (:func:`parzen.binned.chunked.binned_quantiles`: each quartile within (max - min) / 2^16, so
+    the IQR within twice that).
+    """
+    if data.d != 1:
+        raise ValueError(f"PLUGIN is univariate: {data.description} has {data.d} columns; serve one column")
+    moments = checked_moments(data, progress=progress)
+    if is_weighted(moments):
+        raise ValueError(f"PLUGIN is defined for unweighted data and {data.description} has weights; "
+                         "serve the data without a weights column, or use normal_scale, scott or silverman")
+    unit = float(units_of(moments)[0])
+    sd = math.sqrt(float(moments.covariance[0, 0])) / unit
+    if scale == "minim":
+        q75, q25 = binned_quantiles(data, moments, [0.75, 0.25], progress=progress) / unit
+        if q75 > q25:
+            sd = min(sd, float(q75 - q25) / NORMAL_IQR)
+    unit_sigma = float(power_of_two(sd))
+    unit *= unit_sigma
+    return _Sample(moments.rows, float(moments.lows[0]) / unit, float(moments.highs[0]) / unit, sd / unit_sigma, unit,
+                   chunked_binner(data, [unit], progress=progress), None)
 
 
 def _scale_estimate(v: np.ndarray, scale: str) -> float:
@@ -205,6 +264,7 @@ def plugin(
     method: str = "auto",
     grid_size: int | None = None,
     tolerance: float = 1e-4,
+    progress: bool = False,
 ) -> float:
     """Two-stage direct plug-in bandwidth h for univariate data (Andrzejewski et al., paper 000
     in docs/statistics.md, eqs. 12-19).
@@ -219,13 +279,19 @@ def plugin(
     ``method="exact"`` sums every pair; ``method="binned"`` estimates both pair sums from
     linear-binning counts by FFT (:mod:`parzen.binned.plugin`, as ``dpik`` does), on a grid sized
     so that the predicted relative error on h is at most ``tolerance``; ``"auto"`` is exact up to
-    :data:`AUTO_EXACT_MAX_N` points (per backend) and binned beyond.  :func:`plugin_stages`
-    tells which was used and the grid size.
+    :data:`AUTO_EXACT_MAX_N` points (per backend) and binned beyond
+    (:func:`parzen.bandwidth.method.choose_method`).  :func:`plugin_stages` tells which was used
+    and the grid size, and so do the log (``"parzen.bandwidth"``, INFO) and
+    :func:`parzen.bandwidth.selection`.
 
     Parameters
     ----------
-    x : array_like of shape (n,)
-        The univariate sample (one column; at least 2 rows, finite, not constant).
+    x : array_like of shape (n,), or ChunkedData
+        The univariate sample (one column; at least 2 rows, finite, not constant), or one column
+        served in chunks (:class:`parzen.binned.ParquetData`, :class:`parzen.binned.DuckDBData`,
+        :class:`parzen.binned.ArrayChunks`, ...): then always binned, from a pass for the
+        moments and one per binning (``scale="minim"``: one more, whose quartiles are within
+        (max - min) / 2^16 of the exact ones; :func:`parzen.binned.chunked.binned_quantiles`).
     scale : {"sd", "minim"}, default "sd"
         The scale estimate of the normal reference.
     backend : str, default "auto"
@@ -239,6 +305,8 @@ def plugin(
         The binned grid's number of nodes (2 to 2^20), overriding the one chosen from ``tolerance``.
     tolerance : float, default 1e-4
         The relative error on h the binned grid is sized for, in (0, 0.1].
+    progress : bool, default False
+        Show a progress bar over each pass of data served in chunks.
 
     Returns
     -------
@@ -249,8 +317,9 @@ def plugin(
     ------
     ValueError
         If x has more than one column, is constant, or ``scale``, ``method``, ``grid_size`` or
-        ``tolerance`` is invalid.
+        ``tolerance`` is invalid; or ``method="exact"`` or weights for data served in chunks.
     """
     return plugin_stages(
-        x, scale=scale, backend=backend, dtype=dtype, method=method, grid_size=grid_size, tolerance=tolerance
+        x, scale=scale, backend=backend, dtype=dtype, method=method, grid_size=grid_size, tolerance=tolerance,
+        progress=progress,
     ).h

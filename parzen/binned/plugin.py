@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..kernels import GAUSS_MU2, GAUSS_RK, gauss_derivative_at_zero
-from .grid import GridSpec, linear_bin
+from .grid import BinCounts, GridSpec
 from .pair_sums import BinnedPairSums1D
 
 #: C in the first grid's rule |dh/h| ~ C (delta / sigma)^2 (module docstring).
@@ -143,14 +144,21 @@ def predicted_relative_error(sums: BinnedPairSums1D, g1: float, g2: float) -> fl
 
 
 def binned_pilot_stages(
-    v: np.ndarray, g1: float, sigma: float, *, tolerance: float, grid_size: int | None
+    bin_on: Callable[[GridSpec], BinCounts], n: int, low: float, high: float, g1: float, sigma: float, *,
+    tolerance: float, grid_size: int | None
 ) -> BinnedStages:
     """PLUGIN's eqs. (16)-(19) on binned pair sums, the grid sized from ``tolerance``.
 
     Parameters
     ----------
-    v : numpy.ndarray
-        (n,) the sample (PLUGIN passes it scaled by powers of two).
+    bin_on : callable
+        GridSpec -> the sample's linear-binning counts on it: ``lambda spec: linear_bin(v, spec)``
+        for a sample v in memory, one pass over the chunks for data served in chunks
+        (:func:`parzen.binned.chunked.chunked_binner`).  Called once, and again for each refinement.
+    n : int
+        The sample's size.
+    low, high : float
+        Its smallest and largest value (PLUGIN passes it scaled by powers of two).
     g1 : float
         The pilot bandwidth of Psi_6, eq. (15).
     sigma : float
@@ -164,11 +172,9 @@ def binned_pilot_stages(
     -------
     BinnedStages
     """
-    n = v.size
-    low, high = float(v.min()), float(v.max())
     size = grid_size if grid_size is not None else prior_grid_size(high - low, sigma, tolerance)
     while True:
-        sums = BinnedPairSums1D(linear_bin(v, GridSpec.covering(low, high, size)))
+        sums = BinnedPairSums1D(bin_on(GridSpec.covering(low, high, size)))
         psi6 = float(sums.psi(6, g1))  # eq. (16)
         g2 = (-2.0 * gauss_derivative_at_zero(4) / (GAUSS_MU2 * psi6 * n)) ** (1 / 7)  # eq. (17)
         psi4 = float(sums.psi(4, g2))  # eq. (18)

@@ -1,0 +1,165 @@
+"""Selectors and KDE on data served in chunks: the in-memory binned result, from every kind.
+
+Tolerance 1e-12 relative: the chunks' moments add up by Chan et al.'s update and their counts by
+sums in another order, so only rounding differs from the in-memory computation on the same grid.
+"""
+
+from functools import partial
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import parzen.bandwidth as bw
+from parzen.binned import ArrayChunks, DuckDBData, GridSpec, ParquetData, linear_bin
+from parzen.binned.chunked import QUANTILE_INTERVALS, binned_quantiles, checked_moments
+from parzen.binned.source import bin_chunk
+
+RTOL = 1e-12
+
+
+def _sample(n=6000, d=2, seed=11):
+    rng = np.random.default_rng(seed)
+    X = np.concatenate([rng.normal(size=(n // 2, d)), rng.normal(3.0, 0.5, size=(n - n // 2, d))])
+    return X @ np.triu(np.full((d, d), 0.4)) * [1.0, 30.0][:d] + [5.0, -1e3][:d]
+
+
+def _parquet(tmp_path, X, files=3):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    bounds = np.linspace(0, len(X), files + 1).astype(int)
+    for k in range(files):
+        part = X[bounds[k]: bounds[k + 1]]
+        pq.write_table(pa.table({f"c{a}": part[:, a] for a in range(X.shape[1])}), tmp_path / f"part-{k}.parquet",
+                       row_group_size=700)
+    return tmp_path / "part-*.parquet"
+
+
+def _duckdb(tmp_path, X):
+    duckdb = pytest.importorskip("duckdb")
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "data.duckdb"
+    frame = pd.DataFrame({f"c{a}": X[:, a] for a in range(X.shape[1])})
+    with duckdb.connect(str(path)) as con:
+        con.register("frame", frame)
+        con.execute("CREATE TABLE t AS SELECT * FROM frame")
+    return path
+
+
+KINDS = ["array", "parquet", "duckdb"]
+
+
+def _chunked(kind, tmp_path, X):
+    columns = [f"c{a}" for a in range(X.shape[1])]
+    if kind == "array":
+        return ArrayChunks(X, chunk_rows=777, columns=columns)
+    if kind == "parquet":
+        return ParquetData(_parquet(tmp_path, X), columns, batch_rows=1000)
+    return DuckDBData(_duckdb(tmp_path, X), "t", columns, batch_rows=1000)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_chunked_moments_and_counts_equal_one_pass(kind, tmp_path):
+    X = _sample()
+    data = _chunked(kind, tmp_path, X)
+    moments = checked_moments(data)
+    assert moments.rows == len(X)
+    np.testing.assert_allclose(moments.covariance, np.cov(X.T), rtol=RTOL)
+    spec = GridSpec.covering(X.min(axis=0), X.max(axis=0), (41, 23))
+    counts = data.reduce(partial(bin_chunk, spec=spec))
+    np.testing.assert_allclose(counts.counts, linear_bin(X, spec, backend="numpy").counts, rtol=0,
+                               atol=RTOL * len(X))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("grid_size", [None, 801])
+def test_plugin_equals_the_in_memory_binned_plugin(kind, grid_size, tmp_path):
+    x = _sample(d=1)
+    want = bw.plugin_stages(x, method="binned", grid_size=grid_size)
+    got = bw.plugin_stages(_chunked(kind, tmp_path, x), grid_size=grid_size, progress=True)
+    assert (got.method, got.grid_size) == ("binned", want.grid_size)
+    for name in ("h", "sigma", "g1", "psi6", "g2", "psi4"):
+        assert getattr(got, name) == pytest.approx(getattr(want, name), rel=RTOL), name
+
+
+def test_plugin_refines_the_grid_over_the_chunks_as_in_memory():
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.normal(size=5000), rng.normal(40.0, 0.05, size=5000)])  # steep: a second binning
+    want = bw.plugin_stages(x, method="binned", tolerance=1e-5)
+    got = bw.plugin_stages(ArrayChunks(x, chunk_rows=999), tolerance=1e-5)
+    assert got.grid_size == want.grid_size
+    assert got.h == pytest.approx(want.h, rel=RTOL)
+
+
+def test_minim_scale_uses_quartiles_within_one_grid_spacing():
+    x = _sample(n=20_001, d=1)
+    data = ArrayChunks(x, chunk_rows=4096)
+    moments = checked_moments(data)
+    spacing = np.ptp(x) / QUANTILE_INTERVALS
+    probs = [0.0, 0.1, 0.25, 0.5, 0.75, 0.999, 1.0]
+    got = binned_quantiles(data, moments, probs)
+    assert np.all(np.abs(got - np.percentile(x, np.multiply(probs, 100))) <= spacing)
+    want = bw.plugin_stages(x, scale="minim", method="binned")
+    chunked = bw.plugin_stages(data, scale="minim")
+    # sigma = min(sd, IQR / 1.349): the IQR is within two spacings
+    assert abs(chunked.sigma - want.sigma) <= 2 * spacing / 1.349
+    assert chunked.h == pytest.approx(want.h, rel=1e-4)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", ["normal_scale", "scott"])
+def test_rules_of_thumb_equal_the_in_memory_ones(kind, name, tmp_path):
+    X = _sample()
+    got = bw.select(name, _chunked(kind, tmp_path, X))
+    np.testing.assert_allclose(got, bw.select(name, X), rtol=RTOL)
+
+
+def test_weighted_rules_of_thumb_take_the_weights_column():
+    X = _sample()
+    w = np.random.default_rng(2).uniform(0.0, 3.0, len(X))
+    for name in ("normal_scale", "scott"):
+        np.testing.assert_allclose(bw.select(name, ArrayChunks(X, w, chunk_rows=500)), bw.select(name, X, weights=w),
+                                   rtol=RTOL)
+    got = bw.silverman(ArrayChunks(X[:, 0], w, chunk_rows=500))
+    assert got == pytest.approx(bw.silverman(X[:, 0], weights=w), rel=1e-3)  # weighted quartiles, binned
+
+
+def test_silverman_quartiles_are_binned_and_reported():
+    x = _sample(d=1)
+    got = bw.selection("silverman", ArrayChunks(x))
+    assert (got.method, got.grid_size) == ("binned", (QUANTILE_INTERVALS + 1,))
+    assert got.value == pytest.approx(bw.silverman(x), rel=2 * np.ptp(x) / QUANTILE_INTERVALS / 1.349 / np.std(x))
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda data: bw.plugin(data, method="exact"), "method='exact' .* load it into memory .* method='binned'"),
+        (lambda data: bw.plugin(ArrayChunks(np.c_[data.values, data.values])), "univariate"),
+        (lambda data: bw.plugin(ArrayChunks(data.values, np.ones(len(data.values)) * 2)), "unweighted"),
+        (lambda data: bw.normal_scale(data, weights=np.ones(10)), "serve the weights as a column"),
+        (lambda data: bw.plugin(ArrayChunks([1.0, 1.0, 1.0])), "'x0' of .* are constant"),
+        (lambda data: bw.plugin(ArrayChunks([1.0])), "1 row"),
+        (lambda data: bw.select("plugin", ArrayChunks(np.zeros((3, 2)) + [[0, 1], [1, 0], [2, 2]])), "univariate"),
+    ],
+)
+def test_chunked_data_errors_say_how_to_fix(call, match):
+    data = ArrayChunks(_sample(d=1), chunk_rows=1000)
+    with pytest.raises(ValueError, match=match):
+        call(data)
+
+
+def test_selection_reports_the_method_and_logs_it(caplog):
+    x = _sample(d=1)
+    with caplog.at_level("INFO", logger="parzen.bandwidth"):
+        exact = bw.selection("plugin", x[:100], backend="numpy")
+        binned = bw.selection("plugin", x, backend="numpy")
+        fixed = bw.selection("plugin", x, grid_size=501)
+    assert (exact.method, exact.grid_size, exact.n) == ("exact", None, 100)
+    assert (binned.method, binned.tolerance, binned.n) == ("binned", 1e-4, len(x))
+    assert binned.grid_size == (bw.plugin_stages(x, backend="numpy").grid_size,)
+    assert (fixed.grid_size, fixed.tolerance) == ((501,), None)
+    assert binned.value == bw.plugin(x, backend="numpy") and binned.seconds > 0
+    assert "plugin: exact, n = 100" in caplog.text
+    assert f"plugin: binned on a grid of {binned.grid_size[0]} nodes (tolerance 0.0001), n = {len(x)}" in caplog.text
+    assert bw.selection("scott", x).method == "exact"
