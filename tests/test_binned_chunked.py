@@ -163,3 +163,37 @@ def test_selection_reports_the_method_and_logs_it(caplog):
     assert "plugin: exact, n = 100" in caplog.text
     assert f"plugin: binned on a grid of {binned.grid_size[0]} nodes (tolerance 0.0001), n = {len(x)}" in caplog.text
     assert bw.selection("scott", x).method == "exact"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("bandwidth", "kernel", "grid_size"), [("auto", "gaussian", None), ("normal_scale", "epanechnikov", 101),
+                                                                 (0.3, "gaussian", None)])
+def test_kde_fit_equals_the_in_memory_binned_kde(kind, bandwidth, kernel, grid_size, tmp_path):
+    from parzen import KDE
+
+    X = _sample() / [1.0, 30.0]
+    options = {"bandwidth": bandwidth, "kernel": kernel, "grid_size": grid_size, "tolerance": 1e-2}
+    want = KDE(method="binned", **options).fit(X)
+    got = KDE(**options).fit(_chunked(kind, tmp_path, X))
+    assert (got.method_, got.grid_size_, got.n_samples_) == ("binned", want.grid_size_, len(X))
+    np.testing.assert_allclose(got.H_, want.H_, rtol=RTOL)
+    Q = _sample(n=500, seed=3) / [1.0, 30.0]
+    np.testing.assert_allclose(got.pdf(Q), want.pdf(Q), rtol=1e-10, atol=1e-12 * want.pdf(Q).max())
+    inside = want.pdf(Q) > 1e-3 * want.pdf(Q).max()
+    np.testing.assert_allclose(got.score_samples(Q)[inside], want.score_samples(Q)[inside], rtol=0, atol=1e-10)
+    _, values = got.grid(grid_size=(40, 30))
+    np.testing.assert_allclose(values, want.grid(grid_size=(40, 30))[1], rtol=1e-10, atol=1e-14)
+
+
+def test_kde_on_chunked_data_refuses_what_needs_the_rows():
+    from parzen import KDE
+
+    data = ArrayChunks(_sample(d=1))
+    with pytest.raises(ValueError, match="method='exact' .* load it into memory"):
+        KDE(method="exact").fit(data)
+    with pytest.raises(ValueError, match="serve the weights as a column"):
+        KDE().fit(data, weights=np.ones(3))
+    kde = KDE().fit(data)
+    assert kde.weights_ is None
+    with pytest.raises(ValueError, match="does not keep; sample"):
+        kde.sample(3)

@@ -10,7 +10,8 @@ cluster's partitions:
   work in (the data divided by powers of two, :func:`parzen._validate.standardised`), binned in the
   data's own units -- the same numbers, since dividing by 2^k rounds nothing;
 - :func:`binned_quantiles`: quantiles from the counts on a fine grid, within one grid spacing;
-- :func:`weight_squares`: sum of w^2 (Kish's effective sample size of weighted data).
+- :func:`weight_squares`: sum of w^2 (Kish's effective sample size of weighted data);
+- :func:`chunked_density`: the binned KDE (a pilot pass for the Gaussian's grid, then the counts).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from functools import partial
 import numpy as np
 
 from .._validate import power_of_two
+from .density import BinnedDensity, density_from_counts, grid_over
 from .grid import BinCounts, GridSpec
 from .source import Chunk, ChunkedData, Moments, bin_chunk
 
@@ -210,3 +212,46 @@ def weighted_covariance(data: ChunkedData, moments: Moments, *, progress: bool =
     squares = data.reduce(weight_squares, what="weights of", progress=progress)
     total = moments.weight
     return moments.scatter / (total - squares / total), total * total / squares
+
+
+def chunked_density(data: ChunkedData, moments: Moments, H: np.ndarray, kernel: str = "gaussian", *,
+                    tolerance: float = 1e-4, grid_size=None, progress: bool = False) -> BinnedDensity:
+    """The binned density estimate of data served in chunks (:func:`parzen.binned.density_on_grid`).
+
+    The grid covers the range from ``moments`` widened by the kernel's reach, its spacing chosen
+    from ``tolerance`` as for an array (:func:`parzen.binned.density.grid_over`; the Gaussian's
+    pilot estimate bins every row, one pass, where an array's bins at most
+    :data:`parzen.binned.density.PILOT_SAMPLES` of them), then the rows are binned on it (one pass)
+    and the counts convolved with the kernel.
+
+    Parameters
+    ----------
+    data : ChunkedData
+        The data.
+    moments : Moments
+        Their moments (:func:`checked_moments`).
+    H : numpy.ndarray
+        (d, d) bandwidth matrix.
+    kernel : str, default "gaussian"
+        One of ``parzen.kernels.KERNELS``.
+    tolerance, grid_size
+        As in :func:`parzen.binned.density_on_grid`.
+    progress : bool
+        Show a progress bar over each pass.
+
+    Returns
+    -------
+    BinnedDensity
+
+    Raises
+    ------
+    ValueError
+        As :func:`parzen.binned.density_on_grid`.
+    """
+    def pilot_counts(spec: GridSpec) -> np.ndarray:
+        return data.reduce(partial(bin_chunk, spec=spec), what="pilot binning", progress=progress).counts
+
+    spec = grid_over(moments.lows, moments.highs, H, kernel, pilot_counts=pilot_counts, tolerance=tolerance,
+                     grid_size=grid_size)
+    bins = data.reduce(partial(bin_chunk, spec=spec), what="binning", progress=progress)
+    return density_from_counts(bins, H, kernel, tolerance=tolerance)
