@@ -197,3 +197,34 @@ def test_kde_on_chunked_data_refuses_what_needs_the_rows():
     assert kde.weights_ is None
     with pytest.raises(ValueError, match="does not keep; sample"):
         kde.sample(3)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("d", [1, 2])
+def test_lscv_h_equals_the_in_memory_binned_lscv_h(kind, d, tmp_path):
+    X = _sample(n=3000, d=d)
+    data = _chunked(kind, tmp_path, X)
+    for grid_size in (None, 201):
+        want = bw.selection("lscv_h", X, method="binned", grid_size=grid_size)
+        got = bw.selection("lscv_h", data, grid_size=grid_size)
+        assert (got.method, got.grid_size, got.tolerance) == ("binned", want.grid_size, want.tolerance)
+        np.testing.assert_allclose(got.value, want.value, rtol=1e-10)
+    assert bw.lscv_h_factor(data) == pytest.approx(bw.lscv_h_factor(X, method="binned"), rel=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["array", "parquet"])
+@pytest.mark.parametrize("name", ["lscv_H", "lscv_diag"])
+def test_lscv_matrices_equal_the_in_memory_binned_ones(kind, name, tmp_path):
+    X = _sample(n=3000)
+    got = bw.selection(name, _chunked(kind, tmp_path, X), tolerance=1e-3)
+    want = bw.selection(name, X, method="binned", tolerance=1e-3)
+    assert (got.method, got.grid_size) == ("binned", want.grid_size)
+    np.testing.assert_allclose(got.value, want.value, rtol=1e-8)
+
+
+def test_lscv_on_chunked_data_refuses_exact_and_weights():
+    X = _sample(n=500)
+    with pytest.raises(ValueError, match="method='exact' .* load it into memory"):
+        bw.lscv_H(ArrayChunks(X), method="exact")
+    with pytest.raises(ValueError, match="LSCV is defined for unweighted data"):
+        bw.lscv_h(ArrayChunks(X, np.full(len(X), 2.0)))

@@ -11,20 +11,25 @@ cluster's partitions:
   data's own units -- the same numbers, since dividing by 2^k rounds nothing;
 - :func:`binned_quantiles`: quantiles from the counts on a fine grid, within one grid spacing;
 - :func:`weight_squares`: sum of w^2 (Kish's effective sample size of weighted data);
-- :func:`chunked_density`: the binned KDE (a pilot pass for the Gaussian's grid, then the counts).
+- :func:`chunked_density`: the binned KDE (a pilot pass for the Gaussian's grid, then the counts);
+- :func:`chunked_pair_weights`: binned LSCV's lag weights (counts and diagonal moments D(e),
+  both additive, of the rows in the frame that spheres them).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+from scipy import linalg
 
 from .._validate import power_of_two
 from .density import BinnedDensity, density_from_counts, grid_over
-from .grid import BinCounts, GridSpec
+from .grid import BinCounts, GridSpec, linear_bin
+from .lscv import BinnedPairWeights, _diagonal_moments, pair_weights_grid
 from .source import Chunk, ChunkedData, Moments, bin_chunk
 
 #: Intervals of the grid :func:`binned_quantiles` bins on: quantiles within (max - min) / 2^16.
@@ -255,3 +260,81 @@ def chunked_density(data: ChunkedData, moments: Moments, H: np.ndarray, kernel: 
                      grid_size=grid_size)
     bins = data.reduce(partial(bin_chunk, spec=spec), what="binning", progress=progress)
     return density_from_counts(bins, H, kernel, tolerance=tolerance)
+
+
+@dataclass(frozen=True)
+class PairWeightsPart:
+    """Linear-binning counts and the diagonal moments D(e) of some rows: the additive parts of
+    :class:`parzen.binned.lscv.BinnedPairWeights` (its module docstring: D(e) sums over rows)."""
+
+    counts: np.ndarray
+    diagonal: dict[tuple[int, ...], float]
+
+    def __add__(self, other: PairWeightsPart) -> PairWeightsPart:
+        """The parts of two disjoint sets of rows binned on one grid."""
+        return PairWeightsPart(self.counts + other.counts,
+                               {e: v + other.diagonal[e] for e, v in self.diagonal.items()})
+
+    @classmethod
+    def of(cls, chunk: Chunk, *, spec: GridSpec, units: np.ndarray, mean: np.ndarray, whiten: np.ndarray
+           ) -> PairWeightsPart:
+        """The parts of one chunk's rows y = W^-1 (x / units - mean), W = ``whiten`` (a summary
+        for :meth:`ChunkedData.reduce`)."""
+        Y = _framed(chunk, units, mean, whiten)
+        return cls(linear_bin(Y, spec).counts, _diagonal_moments(Y, spec))
+
+
+def _framed(chunk: Chunk, units: np.ndarray, mean: np.ndarray, whiten: np.ndarray) -> np.ndarray:
+    """The rows W^-1 (x / units - mean), as the in-memory LSCV whitens the centred data."""
+    return linalg.solve_triangular(whiten, (chunk.values / units - mean).T, lower=True).T
+
+
+def _framed_moments(chunk: Chunk, *, units: np.ndarray, mean: np.ndarray, whiten: np.ndarray) -> Moments:
+    """The :class:`Moments` (for the range) of one chunk's rows in the frame."""
+    return Moments.of(Chunk(_framed(chunk, units, mean, whiten), null_rows=chunk.null_rows))
+
+
+def chunked_pair_weights(data: ChunkedData, moments: Moments, whiten: np.ndarray, frame: np.ndarray, *,
+                         h_ref: float, tolerance: float, grid_size=None, shrink_to_fit: bool = False,
+                         max_sd: float | None = None, progress: bool = False) -> BinnedPairWeights:
+    """The binned LSCV lag weights of data served in chunks (:func:`parzen.binned.lscv.bin_pair_weights`).
+
+    The rows are y = W^-1 (x / u - mean), u the powers of two of :func:`units_of` and W =
+    ``whiten`` (the factor of the standardised data's covariance for LSCV_h, of the pre-whitening
+    P for LSCV_H): their range comes from ``moments`` where W is diagonal (dividing by a positive
+    number keeps the order, so the extremes map to the extremes exactly) and from one pass
+    otherwise; then one pass bins them and sums D(e) (:class:`PairWeightsPart`).
+
+    Parameters
+    ----------
+    data : ChunkedData
+        The data.
+    moments : Moments
+        Their moments.
+    whiten : numpy.ndarray
+        (d, d) lower-triangular W, in the units of the standardised data.
+    frame : numpy.ndarray
+        (d, d) the frame :class:`BinnedPairWeights` solves its M against (L for LSCV_h: W itself;
+        the identity for LSCV_H, whose M are in the pre-whitened frame).
+    h_ref, tolerance, grid_size, shrink_to_fit, max_sd
+        As in :func:`parzen.binned.lscv.bin_pair_weights`.
+    progress : bool
+        Show a progress bar over each pass.
+
+    Returns
+    -------
+    BinnedPairWeights
+    """
+    units = units_of(moments)
+    mean = moments.mean / units
+    options = {"units": units, "mean": mean, "whiten": whiten}
+    if np.count_nonzero(whiten - np.diag(np.diag(whiten))) == 0:
+        lows = (moments.lows / units - mean) / np.diag(whiten)
+        highs = (moments.highs / units - mean) / np.diag(whiten)
+    else:
+        framed = data.reduce(partial(_framed_moments, **options), what="range in the frame of", progress=progress)
+        lows, highs = framed.lows, framed.highs
+    spec, max_lag = pair_weights_grid(lows, highs, h_ref=h_ref, tolerance=tolerance, grid_size=grid_size,
+                                      shrink_to_fit=shrink_to_fit, max_sd=max_sd)
+    parts = data.reduce(partial(PairWeightsPart.of, spec=spec, **options), what="binning", progress=progress)
+    return BinnedPairWeights(frame, spec, parts.counts, parts.diagonal, moments.rows, max_lag)

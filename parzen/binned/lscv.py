@@ -268,7 +268,39 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
         raise ValueError(f"binned LSCV takes at most {MAX_DIMENSIONS} dimensions, not {d}; use method='exact'")
     F = np.eye(d) if frame is None else np.asarray(frame, dtype=np.float64)
     Y = linalg.solve_triangular(F, Z.T, lower=True).T
-    lows, highs = Y.min(axis=0), Y.max(axis=0)
+    spec, max_lag = pair_weights_grid(Y.min(axis=0), Y.max(axis=0), h_ref=h_ref, tolerance=tolerance,
+                                      grid_size=grid_size, shrink_to_fit=shrink_to_fit, max_sd=max_sd)
+    counts = linear_bin(Y, spec).counts
+    return BinnedPairWeights(F, spec, counts, _diagonal_moments(Y, spec), n, max_lag)
+
+
+def pair_weights_grid(lows, highs, *, h_ref: float, tolerance: float = DEFAULT_TOLERANCE, grid_size=None,
+                      shrink_to_fit: bool = False, max_sd: float | None = None) -> tuple[GridSpec, list[int]]:
+    """The grid of :func:`bin_pair_weights` for rows (in the frame) spanning [lows, highs], and the
+    lags to hold: what the binning needs from the data besides their counts, so that data served
+    in chunks can be binned on it too (:mod:`parzen.binned.chunked`).
+
+    Parameters
+    ----------
+    lows, highs : array_like of shape (d,)
+        The smallest and largest frame coordinates of the rows.
+    h_ref, tolerance, grid_size, shrink_to_fit, max_sd
+        As in :func:`bin_pair_weights`.
+
+    Returns
+    -------
+    spec : GridSpec
+        The grid (the rows' box widened by 1e-9 of its extent).
+    max_lag : list of int
+        Lags held per axis (:class:`BinnedPairWeights`).
+
+    Raises
+    ------
+    ValueError
+        As :func:`bin_pair_weights`.
+    """
+    lows, highs = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
+    d = lows.size
     margin = 1e-9 * np.maximum(highs - lows, 1.0)  # so that rounding in the positions keeps every row inside
     lows, highs = lows - margin, highs + margin
     if grid_size is None:
@@ -289,7 +321,7 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
             "relative by the grid rule, which overstates the error at large n); pass method='exact' for the exact "
             "criterion, or a larger tolerance=",
             CoarseGridWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
         sizes, lags = capped, int(np.prod([2 * m - 1 for m in capped], dtype=np.float64))
     if lags > MAX_LAGS:
@@ -298,12 +330,9 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
             f"{MAX_LAGS:.3g}) in {d} dimensions; pass a larger tolerance or a smaller grid_size, or use method='exact'"
         )
     spec = GridSpec.covering(lows, highs, sizes)
-    counts = linear_bin(Y, spec).counts
     if max_sd is None:
-        max_lag = [m - 1 for m in spec.sizes]
-    else:
-        max_lag = np.ceil(TRUNCATION_SD * math.sqrt(2.0) * max_sd / spec.spacing).astype(np.int64).tolist()
-    return BinnedPairWeights(F, spec, counts, _diagonal_moments(Y, spec), n, max_lag)
+        return spec, [m - 1 for m in spec.sizes]
+    return spec, np.ceil(TRUNCATION_SD * math.sqrt(2.0) * max_sd / spec.spacing).astype(np.int64).tolist()
 
 
 def _autocorrelation(counts: np.ndarray, max_lag) -> np.ndarray:
