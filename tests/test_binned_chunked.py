@@ -228,3 +228,33 @@ def test_lscv_on_chunked_data_refuses_exact_and_weights():
         bw.lscv_H(ArrayChunks(X), method="exact")
     with pytest.raises(ValueError, match="LSCV is defined for unweighted data"):
         bw.lscv_h(ArrayChunks(X, np.full(len(X), 2.0)))
+
+
+class _PicklingChunks(ArrayChunks):
+    """Chunks summarised as a cluster would: each summary function pickled and unpickled first."""
+
+    def reduce(self, summarise, *, what="reading", progress=False):
+        import pickle
+
+        return super().reduce(pickle.loads(pickle.dumps(summarise)), what=what, progress=progress)
+
+
+@pytest.mark.parametrize("call", [
+    lambda data: bw.plugin(data.one, scale="minim"),
+    lambda data: bw.normal_scale(data.two),
+    lambda data: bw.lscv_h(data.two, grid_size=64),
+    lambda data: bw.lscv_diag(data.two, tolerance=1e-3),
+])
+def test_every_summary_is_picklable_for_cluster_kinds(call):
+    class Data:
+        one = _PicklingChunks(_sample(n=2000, d=1), chunk_rows=500)
+        two = _PicklingChunks(_sample(n=2000), chunk_rows=500)
+
+    call(Data)
+
+
+def test_kde_summaries_are_picklable_for_cluster_kinds():
+    from parzen import KDE
+
+    kde = KDE(bandwidth="silverman").fit(_PicklingChunks(_sample(n=2000, d=1), chunk_rows=500))
+    assert kde.method_ == "binned"
