@@ -258,3 +258,10 @@ def test_kde_summaries_are_picklable_for_cluster_kinds():
 
     kde = KDE(bandwidth="silverman").fit(_PicklingChunks(_sample(n=2000, d=1), chunk_rows=500))
     assert kde.method_ == "binned"
+
+
+def test_functions_that_need_the_rows_say_so():
+    data = ArrayChunks(_sample(n=300, d=1))
+    for call in (lambda: bw.lscv_h_objective(data, 0.5), lambda: bw.psi_functional(data, 4, 0.3)):
+        with pytest.raises(ValueError, match="read in chunks, and this function needs its rows in memory"):
+            call()
