@@ -103,8 +103,16 @@ def as_data(X, *, name: str = "X", min_rows: int = 2) -> Data:
     ------
     ValueError
         For complex, non-numeric, 3-D or empty-column input, NaN or infinite values (naming the
-        first one's row and column), or fewer than ``min_rows`` rows.
+        first one's row and column), fewer than ``min_rows`` rows, or data served in chunks
+        (:class:`parzen.binned.ChunkedData`: the functions that take them check first).
     """
+    from .binned.source import ChunkedData  # the binned package imports this module
+
+    if isinstance(X, ChunkedData):  # a ValueError as for every bad input (the CLI prints those as errors)
+        raise ValueError(  # noqa: TRY004
+            f"{name} is {X.description}, read in chunks, and this function needs its rows in memory; load them "
+            "into an array (or a sample of them), or use a selector or KDE, which bin data read in chunks"
+        )
     arr, columns = _to_numpy(X)
     if np.iscomplexobj(arr):
         raise ValueError(

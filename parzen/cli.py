@@ -35,7 +35,7 @@ from . import __version__, datasets
 from . import bandwidth as bw
 from ._extras import MissingExtraError, require
 from ._validate import TiedDataWarning, choose
-from .io import read_table, select_columns
+from .io import open_columns, read_table, select_columns
 from .kde import KDE
 
 
@@ -119,22 +119,36 @@ ScaleOption = Annotated[
 
 @dataclass(frozen=True)
 class Selection:
-    """A selector's answer, timed, with its warnings as short notes."""
+    """A selector's answer, timed, with how it was computed and its warnings as short notes."""
 
     method: str
     h: float | None  # the bandwidth h in data units of 1-D data; None where the selector gave a matrix
     H: np.ndarray  # d x d bandwidth matrix (the covariance of each kernel bump)
     seconds: float
     notes: tuple[str, ...]
+    computation: str = "exact"  # "exact" or "binned": what the selector computed
+    grid_size: tuple[int, ...] | None = None  # the binned grid's nodes per axis
+    tolerance: float | None = None  # the relative error the grid was sized for
+    n: int = 0  # rows used
 
     @property
     def bandwidths(self) -> np.ndarray:
         """Per-column bandwidths in data units, sqrt(H_kk)."""
         return np.sqrt(np.diag(self.H))
 
+    @property
+    def computed(self) -> str:
+        """How, in a few words: "exact", or "binned, 1637 nodes (tolerance 0.0001)"."""
+        if self.grid_size is None:
+            return self.computation
+        tolerance = f" (tolerance {self.tolerance:g})" if self.tolerance is not None else ""
+        return f"{self.computation}, {' x '.join(map(str, self.grid_size))} nodes{tolerance}"
 
-def select(table: pd.DataFrame, method: str, *, scale: str | None = None, progress: bool = False) -> Selection:
-    """Run the registered selector ``method`` on the columns of ``table``.
+
+def select(table, method: str, *, scale: str | None = None, progress: bool = False,
+           computation: str = "auto") -> Selection:
+    """Run the registered selector ``method`` on the columns of ``table`` (a DataFrame, or data
+    served in chunks: :class:`parzen.binned.ChunkedData`), exact, binned or "auto".
 
     Every selector answers in data units (:mod:`parzen.bandwidth.convention`): a float h for one
     column (H = h^2), the matrix H for more.
@@ -145,14 +159,16 @@ def select(table: pd.DataFrame, method: str, *, scale: str | None = None, progre
     elif scale is not None:
         raise ValueError(f"--scale applies to --method plugin only, not {method!r}")
     kwargs["progress"] = progress  # passed on to the selectors that show progress
+    kwargs["method"] = computation  # likewise: the rules of thumb sum no pairs
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        start = time.perf_counter()
-        result = bw.select(method, table, **kwargs)
-        seconds = time.perf_counter() - start
+        result = bw.selection(method, table, **kwargs)
     notes = tuple(dict.fromkeys(_short(w) for w in caught))
-    h = None if np.ndim(result) == 2 else float(result)
-    return Selection(method, h, bw.bandwidth_matrix(result, table.shape[1]), seconds, notes)
+    value = result.value
+    h = None if np.ndim(value) == 2 else float(value)
+    d = len(table.columns)
+    return Selection(method, h, bw.bandwidth_matrix(value, d), result.seconds, notes, result.method,
+                     result.grid_size, result.tolerance, result.n)
 
 
 def _short(w: warnings.WarningMessage) -> str:
@@ -259,32 +275,51 @@ def main(
 
 @app.command("bandwidth")
 def bandwidth_command(
-    file: File,
+    file: Annotated[Path, typer.Argument(
+        metavar="FILE",
+        help="CSV or Parquet file (by suffix), a directory or glob (quoted) of Parquet files, or a DuckDB "
+             "database with --table.")],
     column: Columns,
     method: MethodOption = None,
     scale: ScaleOption = None,
+    exact: Annotated[bool | None, typer.Option(
+        "--exact/--binned",
+        help="Sum every pair (exact; reads the rows into memory) or bin (to a stated tolerance); "
+             "default: each selector's choice by size.")] = None,
+    table: Annotated[str | None, typer.Option("--table", "-t", help="The table of a DuckDB database FILE.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """Select a bandwidth for the chosen columns and print it with the time taken."""
+    """Select a bandwidth for the chosen columns and print it, how it was computed and the time.
+
+    Parquet data and DuckDB tables of more than 10^7 rows are streamed: read in batches and
+    binned, with a progress bar over each pass."""
+    computation = "auto" if exact is None else "exact" if exact else "binned"
     with _user_errors():
-        table, dropped = _read(file, column)
-        name = _method(method, table.shape[1])
-        sel = select(table, name, scale=scale and scale.value, progress=out.is_terminal and not as_json)
+        data, dropped = open_columns(file, column, table=table, exact=exact is True)
+        if dropped:
+            err.print(Text(f"dropped {dropped} rows with missing values", style="yellow"))
+        name = _method(method, len(column))
+        sel = select(data, name, scale=scale and scale.value, progress=out.is_terminal and not as_json,
+                     computation=computation)
     scale_used = (scale.value if scale else "sd") if name == "plugin" else None
     if as_json:
         print(json.dumps({
-            "file": str(file), "columns": column, "method": name, "scale": scale_used,
-            "n": len(table), "dropped_rows": dropped,
+            "file": str(file), "table": table, "columns": column, "method": name, "scale": scale_used,
+            "computation": sel.computation, "grid_size": None if sel.grid_size is None else list(sel.grid_size),
+            "tolerance": sel.tolerance, "streamed": dropped is None,
+            "n": sel.n, "dropped_rows": dropped,
             "h": sel.h, "H": sel.H.tolist(), "bandwidth": dict(zip(column, sel.bandwidths.tolist())),
             "seconds": sel.seconds, "notes": list(sel.notes),
         }, indent=2))
         return
-    result = Table(title=Text(f"{name} bandwidth: {file.name}"), show_header=False)
+    title = file.name + (f", table {table}" if table is not None else "")
+    result = Table(title=Text(f"{name} bandwidth: {title}"), show_header=False)
     result.add_column(style="bold")
     result.add_column(overflow="fold")
     result.add_row("method", name + (f" (scale {scale_used})" if scale_used else ""))
+    result.add_row("computed", sel.computed + (", streamed" if dropped is None else ""))
     result.add_row("columns", Text(", ".join(column)))
-    result.add_row("n", f"{len(table)}" + (f" ({dropped} rows with missing values dropped)" if dropped else ""))
+    result.add_row("n", f"{sel.n}" + (f" ({dropped} rows with missing values dropped)" if dropped else ""))
     if sel.h is not None:
         result.add_row("h", _num(sel.h))
     result.add_row("H", _matrix(sel.H))

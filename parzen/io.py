@@ -1,12 +1,20 @@
-"""Reading data tables for the command line: CSV or Parquet in, numeric columns out."""
+"""Reading data tables for the command line: CSV or Parquet in, numeric columns out.
+
+Data larger than memory are served in chunks by :class:`parzen.binned.ParquetData` and
+:class:`parzen.binned.DuckDBData` (the library's constructors); :func:`open_columns` decides for
+the command line whether to read a table into memory or to stream it.
+"""
 
 from __future__ import annotations
 
+import glob
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ._extras import require
+from .binned.source import Chunk, ChunkedData
 
 #: File suffix -> pandas reader.
 READERS = {".csv": pd.read_csv, ".parquet": pd.read_parquet, ".pq": pd.read_parquet}
@@ -91,3 +99,92 @@ def select_columns(df: pd.DataFrame, columns) -> tuple[pd.DataFrame, int]:
             raise ValueError(f"column {name!r} is not numeric (type {col.dtype}{example}); choose numeric columns")
     kept = table.dropna()
     return kept.astype("float64"), len(table) - len(kept)
+
+
+#: The command line streams a Parquet dataset or DuckDB table of more rows than this (binned,
+#: chunk by chunk, memory bounded by the batch size) and reads smaller ones into memory, where
+#: the selectors may sum pairs exactly; ``--exact`` reads any size into memory.
+STREAM_FROM_ROWS = 10_000_000
+
+
+def is_parquet_source(path) -> bool:
+    """Whether ``path`` names Parquet data: a ``.parquet`` / ``.pq`` file, a directory, or a glob
+    pattern (``*``, ``?`` or ``[``) of them that is not itself the name of a file."""
+    path = Path(path)
+    if path.is_file():
+        return path.suffix.lower() in (".parquet", ".pq")
+    return path.suffix.lower() in (".parquet", ".pq") or path.is_dir() or glob.has_magic(str(path))
+
+
+def open_columns(path, columns, *, table: str | None = None, exact: bool = False,
+                 stream_from: int | None = None) -> tuple[pd.DataFrame | ChunkedData, int | None]:
+    """The columns of a file as the command line uses them: a DataFrame, or data to stream.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A CSV or Parquet file, a directory or glob of Parquet files, or (with ``table``) a
+        DuckDB database file.
+    columns : sequence of str
+        The numeric columns.
+    table : str, optional
+        The table of a DuckDB database.
+    exact : bool, default False
+        Read the rows into memory whatever their number (exact pair sums need them there).
+    stream_from : int, optional
+        Parquet data and DuckDB tables of more rows are streamed (default :data:`STREAM_FROM_ROWS`).
+
+    Returns
+    -------
+    data : pandas.DataFrame or ChunkedData
+        The columns as float64 without the rows where any is missing, or the data to stream.
+    dropped : int or None
+        Rows dropped for a missing value (None when streamed: the passes count them).
+
+    Raises
+    ------
+    ValueError, FileNotFoundError, MissingExtraError
+        As :func:`read_table`, :class:`parzen.binned.ParquetData` and
+        :class:`parzen.binned.DuckDBData`.
+    """
+    from .binned.stream import DuckDBData, ParquetData
+
+    source: ParquetData | DuckDBData
+    if table is not None:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"no such DuckDB database file: {str(path)!r}")
+        source = DuckDBData(path, table, list(columns))
+        rows = source.profile()[0]
+    elif is_parquet_source(path):
+        source = ParquetData(path, list(columns))
+        rows = source.dataset.count_rows()
+    else:
+        return select_columns(read_table(path), columns)
+    if rows > (STREAM_FROM_ROWS if stream_from is None else stream_from) and not exact:
+        return source, None
+    return in_memory(source)
+
+
+def in_memory(data: ChunkedData) -> tuple[pd.DataFrame, int]:
+    """The rows of data served in chunks (without NULLs) as a DataFrame, and the rows left out.
+
+    Parameters
+    ----------
+    data : ChunkedData
+        The data (small enough for memory).
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        float64 columns named as ``data.columns``.
+    dropped : int
+        Rows with a NULL, left out.
+    """
+    chunks = data.reduce(_listed, what="reading")
+    values = np.concatenate([c.values for c in chunks]) if chunks else np.zeros((0, data.d))
+    return pd.DataFrame(values, columns=list(data.columns)), sum(c.null_rows for c in chunks)
+
+
+def _listed(chunk: Chunk) -> list[Chunk]:
+    """A chunk as a one-item list: lists add up to all the chunks (a summary for ``reduce``)."""
+    return [chunk]

@@ -21,8 +21,11 @@ from ._threads import single_threaded_blas
 from ._validate import as_data, as_queries, check_spd, check_weights, choose
 from .backends import resolve_backend
 from .bandwidth.convention import bandwidth_matrix
+from .bandwidth.method import choose_method
 from .bandwidth.registry import AUTO, SELECTORS, default_selector, select
-from .binned.density import FLOOR, binned_cost_wins, density_on_grid
+from .binned.chunked import checked_moments, chunked_density
+from .binned.density import FLOOR, BinnedDensity, binned_cost_wins, density_on_grid
+from .binned.source import ChunkedData, as_chunked
 from .kernels import KERNELS, get_kernel
 
 
@@ -75,8 +78,8 @@ class KDE(Parameters):
         Columns and rows of the fitted data.
     feature_names_in_ : ndarray of str
         The column names.
-    weights_ : ndarray of shape (n,)
-        The weights, normalised to sum to one.
+    weights_ : ndarray of shape (n,) or None
+        The weights, normalised to sum to one (None for data served in chunks).
     method_ : str
         "exact" or "binned": how this fit evaluates.
     grid_size_ : tuple of int or None
@@ -116,13 +119,18 @@ class KDE(Parameters):
 
         Parameters
         ----------
-        X : array_like of shape (n,) or (n, d)
-            The sample (NumPy, pandas or polars).
+        X : array_like of shape (n,) or (n, d), or ChunkedData
+            The sample (NumPy, pandas or polars), or data served in chunks
+            (:class:`parzen.binned.ParquetData`, :class:`parzen.binned.DuckDBData`, ...; d <= 4):
+            then the bandwidth comes from the selector's passes over the chunks, the estimate is
+            binned (``method_`` "binned"; ``method="exact"`` raises) from a pass for the grid
+            and one for the counts, and the rows are not kept: :meth:`score_samples` is the log
+            of the binned density everywhere, :meth:`sample` raises, ``weights_`` is None.
         y : None
             Ignored (scikit-learn API).
         weights : array_like of shape (n,), optional
             Non-negative weights of the rows (only the rules of thumb or a numeric bandwidth
-            take them).
+            take them; data served in chunks carry theirs as a column).
 
         Returns
         -------
@@ -141,6 +149,9 @@ class KDE(Parameters):
         named = isinstance(self.bandwidth, str)
         if named:
             choose(self.bandwidth, self._parameter_constraints["bandwidth"], what="bandwidth")
+        chunked = as_chunked(X)
+        if chunked is not None:
+            return self._fit_chunked(chunked, weights, named)
         data = as_data(X, min_rows=2 if named else 1)
         w = None if weights is None else check_weights(weights, data.n)
         self.bandwidth_, H = self._select(data, w) if named else _explicit_bandwidth(self.bandwidth, data.d)
@@ -151,15 +162,48 @@ class KDE(Parameters):
         self.feature_names_in_ = np.asarray(data.columns, dtype=object)
         self.weights_ = np.full(data.n, 1.0 / data.n) if w is None else w / w.sum()
         self._data = data.values
-        kernel = get_kernel(self.kernel)
-        self._scale = kernel.unit_scale(data.d)
+        self._set_normalisation(data.d)
         self._Z = self._transform(data.values)
-        # log c = log(c_d sigma_K^d / |H|^1/2): no over- or underflow of |H| (the density may still)
-        self._log_norm = (
-            math.log(kernel.norm_const(data.d)) + data.d * math.log(self._scale) - float(np.log(np.diag(self._chol)).sum())
-        )
-        self._norm = math.exp(self._log_norm)
+        self._source: ChunkedData | None = None
         self._fit_binned()
+        return self
+
+    def _set_normalisation(self, d: int) -> None:
+        """The kernel's unit scale sigma_K and log c = log(c_d sigma_K^d / |H|^1/2), computed in
+        logs: no over- or underflow of |H| (the density may still)."""
+        kernel = get_kernel(self.kernel)
+        self._scale = kernel.unit_scale(d)
+        self._log_norm = math.log(kernel.norm_const(d)) + d * math.log(self._scale) - float(np.log(np.diag(self._chol)).sum())
+        self._norm = math.exp(self._log_norm)
+
+    def _fit_chunked(self, data: ChunkedData, weights, named: bool) -> KDE:
+        """:meth:`fit` for data served in chunks: the bandwidth from the selector's passes, then
+        the binned estimate from a pass for the grid and one for the counts; the rows are not kept."""
+        if weights is not None:
+            raise ValueError(f"weights= was given for {data.description}, which is read in chunks: serve the "
+                             "weights as a column of the data instead (weights= of ParquetData, DuckDBData or ArrayChunks)")
+        choose_method(self.method, n=0, d=data.d, exact_up_to=0, chunked=data.description, what="KDE")
+        moments = checked_moments(data, min_rows=2 if named else 1, progress=self.progress)
+        if named:
+            name = default_selector(data.d) if self.bandwidth == AUTO else self.bandwidth
+            self.bandwidth_ = select(name, data, backend=self.backend, dtype=self.dtype, progress=self.progress)
+            H = bandwidth_matrix(self.bandwidth_, data.d)
+        else:
+            self.bandwidth_, H = _explicit_bandwidth(self.bandwidth, data.d)
+        self.H_ = H
+        self._chol = check_spd(H, what="the bandwidth matrix H")
+        self._whitening = linalg.solve_triangular(self._chol, np.eye(data.d), lower=True)
+        self._set_normalisation(data.d)
+        self.n_samples_, self.n_features_in_ = moments.rows, data.d
+        self.feature_names_in_ = np.asarray(data.columns, dtype=object)
+        self.weights_ = None
+        self._data = self._Z = np.empty((0, data.d))  # the rows are not kept
+        self._source = data
+        binned = chunked_density(data, moments, H, self.kernel, tolerance=self.tolerance, grid_size=self.grid_size,
+                                 progress=self.progress)
+        self._binned: BinnedDensity | None = binned
+        self.method_ = "binned"
+        self.grid_size_: tuple[int, ...] | None = binned.spec.sizes
         return self
 
     def _fit_binned(self) -> None:
@@ -200,8 +244,10 @@ class KDE(Parameters):
             If the KDE is not fitted, d > 4 or the grid is too large.
         """
         self._check_fitted()
-        binned = self._binned
-        if binned is None or grid_size is not None:
+        if self._source is not None and grid_size is not None:  # data served in chunks: bin them again
+            binned = chunked_density(self._source, checked_moments(self._source), self.H_, self.kernel,
+                                     tolerance=self.tolerance, grid_size=grid_size, progress=self.progress)
+        elif self._binned is None or grid_size is not None:
             binned = density_on_grid(
                 self._data,
                 self.H_,
@@ -211,6 +257,8 @@ class KDE(Parameters):
                 grid_size=self.grid_size if grid_size is None else grid_size,
                 backend=self.backend,
             )
+        else:
+            binned = self._binned
         return binned.nodes, binned.values
 
     def _select(self, data, w):
@@ -292,6 +340,8 @@ class KDE(Parameters):
         density = self._binned(as_queries(Q, self.n_features_in_))
         out = np.empty(len(density))
         tail = density < FLOOR * float(self._binned.values.max())
+        if self._source is not None:  # data served in chunks: no rows for the tails
+            tail[:] = False
         with np.errstate(divide="ignore"):
             out[~tail] = np.log(density[~tail])
         if tail.any():
@@ -348,6 +398,9 @@ class KDE(Parameters):
             If the KDE is not fitted or ``n_samples`` is not a non-negative integer.
         """
         self._check_fitted()
+        if self._source is not None:
+            raise ValueError("this KDE was fitted on data read in chunks, whose rows it does not keep; "
+                             "sample() draws from the rows: fit on an array (or a sample of the data) to draw")
         if int(n_samples) != n_samples or n_samples < 0:
             raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}")
         rng = np.random.default_rng(seed)

@@ -205,6 +205,50 @@ def test_bandwidth_parquet(tmp_path, faithful):
     assert got["h"] == pytest.approx(bw.plugin(faithful["eruptions"]), rel=1e-12)
 
 
+def test_bandwidth_says_how_it_computed(faithful_csv, faithful):
+    x = faithful["waiting"]
+    auto = as_json(invoke("bandwidth", faithful_csv, "-c", "waiting", "--json"))
+    stages = bw.plugin_stages(x)
+    assert (auto["computation"], auto["grid_size"]) == (stages.method, None if stages.grid_size is None else [stages.grid_size])
+    binned = as_json(invoke("bandwidth", faithful_csv, "-c", "waiting", "--binned", "--json"))
+    want = bw.plugin_stages(x, method="binned")
+    assert (binned["computation"], binned["grid_size"], binned["tolerance"]) == ("binned", [want.grid_size], 1e-4)
+    assert binned["h"] == pytest.approx(want.h, rel=1e-12) and not binned["streamed"]
+    exact = as_json(invoke("bandwidth", faithful_csv, "-c", "waiting", "--exact", "--json"))
+    assert (exact["computation"], exact["grid_size"]) == ("exact", None)
+    assert exact["h"] == pytest.approx(bw.plugin(x, method="exact"), rel=1e-12)
+    result = invoke("bandwidth", faithful_csv, "-c", "waiting", "--binned", columns=80)
+    assert result.exit_code == 0, result.output
+    assert f"binned, {want.grid_size} nodes (tolerance 0.0001)" in flat(result.stdout)
+    assert max(map(len, result.stdout.splitlines())) <= 80
+
+
+def test_bandwidth_streams_large_parquet_globs_and_duckdb_tables(tmp_path, faithful, monkeypatch):
+    duckdb = pytest.importorskip("duckdb")
+    from parzen import io
+
+    for k, start in enumerate(range(0, len(faithful), 100)):
+        faithful.iloc[start: start + 100].to_parquet(tmp_path / f"part-{k}.parquet")
+    with duckdb.connect(str(tmp_path / "db.duckdb")) as con:
+        con.register("frame", faithful)
+        con.execute("CREATE TABLE faithful AS SELECT * FROM frame")
+    pattern = str(tmp_path / "part-*.parquet")
+    in_memory = as_json(invoke("bandwidth", pattern, "-c", "waiting", "--json"))
+    assert in_memory["h"] == pytest.approx(bw.plugin(faithful["waiting"]), rel=1e-12) and not in_memory["streamed"]
+    monkeypatch.setattr(io, "STREAM_FROM_ROWS", 100)  # stream from 100 rows on
+    want = bw.plugin(faithful["waiting"], method="binned")
+    for args in ([pattern], [tmp_path / "db.duckdb", "--table", "faithful"]):
+        got = as_json(invoke("bandwidth", *args, "-c", "waiting", "--json"))
+        assert (got["computation"], got["streamed"], got["n"]) == ("binned", True, len(faithful))
+        assert got["h"] == pytest.approx(want, rel=1e-12)
+        table = invoke("bandwidth", *args, "-c", "waiting", columns=80)
+        assert "binned" in table.stdout and "streamed" in table.stdout
+    exact = as_json(invoke("bandwidth", pattern, "-c", "waiting", "--exact", "--json"))
+    assert exact["h"] == pytest.approx(bw.plugin(faithful["waiting"], method="exact"), rel=1e-12)
+    result = invoke("bandwidth", tmp_path / "db.duckdb", "--table", "nope", "-c", "waiting")
+    assert result.exit_code == 2 and "no table 'nope'" in result.output
+
+
 def test_bandwidth_reports_dropped_rows(wide):
     result = invoke("bandwidth", wide, "-c", "a", "-c", "b", "-m", "scott", "--json")
     got = as_json(result)

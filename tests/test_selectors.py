@@ -36,7 +36,7 @@ def test_registry_records():
     assert [n for n, s in SELECTORS.items() if not s.supports(2)] == ["plugin"]
     assert [n for n, s in SELECTORS.items() if s.weighted] == ["scott", "silverman", "normal_scale"]
     assert SELECTORS["lscv_H"].options >= {"backend", "dtype", "progress", "start", "max_evaluations"}
-    assert SELECTORS["scott"].options == {"weights"}
+    assert SELECTORS["scott"].options == {"weights", "progress"}  # progress: over the passes of chunked data
 
 
 def test_registering_a_selector_checks_its_form():

@@ -9,7 +9,10 @@
 Every selector returns the bandwidth in data units: a float h for 1-D data (the kernel's
 standard deviation), a d x d matrix H otherwise (the kernel's covariance); see
 :mod:`parzen.bandwidth.convention`.  :data:`SELECTORS` registers them by name
-(:mod:`parzen.bandwidth.registry`) for ``KDE``, the command line and AQP.
+(:mod:`parzen.bandwidth.registry`) for ``KDE``, the command line and AQP; :func:`selection` runs
+one and says how it computed (exact or binned, the grid: :mod:`parzen.bandwidth.method`).  Every
+selector takes data served in chunks (:class:`parzen.binned.ChunkedData`: Parquet datasets,
+DuckDB tables, ...) as well as arrays, and bins them.
 """
 
 from .convention import bandwidth_matrix
@@ -22,20 +25,26 @@ from .lscv import (
     lscv_h_factor,
     lscv_H_objective,
     lscv_h_objective,
+    lscv_method,
     predicted_evaluations,
     reference_h0,
 )
+from .method import METHODS, MethodUsed, choose_method
 from .plugin import PluginStages, plugin, plugin_stages, psi_functional
-from .registry import SELECTORS, Selector, default_selector, select
+from .registry import SELECTORS, Selection, Selector, default_selector, select, selection
 from .rules import normal_scale, scott, silverman
 
 __all__ = [
+    "METHODS",
     "SELECTORS",
     "CostWarning",
     "LSCVWarning",
+    "MethodUsed",
     "PluginStages",
+    "Selection",
     "Selector",
     "bandwidth_matrix",
+    "choose_method",
     "default_selector",
     "lscv_H",
     "lscv_H_objective",
@@ -43,6 +52,7 @@ __all__ = [
     "lscv_h",
     "lscv_h_factor",
     "lscv_h_objective",
+    "lscv_method",
     "normal_scale",
     "plugin",
     "plugin_stages",
@@ -51,5 +61,6 @@ __all__ = [
     "reference_h0",
     "scott",
     "select",
+    "selection",
     "silverman",
 ]

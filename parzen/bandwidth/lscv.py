@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg, optimize
@@ -25,7 +26,6 @@ from .._validate import (
     Data,
     as_data,
     check_spd,
-    choose,
     covariance,
     covariance_factor,
     standardised,
@@ -34,9 +34,11 @@ from .._validate import (
     warn_if_tied,
 )
 from ..backends import resolve_backend
-from ..binned.grid import MAX_DIMENSIONS
-from ..binned.lscv import DEFAULT_TOLERANCE, prepare_binned_pair_sums
+from ..binned.chunked import checked_moments, chunked_pair_weights, is_weighted, units_of
+from ..binned.lscv import DEFAULT_TOLERANCE, BinnedPairWeights, bin_pair_weights
+from ..binned.source import ChunkedData, Moments, as_chunked
 from .convention import from_factor, from_matrix
+from .method import choose_method, report
 
 
 class LSCVWarning(UserWarning):
@@ -75,24 +77,41 @@ def _whiten(values: np.ndarray, L: np.ndarray) -> np.ndarray:
 AUTO_BINNED_FROM = 2000
 
 
-def _use_binned(method: str, n: int, d: int) -> bool:
-    """Whether ``method`` ("exact", "binned" or "auto") means the binned pair sums here."""
-    choose(method, ("exact", "binned", "auto"), what="method")
-    if method == "binned" and d > MAX_DIMENSIONS:
-        raise ValueError(
-            f"binned LSCV takes at most {MAX_DIMENSIONS} dimensions, not {d}; use method='exact' (or 'auto')"
-        )
-    return method == "binned" or (method == "auto" and d <= MAX_DIMENSIONS and n >= AUTO_BINNED_FROM)
+def lscv_method(method: str, n: int, d: int, *, chunked: str | None = None) -> str:
+    """"exact" or "binned": what ``method`` means for LSCV on n rows of d columns.
+
+    "auto" bins from :data:`AUTO_BINNED_FROM` rows on for d <= 4 and is exact otherwise; data
+    served in chunks are binned (:func:`parzen.bandwidth.method.choose_method`).
+
+    Parameters
+    ----------
+    method : {"auto", "exact", "binned"}
+        The caller's choice.
+    n, d : int
+        Rows and columns.
+    chunked : str, optional
+        The description of data served in chunks, None for data in memory.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        For an unknown method, "binned" with d > 4, or "exact" for data served in chunks.
+    """
+    return choose_method(method, n=n, d=d, exact_up_to=AUTO_BINNED_FROM - 1, chunked=chunked, what="LSCV")
 
 
-def _binned_pair_sums(method: str, n: int, d: int, Z: np.ndarray, **binning):
-    """Binned pair sums of Z (:func:`parzen.binned.lscv.prepare_binned_pair_sums`) where
+def _binned_pair_weights(method: str, n: int, d: int, Z: np.ndarray, **binning) -> BinnedPairWeights | None:
+    """The binned lag weights of Z (:func:`parzen.binned.lscv.bin_pair_weights`) where
     ``method`` asks for them, else None.  Where the tolerance needs a grid beyond
     :data:`parzen.binned.lscv.MAX_LAGS`, "binned" raises and "auto" takes the largest grid
     within it, with a warning (at n >= AUTO_BINNED_FROM the exact sums would cost far more)."""
-    if not _use_binned(method, n, d):
+    if lscv_method(method, n, d) == "exact":
         return None
-    return prepare_binned_pair_sums(Z, shrink_to_fit=method == "auto", **binning)
+    return bin_pair_weights(Z, shrink_to_fit=method == "auto", **binning)
 
 
 @single_threaded_blas
@@ -144,12 +163,12 @@ def lscv_h_objective(
     if h_arr.ndim != 1 or not np.all(np.isfinite(h_arr)) or np.any(h_arr <= 0):
         raise ValueError("h must be a positive finite scalar or 1-D array of them")
     _, L, centred = covariance_factor(data)
-    binned = _binned_pair_sums(
+    binned = _binned_pair_weights(
         method, data.n, data.d, centred, h_ref=float(h_arr.min()), frame=L, tolerance=tolerance, grid_size=grid_size,
         max_sd=float(h_arr.max()),
     )
     if binned is not None:
-        values = _criterion(binned(L, h_arr), data.n, data.d, h_arr, float(np.prod(np.diag(L))))
+        values = _criterion(binned.pair_sums(L, h_arr), data.n, data.d, h_arr, float(np.prod(np.diag(L))))
     else:
         values = _lscv_h_values(_whiten(data.values, L), h_arr, float(np.prod(np.diag(L))), backend, dtype)
     return float(values[0]) if np.ndim(h) == 0 else values
@@ -200,16 +219,16 @@ def lscv_H_objective(
     if H.shape != (data.d, data.d):
         raise ValueError(f"H must be a {data.d} x {data.d} matrix for {data.d}-column X, got shape {H.shape}")
     L = check_spd(H, what="H")
-    if _use_binned(method, data.n, data.d):
+    if lscv_method(method, data.n, data.d) == "binned":
         _, frame, centred = covariance_factor(data)
         B = linalg.solve_triangular(frame, L, lower=True)  # H's factor in the sphered frame
         variances = np.linalg.eigvalsh(B @ B.T)
-        binned = _binned_pair_sums(
+        binned = _binned_pair_weights(
             method, data.n, data.d, centred, h_ref=float(np.sqrt(variances[0])), frame=frame, tolerance=tolerance,
             grid_size=grid_size, max_sd=float(np.sqrt(variances[-1])),
         )
         if binned is not None:
-            return float(_criterion(binned(L, np.ones(1)), data.n, data.d, np.ones(1), float(np.prod(np.diag(L))))[0])
+            return float(_criterion(binned.pair_sums(L, np.ones(1)), data.n, data.d, np.ones(1), float(np.prod(np.diag(L))))[0])
     return float(_lscv_h_values(_whiten(data.values, L), np.ones(1), float(np.prod(np.diag(L))), backend, dtype)[0])
 
 
@@ -300,6 +319,45 @@ def lscv_h_factor(
     return _lscv_h_search(X, grid, refine, backend, dtype, progress, method, grid_size, tolerance)[0]
 
 
+@dataclass(frozen=True)
+class _ChunkedSample:
+    """Data served in chunks as the LSCV selectors start from them: their moments, the powers of
+    two u their columns are divided by (:func:`parzen._validate.standardised`) and the divided
+    data's covariance Sigma."""
+
+    source: ChunkedData
+    moments: Moments
+    units: np.ndarray
+    sigma: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return self.moments.rows
+
+    @property
+    def d(self) -> int:
+        return self.source.d
+
+
+def _chunked_sample(data: ChunkedData, method: str, progress: bool) -> _ChunkedSample:
+    """Moments of data served in chunks (one pass), checked: unweighted, method not "exact", d <= 4."""
+    lscv_method(method, 0, data.d, chunked=data.description)
+    moments = checked_moments(data, progress=progress)
+    if is_weighted(moments):
+        raise ValueError(f"LSCV is defined for unweighted data and {data.description} has weights; serve the "
+                         "data without a weights column, or use normal_scale, scott or silverman")
+    units = units_of(moments)
+    return _ChunkedSample(data, moments, units, moments.covariance / np.outer(units, units))
+
+
+def _report_lscv(selector: str, binned: BinnedPairWeights | None, n: int, tolerance: float | None) -> None:
+    """:func:`parzen.bandwidth.method.report` of an LSCV search: exact, or binned on ``binned``'s grid."""
+    if binned is None:
+        report(selector, "exact", n=n)
+    else:
+        report(selector, "binned", n=n, grid_size=binned.sizes, tolerance=tolerance)
+
+
 def _lscv_h_search(
     X, grid: int, refine: bool, backend, dtype, progress: bool, method: str = "auto", grid_size=None,
     tolerance: float = DEFAULT_TOLERANCE,
@@ -308,27 +366,41 @@ def _lscv_h_search(
     (:func:`parzen._validate.standardised`): what :func:`lscv_h_factor` and :func:`lscv_h` share."""
     if grid < 3:
         raise ValueError(f"grid must have at least 3 points, got {grid}")
-    data = as_data(X)
-    warn_if_repeated_rows(data, method="LSCV_h")
-    data, units = standardised(data)  # h is relative to Sigma: the same for the data in any units
-    sigma, L, centred = covariance_factor(data)
+    chunked = as_chunked(X)
+    if chunked is not None:  # binned from the moments' pass and a binning pass (and one for the range, d > 1)
+        sample = _chunked_sample(chunked, method, progress)
+        n, d, units, sigma = sample.n, sample.d, sample.units, sample.sigma
+        L = check_spd(sigma, what=f"the covariance matrix of {chunked.description}", columns=chunked.columns)
+        h0 = reference_h0(n, d)
+        binned: BinnedPairWeights | None = chunked_pair_weights(
+            chunked, sample.moments, L, L, h_ref=h0, tolerance=tolerance, grid_size=grid_size,
+            shrink_to_fit=method == "auto", max_sd=4 * h0, progress=progress,
+        )
+    else:
+        data = as_data(X)
+        warn_if_repeated_rows(data, method="LSCV_h")
+        data, units = standardised(data)  # h is relative to Sigma: the same for the data in any units
+        sigma, L, centred = covariance_factor(data)
+        n, d = data.n, data.d
+        h0 = reference_h0(n, d)
+        binned = _binned_pair_weights(  # binned in the frame that spheres the data
+            method, n, d, centred, h_ref=h0, frame=L, tolerance=tolerance, grid_size=grid_size, max_sd=4 * h0
+        )
     sqrt_det = float(np.prod(np.diag(L)))
-    h0 = reference_h0(data.n, data.d)
-
-    pair_sums = _binned_pair_sums(  # binned in the frame that spheres the data
-        method, data.n, data.d, centred, h_ref=h0, frame=L, tolerance=tolerance, grid_size=grid_size, max_sd=4 * h0
-    )
-    if pair_sums is None:
+    _report_lscv("lscv_h", binned, n, tolerance if grid_size is None else None)
+    if binned is not None:
+        pair_sums = binned.pair_sums
+    else:
         # the grid and the refinement share the rows y = L^-1 (x - mean), whitened once where the
         # backend computes (on the GPU: the centred data go up once and are whitened there)
-        be = resolve_backend(backend, dtype, work=0.5 * data.n * data.n * grid)
+        be = resolve_backend(backend, dtype, work=0.5 * n * n * grid)
         pair_sums = be.prepare_whitened_pair_sum_sq(centred, "lscv", dtype=dtype)
 
     def g(h: np.ndarray) -> np.ndarray:
-        return _criterion(np.asarray(pair_sums(L, h)), data.n, data.d, h, sqrt_det)
+        return _criterion(np.asarray(pair_sums(L, h)), n, d, h, sqrt_det)
 
     candidates = np.linspace(h0 / 4, 4 * h0, grid)
-    values = _grid_values(g, candidates, progress, f"LSCV_h: {grid} candidates, n={data.n}, d={data.d}")
+    values = _grid_values(g, candidates, progress, f"LSCV_h: {grid} candidates, n={n}, d={d}")
     best = int(np.argmin(values))
     if best == 0:  # the minimum may lie below h0/4: search [h0/16, h0/4] too
         lower = np.linspace(h0 / 16, h0 / 4, grid)[:-1]
@@ -476,7 +548,7 @@ class _Singular(Exception):
 
 
 def _minimise_matrix(
-    data: Data, P: np.ndarray, start: np.ndarray, *, diagonal_only: bool, backend, dtype, progress, label,
+    data: Data | _ChunkedSample, P: np.ndarray, start: np.ndarray, *, diagonal_only: bool, backend, dtype, progress, label,
     max_evaluations: int | None = None, method: str, pair_sum_method: str = "auto", grid_size=None,
     tolerance: float = DEFAULT_TOLERANCE,
 ) -> np.ndarray:
@@ -488,14 +560,24 @@ def _minimise_matrix(
     its cost is predicted (:func:`_warn_if_costly`); a search that drives H towards a singular
     matrix (tied data: g -> -inf) raises ValueError (:func:`_singular_error`).
     """
-    n, d = data.values.shape
-    Z = _whiten(data.values, P)
-    pair_sums = _binned_pair_sums(  # the tolerance holds at kernel sd >= h0, the normal-scale start's
-        pair_sum_method, n, d, Z, h_ref=reference_h0(n, d), tolerance=tolerance, grid_size=grid_size,
-        max_sd=2 * reference_h0(n, d),
-    )
+    n, d = data.n, data.d
+    if isinstance(data, _ChunkedSample):  # the tolerance holds at kernel sd >= h0, the normal-scale start's
+        binned: BinnedPairWeights | None = chunked_pair_weights(
+            data.source, data.moments, P, np.eye(d), h_ref=reference_h0(n, d), tolerance=tolerance,
+            grid_size=grid_size, shrink_to_fit=pair_sum_method == "auto", max_sd=2 * reference_h0(n, d),
+            progress=progress,
+        )
+    else:
+        Z = _whiten(data.values, P)
+        binned = _binned_pair_weights(
+            pair_sum_method, n, d, Z, h_ref=reference_h0(n, d), tolerance=tolerance, grid_size=grid_size,
+            max_sd=2 * reference_h0(n, d),
+        )
+    _report_lscv("lscv_diag" if diagonal_only else "lscv_H", binned, n, tolerance if grid_size is None else None)
     computes_in = np.dtype(np.float64)
-    if pair_sums is None:
+    if binned is not None:
+        pair_sums = binned.pair_sums
+    else:
         be = resolve_backend(backend, dtype, work=0.5 * n * n)
         pair_sums = be.prepare_whitened_pair_sum_sq(Z, "lscv", dtype=dtype)
         computes_in = be.dtypes[0] if dtype is None else np.dtype(dtype)  # the gpu's default is float32
@@ -634,9 +716,9 @@ def _duration(seconds: float) -> str:
     return f"about {seconds:.3g} s"
 
 
-def _singular_error(data: Data, method: str) -> ValueError:
+def _singular_error(data: Data | _ChunkedSample, method: str) -> ValueError:
     """The error for a search that drove H towards a singular matrix (g -> -inf)."""
-    tied = tied_columns(data)
+    tied = tied_columns(data) if isinstance(data, Data) else []  # rows served in chunks are not kept
     if tied:
         cause = (
             f"the data repeat values (column(s) {', '.join(map(repr, tied))}), and as H shrinks along them "
@@ -661,7 +743,7 @@ def _progress_callback(bar, scale: float, evaluations):
     return callback
 
 
-def _matrix_start(data: Data, start, sigma: np.ndarray, units: np.ndarray) -> np.ndarray:
+def _matrix_start(data: Data | _ChunkedSample, start, sigma: np.ndarray, units: np.ndarray) -> np.ndarray:
     """The search's first H, in the units of the standardised data (``start`` is in the data's)."""
     if start is None:
         factor = (4.0 / (data.d + 2)) ** (2.0 / (data.d + 4)) * data.n ** (-2.0 / (data.d + 4))
@@ -730,13 +812,18 @@ def lscv_H(
         invalid, the search drives H towards a singular matrix (tied data), or binned with
         d > 4 or a grid too large.
     """
-    data = as_data(X)
+    chunked = as_chunked(X)
+    data: Data | _ChunkedSample = as_data(X) if chunked is None else _chunked_sample(chunked, method, progress)
     if data.n < data.d + 2:
         raise ValueError(f"LSCV_H needs at least d + 2 = {data.d + 2} rows for {data.d}-column X, got {data.n}")
     _check_budget(max_evaluations)
-    warn_if_tied(data, method="LSCV_H")
-    data, units = standardised(data)
-    sigma, P, _ = covariance_factor(data)
+    if isinstance(data, _ChunkedSample):
+        units, sigma = data.units, data.sigma
+        P = check_spd(sigma, what=f"the covariance matrix of {data.source.description}", columns=data.source.columns)
+    else:
+        warn_if_tied(data, method="LSCV_H")
+        data, units = standardised(data)
+        sigma, P, _ = covariance_factor(data)
     H = _minimise_matrix(
         data, P, _matrix_start(data, start, sigma, units), diagonal_only=False, backend=backend, dtype=dtype,
         progress=progress, label=f"LSCV_H n={data.n} d={data.d}", max_evaluations=max_evaluations, method="LSCV_H",
@@ -774,11 +861,15 @@ def lscv_diag(
     ValueError
         As :func:`lscv_H`.
     """
-    data = as_data(X)
+    chunked = as_chunked(X)
+    data: Data | _ChunkedSample = as_data(X) if chunked is None else _chunked_sample(chunked, method, progress)
     _check_budget(max_evaluations)
-    warn_if_tied(data, method="LSCV (diagonal)")
-    data, units = standardised(data)
-    sigma = covariance(data)
+    if isinstance(data, _ChunkedSample):
+        units, sigma = data.units, data.sigma
+    else:
+        warn_if_tied(data, method="LSCV (diagonal)")
+        data, units = standardised(data)
+        sigma = covariance(data)
     P = np.diag(np.sqrt(np.diag(sigma)))
     H0 = np.diag(np.diag(_matrix_start(data, start, sigma, units)))
     H = _minimise_matrix(

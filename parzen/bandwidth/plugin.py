@@ -9,22 +9,25 @@ The bandwidth h is in data units (:mod:`parzen.bandwidth.convention`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._validate import as_data, check_variance, choose, power_of_two, standardised
 from ..backends import resolve_backend
+from ..binned.chunked import binned_quantiles, checked_moments, chunked_binner, is_weighted, units_of
+from ..binned.grid import BinCounts, GridSpec
 from ..binned.plugin import binned_pilot_stages, check_grid_size, check_tolerance
+from ..binned.source import ChunkedData, as_chunked
 from ..kernels import GAUSS_MU2, GAUSS_RK, gauss_derivative_at_zero
+from .method import METHODS, choose_method, report
 from .rules import NORMAL_IQR
 
 #: Orders r of the functionals Psi_r = int f^(r) f that psi_functional estimates.
 _PSI_ORDERS = (0, 2, 4, 6, 8)
 
 SCALES = ("sd", "minim")
-
-METHODS = ("auto", "exact", "binned")
 
 #: method="auto" sums pairs exactly up to this n on each backend, and bins beyond: the largest n
 #: where the exact PLUGIN took no longer than the binned one (0.4 ms at tolerance 1e-4 for
@@ -109,14 +112,15 @@ def plugin_stages(
     method: str = "auto",
     grid_size: int | None = None,
     tolerance: float = 1e-4,
+    progress: bool = False,
 ) -> PluginStages:
     """PLUGIN with its intermediates; see :func:`plugin`.
 
     Parameters
     ----------
-    x : array_like of shape (n,)
+    x : array_like of shape (n,), or ChunkedData
         The univariate sample.
-    scale, backend, dtype, method, grid_size, tolerance
+    scale, backend, dtype, method, grid_size, tolerance, progress
         As in :func:`plugin`.
 
     Returns
@@ -134,50 +138,42 @@ def plugin_stages(
     choose(method, METHODS, what="method")
     tolerance = check_tolerance(tolerance)
     grid_size = check_grid_size(grid_size)
-    column = _float_column(x)
-    data = None
-    if column is None:  # not a plain float array: validate (and convert) it here, with its name
-        data = _univariate(x)
-        column = data.values[:, 0]
-    n = column.size
-    if n < 2:
-        as_data(column, name="x")  # raises: too few rows
+    chunked = as_chunked(x)
+    column = data = None
+    sample: _Sample | None = None
+    if chunked is not None:
+        sample = _chunked_sample(chunked, scale, progress)
+        n = sample.n
+    else:
+        column = _float_column(x)
+        if column is None:  # not a plain float array: validate (and convert) it here, with its name
+            data = _univariate(x)
+            column = data.values[:, 0]
+        n = column.size
+        if n < 2:
+            as_data(column, name="x")  # raises: too few rows
     be = resolve_backend(backend, dtype, work=0.5 * n * n)
-    if method == "auto":
-        method = "exact" if n <= AUTO_EXACT_MAX_N.get(be.name, AUTO_EXACT_MAX_N["cpu"]) else "binned"
+    method = choose_method(
+        method, n=n, exact_up_to=AUTO_EXACT_MAX_N.get(be.name, AUTO_EXACT_MAX_N["cpu"]), what="PLUGIN",
+        chunked=None if chunked is None else chunked.description,
+    )
+    if sample is None:
+        assert column is not None
+        sample = _binned_sample(column, data, scale, be) if method == "binned" else _sample(
+            data if data is not None else column, scale)
+    sigma, unit = sample.sigma, sample.unit
+    g1 = _pilot_g1(sigma, n)
+    sized_by = tolerance if grid_size is None else None  # what chose the grid
     if method == "binned":
-        # one pass over the data on the backend (streamed through the GPU there), not as_data's
-        # float64 copy: 10^9 float32 values bin from host memory
-        summary = be.column_summary(column)
-        if not summary.finite:
-            as_data(column, name="x")  # raises, naming the first NaN or infinity
-        low, high = float(summary.lows[0]), float(summary.highs[0])
-        if low == high:  # raises: x is constant
-            check_variance(data if data is not None else as_data(column[:2], name="x"), name="x")
-        range_unit = float(power_of_two(high - low))
-        assert summary.sds is not None  # asked for (moments=True)
-        sigma = float(summary.sds[0]) / range_unit  # np.std(x / range_unit, ddof=1), as standardised()
-        if scale == "minim":
-            q75, q25 = np.percentile(np.asarray(column, dtype=np.float64), [75, 25]) / range_unit
-            sigma = _minim(sigma, float(q75), float(q25))
-        unit_sigma = float(power_of_two(sigma))
-        sigma, unit = sigma / unit_sigma, range_unit * unit_sigma
-        g1 = _pilot_g1(sigma, n)
-        binned = binned_pilot_stages(column, low / unit, high / unit, g1, sigma, unit=unit, tolerance=tolerance,
+        assert sample.bin_on is not None  # in memory, _binned_sample's
+        binned = binned_pilot_stages(sample.bin_on, n, sample.low, sample.high, g1, sigma, tolerance=tolerance,
                                      grid_size=grid_size, backend=be)
         psi6, g2, psi4, h, grid_size = binned.psi6, binned.g2, binned.psi4, binned.h, binned.grid_size
     else:
-        data = data if data is not None else _univariate(column)
-        check_variance(data, name="x")
-        # standardise by powers of two (exact): first the spread, then sigma; scale back at the end
-        data, units = standardised(data)
-        v = data.values[:, 0]
-        sigma = _scale_estimate(v, scale)
-        unit_sigma = float(power_of_two(sigma))
-        v, sigma, unit = v / unit_sigma, sigma / unit_sigma, float(units[0]) * unit_sigma
-        g1 = _pilot_g1(sigma, n)
-        psi6, g2, psi4, h = be.prepare_pair_sum_1d(v, dtype=dtype).evaluate(_pilot_stages, n, g1)
+        assert sample.values is not None  # exact only in memory (choose_method)
+        psi6, g2, psi4, h = be.prepare_pair_sum_1d(sample.values, dtype=dtype).evaluate(_pilot_stages, n, g1)
         grid_size = None
+    report("plugin", method, n=n, grid_size=grid_size, tolerance=sized_by)
     with np.errstate(over="ignore", under="ignore"):  # Psi_r in data units: u^-(r+1) (may not fit a float)
         psi6, psi4 = (float(psi / np.float64(unit) ** (order + 1)) for psi, order in ((psi6, 6), (psi4, 4)))
     return PluginStages(
@@ -190,6 +186,20 @@ def plugin_stages(
         method=method,
         grid_size=grid_size,
     )
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """The sample as PLUGIN computes on it: divided by ``unit`` (a power of two, so that sigma is
+    near 1; :func:`parzen._validate.standardised`), with its size, range and scale estimate."""
+
+    n: int
+    low: float
+    high: float
+    sigma: float  # the scale estimate of the divided sample
+    unit: float  # the power of two the data were divided by
+    bin_on: Callable[[GridSpec], BinCounts] | None  # GridSpec (divided units) -> the counts; None: exact only
+    values: np.ndarray | None  # the divided sample, None for data served in chunks
 
 
 def _float_column(x) -> np.ndarray | None:
@@ -219,18 +229,85 @@ def _pilot_g1(sigma: float, n: int) -> float:
     return (-2.0 * gauss_derivative_at_zero(6) / (GAUSS_MU2 * psi8_ns * n)) ** (1 / 9)  # eq. (15)
 
 
+def _binned_sample(column: np.ndarray, data, scale: str, be) -> _Sample:
+    """An in-memory sample for the binned path: one pass over the data on the backend (streamed
+    through the GPU there), not as_data's float64 copy, so 10^9 float32 values bin from host memory.
+
+    The sample is binned as it is given, on the grid covering [low * unit, high * unit]: its
+    counts are those of x / unit on [low, high] (dividing by a power of two rounds nothing, and
+    the node positions (x - low) / (high - low) (m - 1) do not change)."""
+    summary = be.column_summary(column)
+    if not summary.finite:
+        as_data(column, name="x")  # raises, naming the first NaN or infinity
+    low, high = float(summary.lows[0]), float(summary.highs[0])
+    if low == high:  # raises: x is constant
+        check_variance(data if data is not None else as_data(column[:2], name="x"), name="x")
+    range_unit = float(power_of_two(high - low))
+    assert summary.sds is not None  # asked for (moments=True)
+    sigma = float(summary.sds[0]) / range_unit  # np.std(x / range_unit, ddof=1), as standardised()
+    if scale == "minim":
+        q75, q25 = np.percentile(np.asarray(column, dtype=np.float64), [75, 25]) / range_unit
+        if q75 > q25:
+            sigma = min(sigma, float(q75 - q25) / NORMAL_IQR)
+    unit_sigma = float(power_of_two(sigma))
+    unit = range_unit * unit_sigma
+
+    def bin_on(spec: GridSpec) -> BinCounts:
+        scaled = GridSpec.covering(spec.lows[0] * unit, spec.highs[0] * unit, spec.sizes)
+        return BinCounts(spec, be.linear_bin(column, scaled).counts)
+
+    return _Sample(len(column), low / unit, high / unit, sigma / unit_sigma, unit, bin_on, None)
+
+
+def _sample(x, scale: str) -> _Sample:
+    """An in-memory sample, validated and divided by powers of two (exact)."""
+    data = _univariate(x)
+    check_variance(data, name="x")
+    # standardise by powers of two (exact): first the spread, then sigma; scale back at the end
+    data, units = standardised(data)
+    v = data.values[:, 0]
+    sigma = _scale_estimate(v, scale)
+    unit_sigma = float(power_of_two(sigma))
+    v = v / unit_sigma
+    return _Sample(v.size, float(v.min()), float(v.max()), sigma / unit_sigma, float(units[0]) * unit_sigma,
+                   None, v)
+
+
+def _chunked_sample(data: ChunkedData, scale: str, progress: bool) -> _Sample:
+    """Data served in chunks: moments in one pass, then each binning a pass of its own.
+
+    sigma is the standard deviation from the moments (Chan et al.'s pairwise update,
+    :class:`parzen.binned.source.Moments`), equal to the in-memory one to rounding; with
+    ``scale="minim"`` the IQR comes from the counts on a fine grid, one more pass
+    (:func:`parzen.binned.chunked.binned_quantiles`: each quartile within (max - min) / 2^16, so
+    the IQR within twice that).
+    """
+    if data.d != 1:
+        raise ValueError(f"PLUGIN is univariate: {data.description} has {data.d} columns; serve one column")
+    moments = checked_moments(data, progress=progress)
+    if is_weighted(moments):
+        raise ValueError(f"PLUGIN is defined for unweighted data and {data.description} has weights; "
+                         "serve the data without a weights column, or use normal_scale, scott or silverman")
+    unit = float(units_of(moments)[0])
+    sd = math.sqrt(float(moments.covariance[0, 0])) / unit
+    if scale == "minim":
+        q75, q25 = binned_quantiles(data, moments, [0.75, 0.25], progress=progress) / unit
+        if q75 > q25:
+            sd = min(sd, float(q75 - q25) / NORMAL_IQR)
+    unit_sigma = float(power_of_two(sd))
+    unit *= unit_sigma
+    return _Sample(moments.rows, float(moments.lows[0]) / unit, float(moments.highs[0]) / unit, sd / unit_sigma, unit,
+                   chunked_binner(data, [unit], progress=progress), None)
+
+
 def _scale_estimate(v: np.ndarray, scale: str) -> float:
     """sigma: the standard deviation, eqs. (12)-(13), or min(sd, IQR/1.349) for "minim"."""
     sigma = float(np.std(v, ddof=1))
     if scale == "minim":
         q75, q25 = np.percentile(v, [75, 25])
-        sigma = _minim(sigma, float(q75), float(q25))
+        if q75 > q25:
+            sigma = min(sigma, float(q75 - q25) / NORMAL_IQR)
     return sigma
-
-
-def _minim(sigma: float, q75: float, q25: float) -> float:
-    """min(sd, IQR / 1.349), the IQR only where it is positive."""
-    return min(sigma, (q75 - q25) / NORMAL_IQR) if q75 > q25 else sigma
 
 
 def _pilot_stages(pair_sum, n: int, g1):
@@ -255,6 +332,7 @@ def plugin(
     method: str = "auto",
     grid_size: int | None = None,
     tolerance: float = 1e-4,
+    progress: bool = False,
 ) -> float:
     """Two-stage direct plug-in bandwidth h for univariate data (Andrzejewski et al., paper 000
     in docs/statistics.md, eqs. 12-19).
@@ -269,27 +347,34 @@ def plugin(
     ``method="exact"`` sums every pair; ``method="binned"`` estimates both pair sums from
     linear-binning counts by FFT (:mod:`parzen.binned.plugin`, as ``dpik`` does), on a grid sized
     so that the predicted relative error on h is at most ``tolerance``; ``"auto"`` is exact up to
-    :data:`AUTO_EXACT_MAX_N` points (per backend) and binned beyond.  :func:`plugin_stages`
-    tells which was used and the grid size.
+    :data:`AUTO_EXACT_MAX_N` points (per backend) and binned beyond
+    (:func:`parzen.bandwidth.method.choose_method`).  :func:`plugin_stages` tells which was used
+    and the grid size, and so do the log (``"parzen.bandwidth"``, INFO) and
+    :func:`parzen.bandwidth.selection`.
 
     Parameters
     ----------
-    x : array_like of shape (n,)
-        The univariate sample (one column; at least 2 rows, finite, not constant).
+    x : array_like of shape (n,), or ChunkedData
+        The univariate sample (one column; at least 2 rows, finite, not constant), or one column
+        served in chunks (:class:`parzen.binned.ParquetData`, :class:`parzen.binned.DuckDBData`,
+        :class:`parzen.binned.ArrayChunks`, ...): then always binned, from a pass for the
+        moments and one per binning (``scale="minim"``: one more, whose quartiles are within
+        (max - min) / 2^16 of the exact ones; :func:`parzen.binned.chunked.binned_quantiles`).
     scale : {"sd", "minim"}, default "sd"
         The scale estimate of the normal reference.
     backend : str, default "auto"
         Backend of the pair sums (``parzen.backends``).
     dtype : None or numpy float type
-        Compute precision of the backend (None: its default).  The binned method bins and
-        computes its FFTs on the backend, in float64 whatever the dtype (the gpu backend streams
-        the data from host memory, float32 as float32: :meth:`parzen.backends.KDEBackend.linear_bin`).
+        Compute precision of the backend (None: its default).  The binned method computes in
+        float64 on the CPU whatever the backend and dtype.
     method : {"auto", "exact", "binned"}, default "auto"
         Exact pair sums, binned ones, or exact up to :data:`AUTO_EXACT_MAX_N` points.
     grid_size : int, optional
         The binned grid's number of nodes (2 to 2^20), overriding the one chosen from ``tolerance``.
     tolerance : float, default 1e-4
         The relative error on h the binned grid is sized for, in (0, 0.1].
+    progress : bool, default False
+        Show a progress bar over each pass of data served in chunks.
 
     Returns
     -------
@@ -300,8 +385,9 @@ def plugin(
     ------
     ValueError
         If x has more than one column, is constant, or ``scale``, ``method``, ``grid_size`` or
-        ``tolerance`` is invalid.
+        ``tolerance`` is invalid; or ``method="exact"`` or weights for data served in chunks.
     """
     return plugin_stages(
-        x, scale=scale, backend=backend, dtype=dtype, method=method, grid_size=grid_size, tolerance=tolerance
+        x, scale=scale, backend=backend, dtype=dtype, method=method, grid_size=grid_size, tolerance=tolerance,
+        progress=progress,
     ).h

@@ -9,13 +9,16 @@ the data's dimension and weights.
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._validate import as_data
+from ..binned.source import as_chunked
 from .lscv import lscv_diag, lscv_H, lscv_h
+from .method import recording
 from .plugin import plugin
 from .rules import normal_scale, scott, silverman
 
@@ -105,14 +108,16 @@ def select(name: str, X, *, weights=None, **options) -> float | np.ndarray:
     ----------
     name : str
         A key of :data:`SELECTORS`.
-    X : array_like of shape (n,) or (n, d)
-        The sample (NumPy, pandas, polars or a validated ``Data``).
+    X : array_like of shape (n,) or (n, d), or ChunkedData
+        The sample (NumPy, pandas, polars or a validated ``Data``), or data served in chunks
+        (:class:`parzen.binned.ParquetData`, :class:`parzen.binned.DuckDBData`, ...), which every
+        selector takes (binned).
     weights : array_like of shape (n,), optional
         Weights of the rows, for the selectors that take them (``Selector.weighted``).
     **options
-        Keyword arguments (``backend``, ``dtype``, ``progress``, ``scale``, ...); each is passed
-        on when the selector takes it (``Selector.options``) and left out otherwise: a rule of
-        thumb sums no pairs, so it has no backend.
+        Keyword arguments (``backend``, ``dtype``, ``progress``, ``scale``, ``method``, ...);
+        each is passed on when the selector takes it (``Selector.options``) and left out
+        otherwise: a rule of thumb sums no pairs, so it has no backend.
 
     Returns
     -------
@@ -128,7 +133,7 @@ def select(name: str, X, *, weights=None, **options) -> float | np.ndarray:
     if name not in SELECTORS:
         raise ValueError(f"unknown bandwidth {name!r}; choose one of {', '.join(map(repr, SELECTORS))}")
     selector = SELECTORS[name]
-    data = as_data(X)
+    data = as_chunked(X) or as_data(X)
     if not selector.supports(data.d):
         what = "univariate" if selector.max_d == 1 else f"for at most {selector.max_d} columns"
         usable = [repr(n) for n, other in _by_flexibility() if other.supports(data.d)]
@@ -139,6 +144,67 @@ def select(name: str, X, *, weights=None, **options) -> float | np.ndarray:
             raise ValueError(f"bandwidth={name!r} is defined for unweighted data; with weights use {_either(usable)}")
         options["weights"] = weights
     return selector.function(data, **{k: v for k, v in options.items() if k in selector.options})
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A bandwidth with how it was computed (:func:`selection`).
+
+    Parameters
+    ----------
+    name : str
+        The selector.
+    value : float or numpy.ndarray
+        Its answer: h for 1-D data, H otherwise (:mod:`parzen.bandwidth.convention`).
+    method : str
+        "exact" or "binned" (what ``method="auto"`` chose; a rule of thumb is "exact" from the
+        moments, silverman's quartiles of data served in chunks "binned").
+    grid_size : tuple of int or None
+        Nodes per axis of the binned grid (None when exact).
+    tolerance : float or None
+        The relative error the grid was chosen for (None when exact or ``grid_size`` was given).
+    n : int
+        Rows used (the effective number for weighted rules of thumb).
+    seconds : float
+        Wall-clock time of the selection.
+    """
+
+    name: str
+    value: float | np.ndarray
+    method: str
+    grid_size: tuple[int, ...] | None
+    tolerance: float | None
+    n: int
+    seconds: float
+
+
+def selection(name: str, X, *, weights=None, **options) -> Selection:
+    """:func:`select`, with the method used, the grid, the rows and the time.
+
+    The method is what the selector itself reported (:func:`parzen.bandwidth.method.report`,
+    also an INFO line on the logger ``"parzen.bandwidth"``); a selector that calls another (lscv_h
+    calls lscv_h_factor) is described by the last report.
+
+    Parameters
+    ----------
+    name, X, weights, **options
+        As in :func:`select` (``"auto"`` is not a name here: use :func:`default_selector`).
+
+    Returns
+    -------
+    Selection
+
+    Raises
+    ------
+    ValueError
+        As :func:`select`.
+    """
+    with recording() as records:
+        start = time.perf_counter()
+        value = select(name, X, weights=weights, **options)
+        seconds = time.perf_counter() - start
+    used = records[-1]
+    return Selection(name, value, used.method, used.grid_size, used.tolerance, used.n, seconds)
 
 
 def _by_flexibility() -> list[tuple[str, Selector]]:

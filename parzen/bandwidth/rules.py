@@ -11,18 +11,25 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import Data, as_data, check_spd, check_variance, check_weights, covariance
+from ..binned.chunked import QUANTILE_INTERVALS, binned_quantiles, checked_moments, weighted_covariance
+from ..binned.source import ChunkedData, Moments, as_chunked
 from .convention import from_factor
+from .method import report
 
 #: IQR of the standard normal, Phi^-1(3/4) - Phi^-1(1/4).
 NORMAL_IQR = 1.3489795003921634
 
 
-def _sample(X, weights) -> tuple[float, int, np.ndarray]:
+def _sample(X, weights, progress: bool = False) -> tuple[float, int, np.ndarray]:
     """(effective n, d, covariance) of a validated sample, optionally weighted.
 
     Weights are frequency-like (any positive scale).  With weights the covariance is the weighted one and n is Kish's effective sample
-    size (sum w)^2 / sum w^2.
+    size (sum w)^2 / sum w^2.  Data served in chunks: the same from their moments
+    (:func:`parzen.binned.chunked.weighted_covariance`), their weights a column of theirs.
     """
+    chunked = as_chunked(X)
+    if chunked is not None:
+        return _chunked_sample(chunked, weights, progress)[:3]
     data = as_data(X)
     sigma = covariance(data)
     if weights is None:
@@ -40,7 +47,20 @@ def _sample(X, weights) -> tuple[float, int, np.ndarray]:
     return float(w.sum() ** 2 / (w * w).sum()), data.d, sigma
 
 
-def normal_scale(X, *, weights=None) -> float | np.ndarray:
+def _chunked_sample(data: ChunkedData, weights, progress: bool) -> tuple[float, int, np.ndarray, Moments]:
+    """:func:`_sample` of data served in chunks, with their moments."""
+    if weights is not None:
+        raise ValueError(
+            f"weights= was given for {data.description}, which is read in chunks: serve the weights as a column "
+            "of the data instead (weights= of ParquetData, DuckDBData or ArrayChunks)"
+        )
+    moments = checked_moments(data, progress=progress)
+    sigma, n = weighted_covariance(data, moments, progress=progress)
+    check_spd(sigma, what=f"the covariance matrix of {data.description}", columns=data.columns)
+    return n, data.d, sigma, moments
+
+
+def normal_scale(X, *, weights=None, progress: bool = False) -> float | np.ndarray:
     """Normal-scale (AMISE-optimal for normal data) bandwidth.
 
     H_NS = (4 / (d + 2))^(2/(d+4)) n^(-2/(d+4)) Sigma, Sigma the sample covariance
@@ -50,11 +70,15 @@ def normal_scale(X, *, weights=None) -> float | np.ndarray:
 
     Parameters
     ----------
-    X : array_like of shape (n,) or (n, d)
-        The sample (NumPy, pandas or polars; at least 2 rows, finite, not constant).
+    X : array_like of shape (n,) or (n, d), or ChunkedData
+        The sample (NumPy, pandas or polars; at least 2 rows, finite, not constant), or data
+        served in chunks (:class:`parzen.binned.ParquetData`, ...; its weights a column of its
+        own): Sigma and n from its moments, one pass (two when weighted).
     weights : array_like of shape (n,), optional
         Non-negative frequency-like weights (any positive scale); then Sigma is the weighted
         covariance and n is Kish's effective sample size (sum w)^2 / sum w^2.
+    progress : bool, default False
+        Show a progress bar over each pass of data served in chunks.
 
     Returns
     -------
@@ -67,23 +91,28 @@ def normal_scale(X, *, weights=None) -> float | np.ndarray:
         If X or the weights are invalid (non-finite, constant columns, fewer than 2 rows with
         positive weight).
     """
-    n, d, sigma = _sample(X, weights)
+    n, d, sigma = _sample(X, weights, progress)
     factor = (4.0 / (d + 2)) ** (1.0 / (d + 4)) * n ** (-1.0 / (d + 4))
+    report("normal_scale", "exact", n=round(n))
     return from_factor(factor, sigma)
 
 
-def scott(X, *, weights=None) -> float | np.ndarray:
+def scott(X, *, weights=None, progress: bool = False) -> float | np.ndarray:
     """Scott's rule: H = n^(-2/(d+4)) Sigma (Scott 1992, eq. 6.42; SciPy's "scott").
 
     In 1-D: h = sd n^(-1/5).
 
     Parameters
     ----------
-    X : array_like of shape (n,) or (n, d)
-        The sample (NumPy, pandas or polars; at least 2 rows, finite, not constant).
+    X : array_like of shape (n,) or (n, d), or ChunkedData
+        The sample (NumPy, pandas or polars; at least 2 rows, finite, not constant), or data
+        served in chunks (:class:`parzen.binned.ParquetData`, ...; its weights a column of its
+        own): Sigma and n from its moments, one pass (two when weighted).
     weights : array_like of shape (n,), optional
         Non-negative frequency-like weights (any positive scale); then Sigma is the weighted
         covariance and n is Kish's effective sample size (sum w)^2 / sum w^2.
+    progress : bool, default False
+        Show a progress bar over each pass of data served in chunks.
 
     Returns
     -------
@@ -96,11 +125,12 @@ def scott(X, *, weights=None) -> float | np.ndarray:
         If X or the weights are invalid (non-finite, constant columns, fewer than 2 rows with
         positive weight).
     """
-    n, d, sigma = _sample(X, weights)
+    n, d, sigma = _sample(X, weights, progress)
+    report("scott", "exact", n=round(n))
     return from_factor(n ** (-1.0 / (d + 4)), sigma)
 
 
-def silverman(X, *, weights=None) -> float | np.ndarray:
+def silverman(X, *, weights=None, progress: bool = False) -> float | np.ndarray:
     """Silverman's rule of thumb.
 
     1-D: h = 0.9 min(sd, IQR / 1.349) n^(-1/5) (Silverman 1986, eq. 3.31; R ``bw.nrd0``),
@@ -109,11 +139,15 @@ def silverman(X, *, weights=None) -> float | np.ndarray:
 
     Parameters
     ----------
-    X : array_like of shape (n,) or (n, d)
-        The sample (NumPy, pandas or polars; at least 2 rows, finite, not constant).
+    X : array_like of shape (n,) or (n, d), or ChunkedData
+        The sample (NumPy, pandas or polars; at least 2 rows, finite, not constant), or data
+        served in chunks (:class:`parzen.binned.ParquetData`, ...; its weights a column of its
+        own): Sigma and n from its moments, one pass (two when weighted).
     weights : array_like of shape (n,), optional
         Non-negative frequency-like weights (any positive scale); then Sigma is the weighted
         covariance and n is Kish's effective sample size (sum w)^2 / sum w^2.
+    progress : bool, default False
+        Show a progress bar over each pass of data served in chunks.
 
     Returns
     -------
@@ -126,15 +160,22 @@ def silverman(X, *, weights=None) -> float | np.ndarray:
         If X or the weights are invalid (non-finite, constant columns, fewer than 2 rows with
         positive weight).
     """
-    n, d, sigma = _sample(X, weights)
-    if d > 1:
-        return normal_scale(X, weights=weights)
-    sd = float(np.sqrt(sigma[0, 0]))
-    x = as_data(X).values[:, 0]
-    if weights is None:
-        q75, q25 = np.percentile(x, [75, 25])
+    chunked = as_chunked(X)
+    if chunked is not None and chunked.d > 1 or chunked is None and as_data(X).d > 1:
+        return normal_scale(X, weights=weights, progress=progress)
+    if chunked is not None:  # quartiles from the counts on a fine grid: within (max - min) / 2^16
+        n, _, sigma, moments = _chunked_sample(chunked, weights, progress)
+        q75, q25 = binned_quantiles(chunked, moments, [0.75, 0.25], progress=progress)
+        report("silverman", "binned", n=round(n), grid_size=QUANTILE_INTERVALS + 1)
     else:
-        q75, q25 = _weighted_quantiles(x, check_weights(weights, x.size), [0.75, 0.25])
+        n, _, sigma = _sample(X, weights)
+        x = as_data(X).values[:, 0]
+        if weights is None:
+            q75, q25 = np.percentile(x, [75, 25])
+        else:
+            q75, q25 = _weighted_quantiles(x, check_weights(weights, x.size), [0.75, 0.25])
+        report("silverman", "exact", n=round(n))
+    sd = float(np.sqrt(sigma[0, 0]))
     spread = min(sd, (q75 - q25) / NORMAL_IQR) if q75 > q25 else sd
     return 0.9 * spread * n ** (-0.2)
 

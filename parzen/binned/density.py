@@ -48,6 +48,7 @@ Choices, with the reasons:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Real
 
@@ -55,7 +56,7 @@ import numpy as np
 from scipy import fft, interpolate, linalg
 
 from ..kernels import get_kernel
-from .grid import MAX_DIMENSIONS, GridSpec, linear_bin
+from .grid import MAX_DIMENSIONS, BinCounts, GridSpec, linear_bin
 
 #: Where the tolerance is promised: at points where the density is at least this fraction of its
 #: maximum (relative errors grow without bound in the tails).
@@ -211,14 +212,51 @@ def grid_for(X: np.ndarray, H: np.ndarray, kernel: str, *, weights=None, toleran
         If the tolerance's grid would exceed :data:`MAX_GRID_NODES` nodes (the message names the
         fixes), or ``grid_size`` or ``tolerance`` is invalid.
     """
-    d = X.shape[1]
+
+    def pilot_counts(spec: GridSpec) -> np.ndarray:  # of at most PILOT_SAMPLES rows
+        n = X.shape[0]
+        rows = np.arange(n) if n <= PILOT_SAMPLES else np.random.default_rng(0).choice(n, PILOT_SAMPLES, replace=False)
+        return linear_bin(X[rows], spec, None if weights is None else np.asarray(weights)[rows]).counts
+
+    lows, highs = (X.min(axis=0), X.max(axis=0)) if data_range is None else data_range
+    return grid_over(lows, highs, H, kernel, tolerance=tolerance, grid_size=grid_size, pilot_counts=pilot_counts)
+
+
+def grid_over(lows, highs, H: np.ndarray, kernel: str, *, pilot_counts: Callable[[GridSpec], np.ndarray],
+              tolerance: float = 1e-4, grid_size=None) -> GridSpec:
+    """:func:`grid_for` from the data's range and a function that bins (some of) them.
+
+    Parameters
+    ----------
+    lows, highs : array_like of shape (d,)
+        The data's smallest and largest values.
+    H : numpy.ndarray
+        (d, d) bandwidth matrix.
+    kernel : str
+        The kernel's name.
+    pilot_counts : callable
+        GridSpec -> linear-binning counts of the data (of at most :data:`PILOT_SAMPLES` rows of
+        them, or all rows: data served in chunks bin all in one pass) for the Gaussian's pilot
+        estimate; not called for the other kernels or a given ``grid_size``.
+    tolerance, grid_size
+        As in :func:`grid_for`.
+
+    Returns
+    -------
+    GridSpec
+
+    Raises
+    ------
+    ValueError
+        As :func:`grid_for`.
+    """
+    d = H.shape[0]
     if d > MAX_DIMENSIONS:
         raise ValueError(f"binned estimation takes at most {MAX_DIMENSIONS} dimensions, not {d}; use method='exact'")
     if isinstance(tolerance, bool) or not (isinstance(tolerance, Real) and 0 < tolerance < 1):
         raise ValueError(f"tolerance must be a number in (0, 1), got {tolerance!r}")
     reach = kernel_reach(kernel, H, tolerance)
-    data_lows, data_highs = (X.min(axis=0), X.max(axis=0)) if data_range is None else data_range
-    lows, highs = np.asarray(data_lows, dtype=np.float64) - reach, np.asarray(data_highs, dtype=np.float64) + reach
+    lows, highs = np.asarray(lows, dtype=np.float64) - reach, np.asarray(highs, dtype=np.float64) + reach
     if grid_size is not None:
         sizes = np.broadcast_to(np.asarray(grid_size), (d,))
         if sizes.dtype.kind not in "iu" or np.any(sizes < 2):
@@ -226,7 +264,7 @@ def grid_for(X: np.ndarray, H: np.ndarray, kernel: str, *, weights=None, toleran
         return GridSpec.covering(lows, highs, sizes)
     spacing = grid_spacing(H, tolerance)
     if get_kernel(kernel).name == "gaussian":
-        spacing = _curvature_spacing(X, H, weights, lows, highs, spacing, tolerance)
+        spacing = _curvature_spacing(pilot_counts, H, lows, highs, spacing, tolerance)
     sizes = np.maximum(np.ceil((highs - lows) / spacing).astype(np.int64) + 1, 16)
     total = float(np.prod(sizes.astype(np.float64)))
     if total > MAX_GRID_NODES:
@@ -237,7 +275,7 @@ def grid_for(X: np.ndarray, H: np.ndarray, kernel: str, *, weights=None, toleran
     return GridSpec.covering(lows, highs, sizes)
 
 
-def _curvature_spacing(X, H, weights, lows, highs, worst_case, tolerance) -> np.ndarray:
+def _curvature_spacing(pilot_counts, H, lows, highs, worst_case, tolerance) -> np.ndarray:
     """The Gaussian's spacing from the curvature of a pilot estimate (module docstring).
 
     delta_a = sqrt(tolerance / (CURVATURE_CONSTANT d R_a)), R_a the largest |d^2 f / dx_a^2| / f
@@ -245,14 +283,13 @@ def _curvature_spacing(X, H, weights, lows, highs, worst_case, tolerance) -> np.
     PILOT_SAMPLES rows on a grid of spacing PILOT_STEP h_a; kept between the worst-case spacing
     (:func:`grid_spacing`) and the pilot's own.
     """
-    n, d = X.shape
-    rows = np.arange(n) if n <= PILOT_SAMPLES else np.random.default_rng(0).choice(n, PILOT_SAMPLES, replace=False)
+    d = H.shape[0]
     pilot_step = PILOT_STEP / np.sqrt(np.diag(linalg.inv(H)))  # PILOT_STEP h_a
     sizes = np.maximum(np.ceil((highs - lows) / pilot_step).astype(np.int64) + 1, 16)
     if float(np.prod(sizes.astype(np.float64))) > MAX_GRID_NODES:
         return worst_case
     spec = GridSpec.covering(lows, highs, sizes)
-    counts = linear_bin(X[rows], spec, None if weights is None else np.asarray(weights)[rows]).counts
+    counts = pilot_counts(spec)
     f = convolve_same(counts, kernel_on_lags("gaussian", H, spec, kernel_reach("gaussian", H, tolerance)))
     if not f.max() > 0:  # the sub-sample drew only zero weights
         return worst_case
@@ -391,10 +428,33 @@ def density_on_grid(X, H, kernel: str = "gaussian", *, weights=None, tolerance: 
     summary = be.column_summary(values, moments=False)
     spec = grid_for(values, H, kernel, weights=weights, tolerance=tolerance, grid_size=grid_size,
                     data_range=(summary.lows, summary.highs))
-    counts = be.linear_bin(values, spec, weights).counts
-    kappa = kernel_on_lags(kernel, H, spec, kernel_reach(kernel, H, tolerance))
-    density = convolve_same(counts, kappa, be) / counts.sum()
-    return BinnedDensity(spec, np.maximum(density, 0.0))  # FFT round-off leaves ~1e-17 negatives
+    return density_from_counts(be.linear_bin(values, spec, weights), H, kernel, tolerance=tolerance, backend=be)
+
+
+def density_from_counts(bins: BinCounts, H: np.ndarray, kernel: str = "gaussian", *, tolerance: float = 1e-4,
+                        backend="numpy") -> BinnedDensity:
+    """The binned estimate f~(g_j) = W^-1 sum_k c_k kappa_{j-k} from counts on a grid of :func:`grid_for`.
+
+    Parameters
+    ----------
+    bins : BinCounts
+        The data's linear-binning counts (of all rows: from memory or chunk by chunk).
+    H : numpy.ndarray
+        (d, d) bandwidth matrix.
+    kernel : str, default "gaussian"
+        One of ``parzen.kernels.KERNELS``.
+    tolerance : float, default 1e-4
+        Sets the kernel's reach (:func:`kernel_reach`).
+    backend : "numpy", "cpu", "gpu" or KDEBackend, default "numpy"
+        Who convolves (:func:`convolve_same`).
+
+    Returns
+    -------
+    BinnedDensity
+    """
+    kappa = kernel_on_lags(kernel, H, bins.spec, kernel_reach(kernel, H, tolerance))
+    density = convolve_same(bins.counts, kappa, backend) / bins.counts.sum()
+    return BinnedDensity(bins.spec, np.maximum(density, 0.0))  # FFT round-off leaves ~1e-17 negatives
 
 
 #: "auto" takes binned KDE evaluation only from this many samples: below it exact evaluation is

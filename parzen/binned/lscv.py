@@ -340,14 +340,55 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
         raise ValueError(f"binned LSCV takes at most {MAX_DIMENSIONS} dimensions, not {d}; use method='exact'")
     F = np.eye(d) if frame is None else np.asarray(frame, dtype=np.float64)
     Y = linalg.solve_triangular(F, Z.T, lower=True).T
-    lows, highs = Y.min(axis=0), Y.max(axis=0)
+    spec, _ = pair_weights_grid(Y.min(axis=0), Y.max(axis=0), h_ref=h_ref, tolerance=tolerance, grid_size=grid_size,
+                                shrink_to_fit=shrink_to_fit, max_sd=max_sd, rows=len(Y),
+                                pilot=lambda pilot_spec: (linear_bin(Y, pilot_spec).counts, _diagonal_moments(Y, pilot_spec)))
+    return _binned_weights(Y, spec, F, max_sd)
+
+
+def pair_weights_grid(lows, highs, *, h_ref: float, tolerance: float = DEFAULT_TOLERANCE, grid_size=None,
+                      shrink_to_fit: bool = False, max_sd: float | None = None,
+                      pilot: Callable[[GridSpec], tuple[np.ndarray, dict]] | None = None,
+                      rows: int = 0) -> tuple[GridSpec, list[int]]:
+    """The grid of :func:`bin_pair_weights` for rows (in the frame) spanning [lows, highs], and the
+    lags to hold: what the binning needs from the data besides their counts, so that data served
+    in chunks can be binned on it too (:mod:`parzen.binned.chunked`).
+
+    Parameters
+    ----------
+    lows, highs : array_like of shape (d,)
+        The smallest and largest frame coordinates of the rows.
+    h_ref, tolerance, grid_size, shrink_to_fit, max_sd
+        As in :func:`bin_pair_weights`.
+    pilot : callable, optional
+        GridSpec -> (counts, diagonal moments D(e)) of the rows in the frame on it: a pilot grid's
+        error estimate may then choose a coarser grid than the rule's (module docstring, "Grid
+        size").  Without it the grid is the rule's.
+    rows : int
+        The number of rows (needed with ``pilot``).
+
+    Returns
+    -------
+    spec : GridSpec
+        The grid (the rows' box widened by 1e-9 of its extent).
+    max_lag : list of int
+        Lags held per axis (:class:`BinnedPairWeights`).
+
+    Raises
+    ------
+    ValueError
+        As :func:`bin_pair_weights`.
+    """
+    lows, highs = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
+    d = lows.size
     margin = 1e-9 * np.maximum(highs - lows, 1.0)  # so that rounding in the positions keeps every row inside
     lows, highs = lows - margin, highs + margin
     extent = highs - lows
     error_scale = None  # Lambda of the pilot grid, where one was binned
     if grid_size is None:
         sizes = grid_sizes(extent, h_ref, tolerance)
-        sizes, error_scale = _sizes_from_estimate(Y, lows, highs, sizes, h_ref, max_sd, tolerance)
+        if pilot is not None:
+            sizes, error_scale = _sizes_from_estimate(pilot, rows, lows, highs, sizes, h_ref, max_sd, tolerance)
     else:
         requested = np.atleast_1d(np.asarray(grid_size))
         if requested.size not in (1, d) or requested.ndim != 1:
@@ -366,7 +407,7 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
             f"the {MAX_LAGS:.3g} lags allowed; binning on {' x '.join(map(str, capped))} (about {reached:.2g} "
             f"relative by {by}); pass method='exact' for the exact criterion, or a larger tolerance=",
             CoarseGridWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
         sizes, lags = capped, int(np.prod([2 * m - 1 for m in capped], dtype=np.float64))
     if lags > MAX_LAGS:
@@ -374,20 +415,25 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
             f"binned LSCV would need a grid of {' x '.join(map(str, sizes))} nodes ({lags:.3g} lags, more than "
             f"{MAX_LAGS:.3g}) in {d} dimensions; pass a larger tolerance or a smaller grid_size, or use method='exact'"
         )
-    return _binned_weights(Y, GridSpec.covering(lows, highs, sizes), F, max_sd)
+    spec = GridSpec.covering(lows, highs, sizes)
+    return spec, _lags_for(spec, max_sd)
+
+
+def _lags_for(spec: GridSpec, max_sd: float | None) -> list[int]:
+    """The lags to hold per axis: every lag, or those within TRUNCATION_SD sqrt(2) max_sd."""
+    if max_sd is None:
+        return [m - 1 for m in spec.sizes]
+    return np.ceil(TRUNCATION_SD * math.sqrt(2.0) * max_sd / spec.spacing).astype(np.int64).tolist()
 
 
 def _binned_weights(Y: np.ndarray, spec: GridSpec, frame: np.ndarray, max_sd: float | None) -> BinnedPairWeights:
     """Bin the frame's rows Y on ``spec``: counts, diagonal moments and the lags for ``max_sd``."""
     counts = linear_bin(Y, spec).counts
-    if max_sd is None:
-        max_lag = [m - 1 for m in spec.sizes]
-    else:
-        max_lag = np.ceil(TRUNCATION_SD * math.sqrt(2.0) * max_sd / spec.spacing).astype(np.int64).tolist()
-    return BinnedPairWeights(frame, spec, counts, _diagonal_moments(Y, spec), len(Y), max_lag)
+    return BinnedPairWeights(frame, spec, counts, _diagonal_moments(Y, spec), len(Y), _lags_for(spec, max_sd))
 
 
-def _sizes_from_estimate(Y: np.ndarray, lows, highs, sizes: tuple[int, ...], h_ref: float, max_sd: float | None,
+def _sizes_from_estimate(pilot: Callable[[GridSpec], tuple[np.ndarray, dict]], rows: int, lows, highs,
+                         sizes: tuple[int, ...], h_ref: float, max_sd: float | None,
                          tolerance: float) -> tuple[tuple[int, ...], float | None]:
     """The grid the data's own error estimate asks for, between the pilot's and the rule's.
 
@@ -404,19 +450,21 @@ def _sizes_from_estimate(Y: np.ndarray, lows, highs, sizes: tuple[int, ...], h_r
         The nodes per axis, and Lambda (None where no pilot was binned).
     """
     extent = highs - lows
-    pilot = tuple(max(MIN_NODES, math.ceil(r / (PILOT_SPACING * h_ref)) + 1) for r in extent)
-    if np.prod([2 * m - 1 for m in pilot], dtype=np.float64) > MAX_PILOT_LAGS or all(
-        p >= m for p, m in zip(pilot, sizes)
+    pilot_sizes = tuple(max(MIN_NODES, math.ceil(r / (PILOT_SPACING * h_ref)) + 1) for r in extent)
+    if np.prod([2 * m - 1 for m in pilot_sizes], dtype=np.float64) > MAX_PILOT_LAGS or all(
+        p >= m for p, m in zip(pilot_sizes, sizes)
     ):
         return sizes, None
     scales = [h_ref] if max_sd is None else [h_ref, max(h_ref, max_sd)]
-    weights = _binned_weights(Y, GridSpec.covering(lows, highs, pilot), np.eye(Y.shape[1]), max(scales))
+    pilot_spec = GridSpec.covering(lows, highs, pilot_sizes)
+    counts, diagonal = pilot(pilot_spec)
+    weights = BinnedPairWeights(np.eye(pilot_spec.d), pilot_spec, counts, diagonal, rows, _lags_for(pilot_spec, max(scales)))
     error_scale = weights.error_per_spacing_squared(scales)
     if not (error_scale > 0.0 and math.isfinite(error_scale)):
         return sizes, None
     delta = math.sqrt(tolerance / error_scale)
     estimated = (max(MIN_NODES, math.ceil(r / delta) + 1) for r in extent)
-    return tuple(min(m, max(e, p)) for m, e, p in zip(sizes, estimated, pilot)), error_scale
+    return tuple(min(m, max(e, p)) for m, e, p in zip(sizes, estimated, pilot_sizes)), error_scale
 
 
 def _contract(box: np.ndarray, factors: list[np.ndarray]) -> np.ndarray:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,43 +144,32 @@ def predicted_relative_error(sums: BinnedPairSums1D, g1: float, g2: float) -> fl
 
 
 def binned_pilot_stages(
-    x: np.ndarray,
-    low: float,
-    high: float,
-    g1: float,
-    sigma: float,
-    *,
-    unit: float = 1.0,
-    tolerance: float,
-    grid_size: int | None,
-    backend="numpy",
+    bin_on: Callable[[GridSpec], BinCounts], n: int, low: float, high: float, g1: float, sigma: float, *,
+    tolerance: float, grid_size: int | None, backend="numpy"
 ) -> BinnedStages:
     """PLUGIN's eqs. (16)-(19) on binned pair sums, the grid sized from ``tolerance``.
 
-    The sample is binned as it is given, on the grid covering [low * unit, high * unit]; the
-    counts are those of x / unit on [low, high] (dividing by a power of two rounds nothing, and
-    the node positions (x - low) / (high - low) (m - 1) do not change), and the stages are
-    computed in the units of x / unit.
-
     Parameters
     ----------
-    x : numpy.ndarray
-        (n,) the sample, in data units (any float type: the gpu backend bins float32 as it is).
+    bin_on : callable
+        GridSpec -> the sample's linear-binning counts on it: ``lambda spec: linear_bin(v, spec)``
+        for a sample v in memory, one pass over the chunks for data served in chunks
+        (:func:`parzen.binned.chunked.chunked_binner`).  Called once, and again for each refinement.
+    n : int
+        The sample's size.
     low, high : float
-        The sample's smallest and largest value divided by ``unit``.
+        Its smallest and largest value (PLUGIN passes it scaled by powers of two).
     g1 : float
-        The pilot bandwidth of Psi_6, eq. (15), in units of x / unit.
+        The pilot bandwidth of Psi_6, eq. (15).
     sigma : float
-        The scale estimate of eq. (13), in units of x / unit.
-    unit : float, default 1.0
-        The power of two that PLUGIN divides the data by (docs/departures.md, item 13).
+        The scale estimate of eq. (13).
     tolerance : float
         The relative error wanted on h (the grid is refined until the prediction is below it).
     grid_size : int or None
         A fixed grid size (no refinement), or None to size it from ``tolerance``.
     backend : "numpy", "cpu", "gpu" or KDEBackend, default "numpy"
-        Who bins (:meth:`parzen.backends.KDEBackend.linear_bin`) and computes the FFTs
-        (:func:`parzen.binned.pair_sums.counts_autocorrelation`); the formulas are the same on all.
+        Who computes the FFTs (:func:`parzen.binned.pair_sums.counts_autocorrelation`); the
+        formulas are the same on all.
 
     Returns
     -------
@@ -188,11 +178,9 @@ def binned_pilot_stages(
     from ..backends import resolve_backend  # the backends import parzen.binned.grid
 
     be = resolve_backend(backend)
-    n = len(x)
     size = grid_size if grid_size is not None else prior_grid_size(high - low, sigma, tolerance)
     while True:
-        counts = be.linear_bin(x, GridSpec.covering(low * unit, high * unit, size)).counts
-        sums = BinnedPairSums1D(BinCounts(GridSpec.covering(low, high, size), counts), be)
+        sums = BinnedPairSums1D(bin_on(GridSpec.covering(low, high, size)), be)
         psi6 = float(sums.psi(6, g1))  # eq. (16)
         g2 = (-2.0 * gauss_derivative_at_zero(4) / (GAUSS_MU2 * psi6 * n)) ** (1 / 7)  # eq. (17)
         psi4 = float(sums.psi(4, g2))  # eq. (18)

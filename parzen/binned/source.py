@@ -100,11 +100,17 @@ class Moments:
         k, d = values.shape
         if k == 0:
             return cls(0, chunk.null_rows, 0.0, np.full(d, np.inf), np.full(d, -np.inf), np.zeros(d), np.zeros((d, d)))
-        w = np.ones(k) if chunk.weights is None else np.asarray(chunk.weights, dtype=np.float64)
-        weight = float(w.sum())
-        mean = (w @ values) / weight if weight > 0 else np.zeros(d)
-        centred = values - mean
-        scatter = (centred * w[:, None]).T @ centred
+        if chunk.weights is None:  # no array of ones: 0.15 s of 0.72 s for 10^7 rows in 1-D
+            weight = float(k)
+            mean = values.sum(axis=0) / weight
+            centred = values - mean
+            scatter = centred.T @ centred
+        else:
+            w = np.asarray(chunk.weights, dtype=np.float64)
+            weight = float(w.sum())
+            mean = (w @ values) / weight if weight > 0 else np.zeros(d)
+            centred = values - mean
+            scatter = (centred * w[:, None]).T @ centred
         return cls(k, chunk.null_rows, weight, values.min(axis=0), values.max(axis=0), mean, scatter)
 
     def __add__(self, other: Moments) -> Moments:
