@@ -55,7 +55,7 @@ import numpy as np
 from scipy import fft, interpolate, linalg
 
 from ..kernels import get_kernel
-from .grid import MAX_DIMENSIONS, GridSpec, linear_bin
+from .grid import MAX_DIMENSIONS, GridSpec, column_range, linear_bin
 
 #: Where the tolerance is promised: at points where the density is at least this fraction of its
 #: maximum (relative errors grow without bound in the tails).
@@ -213,7 +213,8 @@ def grid_for(X: np.ndarray, H: np.ndarray, kernel: str, *, weights=None, toleran
     if isinstance(tolerance, bool) or not (isinstance(tolerance, Real) and 0 < tolerance < 1):
         raise ValueError(f"tolerance must be a number in (0, 1), got {tolerance!r}")
     reach = kernel_reach(kernel, H, tolerance)
-    lows, highs = X.min(axis=0) - reach, X.max(axis=0) + reach
+    data_lows, data_highs = column_range(X)
+    lows, highs = data_lows - reach, data_highs + reach
     if grid_size is not None:
         sizes = np.broadcast_to(np.asarray(grid_size), (d,))
         if sizes.dtype.kind not in "iu" or np.any(sizes < 2):
@@ -409,7 +410,8 @@ def binned_cost_wins(X: np.ndarray, H: np.ndarray, *, tolerance: float) -> bool:
     if d > MAX_DIMENSIONS or n < AUTO_MIN_SAMPLES:
         return False
     reach = kernel_reach("gaussian", H, tolerance)
-    nodes = float(np.prod((X.max(axis=0) - X.min(axis=0) + 2 * reach) / grid_spacing(H, tolerance) + 1))
+    data_lows, data_highs = column_range(X)
+    nodes = float(np.prod((data_highs - data_lows + 2 * reach) / grid_spacing(H, tolerance) + 1))
     if nodes > MAX_GRID_NODES:
         return False
     return float(n) * n * _EXACT_PAIR_SECONDS > nodes * _GRID_NODE_SECONDS + n * _BIN_POINT_SECONDS
