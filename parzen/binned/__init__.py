@@ -2,10 +2,10 @@
 
 See :mod:`parzen.binned.grid` (grids, counts, binning on any backend), :mod:`parzen.binned.stream`
 (binning Parquet datasets and DuckDB tables in batches) and :mod:`parzen.binned.density` (KDE
-evaluation on a grid by FFT).
+evaluation on a grid by FFT, at given grid nodes or interpolated).
 """
 
-from .density import BinnedDensity, density_on_grid
+from .density import BinnedDensity, density_at_nodes, density_on_grid
 from .grid import MAX_DIMENSIONS, BinCounts, GridSpec, linear_bin
 from .stream import StreamedCounts, bin_duckdb, bin_parquet
 
@@ -17,6 +17,7 @@ __all__ = [
     "StreamedCounts",
     "bin_duckdb",
     "bin_parquet",
+    "density_at_nodes",
     "density_on_grid",
     "linear_bin",
 ]
