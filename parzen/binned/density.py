@@ -283,32 +283,42 @@ def rule_spacing(X, H, kernel: str, lows, highs, *, weights=None, tolerance: flo
     numpy.ndarray
         The node spacing on each axis.
     """
+    return _rule(X, H, kernel, lows, highs, weights, tolerance, at_nodes, None)[0]
+
+
+def _rule(X, H, kernel, lows, highs, weights, tolerance, at_nodes, pilot_spec):
+    """(spacing, pilot): :func:`rule_spacing`, and the pilot estimate on ``pilot_spec`` (default:
+    spacing PILOT_STEP h_a over [lows, highs]) where it is the binned estimate of all rows (the
+    Gaussian, n <= PILOT_SAMPLES), else None."""
     spacing = grid_spacing(H, tolerance)
-    if get_kernel(kernel).name == "gaussian":
-        constant = (NODE_CURVATURE_CONSTANTS if at_nodes else CURVATURE_CONSTANTS)[X.shape[1]]
-        spacing = _curvature_spacing(X, H, weights, lows, highs, spacing, tolerance, constant)
-    return spacing
+    if get_kernel(kernel).name != "gaussian":
+        return spacing, None
+    if pilot_spec is None:
+        pilot_step = PILOT_STEP / np.sqrt(np.diag(linalg.inv(H)))  # PILOT_STEP h_a
+        sizes = np.maximum(np.ceil((highs - lows) / pilot_step).astype(np.int64) + 1, 16)
+        if float(np.prod(sizes.astype(np.float64))) > MAX_GRID_NODES:
+            return spacing, None
+        pilot_spec = GridSpec.covering(lows, highs, sizes)
+    constant = (NODE_CURVATURE_CONSTANTS if at_nodes else CURVATURE_CONSTANTS)[X.shape[1]]
+    return _curvature_spacing(X, H, weights, pilot_spec, spacing, tolerance, constant)
 
 
-def _curvature_spacing(X, H, weights, lows, highs, worst_case, tolerance, constant) -> np.ndarray:
-    """The Gaussian's spacing from the curvature of a pilot estimate (module docstring).
+def _curvature_spacing(X, H, weights, spec, worst_case, tolerance, constant):
+    """The Gaussian's spacing from the curvature of a pilot estimate on ``spec`` (module
+    docstring), and the pilot estimate where it is that of all rows (else None).
 
     delta_a = sqrt(tolerance / (c d R_a)) (c: ``constant``), R_a the largest |d^2 f / dx_a^2| / f
-    where f >= FLOOR max f / 3 (queries between pilot nodes lie beyond FLOOR), from second differences of the binned estimate of at most
-    PILOT_SAMPLES rows on a grid of spacing PILOT_STEP h_a; kept between the worst-case spacing
-    (:func:`grid_spacing`) and the pilot's own.
+    where f >= FLOOR max f / 3 (queries between pilot nodes lie beyond FLOOR), from second
+    differences of the binned estimate of at most PILOT_SAMPLES rows on ``spec``; kept between
+    the worst-case spacing (:func:`grid_spacing`) and the pilot's own.
     """
     n, d = X.shape
-    rows = slice(None) if n <= PILOT_SAMPLES else np.random.default_rng(0).integers(0, n, PILOT_SAMPLES)
-    pilot_step = PILOT_STEP / np.sqrt(np.diag(linalg.inv(H)))  # PILOT_STEP h_a
-    sizes = np.maximum(np.ceil((highs - lows) / pilot_step).astype(np.int64) + 1, 16)
-    if float(np.prod(sizes.astype(np.float64))) > MAX_GRID_NODES:
-        return worst_case
-    spec = GridSpec.covering(lows, highs, sizes)
+    every_row = n <= PILOT_SAMPLES
+    rows = slice(None) if every_row else np.random.default_rng(0).integers(0, n, PILOT_SAMPLES)
     counts = linear_bin(X[rows], spec, None if weights is None else np.asarray(weights)[rows]).counts
     f = convolve_same(counts, kernel_on_lags("gaussian", H, spec, kernel_reach("gaussian", H, tolerance)))
     if not f.max() > 0:  # the sub-sample drew only zero weights
-        return worst_case
+        return worst_case, None
     inner = tuple(slice(1, -1) for _ in range(d))
     body = f[inner] >= FLOOR / 3 * f.max()  # a pilot step beyond the promise's region
     spacing = np.empty(d)
@@ -316,7 +326,8 @@ def _curvature_spacing(X, H, weights, lows, highs, worst_case, tolerance, consta
         second = np.diff(f, n=2, axis=a)[tuple(slice(None) if b == a else slice(1, -1) for b in range(d))]
         curvature = float(np.max(np.abs(second[body]) / f[inner][body])) / spec.spacing[a] ** 2
         spacing[a] = math.sqrt(tolerance / (constant * d * curvature)) if curvature > 0 else np.inf
-    return np.clip(spacing, worst_case, spec.spacing)
+    pilot = np.maximum(f / counts.sum(), 0.0) if every_row else None
+    return np.clip(spacing, worst_case, spec.spacing), pilot
 
 
 def kernel_on_lags(kernel: str, H: np.ndarray, spec: GridSpec, reach: np.ndarray) -> np.ndarray:
@@ -463,7 +474,9 @@ def density_at_nodes(X, H, nodes, kernel: str = "gaussian", *, weights=None, tol
     (Delta_a the grid's spacing, delta_a the spacing the tolerance needs at nodes,
     :func:`rule_spacing` with ``at_nodes=True``) and extended by whole steps over the data and
     the kernel's reach, so that every given node is a node of the computation; the values there
-    are read off, with no interpolation error (module docstring).
+    are read off, with no interpolation error (module docstring).  The Gaussian's pilot estimate
+    is computed on the given grid refined to a spacing of at most PILOT_STEP h_a; where the rule
+    needs no finer grid and the pilot holds every row, it is the estimate (one binning pass).
 
     Parameters
     ----------
@@ -502,16 +515,32 @@ def density_at_nodes(X, H, nodes, kernel: str = "gaussian", *, weights=None, tol
     reach = kernel_reach(kernel, H, tolerance)
     data_lows, data_highs = column_range(values)
     lows, highs = np.minimum(data_lows - reach, first), np.maximum(data_highs + reach, last)
-    spacing = rule_spacing(values, H, kernel, lows, highs, weights=weights, tolerance=tolerance, at_nodes=True)
-    refine = np.maximum(np.ceil(step / spacing), 1).astype(np.int64)
-    fine = step / refine
+    pilot_spec, pilot_refine = None, None
+    if get_kernel(kernel).name == "gaussian":
+        # the pilot on the given grid refined to a spacing of at most PILOT_STEP h_a (the final
+        # grid is at least as fine): where the rule asks for no finer one, it is the estimate
+        pilot_refine = np.maximum(np.ceil(step * np.sqrt(np.diag(linalg.inv(H))) / PILOT_STEP), 1).astype(np.int64)
+        pilot_spec = _refined_grid(first, last, counts, pilot_refine, lows, highs)[0]
+        _check_grid_nodes(np.asarray(pilot_spec.sizes), tolerance)
+    spacing, pilot = _rule(values, H, kernel, lows, highs, weights, tolerance, True, pilot_spec)
+    refine = np.maximum(np.ceil(step / spacing * (1 - 1e-12)), 1).astype(np.int64)
+    spec, before = _refined_grid(first, last, counts, refine, lows, highs)
+    if pilot is not None and pilot_refine is not None and np.array_equal(refine, pilot_refine):
+        estimate = pilot
+    else:
+        _check_grid_nodes(np.asarray(spec.sizes), tolerance)
+        estimate = _binned_estimate(values, H, kernel, spec, weights, tolerance)
+    return estimate[tuple(slice(b, b + (m - 1) * r + 1, r) for b, m, r in zip(before, counts, refine))]
+
+
+def _refined_grid(first, last, counts, refine, lows, highs) -> tuple[GridSpec, np.ndarray]:
+    """The grid of nodes first + k step / refine (step = (last - first) / (counts - 1)) that
+    covers [lows, highs], and how many of its nodes lie before ``first`` on each axis."""
+    fine = (last - first) / (counts - 1) / refine
     before = np.ceil((first - lows) / fine).astype(np.int64)
     after = np.ceil((highs - last) / fine).astype(np.int64)
     sizes = before + (counts - 1) * refine + 1 + after
-    _check_grid_nodes(sizes, tolerance)
-    spec = GridSpec(tuple(map(float, first - before * fine)), tuple(map(float, last + after * fine)), tuple(map(int, sizes)))
-    estimate = _binned_estimate(values, H, kernel, spec, weights, tolerance)
-    return estimate[tuple(slice(b, b + (m - 1) * r + 1, r) for b, m, r in zip(before, counts, refine))]
+    return GridSpec(tuple(map(float, first - before * fine)), tuple(map(float, last + after * fine)), tuple(map(int, sizes))), before
 
 
 def _regular_axes(nodes, d: int) -> list[np.ndarray]:
