@@ -273,3 +273,20 @@ def test_density_at_nodes_validation_and_kde_grid_nodes():
     assert relative_error(values.ravel(), exact) <= 1e-3
     with pytest.raises(ValueError, match="not both"):
         kde.grid(grid_size=10, nodes=axes)
+
+
+@pytest.mark.parametrize("shape", [(50,), (30, 40), (8, 9, 10), (5, 6, 7, 8)])
+def test_max_relative_second_differences_matches_numpy(shape):
+    """The pilot's curvature pass (Numba) against slicing: max |f_{j+e_a} - 2 f_j + f_{j-e_a}| / f_j
+    over interior nodes with f_j >= threshold, per axis."""
+    from parzen.binned._numba_curvature import max_relative_second_differences
+
+    f = np.abs(np.random.default_rng(len(shape)).standard_normal(shape))
+    d, threshold = f.ndim, 0.3
+    inner = tuple(slice(1, -1) for _ in range(d))
+    body = f[inner] >= threshold
+    expected = []
+    for a in range(d):
+        second = np.diff(f, n=2, axis=a)[tuple(slice(None) if b == a else slice(1, -1) for b in range(d))]
+        expected.append(np.max(np.abs(second[body]) / f[inner][body]))
+    np.testing.assert_allclose(max_relative_second_differences(f, threshold), expected, rtol=1e-12)

@@ -64,6 +64,7 @@ import numpy as np
 from scipy import fft, interpolate, linalg
 
 from ..kernels import get_kernel
+from ._numba_curvature import max_relative_second_differences
 from .grid import MAX_DIMENSIONS, GridSpec, column_range, linear_bin
 
 #: Where the tolerance is promised: at points where the density is at least this fraction of its
@@ -323,12 +324,10 @@ def _curvature_spacing(X, H, weights, spec, worst_case, tolerance, constant):
     f = convolve_same(counts, kernel_on_lags("gaussian", H, spec, kernel_reach("gaussian", H, tolerance)))
     if not f.max() > 0:  # the sub-sample drew only zero weights
         return worst_case, None
-    inner = tuple(slice(1, -1) for _ in range(d))
-    body = f[inner] >= FLOOR / 3 * f.max()  # a pilot step beyond the promise's region
+    # where f >= FLOOR max f / 3: a pilot step beyond the promise's region
+    curvatures = max_relative_second_differences(f, FLOOR / 3 * f.max()) / spec.spacing**2
     spacing = np.empty(d)
-    for a in range(d):
-        second = np.diff(f, n=2, axis=a)[tuple(slice(None) if b == a else slice(1, -1) for b in range(d))]
-        curvature = float(np.max(np.abs(second[body]) / f[inner][body])) / spec.spacing[a] ** 2
+    for a, curvature in enumerate(curvatures):
         spacing[a] = math.sqrt(tolerance / (constant * d * curvature)) if curvature > 0 else np.inf
     pilot = np.maximum(f / counts.sum(), 0.0) if every_row else None
     return np.clip(spacing, worst_case, spec.spacing), pilot
