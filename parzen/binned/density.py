@@ -321,7 +321,7 @@ def _curvature_spacing(X, H, weights, spec, worst_case, tolerance, constant):
     every_row = n <= PILOT_SAMPLES
     rows = slice(None) if every_row else np.random.default_rng(0).integers(0, n, PILOT_SAMPLES)
     counts = linear_bin(X[rows], spec, None if weights is None else np.asarray(weights)[rows]).counts
-    f = convolve_same(counts, kernel_on_lags("gaussian", H, spec, kernel_reach("gaussian", H, tolerance)))
+    f = kernel_convolution(counts, "gaussian", H, spec, kernel_reach("gaussian", H, tolerance))
     if not f.max() > 0:  # the sub-sample drew only zero weights
         return worst_case, None
     # where f >= FLOOR max f / 3: a pilot step beyond the promise's region
@@ -404,6 +404,56 @@ def binning_corrected(kappa: np.ndarray) -> np.ndarray:
         after = tuple(slice(2, None) if b == a else slice(1, -1) for b in range(d))
         out -= (padded[after] - 2.0 * padded[inner] + padded[before]) / 12.0
     return out
+
+
+def kernel_convolution(counts: np.ndarray, kernel: str, H: np.ndarray, spec: GridSpec, reach: np.ndarray) -> np.ndarray:
+    """sum_k counts_k kappa_{j-k} at every node j, kappa = :func:`kernel_on_lags`.
+
+    For the Gaussian with a diagonal H, kappa's transform is built from one 1-D transform per
+    axis instead of a d-dimensional one: kappa = prod_a g_a (l_a) (g_a the 1-D Gaussian of
+    variance H_aa at the lags) less the binning correction, and a second difference along axis a
+    multiplies the transform by 2 cos(omega_a) - 2 = -4 sin^2(omega_a / 2), so the corrected
+    transform is prod_a G_a(omega_a) (1 + (1/3) sum_a sin^2(omega_a / 2)) (zero padding keeps
+    the circular differences linear).  Equal to the general path to rounding (tested); a third
+    fewer d-dimensional FFTs.
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        Array of shape ``spec.sizes``.
+    kernel : str
+        The kernel's name.
+    H : numpy.ndarray
+        (d, d) bandwidth matrix.
+    spec : GridSpec
+        The grid.
+    reach : numpy.ndarray
+        (d,) the kernel's half-width per axis (:func:`kernel_reach`).
+
+    Returns
+    -------
+    numpy.ndarray
+        Array of the shape of ``counts``.
+    """
+    if get_kernel(kernel).name != "gaussian" or np.count_nonzero(H - np.diag(np.diag(H))):
+        return convolve_same(counts, kernel_on_lags(kernel, H, spec, reach))
+    d = spec.d
+    half = np.minimum(np.ceil(reach / spec.spacing).astype(np.int64), np.asarray(spec.sizes) - 1)
+    shape = [fft.next_fast_len(int(m + 2 * L), real=True) for m, L in zip(spec.sizes, half)]
+    transform = np.ones([s // 2 + 1 if a == d - 1 else s for a, s in enumerate(shape)], dtype=complex)
+    correction = np.ones(transform.shape)
+    for a in range(d):
+        lags = np.arange(-half[a], half[a] + 1) * spec.spacing[a]
+        factor = np.exp(-0.5 * lags**2 / H[a, a]) / math.sqrt(2.0 * math.pi * H[a, a])
+        along = fft.rfft(factor, shape[a]) if a == d - 1 else fft.fft(factor, shape[a])
+        omega = 2.0 * math.pi * np.arange(len(along)) / shape[a]
+        view = [1] * d
+        view[a] = len(along)
+        transform = transform * along.reshape(view)
+        correction = correction + np.sin(omega / 2.0).reshape(view) ** 2 / 3.0
+    axes = tuple(range(d))
+    conv = fft.irfftn(fft.rfftn(counts, shape, axes=axes, workers=-1) * (transform * correction), shape, axes=axes, workers=-1)
+    return conv[tuple(slice(L, L + m) for m, L in zip(spec.sizes, half))]
 
 
 def convolve_same(counts: np.ndarray, kappa: np.ndarray) -> np.ndarray:
@@ -577,8 +627,7 @@ def _data_and_bandwidth(X, H, weights) -> tuple[np.ndarray, np.ndarray]:
 def _binned_estimate(values, H, kernel, spec, weights, tolerance) -> np.ndarray:
     """f~ at the nodes of ``spec``: counts convolved with kappa by FFT, divided by W."""
     counts = linear_bin(values, spec, weights).counts
-    kappa = kernel_on_lags(kernel, H, spec, kernel_reach(kernel, H, tolerance))
-    density = convolve_same(counts, kappa) / counts.sum()
+    density = kernel_convolution(counts, kernel, H, spec, kernel_reach(kernel, H, tolerance)) / counts.sum()
     return np.maximum(density, 0.0)  # FFT round-off leaves ~1e-17 negatives
 
 
