@@ -9,10 +9,13 @@ Data: a bimodal Gaussian mixture.  parzen runs two ways on FFTKDE's points: "at 
 ``KDE(method="binned").pdf`` does), both from the tolerance alone (1e-4 in 1-D, 1e-3 in 2-D), no
 grid_size.  Errors: the largest |f - f_exact| / f_exact where f_exact >= 1e-3 of its maximum,
 with f_exact from parzen's exact cpu backend on a random subsample of the query points (all of
-them in 1-D).  Times: best of 5, each including binning and, for parzen, choosing the grid.
+them in 1-D).  Times: best of 10, each including binning and, for parzen, choosing the grid.
 Writes benchmarks/results/binned_kde.json and .md.
 
-Run: ``PYTHONPATH=$PWD python benchmarks/binned_kde.py``.
+Run: ``PYTHONPATH=$PWD python benchmarks/binned_kde.py [threads]``: with a thread count, Numba
+runs on that many threads and the files are binned_kde_<threads>thread.*.  On a busy shared
+machine a parallel region waits for every thread to be scheduled (milliseconds each), which
+FFTKDE (one thread) does not.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -30,7 +34,7 @@ from parzen.binned import density_at_nodes, density_on_grid
 
 N = 1_000_000
 EXACT_SUBSAMPLE_2D = 2000
-REPEATS = 5
+REPEATS = 10
 RESULTS = Path(__file__).parent / "results"
 
 
@@ -101,14 +105,20 @@ def one(d, rng, *, tolerance):
     }
 
 
-def main():
+def main(threads=None):
+    import numba
+
+    if threads is not None:
+        numba.set_num_threads(threads)
+    suffix = "" if threads is None else f"_{threads}thread"
     rng = np.random.default_rng(0)
     rows = [one(1, rng, tolerance=1e-4), one(2, rng, tolerance=1e-3)]
-    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}"
+    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}, Numba threads {numba.get_num_threads()}"
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "binned_kde.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=2))
+    (RESULTS / f"binned_kde{suffix}.json").write_text(json.dumps({"machine": machine, "load_average": load, "rows": rows}, indent=2))
     lines = [
-        f"# Binned KDE evaluation, n = 10^6 ({machine}, shared with other work)",
+        f"# Binned KDE evaluation, n = 10^6 ({machine}, shared with other work: load average {load} at the end)",
         "",
         (
             "| d | query points | tolerance | FFTKDE s | parzen at nodes s (/ FFTKDE) | parzen interpolated s (/ FFTKDE), "
@@ -130,13 +140,13 @@ def main():
         "Errors: largest relative difference from exact where the exact density >= 1e-3 of its maximum",
         "(exact: parzen's cpu backend). parzen's grids come from the tolerance alone (no grid_size=):",
         "at nodes, `density_at_nodes` on FFTKDE's grid (as `FFTKDE.evaluate(grid)`); interpolated,",
-        "`density_on_grid(X, H)(points)` (as `KDE(method=\"binned\").pdf`). Times: best of 5, each",
+        "`density_on_grid(X, H)(points)` (as `KDE(method=\"binned\").pdf`). Times: best of 10, each",
         "including binning and choosing the grid.",
         "",
     ]
-    (RESULTS / "binned_kde.md").write_text("\n".join(lines))
+    (RESULTS / f"binned_kde{suffix}.md").write_text("\n".join(lines))
     print("\n".join(lines))
 
 
 if __name__ == "__main__":
-    main()
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else None)

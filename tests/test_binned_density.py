@@ -275,7 +275,7 @@ def test_density_at_nodes_validation_and_kde_grid_nodes():
         kde.grid(grid_size=10, nodes=axes)
 
 
-@pytest.mark.parametrize("shape", [(50,), (30, 40), (8, 9, 10), (5, 6, 7, 8)])
+@pytest.mark.parametrize("shape", [(50,), (30, 40), (8, 9, 10), (5, 6, 7, 8), (600, 500)])
 def test_max_relative_second_differences_matches_numpy(shape):
     """The pilot's curvature pass (Numba) against slicing: max |f_{j+e_a} - 2 f_j + f_{j-e_a}| / f_j
     over interior nodes with f_j >= threshold, per axis."""

@@ -46,6 +46,13 @@ def _max_relative_second_differences(f, d, threshold):
     return out[first:]
 
 
+#: The same loop on one thread (prange runs as range), for grids below PARALLEL_NODES: a parallel
+#: region waits for every thread, which costs milliseconds on a busy machine.
+_serial_max_relative_second_differences = njit(cache=True)(_max_relative_second_differences.py_func)
+#: Grids of at least this many nodes take the parallel loop.
+PARALLEL_NODES = 1 << 18
+
+
 def max_relative_second_differences(f: np.ndarray, threshold: float) -> np.ndarray:
     """(d,) max over interior nodes j with f_j >= threshold of |f_{j+e_a} - 2 f_j + f_{j-e_a}| / f_j.
 
@@ -63,4 +70,5 @@ def max_relative_second_differences(f: np.ndarray, threshold: float) -> np.ndarr
     """
     d = f.ndim
     values = np.ascontiguousarray(f, dtype=np.float64).reshape((1,) * (4 - d) + f.shape)
-    return _max_relative_second_differences(values, d, float(threshold))
+    loop = _max_relative_second_differences if f.size >= PARALLEL_NODES else _serial_max_relative_second_differences
+    return loop(values, d, float(threshold))
