@@ -24,7 +24,7 @@ from .bandwidth.convention import bandwidth_matrix
 from .bandwidth.method import choose_method
 from .bandwidth.registry import AUTO, SELECTORS, default_selector, select
 from .binned.chunked import checked_moments, chunked_density
-from .binned.density import FLOOR, BinnedDensity, binned_cost_wins, density_on_grid
+from .binned.density import FLOOR, BinnedDensity, binned_cost_wins, density_at_nodes, density_on_grid
 from .binned.source import ChunkedData, as_chunked
 from .kernels import KERNELS, get_kernel
 
@@ -222,14 +222,20 @@ class KDE(Parameters):
         self.method_ = "binned" if binned else "exact"
         self.grid_size_ = None if self._binned is None else self._binned.spec.sizes
 
-    def grid(self, grid_size=None):
-        """The binned density on a grid covering the data and the kernel's reach, for plots.
+    def grid(self, grid_size=None, *, nodes=None):
+        """The binned density on a grid covering the data and the kernel's reach, for plots, or
+        on a given regular grid.
 
         Parameters
         ----------
         grid_size : None, int or sequence of int
             Nodes per axis (None: the fitted grid when ``method_`` is "binned", else the grid of
             ``grid_size`` or ``tolerance``).
+        nodes : sequence of d array_like, optional
+            A regular grid's coordinates on each axis (increasing, equally spaced; one array in
+            1-D): the binned density at its nodes, within ``tolerance`` relative where it is at
+            least 1e-3 of its maximum (:func:`parzen.binned.density_at_nodes`: no interpolation,
+            so a coarser computation grid than :meth:`pdf` needs).  Excludes ``grid_size``.
 
         Returns
         -------
@@ -244,6 +250,18 @@ class KDE(Parameters):
             If the KDE is not fitted, d > 4 or the grid is too large.
         """
         self._check_fitted()
+        if nodes is not None:
+            if grid_size is not None:
+                raise ValueError("pass grid_size= or nodes=, not both")
+            if self._source is not None:
+                raise ValueError("grid(nodes=) needs the rows in memory; this KDE was fitted on data served in "
+                                 "chunks: call grid() (its own grid) or grid(grid_size=...)")
+            values = density_at_nodes(self._data, self.H_, nodes, self.kernel, weights=self.weights_,
+                                      tolerance=self.tolerance)
+            d = self.n_features_in_
+            axes = ([np.asarray(nodes, dtype=np.float64)] if d == 1 and np.ndim(nodes) == 1
+                    else [np.asarray(a, dtype=np.float64) for a in nodes])
+            return tuple(axes), values
         if self._source is not None and grid_size is not None:  # data served in chunks: bin them again
             binned = chunked_density(self._source, checked_moments(self._source), self.H_, self.kernel,
                                      tolerance=self.tolerance, grid_size=grid_size, progress=self.progress)

@@ -6,8 +6,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parzen import KDE
-from parzen.binned import density_on_grid
-from parzen.binned.density import ERROR_CONSTANT, FLOOR, MAX_GRID_NODES
+from parzen.binned import density_at_nodes, density_on_grid
+from parzen.binned.density import (
+    ERROR_CONSTANT,
+    FLOOR,
+    MAX_GRID_NODES,
+    binning_corrected,
+    convolve_same,
+    kernel_on_lags,
+)
+from parzen.binned.grid import linear_bin
 from parzen.kernels import KERNELS
 
 COMPACT_SMOOTH = ("epanechnikov", "triangular", "biweight", "cosine")
@@ -188,3 +196,115 @@ def test_density_on_grid_rejects_zero_weights_and_bad_tolerance():
         density_on_grid(X, 1.0, weights=np.zeros(5))
     with pytest.raises(ValueError, match="tolerance"):
         density_on_grid(X, 1.0, tolerance=True)
+
+
+def product_points(axes):
+    return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, len(axes))
+
+
+@pytest.mark.parametrize("tolerance", [1e-3, 1e-4])
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("n", [1, 300, 20_000])
+def test_density_at_nodes_meets_tolerance(tolerance, d, n):
+    """At the nodes of a given grid (narrower than the data on one side, wider on the other):
+    relative error <= tolerance where the density is >= 1e-3 of its maximum, weighted."""
+    if d == 2 and tolerance == 1e-4:
+        pytest.skip("the 1e-4 computation grid of these 2-D samples exceeds 2^24 nodes")
+    rng = np.random.default_rng(31 * d + n)
+    X = rng.standard_normal((n, d)) * np.array([1.0, 0.7][:d])
+    w = rng.uniform(0.2, 2.0, n)
+    H = np.diag(rng.uniform(0.1, 0.4, d) ** 2) if n < 20_000 else 0.12**2 * np.eye(d)
+    axes = [np.linspace(-2.5, 4.5, 90 + 7 * a) for a in range(d)]
+    values = density_at_nodes(X, H, axes if d > 1 else axes[0], weights=w, tolerance=tolerance)
+    assert values.shape == tuple(len(a) for a in axes)
+    exact = exact_pdf(X, H, "gaussian", product_points(axes), weights=w)
+    assert relative_error(values.ravel(), exact) <= tolerance
+
+
+@pytest.mark.parametrize("kernel", COMPACT_SMOOTH)
+def test_density_at_nodes_compact_kernels(kernel):
+    rng = np.random.default_rng(37)
+    X = rng.standard_normal((2000, 2))
+    H = np.array([[0.16, 0.06], [0.06, 0.09]])
+    axes = [np.linspace(-3, 3, 61), np.linspace(-2, 2, 41)]
+    values = density_at_nodes(X, H, axes, kernel, tolerance=1e-3)
+    exact = exact_pdf(X, H, kernel, product_points(axes))
+    assert np.max(np.abs(values.ravel() - exact)) <= 1e-3 * exact.max()
+
+
+def test_binning_correction_removes_the_second_order_bias():
+    """The Gaussian's lags are corrected by -1/12 of their second differences, and at the nodes
+    of a smooth estimate the corrected error is several times below the plain lags' (4x here,
+    delta = 0.1 h; 7x in 1-D at n = 10^6)."""
+    rng = np.random.default_rng(41)
+    X = rng.standard_normal((50_000, 1))
+    h = 0.1
+    bd = density_on_grid(X, h * h, "gaussian", grid_size=1001)
+    L = (len(kernel_on_lags("gaussian", np.array([[h * h]]), bd.spec, np.array([0.8]))) - 1) // 2
+    lags = np.arange(-L, L + 1) * bd.spec.spacing[0]
+    plain = np.exp(-0.5 * (lags / h) ** 2) / (h * np.sqrt(2 * np.pi))
+    corrected = kernel_on_lags("gaussian", np.array([[h * h]]), bd.spec, np.array([0.8]))
+    second = np.diff(np.pad(plain, 1), n=2)
+    assert np.allclose(corrected, plain - second / 12, rtol=1e-12, atol=0)
+    assert np.allclose(binning_corrected(plain), corrected, rtol=1e-12, atol=0)
+    counts = linear_bin(X, bd.spec).counts
+    exact = exact_pdf(X, np.array([[h * h]]), "gaussian", bd.nodes[0][:, None])
+    plain_error = relative_error(convolve_same(counts, plain) / len(X), exact)
+    assert relative_error(bd.values, exact) < plain_error / 3
+
+
+def test_density_at_nodes_validation_and_kde_grid_nodes():
+    rng = np.random.default_rng(43)
+    X = rng.standard_normal((500, 2))
+    H = 0.3**2 * np.eye(2)
+    with pytest.raises(ValueError, match="2 axis arrays"):
+        density_at_nodes(X, H, [np.linspace(0, 1, 5)])
+    with pytest.raises(ValueError, match="equally spaced"):
+        density_at_nodes(X, H, [np.linspace(0, 1, 5), np.array([0.0, 0.1, 0.5])])
+    with pytest.raises(ValueError, match="equally spaced"):
+        density_at_nodes(X, H, [np.linspace(1, 0, 5), np.linspace(0, 1, 5)])
+    with pytest.raises(ValueError, match="at least 2"):
+        density_at_nodes(X, H, [np.array([0.0]), np.linspace(0, 1, 5)])
+    kde = KDE(bandwidth=0.3, method="binned", tolerance=1e-3).fit(X)
+    axes = [np.linspace(-2, 2, 21), np.linspace(-1, 1, 11)]
+    nodes, values = kde.grid(nodes=axes)
+    assert values.shape == (21, 11) and all(np.array_equal(a, b) for a, b in zip(nodes, axes))
+    exact = KDE(bandwidth=0.3, backend="numpy", method="exact").fit(X).pdf(product_points(axes))
+    assert relative_error(values.ravel(), exact) <= 1e-3
+    with pytest.raises(ValueError, match="not both"):
+        kde.grid(grid_size=10, nodes=axes)
+
+
+@pytest.mark.parametrize("shape", [(50,), (30, 40), (8, 9, 10), (5, 6, 7, 8), (600, 500)])
+def test_max_relative_second_differences_matches_numpy(shape):
+    """The pilot's curvature pass (Numba) against slicing: max |f_{j+e_a} - 2 f_j + f_{j-e_a}| / f_j
+    over interior nodes with f_j >= threshold, per axis."""
+    from parzen.binned._numba_curvature import max_relative_second_differences
+
+    f = np.abs(np.random.default_rng(len(shape)).standard_normal(shape))
+    d, threshold = f.ndim, 0.3
+    inner = tuple(slice(1, -1) for _ in range(d))
+    body = f[inner] >= threshold
+    expected = []
+    for a in range(d):
+        second = np.diff(f, n=2, axis=a)[tuple(slice(None) if b == a else slice(1, -1) for b in range(d))]
+        expected.append(np.max(np.abs(second[body]) / f[inner][body]))
+    np.testing.assert_allclose(max_relative_second_differences(f, threshold), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_separable_gaussian_convolution_equals_general(d):
+    """Diagonal H: the transform from 1-D factors and the corrected lags' d-dimensional FFT agree
+    to 1e-9 of the maximum (they differ only in the correction term one lag beyond the reach,
+    e^-22 of the peak)."""
+    from parzen.binned.density import kernel_convolution, kernel_reach
+
+    rng = np.random.default_rng(d)
+    X = rng.standard_normal((3000, d))
+    H = np.diag(rng.uniform(0.1, 0.4, d) ** 2)
+    reach = kernel_reach("gaussian", H, 1e-4)
+    spec = density_on_grid(X, H, grid_size=[120, 90, 40][:d]).spec
+    counts = linear_bin(X, spec).counts
+    separable = kernel_convolution(counts, "gaussian", H, spec, reach)
+    general = convolve_same(counts, kernel_on_lags("gaussian", H, spec, reach))
+    assert np.max(np.abs(separable - general)) <= 1e-9 * general.max()
