@@ -95,15 +95,19 @@ class Engine:
 
     def build(self, table: str, columns=None, *, sample: int = 100_000, bandwidth="plugin", group_by=None,
               grid: int = GRID_POINTS, regression=None, seed: int = 0, progress: bool = False) -> Synopsis:
-        """Read ``table`` once and store its synopsis.
+        """Read ``table`` and store its synopsis.
 
         ``columns``: numeric columns to model (default: all numeric ones).  ``sample``: rows in
         the uniform sample (DuckDB's reservoir sampling).  ``bandwidth``: a selector's name
         from :data:`parzen.bandwidth.SELECTORS` ("plugin", the default, "lscv_h", "scott", ...), a
-        number, or a dict column -> number; selected per
-        column on <= 10 000 sampled values, rescaled to the sample size by n^(-1/5) and then to
-        the n^(-1/3) rate of integrals (:func:`parzen.aqp.build.integral_factor`; numbers are
-        used as given).
+        number, or a dict column -> number (columns left out get "plugin").  "plugin" estimates
+        PLUGIN's density functionals Psi_6 and Psi_4 from the binned counts of every row of the
+        column (one streamed pass over the smoothed columns) and gives the bandwidth for the n
+        sampled values, h = [R(K) / (mu_2^2 Psi_4 n)]^(1/5) (:mod:`parzen.aqp.bandwidths`); the
+        other selectors run on <= 10 000 sampled values, rescaled to the sample size by n^(-1/5).
+        Either is then scaled to the n^(-1/3) rate of integrals
+        (:func:`parzen.aqp.build.integral_factor`); numbers are used as given.  Each column's
+        ``ColumnModel.bandwidth_from`` (and :meth:`list`'s "bandwidths") says how its h was chosen.
         ``group_by``: categorical columns for GROUP BY and IN/= predicates: the sample is then
         stratified by their groups (proportional, each group >= 1000 rows or all of it), and
         each group keeps exact totals.  ``grid``: points of the gridded form of each column
@@ -255,7 +259,7 @@ class Engine:
         """One row per stored synopsis: columns, rows then and now, staleness and why ("rows changed",
         "contents changed", "table dropped", "columns changed", or "corrupt: rebuild with
         engine.refresh(...)" for one that cannot be read), bytes (of the grids and regressions too),
-        regressions, build time.  It checks every synopsis (:meth:`check`) and the engine remembers the
+        regressions, how each smoothed column's bandwidth was chosen, build time.  It checks every synopsis (:meth:`check`) and the engine remembers the
         verdicts.
 
         Returns
@@ -278,6 +282,7 @@ class Engine:
                 "stale": bool(why), "why stale": why, "bytes": size["total"], "grid bytes": size["grid"],
                 "regressions": ", ".join(r.name for r in s.regressions.values()),
                 "regression bytes": size["regression"],
+                "bandwidths": "; ".join(f"{c}: {m.bandwidth_from}" for c, m in s.models.items() if m.bandwidth),
                 "built at": s.built_at,
                 "build s": round(s.build_seconds, 3),
             })

@@ -148,8 +148,7 @@ def plugin_stages(
     unit_sigma = float(power_of_two(sigma))
     v, sigma, unit = v / unit_sigma, sigma / unit_sigma, float(units[0]) * unit_sigma
     n = v.size
-    psi8_ns = 105.0 / (32.0 * math.sqrt(math.pi) * sigma**9)  # eq. (14)
-    g1 = (-2.0 * gauss_derivative_at_zero(6) / (GAUSS_MU2 * psi8_ns * n)) ** (1 / 9)  # eq. (15)
+    g1 = first_pilot(sigma, n)
     be = resolve_backend(backend, dtype, work=0.5 * n * n)
     if method == "auto":
         method = "exact" if n <= AUTO_EXACT_MAX_N.get(be.name, AUTO_EXACT_MAX_N["cpu"]) else "binned"
@@ -171,6 +170,28 @@ def plugin_stages(
         method=method,
         grid_size=grid_size,
     )
+
+
+def first_pilot(sigma: float, n: float) -> float:
+    """g_1, the pilot bandwidth of Psi_6: [-2 K^(6)(0) / (mu_2 Psi_8^NS n)]^(1/9), with the normal
+    reference Psi_8^NS = 105 / (32 sqrt(pi) sigma^9) (paper 000 in docs/statistics.md, eqs. 14-15;
+    Wand & Jones 1995, section 3.6).
+
+    Parameters
+    ----------
+    sigma : float
+        The scale estimate of eq. (13), best near 1 (PLUGIN passes it scaled by a power of two:
+        sigma^9 may not fit a float in the data's units).
+    n : float
+        The number of data the functionals are estimated from.
+
+    Returns
+    -------
+    float
+        g_1 in the units of ``sigma``.
+    """
+    psi8_ns = 105.0 / (32.0 * math.sqrt(math.pi) * sigma**9)  # eq. (14)
+    return (-2.0 * gauss_derivative_at_zero(6) / (GAUSS_MU2 * psi8_ns * n)) ** (1 / 9)  # eq. (15)
 
 
 def _scale_estimate(v: np.ndarray, scale: str) -> float:
