@@ -51,8 +51,8 @@ def test_bandwidth_is_plugin_of_every_row_for_the_sample_size(group_by):
         values = values[~np.isnan(values)]
         model = synopsis.models[column]
         n = int(np.count_nonzero(~np.isnan(synopsis.sample[column])))
-        said = re.fullmatch(rf"plugin: Psi_6, Psi_4 of all {values.size} rows \(binned, (\d+) nodes\), h for {n} sampled",
-                            model.bandwidth_from)
+        said = re.fullmatch(rf"plugin, every row: Psi_6, Psi_4 of {values.size} rows \(binned, (\d+) nodes\), "
+                            rf"h for {n} sampled values", model.bandwidth_from)
         assert said, model.bandwidth_from
         stages = plugin_stages(values, method="binned", grid_size=int(said.group(1)))
         assert model.bandwidth == pytest.approx(_h(stages.psi4, n) * integral_factor(n), rel=1e-9)
@@ -128,12 +128,20 @@ def test_a_column_whose_first_grid_is_too_coarse_is_binned_again_alone(monkeypat
         assert got[column].predicted_error <= 1e-4
 
 
-def test_list_says_how_bandwidths_were_chosen():
+def test_describe_says_how_bandwidths_were_chosen():
     con = _table(_frame(5000, seed=3))
     engine = Engine(con)
     engine.build("t", sample=1000, bandwidth={"y": 2.5}, grid=0)
-    listing = engine.list().loc[0, "bandwidths"]
-    assert listing.startswith("x: plugin: Psi_6, Psi_4 of all 5000 rows (binned, ")
-    assert "y: given" in listing and "m:" not in listing  # m: discrete, no bandwidth
-    engine.build("t", sample=1000, bandwidth="scott", grid=0)
-    assert "x: scott on 1000 of 1000 sampled values" in engine.list().loc[0, "bandwidths"]
+    described = engine.describe("t").set_index("column")
+    assert list(described.index) == ["x", "y", "k", "m"]
+    assert described.loc["x", "bandwidth from"].startswith("plugin, every row: Psi_6, Psi_4 of 5000 rows (binned, ")
+    assert described.loc["k", "kind"] == "integer" and described.loc["k", "reflected at"] == -0.5
+    assert (described.loc["y", "bandwidth"], described.loc["y", "bandwidth from"]) == (2.5, "given")
+    assert (described.loc["m", "kind"], described.loc["m", "bandwidth"], described.loc["m", "bandwidth from"]) == (
+        "discrete", 0.0, "point masses")
+    built = engine.build("t", sample=1000, bandwidth="scott", grid=0)
+    present = int(np.count_nonzero(~np.isnan(built.sample["y"])))  # y's NULLs are not sampled values
+    assert engine.describe("t").set_index("column").loc["y", "bandwidth from"] == \
+        f"scott, sampled values: {present} of {present}"
+    with pytest.raises(ValueError, match="no synopsis"):
+        engine.describe("other")

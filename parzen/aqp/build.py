@@ -252,11 +252,11 @@ def _column_model(name, kind_and_lower, integral: bool, values, bandwidth, funct
     selector = _selector_of(name, bandwidth)
     if functionals is not None:
         h = functionals.bandwidth(present.size) * integral_factor(present.size)
-        source = (f"plugin: Psi_6, Psi_4 of all {functionals.rows} rows (binned, {functionals.grid_size} nodes), "
-                  f"h for {present.size} sampled")
+        source = (f"plugin, every row: Psi_6, Psi_4 of {functionals.rows} rows (binned, {functionals.grid_size} "
+                  f"nodes), h for {present.size} sampled values")
     elif isinstance(selector, str):
         h, used = _select(present, selector, rng)
-        source = f"{selector} on {used} of {present.size} sampled values"
+        source = f"{selector}, sampled values: {used} of {present.size}"
     else:
         h, source = selector, "given"
     if not (math.isfinite(h) and h > 0):

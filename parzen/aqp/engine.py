@@ -8,6 +8,7 @@ answers (docs/security.md).
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import replace
@@ -107,7 +108,7 @@ class Engine:
         other selectors run on <= 10 000 sampled values, rescaled to the sample size by n^(-1/5).
         Either is then scaled to the n^(-1/3) rate of integrals
         (:func:`parzen.aqp.build.integral_factor`); numbers are used as given.  Each column's
-        ``ColumnModel.bandwidth_from`` (and :meth:`list`'s "bandwidths") says how its h was chosen.
+        ``ColumnModel.bandwidth_from`` (and :meth:`describe`) says how its h was chosen.
         ``group_by``: categorical columns for GROUP BY and IN/= predicates: the sample is then
         stratified by their groups (proportional, each group >= 1000 rows or all of it), and
         each group keeps exact totals.  ``grid``: points of the gridded form of each column
@@ -199,6 +200,39 @@ class Engine:
             self.check(table)
         return self._cache[table]
 
+    def describe(self, table: str) -> pd.DataFrame:
+        """One row per modelled column of the synopsis of ``table``: its kind, bandwidth and how
+        the bandwidth was chosen.
+
+        Kinds are "continuous", "integer" (continuity correction) and "discrete" (point masses,
+        bandwidth 0); "reflected at" is the edge of a non-negative column's reflection (NaN:
+        none).  "bandwidth from" is ``ColumnModel.bandwidth_from``, e.g. "plugin, every row:
+        Psi_6, Psi_4 of 328521 rows (binned, 16545 nodes), h for 101457 sampled values"
+        (:mod:`parzen.aqp.bandwidths`), "scott, sampled values: 10000 of 101457" or "given".
+
+        Parameters
+        ----------
+        table : str
+            The table.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns "column", "kind", "bandwidth", "reflected at", "bandwidth from".
+
+        Raises
+        ------
+        ValueError
+            No synopsis of ``table`` is stored.
+        CorruptSynopsis
+            The stored one cannot be read (``refresh`` rebuilds it).
+        """
+        models = self.synopsis(table).models.values()
+        return pd.DataFrame([{"column": m.name, "kind": m.kind, "bandwidth": m.bandwidth,
+                              "reflected at": math.nan if m.lower is None else m.lower,
+                              "bandwidth from": m.bandwidth_from} for m in models],
+                            columns=["column", "kind", "bandwidth", "reflected at", "bandwidth from"])
+
     def check(self, table: str) -> str:
         """Why the synopsis of ``table`` is stale ("" if it describes the table): its row count and
         content fingerprint against the table's now (one scan of the columns it covers).  The engine
@@ -259,7 +293,7 @@ class Engine:
         """One row per stored synopsis: columns, rows then and now, staleness and why ("rows changed",
         "contents changed", "table dropped", "columns changed", or "corrupt: rebuild with
         engine.refresh(...)" for one that cannot be read), bytes (of the grids and regressions too),
-        regressions, how each smoothed column's bandwidth was chosen, build time.  It checks every synopsis (:meth:`check`) and the engine remembers the
+        regressions, build time (:meth:`describe` gives each column's model).  It checks every synopsis (:meth:`check`) and the engine remembers the
         verdicts.
 
         Returns
@@ -282,7 +316,6 @@ class Engine:
                 "stale": bool(why), "why stale": why, "bytes": size["total"], "grid bytes": size["grid"],
                 "regressions": ", ".join(r.name for r in s.regressions.values()),
                 "regression bytes": size["regression"],
-                "bandwidths": "; ".join(f"{c}: {m.bandwidth_from}" for c, m in s.models.items() if m.bandwidth),
                 "built at": s.built_at,
                 "build s": round(s.build_seconds, 3),
             })
