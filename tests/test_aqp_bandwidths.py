@@ -13,6 +13,7 @@ from parzen.aqp import Engine, bandwidths
 from parzen.aqp.bandwidths import ColumnSpread, table_functionals
 from parzen.aqp.build import integral_factor
 from parzen.bandwidth.plugin import plugin_stages
+from parzen.binned.plugin import prior_grid_size
 from parzen.kernels import GAUSS_MU2, GAUSS_RK
 
 
@@ -111,10 +112,11 @@ def test_counts_added_over_batches_equal_plugin_on_all_rows_and_units_do_not_ove
 def test_a_column_whose_first_grid_is_too_coarse_is_binned_again_alone(monkeypatch):
     """Where the predicted binning error on h exceeds the tolerance, that column (only) is read
     again onto a finer grid, and its h is then within the tolerance of exact PLUGIN's.  The first
-    grid is made 40 times coarser (FIRST_GRID_FINER 0.1 for 4): enough for normal data
-    (predicted error 0.32 (delta / sigma)^2), not for uniform data (about 3 (delta / sigma)^2, its
-    edges)."""
-    monkeypatch.setattr(bandwidths, "FIRST_GRID_FINER", 0.1)
+    grid is made coarser, binned PLUGIN's rule for 20 times the tolerance ((delta / sigma)^2 =
+    2 tolerance): still fine for normal data (predicted error 0.32 (delta / sigma)^2 = 0.64
+    tolerance), not for uniform data (about 3 (delta / sigma)^2 at n = 4000, its edges)."""
+    monkeypatch.setattr(bandwidths, "first_grid_size",
+                        lambda spread, tolerance: prior_grid_size(spread.high - spread.low, spread.sigma, 20 * tolerance))
     rng = np.random.default_rng(4)
     rows = 4000
     frame = pd.DataFrame({"normal": rng.normal(0.0, 1.0, rows), "uniform": rng.uniform(0.0, 1.0, rows)})
