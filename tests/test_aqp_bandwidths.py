@@ -12,8 +12,9 @@ import pytest
 from parzen.aqp import Engine, bandwidths
 from parzen.aqp.bandwidths import ColumnSpread, table_functionals
 from parzen.aqp.build import integral_factor
-from parzen.bandwidth.plugin import plugin_stages
-from parzen.binned.plugin import prior_grid_size
+from parzen.bandwidth.plugin import first_pilot, plugin_stages
+from parzen.binned.grid import GridSpec, linear_bin
+from parzen.binned.plugin import prior_grid_size, stages_from_counts
 from parzen.kernels import GAUSS_MU2, GAUSS_RK
 
 
@@ -147,3 +148,20 @@ def test_describe_says_how_bandwidths_were_chosen():
         f"scott, sampled values: {present} of {present}"
     with pytest.raises(ValueError, match="no synopsis"):
         engine.describe("other")
+
+
+def test_the_first_grid_grows_with_the_rows_so_one_pass_suffices():
+    """first_grid_size shrinks the spacing as the pilots shrink with N: 400 000 uniform values
+    (edges: the largest binning error of the common shapes) are read once, where binned PLUGIN's
+    unscaled first grid predicts more than the tolerance and would be read again."""
+    rows = 400_000
+    frame = pd.DataFrame({"u": np.random.default_rng(5).uniform(0.0, 1.0, rows)})
+    spread = _spread(frame["u"].to_numpy())
+    calls: list = []
+    got = table_functionals(_reader(frame, 100_000, calls), {"u": spread})["u"]
+    assert calls == [("u",)] and got.predicted_error <= 1e-4
+    coarse = prior_grid_size(spread.high - spread.low, spread.sigma, 1e-4)
+    assert got.grid_size == bandwidths.first_grid_size(spread, 1e-4) > coarse
+    unscaled = stages_from_counts(linear_bin(frame["u"].to_numpy(), GridSpec.covering(spread.low, spread.high, coarse)),
+                                  first_pilot(spread.sigma, rows))
+    assert unscaled.predicted_error > 1e-4
