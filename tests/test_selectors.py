@@ -160,11 +160,12 @@ def test_kde_bandwidth_is_the_selectors_answer(name):
 @pytest.mark.parametrize("name", list(SELECTORS))
 def test_aqp_builds_with_every_registered_selector(name):
     """A synopsis's bandwidth is the registry's selector on the sampled values (all 300 rows),
-    made a bandwidth for box integrals."""
+    made a bandwidth for box integrals.  PLUGIN bins every row of the table (the same 300 here) on
+    a grid of its own (parzen.aqp.bandwidths): equal within binned PLUGIN's tolerance, 1e-4."""
     con = duckdb.connect(":memory:")
     con.register("frame", pd.DataFrame({"x": np.random.default_rng(3).normal(10.0, 3.0, 300)}))
     con.execute("CREATE TABLE t AS SELECT x FROM frame")
     synopsis = quiet(Engine(con).build, "t", sample=300, bandwidth=name)
     x = np.asarray(synopsis.sample["x"], dtype=np.float64)
     expected = quiet(bw.select, name, x) * integral_factor(x.size)
-    assert synopsis.models["x"].bandwidth == pytest.approx(expected, rel=1e-6)
+    assert synopsis.models["x"].bandwidth == pytest.approx(expected, rel=1e-4 if name == "plugin" else 1e-6)

@@ -15,6 +15,7 @@ import pandas as pd
 
 from .. import bandwidth as bw
 from .._progress import progress_bar
+from .bandwidths import ColumnFunctionals, ColumnSpread, table_functionals
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
 from .grid import GRID_POINTS, column_grids, table_cumulative
 from .regression import fit_regression, regression_pairs
@@ -28,7 +29,8 @@ DISCRETE_MAX_VALUES = 64
 #: than this fraction of the integers between their 1st and 99th sampled percentiles occur (route
 #: distances, hhmm clock times with 60 of every 100 values); smoothing across their gaps only adds bias.
 MIN_OCCUPANCY = 0.7
-#: Bandwidths are selected on at most this many sampled values, then rescaled by n^(-1/5).
+#: Selectors other than PLUGIN run on at most this many sampled values, then rescale by n^(-1/5)
+#: (PLUGIN takes its functionals from every row: :mod:`parzen.aqp.bandwidths`).
 BANDWIDTH_ROWS = 10_000
 #: Each group's stratum holds at least this many rows (or all of the group).
 MIN_GROUP_SAMPLE = 1_000
@@ -82,7 +84,7 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
     pairs = regression_pairs(regression, numeric, types, table)
     if pairs and not grid:
         raise ValueError("regression= integrates against the gridded form of x: build with grid > 0")
-    with progress_bar(progress, f"synopsis of {table}", total=4 + len(numeric) + len(pairs)) as bar:
+    with progress_bar(progress, f"synopsis of {table}", total=5 + len(numeric) + len(pairs)) as bar:
         rows, totals, stats, hashed = _totals(con, table, numeric, types, fingerprint_columns(numeric, group_by))
         if rows < 2:
             raise ValueError(f"table {table!r} has {rows} rows; a synopsis needs at least 2")
@@ -98,9 +100,14 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
             drawn = {c: np.ma.filled(np.ma.asarray(values[c], dtype=np.float64), np.nan) for c in numeric}  # NULL: NaN
         bar.advance(1)
         rng = np.random.default_rng(seed)
+        kinds = {c: _column_kind(drawn[c], stats[c]) for c in numeric}
+        spreads = {c: ColumnSpread(totals[c][0], stats[c][0], stats[c][1], stats[c][4]) for c in numeric
+                   if kinds[c][0] != DISCRETE and _selector_of(c, bandwidth) == "plugin"}
+        functionals = table_functionals(lambda cols: _batches(con, table, cols), spreads) if spreads else {}
+        bar.advance(1)
         models = {}
         for c in numeric:
-            models[c] = _column_model(c, types[c], drawn[c], stats[c], bandwidth, rng)
+            models[c] = _column_model(c, kinds[c], stats[c][3], drawn[c], bandwidth, functionals.get(c), rng)
             bar.advance(1)
         synopsis = Synopsis(table=table, row_count=rows, models=models, totals=totals, sample=drawn,
                             group_by=group_by, groups=groups, built_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -123,7 +130,7 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
 
 
 def _totals(con, table, numeric, types, hashed_columns):
-    """Row count, exact (COUNT, SUM) per column, (min, max, distinct, all-integer) per column and
+    """Row count, exact (COUNT, SUM) per column, (min, max, distinct, all-integer, standard deviation) per column and
     the content fingerprint of ``hashed_columns`` (:func:`fingerprint_sql`), in one pass; a
     ValueError naming the column if a floating-point one holds inf, -inf or NaN."""
     parts = ["COUNT(*)", fingerprint_sql(hashed_columns)]
@@ -133,14 +140,14 @@ def _totals(con, table, numeric, types, hashed_columns):
         q = quote(c)
         integral = "TRUE" if types[c] in _INTEGER_TYPES else f"bool_and({q} = round({q}))"
         parts += [f"COUNT({q})", f"SUM(CAST({q} AS DOUBLE))", f"MIN(CAST({q} AS DOUBLE))", f"MAX(CAST({q} AS DOUBLE))",
-                  f"approx_count_distinct({q})", integral]
+                  f"approx_count_distinct({q})", integral, f"stddev_samp(CAST({q} AS DOUBLE))"]
     row = con.execute(f"SELECT {', '.join(parts)} FROM {quote(table)}").fetchone()
     _refuse_non_finite(table, dict(zip(floating, row[2:2 + len(floating)])))
     totals, stats = {}, {}
     for k, c in enumerate(numeric):
-        count, total, low, high, distinct, integral = row[2 + len(floating) + 6 * k: 8 + len(floating) + 6 * k]
+        count, total, low, high, distinct, integral, sd = row[2 + len(floating) + 7 * k: 9 + len(floating) + 7 * k]
         totals[c] = (int(count), float(total or 0.0))
-        stats[c] = (low, high, int(distinct or 0), bool(integral))
+        stats[c] = (low, high, int(distinct or 0), bool(integral), float(sd or 0.0))
     return int(row[0]), totals, stats, int(row[1] or 0)
 
 
@@ -184,6 +191,8 @@ def content_fingerprint(con, table: str, columns) -> tuple[int, int]:
 def _bandwidth_option(bandwidth):
     """``bandwidth`` as the synopsis stores it to rebuild with (a name, a number, or column -> number)."""
     if isinstance(bandwidth, str):
+        if bandwidth not in bw.SELECTORS:
+            raise ValueError(f"unknown bandwidth {bandwidth!r}; choose one of {', '.join(bw.SELECTORS)} or give a number")
         return bandwidth
     if isinstance(bandwidth, dict):
         return {str(c): _number(h) for c, h in bandwidth.items()}
@@ -207,25 +216,52 @@ def _batches(con, table, numeric, rows: int = 1 << 20):
         yield {c: batch.column(k).to_numpy(zero_copy_only=False) for k, c in enumerate(numeric)}
 
 
-def _column_model(name, type_name, values, stats, bandwidth, rng) -> ColumnModel:
-    low, high, distinct, integral = stats
+def _column_kind(values, stats) -> tuple[str, float | None]:
+    """The column's kind and reflection edge (None: none), from its sampled ``values`` (NaN: NULL)
+    and the table's (min, max, distinct, all-integer, ...) ``stats``; see docs/aqp.md, "How columns
+    are treated"."""
+    low, high, distinct, integral = stats[:4]
     present = values[~np.isnan(values)]
     if present.size < 2 or low is None or low == high or distinct <= DISCRETE_MAX_VALUES:
-        return ColumnModel(name, DISCRETE, 0.0, None, integral)
+        return DISCRETE, None
     # lumpy integers: the sample sees each value ~10 times or more, and gaps are common
     if integral and distinct * 10 <= present.size and _occupancy(present) < MIN_OCCUPANCY:
-        return ColumnModel(name, DISCRETE, 0.0, None, integral)
+        return DISCRETE, None
     kind = INTEGER if integral else CONTINUOUS
-    lower = (-0.5 if kind == INTEGER else 0.0) if low >= 0 else None
+    return kind, ((-0.5 if kind == INTEGER else 0.0) if low >= 0 else None)
+
+
+def _selector_of(name: str, bandwidth):
+    """The ``bandwidth`` option for column ``name``: a selector's name or a number."""
     if isinstance(bandwidth, dict):
-        h = float(bandwidth[name]) if name in bandwidth else _select(present, "plugin", rng)
-    elif isinstance(bandwidth, str):
-        h = _select(present, bandwidth, rng)
+        return float(bandwidth[name]) if name in bandwidth else "plugin"
+    return bandwidth if isinstance(bandwidth, str) else float(bandwidth)
+
+
+def _column_model(name, kind_and_lower, integral: bool, values, bandwidth, functionals: ColumnFunctionals | None,
+                  rng) -> ColumnModel:
+    """The column's model: its kind (:func:`_column_kind`) and bandwidth, and where the bandwidth
+    came from.  "plugin" takes ``functionals``, PLUGIN's stages on every row of the table
+    (:mod:`parzen.aqp.bandwidths`), with h for the n sampled values; other selectors run on the
+    sampled values (:func:`_select`); each is then made a bandwidth for integrals
+    (:func:`integral_factor`)."""
+    kind, lower = kind_and_lower
+    if kind == DISCRETE:
+        return ColumnModel(name, DISCRETE, 0.0, None, integral, "point masses")
+    present = values[~np.isnan(values)]
+    selector = _selector_of(name, bandwidth)
+    if functionals is not None:
+        h = functionals.bandwidth(present.size) * integral_factor(present.size)
+        source = (f"plugin, every row: Psi_6, Psi_4 of {functionals.rows} rows (binned, {functionals.grid_size} "
+                  f"nodes), h for {present.size} sampled values")
+    elif isinstance(selector, str):
+        h, used = _select(present, selector, rng)
+        source = f"{selector}, sampled values: {used} of {present.size}"
     else:
-        h = float(bandwidth)
+        h, source = selector, "given"
     if not (math.isfinite(h) and h > 0):
         raise ValueError(f"bandwidth for column {name!r} must be a positive number, got {h!r}")
-    return ColumnModel(name, kind, h, lower, integral)
+    return ColumnModel(name, kind, h, lower, integral, source)
 
 
 def _occupancy(values: np.ndarray) -> float:
@@ -235,16 +271,15 @@ def _occupancy(values: np.ndarray) -> float:
     return np.unique(inner).size / (high - low + 1.0)
 
 
-def _select(values: np.ndarray, method: str, rng) -> float:
-    """The selector's bandwidth for ``values``: chosen on a subsample, rescaled to the sample size
-    by n^(-1/5), then made a bandwidth for integrals (:func:`integral_factor`)."""
-    if method not in bw.SELECTORS:
-        raise ValueError(f"unknown bandwidth {method!r}; choose one of {', '.join(bw.SELECTORS)} or give a number")
+def _select(values: np.ndarray, method: str, rng) -> tuple[float, int]:
+    """The selector's bandwidth for ``values``, chosen on a subsample of at most
+    :data:`BANDWIDTH_ROWS`, rescaled to the sample size by n^(-1/5), then made a bandwidth for
+    integrals (:func:`integral_factor`); and the subsample's size."""
     sub = values if values.size <= BANDWIDTH_ROWS else rng.choice(values, BANDWIDTH_ROWS, replace=False)
     if np.ptp(sub) == 0:
         sub = values
     h = float(bw.select(method, sub))  # 1-D: h in data units
-    return h * (sub.size / values.size) ** 0.2 * integral_factor(values.size)
+    return h * (sub.size / values.size) ** 0.2 * integral_factor(values.size), sub.size
 
 
 def integral_factor(n: int) -> float:

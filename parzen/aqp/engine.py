@@ -8,6 +8,7 @@ answers (docs/security.md).
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import replace
@@ -95,15 +96,19 @@ class Engine:
 
     def build(self, table: str, columns=None, *, sample: int = 100_000, bandwidth="plugin", group_by=None,
               grid: int = GRID_POINTS, regression=None, seed: int = 0, progress: bool = False) -> Synopsis:
-        """Read ``table`` once and store its synopsis.
+        """Read ``table`` and store its synopsis.
 
         ``columns``: numeric columns to model (default: all numeric ones).  ``sample``: rows in
         the uniform sample (DuckDB's reservoir sampling).  ``bandwidth``: a selector's name
         from :data:`parzen.bandwidth.SELECTORS` ("plugin", the default, "lscv_h", "scott", ...), a
-        number, or a dict column -> number; selected per
-        column on <= 10 000 sampled values, rescaled to the sample size by n^(-1/5) and then to
-        the n^(-1/3) rate of integrals (:func:`parzen.aqp.build.integral_factor`; numbers are
-        used as given).
+        number, or a dict column -> number (columns left out get "plugin").  "plugin" estimates
+        PLUGIN's density functionals Psi_6 and Psi_4 from the binned counts of every row of the
+        column (one streamed pass over the smoothed columns) and gives the bandwidth for the n
+        sampled values, h = [R(K) / (mu_2^2 Psi_4 n)]^(1/5) (:mod:`parzen.aqp.bandwidths`); the
+        other selectors run on <= 10 000 sampled values, rescaled to the sample size by n^(-1/5).
+        Either is then scaled to the n^(-1/3) rate of integrals
+        (:func:`parzen.aqp.build.integral_factor`); numbers are used as given.  Each column's
+        ``ColumnModel.bandwidth_from`` (and :meth:`describe`) says how its h was chosen.
         ``group_by``: categorical columns for GROUP BY and IN/= predicates: the sample is then
         stratified by their groups (proportional, each group >= 1000 rows or all of it), and
         each group keeps exact totals.  ``grid``: points of the gridded form of each column
@@ -195,6 +200,39 @@ class Engine:
             self.check(table)
         return self._cache[table]
 
+    def describe(self, table: str) -> pd.DataFrame:
+        """One row per modelled column of the synopsis of ``table``: its kind, bandwidth and how
+        the bandwidth was chosen.
+
+        Kinds are "continuous", "integer" (continuity correction) and "discrete" (point masses,
+        bandwidth 0); "reflected at" is the edge of a non-negative column's reflection (NaN:
+        none).  "bandwidth from" is ``ColumnModel.bandwidth_from``, e.g. "plugin, every row:
+        Psi_6, Psi_4 of 328521 rows (binned, 16545 nodes), h for 101457 sampled values"
+        (:mod:`parzen.aqp.bandwidths`), "scott, sampled values: 10000 of 101457" or "given".
+
+        Parameters
+        ----------
+        table : str
+            The table.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns "column", "kind", "bandwidth", "reflected at", "bandwidth from".
+
+        Raises
+        ------
+        ValueError
+            No synopsis of ``table`` is stored.
+        CorruptSynopsis
+            The stored one cannot be read (``refresh`` rebuilds it).
+        """
+        models = self.synopsis(table).models.values()
+        return pd.DataFrame([{"column": m.name, "kind": m.kind, "bandwidth": m.bandwidth,
+                              "reflected at": math.nan if m.lower is None else m.lower,
+                              "bandwidth from": m.bandwidth_from} for m in models],
+                            columns=["column", "kind", "bandwidth", "reflected at", "bandwidth from"])
+
     def check(self, table: str) -> str:
         """Why the synopsis of ``table`` is stale ("" if it describes the table): its row count and
         content fingerprint against the table's now (one scan of the columns it covers).  The engine
@@ -255,7 +293,7 @@ class Engine:
         """One row per stored synopsis: columns, rows then and now, staleness and why ("rows changed",
         "contents changed", "table dropped", "columns changed", or "corrupt: rebuild with
         engine.refresh(...)" for one that cannot be read), bytes (of the grids and regressions too),
-        regressions, build time.  It checks every synopsis (:meth:`check`) and the engine remembers the
+        regressions, build time (:meth:`describe` gives each column's model).  It checks every synopsis (:meth:`check`) and the engine remembers the
         verdicts.
 
         Returns

@@ -52,6 +52,7 @@ class ColumnModel:
     bandwidth: float
     lower: float | None
     integer: bool = False  # all values are integers
+    bandwidth_from: str = ""  # how the bandwidth was chosen (selector, rows it saw), for Engine.describe()
 
     def interval(self, r: Range) -> tuple[float, float]:
         """[a, b] to integrate over for the predicate ``r`` (continuity correction, edge)."""

@@ -30,7 +30,7 @@ from .grid import ColumnGrid
 from .regression import Regression
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 
 
 class CorruptSynopsis(ValueError):

@@ -162,11 +162,11 @@ def plugin_stages(
         sample = _binned_sample(column, data, scale, be) if method == "binned" else _sample(
             data if data is not None else column, scale)
     sigma, unit = sample.sigma, sample.unit
-    g1 = _pilot_g1(sigma, n)
+    g1 = first_pilot(sigma, n)
     sized_by = tolerance if grid_size is None else None  # what chose the grid
     if method == "binned":
         assert sample.bin_on is not None  # in memory, _binned_sample's
-        binned = binned_pilot_stages(sample.bin_on, n, sample.low, sample.high, g1, sigma, tolerance=tolerance,
+        binned = binned_pilot_stages(sample.bin_on, sample.low, sample.high, g1, sigma, tolerance=tolerance,
                                      grid_size=grid_size, backend=be)
         psi6, g2, psi4, h, grid_size = binned.psi6, binned.g2, binned.psi4, binned.h, binned.grid_size
     else:
@@ -223,8 +223,24 @@ def _univariate(x):
     return data
 
 
-def _pilot_g1(sigma: float, n: int) -> float:
-    """g1 from the normal-reference Psi_8 of scale sigma, eqs. (14)-(15)."""
+def first_pilot(sigma: float, n: float) -> float:
+    """g_1, the pilot bandwidth of Psi_6: [-2 K^(6)(0) / (mu_2 Psi_8^NS n)]^(1/9), with the normal
+    reference Psi_8^NS = 105 / (32 sqrt(pi) sigma^9) (paper 000 in docs/statistics.md, eqs. 14-15;
+    Wand & Jones 1995, section 3.6).
+
+    Parameters
+    ----------
+    sigma : float
+        The scale estimate of eq. (13), best near 1 (PLUGIN passes it scaled by a power of two:
+        sigma^9 may not fit a float in the data's units).
+    n : float
+        The number of data the functionals are estimated from.
+
+    Returns
+    -------
+    float
+        g_1 in the units of ``sigma``.
+    """
     psi8_ns = 105.0 / (32.0 * math.sqrt(math.pi) * sigma**9)  # eq. (14)
     return (-2.0 * gauss_derivative_at_zero(6) / (GAUSS_MU2 * psi8_ns * n)) ** (1 / 9)  # eq. (15)
 

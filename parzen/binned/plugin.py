@@ -144,7 +144,7 @@ def predicted_relative_error(sums: BinnedPairSums1D, g1: float, g2: float) -> fl
 
 
 def binned_pilot_stages(
-    bin_on: Callable[[GridSpec], BinCounts], n: int, low: float, high: float, g1: float, sigma: float, *,
+    bin_on: Callable[[GridSpec], BinCounts], low: float, high: float, g1: float, sigma: float, *,
     tolerance: float, grid_size: int | None, backend="numpy"
 ) -> BinnedStages:
     """PLUGIN's eqs. (16)-(19) on binned pair sums, the grid sized from ``tolerance``.
@@ -155,8 +155,6 @@ def binned_pilot_stages(
         GridSpec -> the sample's linear-binning counts on it: ``lambda spec: linear_bin(v, spec)``
         for a sample v in memory, one pass over the chunks for data served in chunks
         (:func:`parzen.binned.chunked.chunked_binner`).  Called once, and again for each refinement.
-    n : int
-        The sample's size.
     low, high : float
         Its smallest and largest value (PLUGIN passes it scaled by powers of two).
     g1 : float
@@ -180,21 +178,76 @@ def binned_pilot_stages(
     be = resolve_backend(backend)
     size = grid_size if grid_size is not None else prior_grid_size(high - low, sigma, tolerance)
     while True:
-        sums = BinnedPairSums1D(bin_on(GridSpec.covering(low, high, size)), be)
-        psi6 = float(sums.psi(6, g1))  # eq. (16)
-        g2 = (-2.0 * gauss_derivative_at_zero(4) / (GAUSS_MU2 * psi6 * n)) ** (1 / 7)  # eq. (17)
-        psi4 = float(sums.psi(4, g2))  # eq. (18)
-        h = (GAUSS_RK / (GAUSS_MU2**2 * psi4 * n)) ** 0.2  # eq. (19)
-        predicted = predicted_relative_error(sums, g1, g2)
-        if grid_size is not None or predicted <= tolerance:
-            break
-        if size >= MAX_GRID_SIZE:
-            warnings.warn(
-                f"binned PLUGIN: the grid is capped at {MAX_GRID_SIZE} nodes, where the predicted relative "
-                f"error on h is {predicted:.2g} > tolerance {tolerance:g} (data with a long range for their "
-                'spread); use method="exact" or a larger tolerance',
-                stacklevel=4,
-            )
-            break
-        size = min(MAX_GRID_SIZE, math.ceil((size - 1) * 1.1 * math.sqrt(predicted / tolerance)) + 1)
-    return BinnedStages(psi6, g2, psi4, h, size, predicted)
+        stages = stages_from_counts(bin_on(GridSpec.covering(low, high, size)), g1, backend=be)
+        if grid_size is not None or stages.predicted_error <= tolerance:
+            return stages
+        refined = refined_grid_size(size, stages.predicted_error, tolerance, stacklevel=4)
+        if refined is None:
+            return stages
+        size = refined
+
+
+def stages_from_counts(binned: BinCounts, g1: float, *, backend="numpy") -> BinnedStages:
+    """PLUGIN's eqs. (16)-(19) on the binned pair sums of 1-D linear-binning counts.
+
+    psi6 = Psi_6(g1), g2 = [-2 K^(4)(0) / (mu_2 psi6 n)]^(1/7), psi4 = Psi_4(g2) and
+    h = [R(K) / (mu_2^2 psi4 n)]^(1/5), n the counts' total (paper 000 in docs/statistics.md,
+    eqs. 16-19; Wand & Jones 1995, section 3.6), with each Psi_r from
+    :meth:`parzen.binned.pair_sums.BinnedPairSums1D.psi`.
+
+    Parameters
+    ----------
+    binned : BinCounts
+        Unweighted 1-D counts of the n data (in the units of ``g1``); they may have been added up
+        over chunks of the data (a table read in batches).
+    g1 : float
+        The pilot bandwidth of Psi_6, eq. (15).
+    backend : "numpy", "cpu", "gpu" or KDEBackend, default "numpy"
+        Who computes the FFTs (:func:`parzen.binned.pair_sums.counts_autocorrelation`).
+
+    Returns
+    -------
+    BinnedStages
+        With the grid's size and :func:`predicted_relative_error`.
+    """
+    sums = BinnedPairSums1D(binned, backend)
+    n = binned.total
+    psi6 = float(sums.psi(6, g1))  # eq. (16)
+    g2 = (-2.0 * gauss_derivative_at_zero(4) / (GAUSS_MU2 * psi6 * n)) ** (1 / 7)  # eq. (17)
+    psi4 = float(sums.psi(4, g2))  # eq. (18)
+    h = (GAUSS_RK / (GAUSS_MU2**2 * psi4 * n)) ** 0.2  # eq. (19)
+    return BinnedStages(psi6, g2, psi4, h, binned.spec.sizes[0], predicted_relative_error(sums, g1, g2))
+
+
+def refined_grid_size(size: int, predicted: float, tolerance: float, *, stacklevel: int = 2) -> int | None:
+    """The next grid's size where a grid of ``size`` nodes predicts an error above ``tolerance``.
+
+    The binning error falls as the square of the spacing, so the spacing is cut by
+    1.1 sqrt(predicted / tolerance) (module docstring).
+
+    Parameters
+    ----------
+    size : int
+        The grid's nodes.
+    predicted : float
+        Its :func:`predicted_relative_error`, above ``tolerance``.
+    tolerance : float
+        The relative error wanted on h.
+    stacklevel : int
+        Of the warning, for the caller's caller.
+
+    Returns
+    -------
+    int or None
+        The refined size (at most :data:`MAX_GRID_SIZE`), or None, with a warning, where ``size``
+        is that cap already.
+    """
+    if size >= MAX_GRID_SIZE:
+        warnings.warn(
+            f"binned PLUGIN: the grid is capped at {MAX_GRID_SIZE} nodes, where the predicted relative "
+            f"error on h is {predicted:.2g} > tolerance {tolerance:g} (data with a long range for their "
+            'spread); use method="exact" or a larger tolerance',
+            stacklevel=stacklevel + 1,
+        )
+        return None
+    return min(MAX_GRID_SIZE, math.ceil((size - 1) * 1.1 * math.sqrt(predicted / tolerance)) + 1)
