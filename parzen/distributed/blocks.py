@@ -1,0 +1,131 @@
+"""How the pair triangle and the KDE sums are cut into tasks, and the work each task does.
+
+The pairs i < j of n rows cut into K blocks of rows A_1..A_K (about n / K rows each) are the
+pairs inside each block and the pairs between two blocks.  Each task runs a backend's own pair
+sum (which sums pairs i < j of the rows it is given, streaming them in tiles, never an n x n
+array): the diagonal task k sums P(A_k), the pairs inside A_k, and the task (k, l), k < l, sums
+P(A_k u A_l) = P(A_k) + P(A_l) + C(A_k, A_l), C the pairs between the two blocks.  Every pair
+between two blocks lies in exactly one union and every pair inside A_k in K - 1 of them, so
+
+    sum_{i<j} f(x_i, x_j) = sum_{k<l} P(A_k u A_l) - (K - 2) sum_k P(A_k).
+
+A union task sums twice the pairs of C(A_k, A_l): the price of using the backends' pair sums
+as they are (the backends have no sum over a rectangle of pairs; docs/distributed.md).  The
+KDE sums are additive over the data: tasks are (block of queries) x (block of data), and a
+query's sums over the data blocks are added (``kernel_sum``) or log-added (``log_kernel_sum``).
+
+The functions below named ``*_task`` run on the workers; each resolves the worker's own backend
+(``local``: "auto" takes the worker's GPU where it has one and the work is worth it).
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import pairwise
+
+import numpy as np
+from scipy import linalg
+
+from ..backends import resolve_backend
+
+#: Tasks per worker thread that the triangle is cut into (so that no thread idles while
+#: another holds a large share of the work).
+TASKS_PER_THREAD = 6
+#: Smallest rows per block: below it a task's Dask overhead (about 1 ms) outweighs its pairs.
+MIN_BLOCK_ROWS = 1024
+
+
+def triangle_blocks(n: int, threads: int, *, tasks_per_thread: int = TASKS_PER_THREAD, min_rows: int = MIN_BLOCK_ROWS) -> int:
+    """The number K of row blocks: the fewest whose K (K + 1) / 2 tasks give each thread
+    ``tasks_per_thread``, with blocks of at least ``min_rows`` rows (and K >= 1).
+
+    Parameters
+    ----------
+    n : int
+        Rows.
+    threads : int
+        Worker threads of the cluster.
+    tasks_per_thread, min_rows : int
+        See :data:`TASKS_PER_THREAD`, :data:`MIN_BLOCK_ROWS`.
+
+    Returns
+    -------
+    int
+    """
+    target = max(1, tasks_per_thread * threads)
+    wanted = math.ceil((math.sqrt(1.0 + 8.0 * target) - 1.0) / 2.0)
+    return int(max(1, min(wanted, n // max(1, min_rows))))
+
+
+def split_blocks(n: int, count: int) -> list[slice]:
+    """``count`` consecutive row ranges covering 0..n, sizes differing by at most one."""
+    edges = np.linspace(0, n, count + 1).round().astype(int)
+    return [slice(int(a), int(b)) for a, b in pairwise(edges)]
+
+
+def triangle_tasks(count: int) -> list[tuple[int, ...]]:
+    """The tasks over ``count`` blocks: (k,) for the diagonal blocks, then (k, l) for k < l."""
+    return [(k,) for k in range(count)] + [(k, l) for k in range(count) for l in range(k + 1, count)]
+
+
+def combine_triangle(count: int, partials: list[np.ndarray]) -> np.ndarray:
+    """sum_{k<l} P(A_k u A_l) - (K - 2) sum_k P(A_k) from the partials in :func:`triangle_tasks`' order.
+
+    Parameters
+    ----------
+    count : int
+        K, the number of blocks.
+    partials : list of numpy.ndarray
+        The tasks' sums, diagonal tasks first.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, the sum over all pairs i < j.
+    """
+    diagonal = np.stack(partials[:count]).sum(axis=0)
+    if count == 1:
+        return diagonal
+    unions = np.stack(partials[count:]).sum(axis=0)
+    return unions - (count - 2) * diagonal
+
+
+def pair_sum_1d_task(blocks: list, kind: str, scales: np.ndarray, local, dtype) -> np.ndarray:
+    """P of the union of ``blocks`` (1-D): the local backend's ``pair_sum_1d`` (on a worker)."""
+    x = np.concatenate(blocks)
+    be = resolve_backend(local, dtype, work=0.5 * x.size * x.size * len(scales))
+    return np.asarray(be.pair_sum_1d(x, kind, scales, dtype=dtype), dtype=np.float64)
+
+
+def pair_sum_sq_task(blocks: list, M: np.ndarray | None, kind: str, params: np.ndarray, local, dtype) -> np.ndarray:
+    """P of the union of ``blocks`` (rows z), whitened y = M^-1 z when M is given: the local
+    backend's ``pair_sum_sq`` (on a worker)."""
+    Z = np.concatenate(blocks)
+    Y = Z if M is None else linalg.solve_triangular(M, Z.T, lower=True).T
+    be = resolve_backend(local, dtype, work=0.5 * len(Y) * len(Y) * len(params))
+    return np.asarray(be.pair_sum_sq(Y, kind, params, dtype=dtype), dtype=np.float64)
+
+
+def kernel_sum_task(Z: np.ndarray, weights: np.ndarray | None, Q: np.ndarray, kind: str, local, dtype, log: bool) -> np.ndarray:
+    """The local backend's ``kernel_sum`` (or ``log_kernel_sum``) of one query block over one
+    data block (on a worker)."""
+    be = resolve_backend(local, dtype, work=float(len(Z)) * len(Q))
+    method = be.log_kernel_sum if log else be.kernel_sum
+    return np.asarray(method(Z, Q, kind, weights, dtype=dtype), dtype=np.float64)
+
+
+def query_and_data_blocks(m: int, n: int, threads: int, *, tasks_per_thread: int = TASKS_PER_THREAD, min_rows: int = MIN_BLOCK_ROWS) -> tuple[int, int]:
+    """(query blocks, data blocks) for a KDE sum of m queries over n points.
+
+    Queries are split first (their results need no combining); the data are split as well when
+    there are too few query blocks to give each thread ``tasks_per_thread`` tasks.
+
+    Returns
+    -------
+    tuple of int
+        Both at least 1; blocks hold at least ``min_rows`` rows where the sizes allow.
+    """
+    target = max(1, tasks_per_thread * threads)
+    query_blocks = max(1, min(target, m // max(1, min_rows)))
+    data_blocks = max(1, min(-(-target // query_blocks), n // max(1, min_rows)))
+    return query_blocks, data_blocks
