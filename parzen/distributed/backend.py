@@ -114,16 +114,14 @@ class DaskBackend(KDEBackend):
         """(len(h), 2): sum_{i<j} exp(-s / 4h^2) and exp(-s / 2h^2), s = |y_i - y_j|^2 (kind "lscv"),
         by blocks of the pair triangle; see :meth:`parzen.backends.reference.NumpyBackend.pair_sum_sq`."""
         _check_sq_kind(kind)
-        Y = np.asarray(Y, dtype=np.float64)
-        client, count, blocks = self._scatter_triangle(Y.reshape(len(Y), -1))
+        client, count, blocks = self._scatter_triangle(_rows(Y))
         return self._triangle_sum(client, count, blocks, pair_sum_sq_task, None, kind, _floats(params), self.local, dtype)
 
     def prepare_whitened_pair_sum_sq(self, Z: np.ndarray, kind: str, *, dtype=None) -> Callable:
         """A function (M, params) -> pair_sum_sq(rows M^-1 z, kind, params); the blocks of Z are
         scattered once and whitened on the workers at each call (LSCV_H's optimiser loop)."""
         _check_sq_kind(kind)
-        Z = np.asarray(Z, dtype=np.float64)
-        client, count, blocks = self._scatter_triangle(Z.reshape(len(Z), -1))
+        client, count, blocks = self._scatter_triangle(_rows(Z))
 
         def sums(M: np.ndarray, params) -> np.ndarray:
             M = np.asarray(M, dtype=np.float64)
@@ -147,9 +145,7 @@ class DaskBackend(KDEBackend):
         """Per query block, the sums over each data block (computed on the workers)."""
         if kind not in KERNELS:
             raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
-        Z = np.asarray(Z, dtype=np.float64)
-        Q = np.asarray(Q, dtype=np.float64)
-        Z, Q = Z.reshape(len(Z), -1), Q.reshape(len(Q), -1)
+        Z, Q = _rows(Z), _rows(Q)
         if len(Q) == 0:
             return []
         w = None if weights is None else np.asarray(weights, dtype=np.float64)
@@ -171,6 +167,12 @@ def _kernel_sum_of_pair(block: tuple, Q: np.ndarray, kind: str, local, dtype, lo
     """:func:`kernel_sum_task` of a scattered (data, weights) block (on a worker)."""
     Z, w = block
     return kernel_sum_task(Z, w, Q, kind, local, dtype, log)
+
+
+def _rows(values) -> np.ndarray:
+    """``values`` as float64 rows: (n,) is n rows of one column."""
+    values = np.asarray(values, dtype=np.float64)
+    return values[:, None] if values.ndim == 1 else values
 
 
 def _floats(values) -> np.ndarray:

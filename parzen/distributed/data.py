@@ -224,7 +224,7 @@ class DaskData(ChunkedData):
         parts = client.compute(self._partition_tasks(summarise))
         total = tree_sum(client, parts)
         with progress_bar(progress, f"{what} {self.description}", total=len(parts)) as bar:
-            for _ in as_completed(parts):
+            for _ in as_completed(parts, loop=client.loop):
                 bar.advance()
         result: Any = total.result()
         return result
