@@ -31,6 +31,7 @@ from .blocks import (
     triangle_tasks,
 )
 from .client import dask_client
+from .scatter import ScatteredBlocks
 
 
 class DaskBackend(KDEBackend):
@@ -79,34 +80,37 @@ class DaskBackend(KDEBackend):
     def _threads(self, client) -> int:
         return max(1, sum(client.nthreads().values()))
 
-    def _scatter_triangle(self, values: np.ndarray) -> tuple:
-        """(client, K, the K row blocks scattered to the workers)."""
+    def _scatter_triangle(self, values: np.ndarray) -> ScatteredBlocks:
+        """The row blocks of ``values`` (:func:`triangle_blocks` of them) scattered to the workers."""
         client = dask_client(self.client)
         count = triangle_blocks(len(values), self._threads(client), tasks_per_thread=self.tasks_per_thread, min_rows=self.min_block_rows)
-        blocks = client.scatter([np.ascontiguousarray(values[rows]) for rows in split_blocks(len(values), count)], broadcast=False)
-        return client, count, blocks
+        return ScatteredBlocks(client, [values[rows] for rows in split_blocks(len(values), count)])
 
     @staticmethod
-    def _triangle_sum(client, count: int, blocks: list, task: Callable, *args) -> np.ndarray:
+    def _triangle_sum(blocks: ScatteredBlocks, task: Callable, *args) -> np.ndarray:
         """``task`` on every block and pair of blocks, combined (:func:`combine_triangle`)."""
-        futures = [client.submit(task, [blocks[k] for k in ks], *args, pure=False) for ks in triangle_tasks(count)]
-        return combine_triangle(count, client.gather(futures))
+        count = len(blocks.blocks)
+
+        def submit(futures: list) -> list:
+            return [blocks.client.submit(task, [futures[k] for k in ks], *args, pure=False) for ks in triangle_tasks(count)]
+
+        return combine_triangle(count, blocks.gather(submit))
 
     def pair_sum_1d(self, x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
         """For each scale g: sum_{i<j} phi^(r)((x_i - x_j) / g), kind = "gauss_d<r>", by blocks of
         the pair triangle on the workers; see :meth:`parzen.backends.reference.NumpyBackend.pair_sum_1d`."""
         x = np.asarray(x, dtype=np.float64).ravel()
-        client, count, blocks = self._scatter_triangle(x)
-        return self._triangle_sum(client, count, blocks, pair_sum_1d_task, kind, _floats(scales), self.local, dtype)
+        blocks = self._scatter_triangle(x)
+        return self._triangle_sum(blocks, pair_sum_1d_task, kind, _floats(scales), self.local, dtype)
 
     def prepare_pair_sum_1d(self, x: np.ndarray, *, dtype=None) -> PairSums1D:
         """:class:`PairSums1D` over x, its blocks scattered once for every stage (PLUGIN's two)."""
         x = np.asarray(x, dtype=np.float64).ravel()
-        client, count, blocks = self._scatter_triangle(x)
+        blocks = self._scatter_triangle(x)
 
         def pair_sum(kind: str, g) -> float:
             scales = np.array([float(g)])
-            return float(self._triangle_sum(client, count, blocks, pair_sum_1d_task, kind, scales, self.local, dtype)[0])
+            return float(self._triangle_sum(blocks, pair_sum_1d_task, kind, scales, self.local, dtype)[0])
 
         return PairSums1D(pair_sum)
 
@@ -114,18 +118,18 @@ class DaskBackend(KDEBackend):
         """(len(h), 2): sum_{i<j} exp(-s / 4h^2) and exp(-s / 2h^2), s = |y_i - y_j|^2 (kind "lscv"),
         by blocks of the pair triangle; see :meth:`parzen.backends.reference.NumpyBackend.pair_sum_sq`."""
         _check_sq_kind(kind)
-        client, count, blocks = self._scatter_triangle(_rows(Y))
-        return self._triangle_sum(client, count, blocks, pair_sum_sq_task, None, kind, _floats(params), self.local, dtype)
+        blocks = self._scatter_triangle(_rows(Y))
+        return self._triangle_sum(blocks, pair_sum_sq_task, None, kind, _floats(params), self.local, dtype)
 
     def prepare_whitened_pair_sum_sq(self, Z: np.ndarray, kind: str, *, dtype=None) -> Callable:
         """A function (M, params) -> pair_sum_sq(rows M^-1 z, kind, params); the blocks of Z are
         scattered once and whitened on the workers at each call (LSCV_H's optimiser loop)."""
         _check_sq_kind(kind)
-        client, count, blocks = self._scatter_triangle(_rows(Z))
+        blocks = self._scatter_triangle(_rows(Z))
 
         def sums(M: np.ndarray, params) -> np.ndarray:
             M = np.asarray(M, dtype=np.float64)
-            return self._triangle_sum(client, count, blocks, pair_sum_sq_task, M, kind, _floats(params), self.local, dtype)
+            return self._triangle_sum(blocks, pair_sum_sq_task, M, kind, _floats(params), self.local, dtype)
 
         return sums
 
@@ -154,19 +158,24 @@ class DaskBackend(KDEBackend):
             len(Q), len(Z), self._threads(client), tasks_per_thread=self.tasks_per_thread, min_rows=self.min_block_rows
         )
         data = [(Z[rows], None if w is None else w[rows]) for rows in split_blocks(len(Z), data_count)]
-        data_futures = client.scatter(data, broadcast=False)
-        query_futures = client.scatter([Q[rows] for rows in split_blocks(len(Q), query_count)], broadcast=False)
-        futures = [
-            [client.submit(_kernel_sum_of_pair, block, queries, kind, self.local, dtype, log, pure=False) for block in data_futures]
-            for queries in query_futures
-        ]
-        return [client.gather(row) for row in futures]
+        queries = [(Q[rows], None) for rows in split_blocks(len(Q), query_count)]
+        blocks = ScatteredBlocks(client, data + queries)
+
+        def submit(futures: list) -> list:
+            return [
+                client.submit(_kernel_sum_of_pair, block, query, kind, self.local, dtype, log, pure=False)
+                for query in futures[data_count:]
+                for block in futures[:data_count]
+            ]
+
+        sums = blocks.gather(submit)
+        return [sums[k : k + data_count] for k in range(0, len(sums), data_count)]
 
 
-def _kernel_sum_of_pair(block: tuple, Q: np.ndarray, kind: str, local, dtype, log: bool) -> np.ndarray:
-    """:func:`kernel_sum_task` of a scattered (data, weights) block (on a worker)."""
+def _kernel_sum_of_pair(block: tuple, query: tuple, kind: str, local, dtype, log: bool) -> np.ndarray:
+    """:func:`kernel_sum_task` of a scattered (data, weights) block and (queries, None) block (on a worker)."""
     Z, w = block
-    return kernel_sum_task(Z, w, Q, kind, local, dtype, log)
+    return kernel_sum_task(Z, w, query[0], kind, local, dtype, log)
 
 
 def _rows(values) -> np.ndarray:
