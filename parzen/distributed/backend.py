@@ -21,6 +21,7 @@ from ..kernels import KERNELS
 from .blocks import (
     MIN_BLOCK_ROWS,
     TASKS_PER_THREAD,
+    Local,
     combine_triangle,
     kernel_sum_task,
     pair_sum_1d_task,
@@ -44,6 +45,10 @@ class DaskBackend(KDEBackend):
     local : "auto", "numpy", "cpu", "gpu" or KDEBackend, default "auto"
         The backend each worker computes its blocks with (resolved on the worker: "auto" takes its
         GPU where it has one and a block is worth it, else the cpu backend).
+    local_threads : int or None, default 1
+        Numba threads per task of the cpu backend on the workers: 1 follows Dask's convention
+        (the worker's threads are the parallelism; start workers with ``--nthreads`` = cores);
+        None lets each task use every core of its machine.
     tasks_per_thread : int, default 6
         Tasks per worker thread that each sum is cut into (balance: no thread idles while another
         holds a large share).
@@ -53,7 +58,7 @@ class DaskBackend(KDEBackend):
     Raises
     ------
     ValueError
-        For a ``tasks_per_thread`` or ``min_block_rows`` below 1.
+        For a ``tasks_per_thread``, ``min_block_rows`` or ``local_threads`` below 1.
 
     Notes
     -----
@@ -65,17 +70,25 @@ class DaskBackend(KDEBackend):
     name = "dask"
     dtypes = (np.dtype(np.float64), np.dtype(np.float32))
 
-    def __init__(self, client=None, local="auto", *, tasks_per_thread: int = TASKS_PER_THREAD, min_block_rows: int = MIN_BLOCK_ROWS) -> None:
-        for field, value in (("tasks_per_thread", tasks_per_thread), ("min_block_rows", min_block_rows)):
+    def __init__(
+        self, client=None, local="auto", *, local_threads: int | None = 1, tasks_per_thread: int = TASKS_PER_THREAD,
+        min_block_rows: int = MIN_BLOCK_ROWS,
+    ) -> None:
+        checked = [("tasks_per_thread", tasks_per_thread), ("min_block_rows", min_block_rows)]
+        for field, value in checked + ([] if local_threads is None else [("local_threads", local_threads)]):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{field} must be a positive integer, got {value!r}")
         self.client = client
         self.local = local
+        self.local_threads = None if local_threads is None else int(local_threads)
         self.tasks_per_thread = int(tasks_per_thread)
         self.min_block_rows = int(min_block_rows)
 
     def __repr__(self) -> str:
         return f"DaskBackend(client={self.client!r}, local={self.local!r})"
+
+    def _local(self, dtype) -> Local:
+        return Local(self.local, dtype, self.local_threads)
 
     def _threads(self, client) -> int:
         return max(1, sum(client.nthreads().values()))
@@ -101,7 +114,7 @@ class DaskBackend(KDEBackend):
         the pair triangle on the workers; see :meth:`parzen.backends.reference.NumpyBackend.pair_sum_1d`."""
         x = np.asarray(x, dtype=np.float64).ravel()
         blocks = self._scatter_triangle(x)
-        return self._triangle_sum(blocks, pair_sum_1d_task, kind, _floats(scales), self.local, dtype)
+        return self._triangle_sum(blocks, pair_sum_1d_task, kind, _floats(scales), self._local(dtype))
 
     def prepare_pair_sum_1d(self, x: np.ndarray, *, dtype=None) -> PairSums1D:
         """:class:`PairSums1D` over x, its blocks scattered once for every stage (PLUGIN's two)."""
@@ -110,7 +123,7 @@ class DaskBackend(KDEBackend):
 
         def pair_sum(kind: str, g) -> float:
             scales = np.array([float(g)])
-            return float(self._triangle_sum(blocks, pair_sum_1d_task, kind, scales, self.local, dtype)[0])
+            return float(self._triangle_sum(blocks, pair_sum_1d_task, kind, scales, self._local(dtype))[0])
 
         return PairSums1D(pair_sum)
 
@@ -119,7 +132,7 @@ class DaskBackend(KDEBackend):
         by blocks of the pair triangle; see :meth:`parzen.backends.reference.NumpyBackend.pair_sum_sq`."""
         _check_sq_kind(kind)
         blocks = self._scatter_triangle(_rows(Y))
-        return self._triangle_sum(blocks, pair_sum_sq_task, None, kind, _floats(params), self.local, dtype)
+        return self._triangle_sum(blocks, pair_sum_sq_task, None, kind, _floats(params), self._local(dtype))
 
     def prepare_whitened_pair_sum_sq(self, Z: np.ndarray, kind: str, *, dtype=None) -> Callable:
         """A function (M, params) -> pair_sum_sq(rows M^-1 z, kind, params); the blocks of Z are
@@ -129,7 +142,7 @@ class DaskBackend(KDEBackend):
 
         def sums(M: np.ndarray, params) -> np.ndarray:
             M = np.asarray(M, dtype=np.float64)
-            return self._triangle_sum(blocks, pair_sum_sq_task, M, kind, _floats(params), self.local, dtype)
+            return self._triangle_sum(blocks, pair_sum_sq_task, M, kind, _floats(params), self._local(dtype))
 
         return sums
 
@@ -160,22 +173,17 @@ class DaskBackend(KDEBackend):
         data = [(Z[rows], None if w is None else w[rows]) for rows in split_blocks(len(Z), data_count)]
         queries = [(Q[rows], None) for rows in split_blocks(len(Q), query_count)]
         blocks = ScatteredBlocks(client, data + queries)
+        local = self._local(dtype)
 
         def submit(futures: list) -> list:
             return [
-                client.submit(_kernel_sum_of_pair, block, query, kind, self.local, dtype, log, pure=False)
+                client.submit(kernel_sum_task, block, query, kind, local, log, pure=False)
                 for query in futures[data_count:]
                 for block in futures[:data_count]
             ]
 
         sums = blocks.gather(submit)
         return [sums[k : k + data_count] for k in range(0, len(sums), data_count)]
-
-
-def _kernel_sum_of_pair(block: tuple, query: tuple, kind: str, local, dtype, log: bool) -> np.ndarray:
-    """:func:`kernel_sum_task` of a scattered (data, weights) block and (queries, None) block (on a worker)."""
-    Z, w = block
-    return kernel_sum_task(Z, w, query[0], kind, local, dtype, log)
 
 
 def _rows(values) -> np.ndarray:

@@ -15,18 +15,25 @@ KDE sums are additive over the data: tasks are (block of queries) x (block of da
 query's sums over the data blocks are added (``kernel_sum``) or log-added (``log_kernel_sum``).
 
 The functions below named ``*_task`` run on the workers; each resolves the worker's own backend
-(``local``: "auto" takes the worker's GPU where it has one and the work is worth it).
+(:class:`Local`: "auto" takes the worker's GPU where it has one and the work is worth it) and,
+following Dask's convention that parallelism comes from the worker's threads (it starts workers
+with OMP_NUM_THREADS=1), limits the cpu backend's Numba threads to one per task by default.
 """
 
 from __future__ import annotations
 
 import math
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 from scipy import linalg
 
-from ..backends import resolve_backend
+from ..backends import KDEBackend, resolve_backend
 
 #: Tasks per worker thread that the triangle is cut into (so that no thread idles while
 #: another holds a large share of the work).
@@ -90,28 +97,65 @@ def combine_triangle(count: int, partials: list[np.ndarray]) -> np.ndarray:
     return unions - (count - 2) * diagonal
 
 
-def pair_sum_1d_task(blocks: list, kind: str, scales: np.ndarray, local, dtype) -> np.ndarray:
+@dataclass(frozen=True)
+class Local:
+    """How a worker computes its blocks: its backend, compute type and Numba threads.
+
+    Parameters
+    ----------
+    backend : "auto", "numpy", "cpu", "gpu" or KDEBackend
+        Resolved on the worker (:func:`parzen.backends.resolve_backend`, with the block's work).
+    dtype : None or dtype
+        The compute type.
+    threads : int or None
+        Numba threads of one task (the cpu backend's parallel loops); None leaves Numba's
+        default (every core of the worker's machine).
+    """
+
+    backend: Any = "auto"
+    dtype: Any = None
+    threads: int | None = 1
+
+    @contextmanager
+    def resolved(self, work: float) -> Iterator[KDEBackend]:
+        """The backend for a block of ``work`` kernel evaluations, with Numba's threads limited
+        in this (worker) thread while it computes (numba.set_num_threads is per thread)."""
+        backend = resolve_backend(self.backend, self.dtype, work=work)
+        numba = sys.modules.get("numba")  # imported by the cpu backend, the one that uses it
+        if self.threads is None or numba is None:
+            yield backend
+            return
+        previous = numba.get_num_threads()
+        numba.set_num_threads(min(self.threads, numba.config.NUMBA_NUM_THREADS))
+        try:
+            yield backend
+        finally:
+            numba.set_num_threads(previous)
+
+
+def pair_sum_1d_task(blocks: list, kind: str, scales: np.ndarray, local: Local) -> np.ndarray:
     """P of the union of ``blocks`` (1-D): the local backend's ``pair_sum_1d`` (on a worker)."""
     x = np.concatenate(blocks)
-    be = resolve_backend(local, dtype, work=0.5 * x.size * x.size * len(scales))
-    return np.asarray(be.pair_sum_1d(x, kind, scales, dtype=dtype), dtype=np.float64)
+    with local.resolved(0.5 * x.size * x.size * len(scales)) as be:
+        return np.asarray(be.pair_sum_1d(x, kind, scales, dtype=local.dtype), dtype=np.float64)
 
 
-def pair_sum_sq_task(blocks: list, M: np.ndarray | None, kind: str, params: np.ndarray, local, dtype) -> np.ndarray:
+def pair_sum_sq_task(blocks: list, M: np.ndarray | None, kind: str, params: np.ndarray, local: Local) -> np.ndarray:
     """P of the union of ``blocks`` (rows z), whitened y = M^-1 z when M is given: the local
     backend's ``pair_sum_sq`` (on a worker)."""
     Z = np.concatenate(blocks)
     Y = Z if M is None else linalg.solve_triangular(M, Z.T, lower=True).T
-    be = resolve_backend(local, dtype, work=0.5 * len(Y) * len(Y) * len(params))
-    return np.asarray(be.pair_sum_sq(Y, kind, params, dtype=dtype), dtype=np.float64)
+    with local.resolved(0.5 * len(Y) * len(Y) * len(params)) as be:
+        return np.asarray(be.pair_sum_sq(Y, kind, params, dtype=local.dtype), dtype=np.float64)
 
 
-def kernel_sum_task(Z: np.ndarray, weights: np.ndarray | None, Q: np.ndarray, kind: str, local, dtype, log: bool) -> np.ndarray:
-    """The local backend's ``kernel_sum`` (or ``log_kernel_sum``) of one query block over one
-    data block (on a worker)."""
-    be = resolve_backend(local, dtype, work=float(len(Z)) * len(Q))
-    method = be.log_kernel_sum if log else be.kernel_sum
-    return np.asarray(method(Z, Q, kind, weights, dtype=dtype), dtype=np.float64)
+def kernel_sum_task(block: tuple, query: tuple, kind: str, local: Local, log: bool) -> np.ndarray:
+    """The local backend's ``kernel_sum`` (or ``log_kernel_sum``) of one block of queries
+    ``(Q, None)`` over one block of data ``(Z, weights)`` (on a worker)."""
+    (Z, weights), (Q, _) = block, query
+    with local.resolved(float(len(Z)) * len(Q)) as be:
+        method = be.log_kernel_sum if log else be.kernel_sum
+        return np.asarray(method(Z, Q, kind, weights, dtype=local.dtype), dtype=np.float64)
 
 
 def query_and_data_blocks(m: int, n: int, threads: int, *, tasks_per_thread: int = TASKS_PER_THREAD, min_rows: int = MIN_BLOCK_ROWS) -> tuple[int, int]:

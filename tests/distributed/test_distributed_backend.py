@@ -13,7 +13,7 @@ from parzen.backends.reference import NumpyBackend
 from parzen.bandwidth import lscv_h, plugin
 from parzen.bandwidth.lscv import lscv_H_objective
 from parzen.distributed import DaskBackend
-from parzen.distributed.blocks import query_and_data_blocks, split_blocks, triangle_blocks, triangle_tasks
+from parzen.distributed.blocks import Local, query_and_data_blocks, split_blocks, triangle_blocks, triangle_tasks
 
 RTOL = 1e-12
 REFERENCE = NumpyBackend()
@@ -102,3 +102,15 @@ def test_the_backend_resolves_as_an_instance_and_checks_its_arguments(threads):
 def test_without_a_client_the_error_says_how_to_start_one():
     with pytest.raises(ValueError, match="start one"):
         DaskBackend().pair_sum_1d(np.arange(5.0), "gauss_d4", [1.0])
+
+
+def test_a_task_limits_numba_threads_in_its_thread_and_restores_them():
+    numba = pytest.importorskip("numba")
+    before = numba.get_num_threads()
+    with Local("cpu", None, 1).resolved(1e6) as be:
+        assert be.name == "cpu" and numba.get_num_threads() == 1
+    assert numba.get_num_threads() == before
+    with Local("numpy", None, None).resolved(1e6) as be:
+        assert be.name == "numpy" and numba.get_num_threads() == before
+    with pytest.raises(ValueError, match="local_threads must be a positive integer"):
+        DaskBackend(local_threads=0)
