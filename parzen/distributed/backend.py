@@ -62,9 +62,10 @@ class DaskBackend(KDEBackend):
 
     Notes
     -----
-    Sums equal the local backend's to float64 round-off (docs/distributed.md).  A pair sum costs
-    about twice the pairs of one process (each task sums a union of two blocks:
-    :mod:`parzen.distributed.blocks`), so it pays from three or more workers' threads.
+    Sums equal the local backend's to float64 round-off (docs/distributed.md).  The pairs between
+    two blocks are the local backend's ``pair_sum_1d_between`` / ``pair_sum_sq_between``: a
+    rectangle of pairs on the numpy and cpu backends; the gpu backend sums them by the union of
+    the two blocks (:meth:`parzen.backends.KDEBackend.pair_sum_1d_between`), about twice the work.
     """
 
     name = "dask"
@@ -101,13 +102,13 @@ class DaskBackend(KDEBackend):
 
     @staticmethod
     def _triangle_sum(blocks: ScatteredBlocks, task: Callable, *args) -> np.ndarray:
-        """``task`` on every block and pair of blocks, combined (:func:`combine_triangle`)."""
+        """``task`` on every block and pair of blocks, added (:func:`combine_triangle`)."""
         count = len(blocks.blocks)
 
         def submit(futures: list) -> list:
             return [blocks.client.submit(task, [futures[k] for k in ks], *args, pure=False) for ks in triangle_tasks(count)]
 
-        return combine_triangle(count, blocks.gather(submit))
+        return combine_triangle(blocks.gather(submit))
 
     def pair_sum_1d(self, x: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
         """For each scale g: sum_{i<j} phi^(r)((x_i - x_j) / g), kind = "gauss_d<r>", by blocks of

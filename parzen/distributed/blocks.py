@@ -1,18 +1,13 @@
 """How the pair triangle and the KDE sums are cut into tasks, and the work each task does.
 
 The pairs i < j of n rows cut into K blocks of rows A_1..A_K (about n / K rows each) are the
-pairs inside each block and the pairs between two blocks.  Each task runs a backend's own pair
-sum (which sums pairs i < j of the rows it is given, streaming them in tiles, never an n x n
-array): the diagonal task k sums P(A_k), the pairs inside A_k, and the task (k, l), k < l, sums
-P(A_k u A_l) = P(A_k) + P(A_l) + C(A_k, A_l), C the pairs between the two blocks.  Every pair
-between two blocks lies in exactly one union and every pair inside A_k in K - 1 of them, so
-
-    sum_{i<j} f(x_i, x_j) = sum_{k<l} P(A_k u A_l) - (K - 2) sum_k P(A_k).
-
-A union task sums twice the pairs of C(A_k, A_l): the price of using the backends' pair sums
-as they are (the backends have no sum over a rectangle of pairs; docs/distributed.md).  The
-KDE sums are additive over the data: tasks are (block of queries) x (block of data), and a
-query's sums over the data blocks are added (``kernel_sum``) or log-added (``log_kernel_sum``).
+pairs inside each block (task (k,): the backend's ``pair_sum_1d`` / ``pair_sum_sq`` of A_k) and
+the pairs between two blocks (task (k, l), k < l: ``pair_sum_1d_between`` /
+``pair_sum_sq_between`` of A_k and A_l, every pair of the rectangle A_k x A_l).  Each pair lies in
+exactly one task, so the sum over all pairs is the sum of the tasks' sums; each task streams its
+pairs in the backend's tiles, never an n x n array.  The KDE sums are additive over the data:
+tasks are (block of queries) x (block of data), and a query's sums over the data blocks are added
+(``kernel_sum``) or log-added (``log_kernel_sum``).
 
 The functions below named ``*_task`` run on the workers; each resolves the worker's own backend
 (:class:`Local`: "auto" takes the worker's GPU where it has one and the work is worth it) and,
@@ -75,26 +70,20 @@ def triangle_tasks(count: int) -> list[tuple[int, ...]]:
     return [(k,) for k in range(count)] + [(k, l) for k in range(count) for l in range(k + 1, count)]
 
 
-def combine_triangle(count: int, partials: list[np.ndarray]) -> np.ndarray:
-    """sum_{k<l} P(A_k u A_l) - (K - 2) sum_k P(A_k) from the partials in :func:`triangle_tasks`' order.
+def combine_triangle(partials: list[np.ndarray]) -> np.ndarray:
+    """The sum over all pairs i < j: the tasks' partial sums (in :func:`triangle_tasks`' order)
+    added in float64.
 
     Parameters
     ----------
-    count : int
-        K, the number of blocks.
     partials : list of numpy.ndarray
-        The tasks' sums, diagonal tasks first.
+        The tasks' sums.
 
     Returns
     -------
     numpy.ndarray
-        float64, the sum over all pairs i < j.
     """
-    diagonal = np.stack(partials[:count]).sum(axis=0)
-    if count == 1:
-        return diagonal
-    unions = np.stack(partials[count:]).sum(axis=0)
-    return unions - (count - 2) * diagonal
+    return np.stack(partials).sum(axis=0)
 
 
 @dataclass(frozen=True)
@@ -134,19 +123,25 @@ class Local:
 
 
 def pair_sum_1d_task(blocks: list, kind: str, scales: np.ndarray, local: Local) -> np.ndarray:
-    """P of the union of ``blocks`` (1-D): the local backend's ``pair_sum_1d`` (on a worker)."""
-    x = np.concatenate(blocks)
-    with local.resolved(0.5 * x.size * x.size * len(scales)) as be:
-        return np.asarray(be.pair_sum_1d(x, kind, scales, dtype=local.dtype), dtype=np.float64)
+    """The 1-D pair sum inside one block, or between two (on a worker, its local backend)."""
+    if len(blocks) == 1:
+        with local.resolved(0.5 * blocks[0].size ** 2 * len(scales)) as be:
+            return np.asarray(be.pair_sum_1d(blocks[0], kind, scales, dtype=local.dtype), dtype=np.float64)
+    x, y = blocks
+    with local.resolved(float(x.size) * y.size * len(scales)) as be:
+        return np.asarray(be.pair_sum_1d_between(x, y, kind, scales, dtype=local.dtype), dtype=np.float64)
 
 
 def pair_sum_sq_task(blocks: list, M: np.ndarray | None, kind: str, params: np.ndarray, local: Local) -> np.ndarray:
-    """P of the union of ``blocks`` (rows z), whitened y = M^-1 z when M is given: the local
-    backend's ``pair_sum_sq`` (on a worker)."""
-    Z = np.concatenate(blocks)
-    Y = Z if M is None else linalg.solve_triangular(M, Z.T, lower=True).T
-    with local.resolved(0.5 * len(Y) * len(Y) * len(params)) as be:
-        return np.asarray(be.pair_sum_sq(Y, kind, params, dtype=local.dtype), dtype=np.float64)
+    """The d-dimensional pair sums inside one block of rows z, or between two, whitened
+    y = M^-1 z when M is given (on a worker, its local backend)."""
+    rows = [Z if M is None else linalg.solve_triangular(M, Z.T, lower=True).T for Z in blocks]
+    if len(rows) == 1:
+        with local.resolved(0.5 * len(rows[0]) ** 2 * len(params)) as be:
+            return np.asarray(be.pair_sum_sq(rows[0], kind, params, dtype=local.dtype), dtype=np.float64)
+    X, Y = rows
+    with local.resolved(float(len(X)) * len(Y) * len(params)) as be:
+        return np.asarray(be.pair_sum_sq_between(X, Y, kind, params, dtype=local.dtype), dtype=np.float64)
 
 
 def kernel_sum_task(block: tuple, query: tuple, kind: str, local: Local, log: bool) -> np.ndarray:
