@@ -85,7 +85,8 @@ def main() -> None:
                     "rel_h": abs(h - h_cpu) / h_cpu,
                 })
                 print(json.dumps(rows[-1]), flush=True)
-    meta = {"machine": machine(), "repeat": args.repeat, "note": "shared machine: timings are noisy"}
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    meta = {"machine": machine(), "repeat": args.repeat, "note": f"load average at the end {load}: timings on a shared machine are noisy"}
     args.output_dir.mkdir(parents=True, exist_ok=True)
     (args.output_dir / "distributed_plugin.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
     lines = [f"Exact PLUGIN, {meta['machine']} (best of {args.repeat}; {meta['note']})", "",
