@@ -79,7 +79,7 @@ def test_a_1d_array_is_one_column(threads):
     x = sample(3_000, d=1)[0][:, 0]
     data = DaskData(da.from_array(x, chunks=500), columns=["x"], client=threads)
     assert data.columns == ("x",) and data.d == 1
-    assert_moments_equal(data.reduce(Moments.of), ArrayChunks(x).reduce(Moments.of))
+    assert_moments_equal(data.reduce(Moments.of, what="moments of", progress=True), ArrayChunks(x).reduce(Moments.of))
 
 
 def test_non_finite_values_raise_naming_the_column(threads):
