@@ -89,7 +89,9 @@ class DaskBackend(KDEBackend):
         return f"DaskBackend(client={self.client!r}, local={self.local!r})"
 
     def _local(self, dtype) -> Local:
-        return Local(self.local, dtype, self.local_threads)
+        """How the workers compute: in this backend's default float64 unless told (the gpu
+        backend's own default is float32)."""
+        return Local(self.local, self.dtypes[0] if dtype is None else np.dtype(dtype), self.local_threads)
 
     def _threads(self, client) -> int:
         return max(1, sum(client.nthreads().values()))

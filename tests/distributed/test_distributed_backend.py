@@ -10,7 +10,7 @@ pytest.importorskip("distributed")
 from parzen import KDE
 from parzen.backends import resolve_backend
 from parzen.backends.reference import NumpyBackend
-from parzen.bandwidth import lscv_h, plugin
+from parzen.bandwidth import lscv_H, lscv_h, plugin
 from parzen.bandwidth.lscv import lscv_H_objective, lscv_h_objective
 from parzen.distributed import DaskBackend
 from parzen.distributed.blocks import Local, query_and_data_blocks, split_blocks, triangle_blocks, triangle_tasks
@@ -117,3 +117,8 @@ def test_a_task_limits_numba_threads_in_its_thread_and_restores_them():
         assert be.name == "numpy" and numba.get_num_threads() == before
     with pytest.raises(ValueError, match="local_threads must be a positive integer"):
         DaskBackend(local_threads=0)
+
+
+def test_lscv_H_whole_optimisation_with_the_dask_backend_equals_numpy(threads):
+    X = np.random.default_rng(8).multivariate_normal([0.0, 1.0], [[1.0, 0.6], [0.6, 2.0]], size=400)
+    assert relative(lscv_H(X, backend=DaskBackend(threads, "cpu", min_block_rows=200)), lscv_H(X, backend="numpy")) < 1e-10
