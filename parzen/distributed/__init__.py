@@ -8,6 +8,10 @@ backend.  Both run on the current Dask client (:func:`parzen.distributed.client.
 unless one is passed.  Needs ``pip install 'parzen[dask]'``.  See docs/distributed.md.
 """
 
+from .._extras import require
+
+require("dask", "distributed", extra="dask", what="parzen.distributed")  # before the modules below use them
+
 from .backend import DaskBackend
 from .client import dask_client
 from .data import DaskData

@@ -17,17 +17,13 @@ def dask_client(client=None):
 
     Raises
     ------
-    ImportError
-        Without ``dask[distributed]`` (``pip install 'parzen[dask]'``).
     ValueError
         When no client is given and none is running.
     """
     if client is not None:
         return client
-    try:
-        from distributed import default_client
-    except ImportError as error:  # pragma: no cover - the extra is installed wherever this runs
-        raise ImportError("parzen.distributed needs dask[distributed]: pip install 'parzen[dask]'") from error
+    from distributed import default_client
+
     try:
         return default_client()
     except ValueError:

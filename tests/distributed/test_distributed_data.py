@@ -149,3 +149,12 @@ def test_tree_sum_adds_in_groups_of_fan_in(threads):
         tree_sum(threads, [])
     with pytest.raises(ValueError, match="fan_in"):
         tree_sum(threads, parts, fan_in=1)
+
+
+def test_without_dask_the_error_names_the_extra():
+    code = (
+        "import sys\nsys.modules['distributed'] = None\nimport parzen\n"
+        "try:\n    import parzen.distributed\nexcept parzen.MissingExtraError as exc:\n    print(exc.package, exc.extra, exc)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.startswith("distributed dask ") and 'pip install "parzen[dask]"' in result.stdout
