@@ -1,5 +1,6 @@
 """The pair sums between two blocks of data (pair_sum_1d_between, pair_sum_sq_between) on every
-backend, and the base class's host version (by the union of the blocks), against direct sums."""
+backend (the gpu's under Triton's interpreter where there is no GPU), and the base class's host
+version (by the union of the blocks), against direct sums."""
 
 from __future__ import annotations
 
@@ -44,9 +45,10 @@ def test_between_equals_the_direct_sum(name, dtype):
 @pytest.mark.parametrize("name", backends.available())
 def test_inside_plus_between_is_the_pair_sum_of_the_union(name):
     be = backends.resolve_backend(name)
-    g = SCALES[1:2]
-    union = be.pair_sum_1d(np.r_[X1, Y1], "gauss_d4", g)
-    parts = be.pair_sum_1d(X1, "gauss_d4", g) + be.pair_sum_1d(Y1, "gauss_d4", g) + be.pair_sum_1d_between(X1, Y1, "gauss_d4", g)
+    g, f64 = SCALES[1:2], "float64"
+    union = be.pair_sum_1d(np.r_[X1, Y1], "gauss_d4", g, dtype=f64)
+    inside = be.pair_sum_1d(X1, "gauss_d4", g, dtype=f64) + be.pair_sum_1d(Y1, "gauss_d4", g, dtype=f64)
+    parts = inside + be.pair_sum_1d_between(X1, Y1, "gauss_d4", g, dtype=f64)
     np.testing.assert_allclose(parts, union, rtol=1e-12, atol=1e-12 * np.abs(union).max())
     assert be.pair_sum_1d_between(X1, Y1[:0], "gauss_d4", SCALES).tolist() == [0.0, 0.0, 0.0]
     assert be.pair_sum_sq_between(X2[:0], Y2, "lscv", SCALES).shape == (3, 2)

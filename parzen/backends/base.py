@@ -184,8 +184,8 @@ class KDEBackend(abc.ABC):
         The off-diagonal blocks of :meth:`pair_sum_1d`'s triangle, for a caller that splits the
         pairs i < j of x u y into blocks (:mod:`parzen.distributed.blocks`): pair_sum_1d(x u y) =
         pair_sum_1d(x) + pair_sum_1d(y) + pair_sum_1d_between(x, y).  Here by that identity (each
-        pair between the blocks summed once more in the union); the numpy and cpu backends sum
-        the rectangle of pairs itself.
+        pair between the blocks summed once more in the union), for backends without their own;
+        the numpy, cpu and gpu backends sum the rectangle of pairs itself.
 
         Parameters
         ----------
@@ -211,7 +211,8 @@ class KDEBackend(abc.ABC):
         (x_i, y_j), s = |x_i - y_j|^2.
 
         pair_sum_sq(X u Y) = pair_sum_sq(X) + pair_sum_sq(Y) + pair_sum_sq_between(X, Y): here by
-        that identity; the numpy and cpu backends sum the rectangle of pairs itself.
+        that identity, for backends without their own; the numpy, cpu and gpu backends sum the
+        rectangle of pairs itself.
 
         Parameters
         ----------

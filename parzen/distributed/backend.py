@@ -63,9 +63,8 @@ class DaskBackend(KDEBackend):
     Notes
     -----
     Sums equal the local backend's to float64 round-off (docs/distributed.md).  The pairs between
-    two blocks are the local backend's ``pair_sum_1d_between`` / ``pair_sum_sq_between``: a
-    rectangle of pairs on the numpy and cpu backends; the gpu backend sums them by the union of
-    the two blocks (:meth:`parzen.backends.KDEBackend.pair_sum_1d_between`), about twice the work.
+    two blocks are the local backend's ``pair_sum_1d_between`` / ``pair_sum_sq_between`` (a
+    rectangle of tiles on every backend), so each pair is summed once, in exactly one task.
     """
 
     name = "dask"

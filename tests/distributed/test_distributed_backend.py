@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("distributed")
 
 from parzen import KDE
-from parzen.backends import resolve_backend
+from parzen.backends import available, resolve_backend
 from parzen.backends.reference import NumpyBackend
 from parzen.bandwidth import lscv_H, lscv_h, plugin
 from parzen.bandwidth.lscv import lscv_H_objective, lscv_h_objective
@@ -122,3 +122,20 @@ def test_a_task_limits_numba_threads_in_its_thread_and_restores_them():
 def test_lscv_H_whole_optimisation_with_the_dask_backend_equals_numpy(threads):
     X = np.random.default_rng(8).multivariate_normal([0.0, 1.0], [[1.0, 0.6], [0.6, 2.0]], size=400)
     assert relative(lscv_H(X, backend=DaskBackend(threads, "cpu", min_block_rows=200)), lscv_H(X, backend="numpy")) < 1e-10
+
+
+@pytest.mark.skipif("gpu" not in available(), reason="the gpu backend is not available")
+def test_workers_on_the_gpu_backend_equal_the_reference():
+    """A GPU worker, one thread as dask-cuda's (under Triton's interpreter, which is not
+    thread-safe, where there is no GPU): the multi-GPU path."""
+    from distributed import Client, LocalCluster
+
+    rng = np.random.default_rng(9)
+    x, Y = rng.normal(size=600), rng.normal(size=(600, 2))
+    with (
+        LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        be = DaskBackend(client, "gpu", min_block_rows=300)  # 2 blocks: inside both, and between
+        assert relative(be.pair_sum_1d(x, "gauss_d4", [0.4], dtype="float64"), REFERENCE.pair_sum_1d(x, "gauss_d4", [0.4])) < RTOL
+        assert relative(be.pair_sum_sq(Y, "lscv", [0.5], dtype="float64"), REFERENCE.pair_sum_sq(Y, "lscv", [0.5])) < RTOL
