@@ -206,6 +206,65 @@ class KDEBackend(abc.ABC):
             -inf exactly where every term is 0.
         """
 
+    def pair_sum_1d_between(self, x: np.ndarray, y: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
+        """For each scale g: sum_i sum_j phi^(r)((x_i - y_j) / g), the pairs between two blocks
+        of data (kind = "gauss_d<r>").
+
+        The off-diagonal blocks of :meth:`pair_sum_1d`'s triangle, for a caller that splits the
+        pairs i < j of x u y into blocks (:mod:`parzen.distributed.blocks`): pair_sum_1d(x u y) =
+        pair_sum_1d(x) + pair_sum_1d(y) + pair_sum_1d_between(x, y).  Here by that identity (each
+        pair between the blocks summed once more in the union), for backends without their own;
+        the numpy, cpu and gpu backends sum the rectangle of pairs itself.
+
+        Parameters
+        ----------
+        x : ndarray of shape (n,)
+            The rows of one block.
+        y : ndarray of shape (m,)
+            The rows of the other.
+        kind, scales, dtype
+            As in :meth:`pair_sum_1d`.
+
+        Returns
+        -------
+        ndarray of shape (k,), float64
+        """
+        x, y = np.asarray(x, dtype=np.float64).ravel(), np.asarray(y, dtype=np.float64).ravel()
+        if not (x.size and y.size):
+            return np.zeros(np.size(scales))
+        union = self.pair_sum_1d(np.concatenate([x, y]), kind, scales, dtype=dtype)
+        return union - self.pair_sum_1d(x, kind, scales, dtype=dtype) - self.pair_sum_1d(y, kind, scales, dtype=dtype)
+
+    def pair_sum_sq_between(self, X: np.ndarray, Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> np.ndarray:
+        """The sums of :meth:`pair_sum_sq` over the pairs between two blocks of rows: every
+        (x_i, y_j), s = |x_i - y_j|^2.
+
+        pair_sum_sq(X u Y) = pair_sum_sq(X) + pair_sum_sq(Y) + pair_sum_sq_between(X, Y): here by
+        that identity, for backends without their own; the numpy, cpu and gpu backends sum the
+        rectangle of pairs itself.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            The rows of one block (whitened).
+        Y : ndarray of shape (m, d)
+            The rows of the other.
+        kind, params, dtype
+            As in :meth:`pair_sum_sq`.
+
+        Returns
+        -------
+        ndarray of shape (k, 2), float64
+        """
+        X, Y = np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)
+        X, Y = (X[:, None] if X.ndim == 1 else X), (Y[:, None] if Y.ndim == 1 else Y)
+        if not (len(X) and len(Y)):
+            if kind != "lscv":
+                raise ValueError(f"unknown pair_sum_sq kind {kind!r}; the backends know 'lscv'")
+            return np.zeros((np.size(params), 2))
+        union = self.pair_sum_sq(np.concatenate([X, Y]), kind, params, dtype=dtype)
+        return union - self.pair_sum_sq(X, kind, params, dtype=dtype) - self.pair_sum_sq(Y, kind, params, dtype=dtype)
+
     def prepare_pair_sum_1d(self, x: np.ndarray, *, dtype=None) -> PairSums1D:
         """:class:`PairSums1D` over x, for a computation that sums over the same data at several
         scales (PLUGIN's two stages).  Here: :meth:`pair_sum_1d` at each call; the GPU keeps

@@ -133,6 +133,62 @@ def _lscv_pairs(Yt, tiles, tile, a):
     return out
 
 
+def _rectangle_tiles(n: int, m: int, tile: int) -> tuple[np.ndarray, int]:
+    """The (row start, column start) of every tile of an n x m rectangle of pairs, and the side."""
+    tile = max(tile, -(-max(n, m) // MAX_TILES_PER_SIDE))
+    i0, j0 = np.meshgrid(np.arange(0, n, tile), np.arange(0, m, tile), indexing="ij")
+    return np.ascontiguousarray(np.stack([i0.ravel(), j0.ravel()], axis=1)), tile
+
+
+@njit(parallel=True, fastmath=True, cache=True)
+def _hermite_between(x, y, tiles, tile, inv_g, c):
+    """partial[t, k] = sum over tile t of the x-by-y rectangle of P(s) exp(-s/2), s = ((x_i - y_j) inv_g[k])^2."""
+    half, zero = like(0.5, x), like(0.0, x)
+    out = np.zeros((tiles.shape[0], inv_g.size))
+    for t in prange(tiles.shape[0]):
+        i0, j0 = tiles[t, 0], tiles[t, 1]
+        i1, j1 = min(i0 + tile, x.size), min(j0 + tile, y.size)
+        for k in range(inv_g.size):
+            ig = inv_g[k]
+            acc = 0.0
+            for i in range(i0, i1):
+                xi = x[i]
+                row = zero
+                for j in range(j0, j1):
+                    u = (xi - y[j]) * ig
+                    s = u * u
+                    p = (((c[4] * s + c[3]) * s + c[2]) * s + c[1]) * s + c[0]
+                    row += p * exp(-half * s)
+                acc += row
+            out[t, k] = acc
+    return out
+
+
+@njit(parallel=True, fastmath=True, cache=True)
+def _lscv_between(Xt, Yt, tiles, tile, a):
+    """partial[t, k] = (sum exp(-a_k s), sum exp(-2 a_k s)) over tile t of the X-by-Y rectangle, s = |x_i - y_j|^2."""
+    n, m = Xt.shape[1], Yt.shape[1]
+    zero = like(0.0, Xt)
+    out = np.zeros((tiles.shape[0], a.size, 2))
+    for t in prange(tiles.shape[0]):
+        i0, j0 = tiles[t, 0], tiles[t, 1]
+        i1, length = min(i0 + tile, n), min(j0 + tile, m) - j0
+        s = np.empty(tile, dtype=Xt.dtype)
+        for i in range(i0, i1):
+            _squared_distances(s, Xt, i, Yt, j0, length)
+            for k in range(a.size):
+                ak = a[k]
+                r1 = zero
+                r2 = zero
+                for jj in range(length):
+                    e = exp(-ak * s[jj])
+                    r1 += e
+                    r2 += e * e
+                out[t, k, 0] += r1
+                out[t, k, 1] += r2
+    return out
+
+
 @njit(fastmath=True, cache=True)
 def _profile_sum(KIND, s, w, b, length):
     row = like(0.0, s)
@@ -330,6 +386,38 @@ class CpuBackend(KDEBackend):
         h = np.atleast_1d(np.asarray(params, dtype=np.float64))
         tiles, tile = _tiles(Yt.shape[1], self.tiles.tile_sq)
         return _lscv_pairs(Yt, tiles, tile, (1.0 / (4.0 * h * h)).astype(ftype)).sum(axis=0)
+
+    def pair_sum_1d_between(self, x: np.ndarray, y: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
+        """For each scale g: sum_i sum_j phi^(r)((x_i - y_j) / g) (r even, <= 8), tiles of the
+        rectangle spread over the cores, both blocks centred on their common mean in float64;
+        see :meth:`parzen.backends.KDEBackend.pair_sum_1d_between`."""
+        order = derivative_order(kind)
+        ftype = compute_type(dtype)
+        x, y = np.asarray(x, dtype=np.float64).ravel(), np.asarray(y, dtype=np.float64).ravel()
+        scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
+        if not (x.size and y.size):
+            return np.zeros(scales.size)
+        centre = np.concatenate([x, y]).mean()
+        tiles, tile = _rectangle_tiles(x.size, y.size, self.tiles.tile_1d)
+        partial = _hermite_between(
+            (x - centre).astype(ftype), (y - centre).astype(ftype), tiles, tile, (1.0 / scales).astype(ftype),
+            _hermite_in_s(order).astype(ftype),
+        )
+        return partial.sum(axis=0) / _SQRT_2PI
+
+    def pair_sum_sq_between(self, X: np.ndarray, Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> np.ndarray:
+        """(len(h), 2): sum exp(-s / 4h^2) and exp(-s / 2h^2) over every (x_i, y_j), tiles of the
+        rectangle spread over the cores; see :meth:`parzen.backends.KDEBackend.pair_sum_sq_between`."""
+        if kind != "lscv":
+            raise ValueError(f"unknown pair_sum_sq kind {kind!r}; the cpu backend knows 'lscv'")
+        ftype = compute_type(dtype)
+        h = np.atleast_1d(np.asarray(params, dtype=np.float64))
+        if not (len(X) and len(Y)):
+            return np.zeros((h.size, 2))
+        X, Y = _points(X, Y)
+        Xt, Yt = _centred_pair(X, Y, ftype)
+        tiles, tile = _rectangle_tiles(Xt.shape[1], Yt.shape[1], self.tiles.tile_sq)
+        return _lscv_between(Xt, Yt, tiles, tile, (1.0 / (4.0 * h * h)).astype(ftype)).sum(axis=0)
 
     def kernel_sum(
         self, Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None

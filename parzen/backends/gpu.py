@@ -216,6 +216,26 @@ def _pair_sums(
     return total
 
 
+def _rectangle_sums(
+    rows_values: np.ndarray, cols_values: np.ndarray, launch, spacing: float, tile: int, chunk_rows: int, fdtype,
+    dims: int | None = None,
+) -> torch.Tensor:
+    """Sum of ``launch(rows, cols, False)`` over every chunk of ``rows_values`` (n, d) against every
+    chunk of ``cols_values`` (m, d): the rectangle of pairs between two blocks, on the device.
+
+    Both are centred on a common point; pads are spaced as in :func:`_pair_sums` (rows' beyond the
+    largest first coordinate of both, columns' below the smallest), so their terms are 0.
+    """
+    both = np.concatenate([rows_values[:, 0], cols_values[:, 0]])
+    top, bottom = float(both.max()), float(both.min())
+    total = torch.zeros((), dtype=torch.float64, device=DEVICE)
+    for rows in _chunks(rows_values.shape[0], chunk_rows):
+        row_tensor = _padded(rows_values[rows], tile, top + spacing, spacing, fdtype, dims)
+        for cols in _chunks(cols_values.shape[0], chunk_rows):
+            total = total + launch(row_tensor, _padded(cols_values[cols], tile, bottom - spacing, -spacing, fdtype, dims), False)
+    return total
+
+
 def _grid(n_rows_padded: int, n_cols_padded: int, tile: int, groups_per_row: int) -> tuple[int, int, int]:
     """(row blocks, column groups, column blocks per group) for one chunk pair."""
     row_blocks, col_blocks = n_rows_padded // tile, n_cols_padded // tile
@@ -873,6 +893,49 @@ class GpuBackend(KDEBackend):
 
         tile = _lscv_tile(fdtype, self.tiles)
         return _pair_sums(Y, run, scales.spacing, tile, self.tiles.chunk_rows, fdtype, _lscv_dims(d, fdtype)).cpu().numpy()
+
+    def pair_sum_1d_between(self, x: np.ndarray, y: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
+        """For each scale g: sum_i sum_j phi^(r)((x_i - y_j) / g) (r even, <= 8), the rectangle of
+        pairs launched chunk against chunk as :meth:`pair_sum_1d`'s off-diagonal chunk pairs; see
+        :meth:`parzen.backends.KDEBackend.pair_sum_1d_between`."""
+        hermite = self._hermite_sum(kind, torch_dtype(dtype))
+        x, y = np.asarray(x, dtype=np.float64).reshape(-1, 1), np.asarray(y, dtype=np.float64).reshape(-1, 1)
+        scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
+        if not (x.size and y.size):
+            return np.zeros(scales.size)
+        centre = np.concatenate([x, y]).mean()
+        x, y = x - centre, y - centre
+        tiles = self.tiles
+        out = np.array([
+            float(_rectangle_sums(
+                x * hermite.unit(g), y * hermite.unit(g), hermite.launch, hermite.spacing, tiles.tile_1d, tiles.chunk_rows,
+                hermite.fdtype,
+            ))
+            for g in scales
+        ])
+        return out / math.sqrt(2.0 * math.pi)
+
+    def pair_sum_sq_between(self, X: np.ndarray, Y: np.ndarray, kind: str, params: np.ndarray, *, dtype=None) -> np.ndarray:
+        """(len(h), 2): sum exp(-s / 4h^2) and exp(-s / 2h^2) over every (x_i, y_j), chunk against
+        chunk; see :meth:`parzen.backends.KDEBackend.pair_sum_sq_between`."""
+        _check_sq_kind(kind)
+        fdtype = torch_dtype(dtype)
+        X, Y = np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)
+        X, Y = (X[:, None] if X.ndim == 1 else X), (Y[:, None] if Y.ndim == 1 else Y)
+        h = np.atleast_1d(np.asarray(params, dtype=np.float64))
+        if not (len(X) and len(Y)):
+            return np.zeros((h.size, 2))
+        centre = np.concatenate([X, Y]).mean(axis=0)
+        scales = _LscvScales(h.size, fdtype, self.tiles)
+        scales.set(h)
+        d = X.shape[1]
+
+        def run(rows, cols, triangle):
+            return scales.launch(rows, cols, triangle, d)
+
+        tile = _lscv_tile(fdtype, self.tiles)
+        sums = _rectangle_sums(X - centre, Y - centre, run, scales.spacing, tile, self.tiles.chunk_rows, fdtype, _lscv_dims(d, fdtype))
+        return sums.cpu().numpy()
 
     def prepare_whitened_pair_sum_sq(self, Z: np.ndarray, kind: str, *, dtype=None) -> Callable:
         """A function (M, params) -> pair_sum_sq(Z M^-T, kind, params) with Z kept on the device.

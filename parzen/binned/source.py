@@ -16,6 +16,7 @@ chunks (the reference the other kinds are tested against).
 
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -278,6 +279,8 @@ def as_chunked(x) -> ChunkedData | None:
 
     The selectors and :meth:`parzen.KDE.fit` call this first: data served in chunks take the
     binned path, summarised chunk by chunk; anything else is read into one array as before.
+    A Dask collection (a dask array, DataFrame or Series) becomes a
+    :class:`parzen.distributed.DaskData`, summarised on the workers of the current Dask client.
 
     Parameters
     ----------
@@ -287,5 +290,17 @@ def as_chunked(x) -> ChunkedData | None:
     Returns
     -------
     ChunkedData or None
+
+    Raises
+    ------
+    ValueError, TypeError
+        For a Dask collection :class:`parzen.distributed.DaskData` does not take (its messages).
     """
-    return x if isinstance(x, ChunkedData) else None
+    if isinstance(x, ChunkedData):
+        return x
+    dask = sys.modules.get("dask")  # a Dask collection can exist only where dask is imported
+    if dask is not None and dask.is_dask_collection(x):
+        from ..distributed import DaskData
+
+        return DaskData(x)
+    return None
