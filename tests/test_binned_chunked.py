@@ -154,7 +154,7 @@ def test_selection_reports_the_method_and_logs_it(caplog):
     with caplog.at_level("INFO", logger="parzen.bandwidth"):
         exact = bw.selection("plugin", x[:100], backend="numpy")
         binned = bw.selection("plugin", x, backend="numpy")
-        fixed = bw.selection("plugin", x, grid_size=501)
+        fixed = bw.selection("plugin", x, grid_size=501, backend="numpy")
     assert (exact.method, exact.grid_size, exact.n) == ("exact", None, 100)
     assert (binned.method, binned.tolerance, binned.n) == ("binned", 1e-4, len(x))
     assert binned.grid_size == (bw.plugin_stages(x, backend="numpy").grid_size,)
