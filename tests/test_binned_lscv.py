@@ -179,7 +179,7 @@ def test_auto_is_exact_below_the_crossover_and_binned_beyond():
     small = FAITHFUL
     h = np.array([0.3, 0.5])
     assert np.array_equal(lscv_h_objective(small, h, method="auto"), lscv_h_objective(small, h))  # exact default
-    large = RNG.standard_normal((AUTO_BINNED_FROM, 2))
+    large = RNG.standard_normal((AUTO_BINNED_FROM[2], 2))
     auto = lscv_h_objective(large, h, method="auto")
     assert np.array_equal(auto, lscv_h_objective(large, h, method="binned"))
     assert not np.array_equal(auto, lscv_h_objective(large, h))
@@ -190,7 +190,7 @@ def test_auto_is_exact_below_the_crossover_and_binned_beyond():
 def test_auto_caps_the_grid_with_a_warning():
     """The warning names the error the capped grid reaches by the pilot's estimate, and the
     true error is within it."""
-    X = RNG.standard_normal((AUTO_BINNED_FROM, 3))
+    X = RNG.standard_normal((AUTO_BINNED_FROM[3], 3))
     with pytest.warns(CoarseGridWarning, match="more than") as caught:
         value = lscv_h_objective(X, 0.5, method="auto")
     reached = re.search(r"about ([0-9.e+-]+) relative by the error estimate", str(caught[0].message))

@@ -69,18 +69,22 @@ def _whiten(values: np.ndarray, L: np.ndarray) -> np.ndarray:
     return linalg.solve_triangular(L, centred.T, lower=True, check_finite=False).T  # X was validated
 
 
-#: ``method="auto"`` takes the binned pair sums from this many rows on, for d <= 4 (exact below
-#: and for d > 4).  Measured on the cpu backend (2 cores, shared), bimodal normal data, default
+#: ``method="auto"`` takes the binned pair sums from this many rows on, per dimension d <= 4 (exact
+#: below and for d > 4).  Measured on the cpu backend (2 cores, shared), bimodal normal data, default
 #: tolerance: lscv_h exact 0.23 s vs binned 0.22 s at n = 1000, d = 2, and 0.63 s vs 0.33 s at
 #: n = 2000 (1-D: 0.19 s vs 0.017 s at n = 1000, 1.0 s vs 0.019 s at n = 2000); binned LSCV_H is
-#: faster from n = 250 on, but exact stays exact where it costs well under a second.
-AUTO_BINNED_FROM = 2000
+#: faster from n = 250 on, but exact stays exact where it costs well under a second.  In 3-D and 4-D
+#: the grid cap makes the binned criterion coarser (docs/algorithms.md) and slower to set up:
+#: lscv_h_factor at n = 2000 took 3.8 s binned vs 0.35 s exact (3-D, h 1.5e-3 apart) and 1.5 s vs
+#: 0.16 s (4-D, 1.4e-2 apart); at n = 8000, 2.2 s vs 2.5 s (3-D, 5e-6 apart) and 1.9 s vs 2.5 s
+#: (4-D, 1e-2 apart), so 3-D bins from 8000 rows and 4-D only from 32 000, where exact costs ~40 s.
+AUTO_BINNED_FROM = {1: 2000, 2: 2000, 3: 8000, 4: 32000}
 
 
 def lscv_method(method: str, n: int, d: int, *, chunked: str | None = None) -> str:
     """"exact" or "binned": what ``method`` means for LSCV on n rows of d columns.
 
-    "auto" bins from :data:`AUTO_BINNED_FROM` rows on for d <= 4 and is exact otherwise; data
+    "auto" bins from :data:`AUTO_BINNED_FROM` [d] rows on for d <= 4 and is exact otherwise; data
     served in chunks are binned (:func:`parzen.bandwidth.method.choose_method`).
 
     Parameters
@@ -101,14 +105,15 @@ def lscv_method(method: str, n: int, d: int, *, chunked: str | None = None) -> s
     ValueError
         For an unknown method, "binned" with d > 4, or "exact" for data served in chunks.
     """
-    return choose_method(method, n=n, d=d, exact_up_to=AUTO_BINNED_FROM - 1, chunked=chunked, what="LSCV")
+    exact_up_to = AUTO_BINNED_FROM.get(d, AUTO_BINNED_FROM[1]) - 1  # d > 4: choose_method keeps it exact
+    return choose_method(method, n=n, d=d, exact_up_to=exact_up_to, chunked=chunked, what="LSCV")
 
 
 def _binned_pair_weights(method: str, n: int, d: int, Z: np.ndarray, **binning) -> BinnedPairWeights | None:
     """The binned lag weights of Z (:func:`parzen.binned.lscv.bin_pair_weights`) where
     ``method`` asks for them, else None.  Where the tolerance needs a grid beyond
     :data:`parzen.binned.lscv.MAX_LAGS`, "binned" raises and "auto" takes the largest grid
-    within it, with a warning (at n >= AUTO_BINNED_FROM the exact sums would cost far more)."""
+    within it, with a warning (from AUTO_BINNED_FROM[d] rows on the exact sums would cost more)."""
     if lscv_method(method, n, d) == "exact":
         return None
     return bin_pair_weights(Z, shrink_to_fit=method == "auto", **binning)
