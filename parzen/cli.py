@@ -291,15 +291,16 @@ def bandwidth_command(
     scheduler: Annotated[str | None, typer.Option(
         "--scheduler", metavar="ADDRESS",
         help="Run on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786), or 'local' to "
-             "start one on this machine for the run (pip install \"parzen[dask]\"). Parquet FILE only, "
+             "start one on this machine for the run (pip install \"parzen\\[dask]\"). Parquet FILE only, "
              "at a path the workers see: binned on the workers; with --exact the rows are read into "
              "this process's memory and the pair sums run on the workers.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Select a bandwidth for the chosen columns and print it, how it was computed and the time.
 
-    Parquet data and DuckDB tables of more than 10^7 rows are streamed: read in batches and
-    binned, with a progress bar over each pass.  With --scheduler, Dask workers do the work."""
+    Parquet data and DuckDB tables of over 10^7 rows are streamed: read in batches and binned, with progress bars.
+
+    With --scheduler, the workers of a Dask cluster do the work."""
     computation = "auto" if exact is None else "exact" if exact else "binned"
     with _user_errors():
         name = _method(method, len(column))

@@ -126,3 +126,9 @@ def test_without_dask_the_error_names_the_extra(parts, monkeypatch):
     result = invoke(parts[0], "-c", "x", "--scheduler", "local")
     assert result.exit_code == 2
     assert 'parzen bandwidth --scheduler needs the package \'distributed\', which is not installed: pip install "parzen[dask]"' in " ".join(result.output.split())
+
+
+def test_help_names_the_extra_and_where_exact_reads_the_rows():
+    result = runner.invoke(cli.app, ["bandwidth", "--help"], env={"COLUMNS": "80"})
+    text = " ".join(result.output.replace("│", " ").split())
+    assert 'pip install "parzen[dask]"' in text and "rows are read into this process's memory" in text
