@@ -353,10 +353,11 @@ def _on_dask(stack: contextlib.ExitStack, scheduler: str, file: Path, columns: l
              exact: bool) -> tuple[Any, int | None, Any, str]:
     """(data, rows dropped, backend, where it runs) for ``parzen bandwidth --scheduler``.
 
-    Connects to the scheduler (or starts a LocalCluster) for the rest of ``stack``.  Binned: the
-    Parquet columns as :class:`parzen.distributed.DaskData`, read and binned on the workers (rows
-    dropped: None, the passes count them).  Exact: the rows read into this process's memory, as
-    without --scheduler, and the pair sums as tasks on the workers
+    The files and columns are checked first, then the scheduler connected to (or a LocalCluster
+    started) for the rest of ``stack``.  Binned: the Parquet columns as
+    :class:`parzen.distributed.DaskData`, read and binned on the workers of the client made
+    current (rows dropped: None, the passes count them).  Exact: the rows read into this
+    process's memory, as without --scheduler, and the pair sums as tasks on the workers
     (:class:`parzen.distributed.DaskBackend`).
 
     Raises
@@ -375,13 +376,16 @@ def _on_dask(stack: contextlib.ExitStack, scheduler: str, file: Path, columns: l
     require("dask", "distributed", extra="dask", what="parzen bandwidth --scheduler")
     from .distributed import DaskBackend
     from .distributed.cluster import connect
-    from .distributed.parquet import read_parquet_columns
+    from .distributed.parquet import parquet_files, read_parquet_columns
 
+    files = parquet_files(file)  # a typo fails here, before a cluster is reached or started
+    binned = None if exact else read_parquet_columns(files, columns)
     connection = stack.enter_context(connect(scheduler))
-    if exact:
+    if binned is None:
         data, dropped = open_columns(file, columns, exact=True)
         return data, dropped, DaskBackend(connection.client), connection.where
-    return read_parquet_columns(file, columns, client=connection.client), None, None, connection.where
+    stack.enter_context(connection.client.as_current())
+    return binned, None, None, connection.where
 
 
 @app.command()

@@ -9,22 +9,49 @@ from ..binned.stream import _parquet_sources
 from .data import DaskData
 
 
-def read_parquet_columns(path_or_glob, columns: Sequence[str], *, client=None) -> DaskData:
-    """The named columns of Parquet files as :class:`DaskData`, read on the workers.
+def parquet_files(path_or_glob) -> list[str] | str:
+    """The absolute paths of the Parquet files (or the directory) that ``path_or_glob`` names.
 
-    ``dd.read_parquet(files, columns=columns)``: each worker reads its partitions' columns and
-    bins (or otherwise summarises) them where they are; no row comes to the client
-    (docs/distributed.md).  The files are named by absolute path, so the workers must see them
-    at the same path (this machine's disk for a LocalCluster, a shared file system otherwise).
+    The workers read them by these paths, so they must see them there (this machine's disk for
+    a LocalCluster, a shared file system otherwise).
 
     Parameters
     ----------
     path_or_glob : str or os.PathLike
         A Parquet file, a directory of Parquet files, or a glob pattern (``"data/*.parquet"``).
+
+    Returns
+    -------
+    list of str, or str
+        The files matched, or the file or directory named.
+
+    Raises
+    ------
+    FileNotFoundError
+        When nothing matches ``path_or_glob``.
+    """
+    sources = _parquet_sources(path_or_glob)
+    if isinstance(sources, str):
+        return str(Path(sources).resolve())
+    return [str(Path(p).resolve()) for p in sources]
+
+
+def read_parquet_columns(path_or_glob, columns: Sequence[str], *, client=None) -> DaskData:
+    """The named columns of Parquet files as :class:`DaskData`, read on the workers.
+
+    ``dd.read_parquet(parquet_files(path_or_glob), columns=columns)``: each worker reads its
+    partitions' columns and bins (or otherwise summarises) them where they are; no row comes to
+    the client (docs/distributed.md).  Only the files' schema is read here, so this needs no
+    cluster yet.
+
+    Parameters
+    ----------
+    path_or_glob : str or os.PathLike
+        As :func:`parquet_files`.
     columns : sequence of str
         The numeric columns, each named once.
     client : distributed.Client, optional
-        The client to compute on (default: the current one).
+        The client to compute on (default: the current one when the data are summarised).
 
     Returns
     -------
@@ -42,8 +69,7 @@ def read_parquet_columns(path_or_glob, columns: Sequence[str], *, client=None) -
     import dask.dataframe as dd
 
     columns = list(columns)
-    sources = _parquet_sources(path_or_glob)
-    files = str(Path(sources).resolve()) if isinstance(sources, str) else [str(Path(p).resolve()) for p in sources]
+    files = parquet_files(path_or_glob)
     available = list(dd.read_parquet(files).columns)
     missing = [c for c in columns if c not in available]
     if not columns or missing:

@@ -114,11 +114,15 @@ def test_data_the_workers_cannot_read_are_refused(tmp_path, args, message):
     assert result.exit_code == 2 and message in " ".join(result.output.split())
 
 
-def test_bad_columns_name_the_available_ones(address, parts):
-    for column, message in (("z", "error: no column 'z' in the Parquet data; available: x, y, label"),
-                            ("label", "error: column 'label' is not numeric")):
-        result = invoke(parts[0], "-c", column, "--scheduler", address)
-        assert result.exit_code == 2 and message in " ".join(result.output.split())
+def test_files_and_columns_are_checked_before_connecting(parts, tmp_path):
+    """The unreachable scheduler is never tried: each error comes at once, not after the timeout."""
+    cases = ((parts[0], "z", "error: no column 'z' in the Parquet data; available: x, y, label"),
+             (parts[0], "label", "error: column 'label' is not numeric"),
+             (tmp_path / "none-*.parquet", "x", "error: no Parquet file at"))
+    for path, column, message in cases:
+        for exact in ([], ["--exact"]) if column == "x" else ([],):
+            result = invoke(path, "-c", column, *exact, "--scheduler", "tcp://127.0.0.1:9")
+            assert result.exit_code == 2 and message in " ".join(result.output.split())
 
 
 def test_without_dask_the_error_names_the_extra(parts, monkeypatch):
