@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 #: The --scheduler value that starts a LocalCluster on this machine.
 LOCAL = "local"
@@ -30,7 +31,7 @@ class Connection:
         E.g. ``"Dask cluster tcp://10.0.0.5:8786, 2 workers, 32 threads"``.
     """
 
-    client: object
+    client: Any  # distributed.Client (an optional package: not imported for the annotation)
     where: str
 
 
