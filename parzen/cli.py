@@ -5,7 +5,7 @@ selectors of ``parzen.bandwidth`` (the names ``parzen.KDE`` accepts), figures fr
 ``parzen.plotting``.  A library error (ValueError, OSError, a DuckDB error, a missing optional
 package: :class:`parzen.MissingExtraError`) becomes one red ``error:`` line and exit code 2.  The
 bandwidth commands need the core only; ``plot`` and the demos' plots the ``plot`` extra, ``aqp``
-and ``demo`` the ``aqp`` extra, Parquet files the ``parquet`` extra.  Everything printed that comes from the user or the data (values,
+and ``demo`` the ``aqp`` extra, Parquet files the ``parquet`` extra, ``bandwidth --scheduler`` (a Dask cluster) the ``dask`` extra.  Everything printed that comes from the user or the data (values,
 column, table and file names, error messages) is plain text, never rich markup: only the CLI's
 own labels are styled.  Tables that would not fit the terminal change layout rather than hide cells.
 """
