@@ -5,7 +5,7 @@ selectors of ``parzen.bandwidth`` (the names ``parzen.KDE`` accepts), figures fr
 ``parzen.plotting``.  A library error (ValueError, OSError, a DuckDB error, a missing optional
 package: :class:`parzen.MissingExtraError`) becomes one red ``error:`` line and exit code 2.  The
 bandwidth commands need the core only; ``plot`` and the demos' plots the ``plot`` extra, ``aqp``
-and ``demo`` the ``aqp`` extra, Parquet files the ``parquet`` extra.  Everything printed that comes from the user or the data (values,
+and ``demo`` the ``aqp`` extra, Parquet files the ``parquet`` extra, ``bandwidth --scheduler`` (a Dask cluster) the ``dask`` extra.  Everything printed that comes from the user or the data (values,
 column, table and file names, error messages) is plain text, never rich markup: only the CLI's
 own labels are styled.  Tables that would not fit the terminal change layout rather than hide cells.
 """
@@ -35,7 +35,7 @@ from . import __version__, datasets
 from . import bandwidth as bw
 from ._extras import MissingExtraError, require
 from ._validate import TiedDataWarning, choose
-from .io import open_columns, read_table, select_columns
+from .io import is_parquet_source, open_columns, read_table, select_columns
 from .kde import KDE
 
 
@@ -146,14 +146,15 @@ class Selection:
 
 
 def select(table, method: str, *, scale: str | None = None, progress: bool = False,
-           computation: str = "auto") -> Selection:
+           computation: str = "auto", backend=None) -> Selection:
     """Run the registered selector ``method`` on the columns of ``table`` (a DataFrame, or data
-    served in chunks: :class:`parzen.binned.ChunkedData`), exact, binned or "auto".
+    served in chunks: :class:`parzen.binned.ChunkedData`), exact, binned or "auto", with the
+    selector's default backend or ``backend`` (e.g. a :class:`parzen.distributed.DaskBackend`).
 
     Every selector answers in data units (:mod:`parzen.bandwidth.convention`): a float h for one
     column (H = h^2), the matrix H for more.
     """
-    kwargs: dict[str, str | bool] = {}
+    kwargs: dict[str, Any] = {} if backend is None else {"backend": backend}
     if method == "plugin":
         kwargs["scale"] = scale or "sd"
     elif scale is not None:
@@ -287,26 +288,40 @@ def bandwidth_command(
         help="Sum every pair (exact; reads the rows into memory) or bin (to a stated tolerance); "
              "default: each selector's choice by size.")] = None,
     table: Annotated[str | None, typer.Option("--table", "-t", help="The table of a DuckDB database FILE.")] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", metavar="ADDRESS",
+        help="Run on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786), or 'local' to "
+             "start one on this machine for the run (pip install \"parzen\\[dask]\"). Parquet FILE only, "
+             "at a path the workers see: binned on the workers; with --exact the rows are read into "
+             "this process's memory and the pair sums run on the workers.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Select a bandwidth for the chosen columns and print it, how it was computed and the time.
 
-    Parquet data and DuckDB tables of more than 10^7 rows are streamed: read in batches and
-    binned, with a progress bar over each pass."""
+    Parquet data and DuckDB tables of over 10^7 rows are streamed: read in batches and binned, with progress bars.
+
+    With --scheduler, the workers of a Dask cluster do the work."""
     computation = "auto" if exact is None else "exact" if exact else "binned"
     with _user_errors():
-        data, dropped = open_columns(file, column, table=table, exact=exact is True)
-        if dropped:
-            err.print(Text(f"dropped {dropped} rows with missing values", style="yellow"))
         name = _method(method, len(column))
-        sel = select(data, name, scale=scale and scale.value, progress=out.is_terminal and not as_json,
-                     computation=computation)
+        progress = out.is_terminal and not as_json
+        with contextlib.ExitStack() as stack:
+            if scheduler is None:
+                data, dropped = open_columns(file, column, table=table, exact=exact is True)
+                backend, ran_on = None, None
+            else:
+                data, dropped, backend, ran_on = _on_dask(stack, scheduler, file, column, table, exact is True)
+            if dropped:
+                err.print(Text(f"dropped {dropped} rows with missing values", style="yellow"))
+            sel = select(data, name, scale=scale and scale.value, progress=progress, computation=computation,
+                         backend=backend)
+    streamed = dropped is None and scheduler is None
     scale_used = (scale.value if scale else "sd") if name == "plugin" else None
     if as_json:
         print(json.dumps({
             "file": str(file), "table": table, "columns": column, "method": name, "scale": scale_used,
             "computation": sel.computation, "grid_size": None if sel.grid_size is None else list(sel.grid_size),
-            "tolerance": sel.tolerance, "streamed": dropped is None,
+            "tolerance": sel.tolerance, "streamed": streamed, "ran_on": ran_on,
             "n": sel.n, "dropped_rows": dropped,
             "h": sel.h, "H": sel.H.tolist(), "bandwidth": dict(zip(column, sel.bandwidths.tolist())),
             "seconds": sel.seconds, "notes": list(sel.notes),
@@ -317,7 +332,9 @@ def bandwidth_command(
     result.add_column(style="bold")
     result.add_column(overflow="fold")
     result.add_row("method", name + (f" (scale {scale_used})" if scale_used else ""))
-    result.add_row("computed", sel.computed + (", streamed" if dropped is None else ""))
+    result.add_row("computed", sel.computed + (", streamed" if streamed else ""))
+    if ran_on is not None:
+        result.add_row("ran on", Text(ran_on))
     result.add_row("columns", Text(", ".join(column)))
     result.add_row("n", f"{sel.n}" + (f" ({dropped} rows with missing values dropped)" if dropped else ""))
     if sel.h is not None:
@@ -330,6 +347,45 @@ def bandwidth_command(
     for note in sel.notes:
         result.add_row("note", Text(note, style="yellow"))
     out.print(result)
+
+
+def _on_dask(stack: contextlib.ExitStack, scheduler: str, file: Path, columns: list[str], table: str | None,
+             exact: bool) -> tuple[Any, int | None, Any, str]:
+    """(data, rows dropped, backend, where it runs) for ``parzen bandwidth --scheduler``.
+
+    The files and columns are checked first, then the scheduler connected to (or a LocalCluster
+    started) for the rest of ``stack``.  Binned: the Parquet columns as
+    :class:`parzen.distributed.DaskData`, read and binned on the workers of the client made
+    current (rows dropped: None, the passes count them).  Exact: the rows read into this
+    process's memory, as without --scheduler, and the pair sums as tasks on the workers
+    (:class:`parzen.distributed.DaskBackend`).
+
+    Raises
+    ------
+    ValueError
+        For a DuckDB table or a file that is not Parquet data.
+    MissingExtraError
+        Without the ``dask`` extra.
+    """
+    if table is not None:
+        raise ValueError("--scheduler reads Parquet data, not a DuckDB table (the workers cannot open this "
+                         "process's database); export the table to Parquet (COPY ... TO 'x.parquet') or drop --scheduler")
+    if not is_parquet_source(file):
+        raise ValueError(f"--scheduler reads Parquet data (a file, directory or glob), not {file.name!r}; "
+                         "convert it to Parquet or drop --scheduler")
+    require("dask", "distributed", extra="dask", what="parzen bandwidth --scheduler")
+    from .distributed import DaskBackend
+    from .distributed.cluster import connect
+    from .distributed.parquet import parquet_files, read_parquet_columns
+
+    files = parquet_files(file)  # a typo fails here, before a cluster is reached or started
+    binned = None if exact else read_parquet_columns(files, columns)
+    connection = stack.enter_context(connect(scheduler))
+    if binned is None:
+        data, dropped = open_columns(file, columns, exact=True)
+        return data, dropped, DaskBackend(connection.client), connection.where
+    stack.enter_context(connection.client.as_current())
+    return binned, None, None, connection.where
 
 
 @app.command()
