@@ -29,7 +29,7 @@ def _weight(w, weighted, i):
     return w[i] if weighted else 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def column_moments(x, w, weighted):
     """(W, low, high, mean, S) of the rows x with weights w (1 each unless ``weighted``).
 
