@@ -313,3 +313,31 @@ def test_numba_binning_equals_the_reference_on_any_data(data, d, n):
     want = linear_bin(X, spec, w, backend="numpy")
     got = linear_bin(X, spec, w, backend="cpu")
     np.testing.assert_allclose(got.counts, want.counts, rtol=0, atol=RTOL * max(want.total, 1e-300))
+
+
+def test_parquet_read_ahead_keeps_order_reports_errors_and_gives_back_the_threads(tmp_path):
+    import numba
+
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from parzen.binned import ParquetData
+
+    values = np.arange(1000.0)
+    pq.write_table(pa.table({"x": values}), tmp_path / "a.parquet", row_group_size=100)
+    threads = numba.get_num_threads()
+    seen_threads = []
+
+    def first_values(chunk):
+        seen_threads.append(numba.get_num_threads())
+        return [float(chunk.values[0, 0])]
+
+    data = ParquetData(tmp_path / "a.parquet", "x", batch_rows=100)
+    assert data.reduce(first_values) == values[::100].tolist()  # the batches in order, none lost
+    assert set(seen_threads) == {max(1, threads - 1)}  # a core left to the reader meanwhile
+    assert numba.get_num_threads() == threads
+    bad = values.copy()
+    bad[950] = np.nan  # in the last batch, read on the second thread
+    pq.write_table(pa.table({"x": bad}), tmp_path / "a.parquet", row_group_size=100)
+    with pytest.raises(ValueError, match="column 'x' holds non-finite values"):
+        ParquetData(tmp_path / "a.parquet", "x", batch_rows=100).reduce(first_values)
+    assert numba.get_num_threads() == threads

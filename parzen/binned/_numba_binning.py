@@ -54,7 +54,7 @@ def _cell(p, m):
     return k, p - k
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _bin_1d(x, w, weighted, low, width, m, starts):
     chunks = starts.size - 1
     grids = np.zeros((chunks, m))
@@ -73,7 +73,7 @@ def _bin_1d(x, w, weighted, low, width, m, starts):
     return grids, bad
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _bin_2d(X, w, weighted, lows, widths, sizes, starts):
     chunks = starts.size - 1
     m0, m1 = sizes[0], sizes[1]
@@ -97,7 +97,7 @@ def _bin_2d(X, w, weighted, lows, widths, sizes, starts):
     return grids, bad
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _bin_nd(X, w, weighted, lows, widths, sizes, starts):
     """Any d: the grid flattened in C order, the 2^d corners enumerated by the bits of an int.
 
