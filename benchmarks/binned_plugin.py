@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shutil
 import subprocess
 import tempfile
@@ -24,6 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _common import machine  # benchmarks/_common.py (the scripts run from benchmarks/)
 
 from parzen.bandwidth import plugin_stages
 from parzen.binned.grid import GridSpec, linear_bin
@@ -45,18 +44,6 @@ for (i in seq_len(repeats)) {
 }
 cat(sprintf("%.17g %.17g\\n", h, best * 1000))
 """
-
-
-def machine() -> str:
-    model = platform.processor() or "cpu"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} logical cores, {platform.system()}"
 
 
 def best_time(call, repeat: int) -> tuple[float, object]:

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -37,6 +35,7 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+from _common import machine  # benchmarks/_common.py (the scripts run from benchmarks/)
 
 from parzen.bandwidth import plugin_stages
 from parzen.binned import ArrayChunks, ParquetData
@@ -45,18 +44,6 @@ from parzen.binned.stream import BATCH_ROWS
 RESULTS = Path(__file__).parent / "results"
 #: Up to this n the data are also read into memory, for the in-memory binned h.
 CHECK_MAX_N = 20_000_000
-
-
-def machine() -> str:
-    model = platform.processor() or "cpu"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} logical cores, {platform.system()}"
 
 
 def best_time(call, repeat: int):

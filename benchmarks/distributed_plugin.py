@@ -14,29 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
+from _common import machine  # benchmarks/_common.py (the scripts run from benchmarks/)
 from distributed import Client, LocalCluster
 
 from parzen.bandwidth import plugin
 from parzen.distributed import DaskBackend
 
 RESULTS = Path(__file__).parent / "results"
-
-
-def machine() -> str:
-    model = platform.processor() or "cpu"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} logical cores, {platform.system()}"
 
 
 def best_time(call, repeat: int) -> tuple[float, float]:
