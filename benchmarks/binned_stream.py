@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -110,17 +111,19 @@ def markdown(rows: list[dict], meta: dict) -> str:
         "# Binned PLUGIN streamed from Parquet vs DuckDB scanning the column twice",
         "",
         (f"Machine: {meta['machine']}; DuckDB {meta['duckdb']}, {meta['threads']} threads.  "
-        f"Command: `{meta['command']}`.  Times: best of {meta['repeat']}, seconds.  "
+        "Command: `python benchmarks/binned_stream.py --n N --repeat R` (one run per n, each row kept in the "
+        "results until that n is run again).  Times: best of R, seconds.  "
         "DuckDB: `SELECT MIN(x), MAX(x)` then `SELECT SUM(x)` over the same files.  "
         "ratio = parzen / DuckDB (target at n = 10^9: <= 3)."),
         "",
-        "| n | files | MB | parzen s | DuckDB 2 scans s | ratio | grid | h | rel. diff. from in-memory binned | peak RSS MiB (before) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        ("| n | R | load average (1 min) | files | MB | parzen s | DuckDB 2 scans s | ratio | grid | h | "
+        "rel. diff. from in-memory binned | peak RSS MiB (before) |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         diff = f"{r['relative_difference']:.1e}" if "relative_difference" in r else "-"
         lines.append(
-            f"| {r['n']:.3g} | {r['files']} | {r['parquet_bytes'] / 1e6:.0f} | {r['parzen_seconds']:.3f} | "
+            f"| {r['n']:.3g} | {r.get('repeat', '-')} | {r.get('load_average', '-')} | {r['files']} | {r['parquet_bytes'] / 1e6:.0f} | {r['parzen_seconds']:.3f} | "
             f"{r['duckdb_two_scans_seconds']:.3f} | {r['ratio']:.2f} | {r['grid_size']} | {r['h']:.6g} | {diff} | "
             f"{r['peak_rss_mib']:.0f} ({r['rss_before_mib']:.0f}) |"
         )
@@ -137,15 +140,16 @@ def main() -> None:
     args = parser.parse_args()
     n = int(args.n)
     (threads,) = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()
-    meta = {
-        "machine": machine(), "duckdb": duckdb.__version__, "threads": threads, "repeat": args.repeat,
-        "command": f"python benchmarks/binned_stream.py --n {n:.0e} --batch-rows {args.batch_rows} --repeat {args.repeat}",
-    }
-    row = measure(n, args.batch_rows, args.repeat, args.workdir)
+    meta = {"machine": machine(), "duckdb": duckdb.__version__, "threads": threads}
+    row = {**measure(n, args.batch_rows, args.repeat, args.workdir), "repeat": args.repeat,
+           "load_average": round(os.getloadavg()[0], 2)}
     print(json.dumps(row), flush=True)
     args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "binned_stream.json").write_text(json.dumps({"meta": meta, "rows": [row]}, indent=2) + "\n")
-    (args.output_dir / "binned_stream.md").write_text(markdown([row], meta))
+    path = args.output_dir / "binned_stream.json"
+    kept = [r for r in json.loads(path.read_text())["rows"] if r["n"] != n] if path.exists() else []
+    rows = sorted([*kept, row], key=lambda r: r["n"])
+    path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
+    (args.output_dir / "binned_stream.md").write_text(markdown(rows, meta))
 
 
 if __name__ == "__main__":
