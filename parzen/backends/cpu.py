@@ -104,6 +104,21 @@ def _squared_distances(s, At, a, Bt, start, length):
             s[jj] += diff * diff
 
 
+@njit(fastmath=True, cache=True)
+def _add_exp_sums(out, t, a, s, length, zero):
+    """out[t, k] += (sum_jj exp(-a_k s_jj), sum_jj exp(-2 a_k s_jj)) over the first ``length`` of s."""
+    for k in range(a.size):
+        ak = a[k]
+        r1 = zero
+        r2 = zero
+        for jj in range(length):
+            e = exp(-ak * s[jj])
+            r1 += e
+            r2 += e * e
+        out[t, k, 0] += r1
+        out[t, k, 1] += r2
+
+
 @njit(parallel=True, fastmath=True, cache=True)
 def _lscv_pairs(Yt, tiles, tile, a):
     """partial[t, k] = (sum exp(-a_k s), sum exp(-2 a_k s)) over tile t's pairs, s = |y_i - y_j|^2."""
@@ -120,16 +135,7 @@ def _lscv_pairs(Yt, tiles, tile, a):
             if length <= 0:
                 continue
             _squared_distances(s, Yt, i, Yt, start, length)
-            for k in range(a.size):
-                ak = a[k]
-                r1 = zero
-                r2 = zero
-                for jj in range(length):
-                    e = exp(-ak * s[jj])
-                    r1 += e
-                    r2 += e * e
-                out[t, k, 0] += r1
-                out[t, k, 1] += r2
+            _add_exp_sums(out, t, a, s, length, zero)
     return out
 
 
@@ -176,16 +182,7 @@ def _lscv_between(Xt, Yt, tiles, tile, a):
         s = np.empty(tile, dtype=Xt.dtype)
         for i in range(i0, i1):
             _squared_distances(s, Xt, i, Yt, j0, length)
-            for k in range(a.size):
-                ak = a[k]
-                r1 = zero
-                r2 = zero
-                for jj in range(length):
-                    e = exp(-ak * s[jj])
-                    r1 += e
-                    r2 += e * e
-                out[t, k, 0] += r1
-                out[t, k, 1] += r2
+            _add_exp_sums(out, t, a, s, length, zero)
     return out
 
 

@@ -263,8 +263,7 @@ def _binned_sample(column: np.ndarray, data, scale: str, be) -> _Sample:
     sigma = float(summary.sds[0]) / range_unit  # np.std(x / range_unit, ddof=1), as standardised()
     if scale == "minim":
         q75, q25 = np.percentile(np.asarray(column, dtype=np.float64), [75, 25]) / range_unit
-        if q75 > q25:
-            sigma = min(sigma, float(q75 - q25) / NORMAL_IQR)
+        sigma = _minim(sigma, float(q75), float(q25))
     unit_sigma = float(power_of_two(sigma))
     unit = range_unit * unit_sigma
 
@@ -308,8 +307,7 @@ def _chunked_sample(data: ChunkedData, scale: str, progress: bool) -> _Sample:
     sd = math.sqrt(float(moments.covariance[0, 0])) / unit
     if scale == "minim":
         q75, q25 = binned_quantiles(data, moments, [0.75, 0.25], progress=progress) / unit
-        if q75 > q25:
-            sd = min(sd, float(q75 - q25) / NORMAL_IQR)
+        sd = _minim(sd, float(q75), float(q25))
     unit_sigma = float(power_of_two(sd))
     unit *= unit_sigma
     return _Sample(moments.rows, float(moments.lows[0]) / unit, float(moments.highs[0]) / unit, sd / unit_sigma, unit,
@@ -321,9 +319,13 @@ def _scale_estimate(v: np.ndarray, scale: str) -> float:
     sigma = float(np.std(v, ddof=1))
     if scale == "minim":
         q75, q25 = np.percentile(v, [75, 25])
-        if q75 > q25:
-            sigma = min(sigma, float(q75 - q25) / NORMAL_IQR)
+        sigma = _minim(sigma, float(q75), float(q25))
     return sigma
+
+
+def _minim(sd: float, q75: float, q25: float) -> float:
+    """min(sd, IQR / 1.349), the IQR only where it is positive (``KernSmooth::dpik``'s "minim")."""
+    return min(sd, (q75 - q25) / NORMAL_IQR) if q75 > q25 else sd
 
 
 def _pilot_stages(pair_sum, n: int, g1):
