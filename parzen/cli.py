@@ -567,17 +567,49 @@ def aqp_build(
     grid: Annotated[int | None, typer.Option(min=0, help="Points of each column's gridded form (0: none).")] = None,
     regression: Annotated[list[str] | None, typer.Option(
         "--regression", "-r", metavar="Y~X", help="Also fit the regression of column Y on column X; repeat.")] = None,
+    source: Annotated[str | None, typer.Option(
+        "--from", metavar="PARQUET",
+        help="Read the rows from Parquet files (a file, directory or quoted glob) on a Dask cluster instead of "
+             "DB's table; the synopsis is stored in DB (created if missing) as TABLE, and --exact queries read "
+             "those files (pip install \"parzen\\[dask]\").")] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", metavar="ADDRESS",
+        help="With --from: the Dask scheduler's address (tcp://host:8786); default: a LocalCluster sized to "
+             "this machine, started for the build.")] = None,
 ) -> None:
     """Read TABLE once and store its synopsis in DB."""
-    with _user_errors(), _engine(database, read_only=False) as engine:
-        options: dict[str, Any] = {} if grid is None else {"grid": grid}
-        if regression:
-            options["regression"] = [_regression_pair(text) for text in regression]
-        synopsis = engine.build(table, columns, sample=sample, bandwidth=bandwidth, group_by=group_by,
-                                progress=out.is_terminal, **options)
+    with _user_errors():
+        if scheduler is not None and source is None:
+            raise ValueError("--scheduler runs a build --from Parquet files on a Dask cluster; add --from PARQUET")
+        with contextlib.ExitStack() as stack:
+            options: dict[str, Any] = {} if grid is None else {"grid": grid}
+            where = None
+            if source is not None:
+                where = _build_on_dask(stack, source, scheduler, options)
+            engine = stack.enter_context(_engine(database, read_only=False, create=source is not None))
+            if regression:
+                options["regression"] = [_regression_pair(text) for text in regression]
+            synopsis = engine.build(table, columns, sample=sample, bandwidth=bandwidth, group_by=group_by,
+                                    progress=out.is_terminal, **options)
     size = synopsis.nbytes()
+    ran_on = "" if where is None else f" on {where}"
     out.print(f"built the synopsis of {table}: {synopsis.row_count} rows, {len(synopsis.models)} columns, "
-              f"{size['total']} bytes (sample {size['sample']}, grids {size['grid']}), {synopsis.build_seconds:.2f} s")
+              f"{size['total']} bytes (sample {size['sample']}, grids {size['grid']}), "
+              f"{synopsis.build_seconds:.2f} s{ran_on}")
+
+
+def _build_on_dask(stack: contextlib.ExitStack, source: str, scheduler: str | None, options: dict[str, Any]) -> str:
+    """Put Engine.build's ``source`` and ``client`` for ``aqp build --from`` in ``options`` and say
+    where the build runs: the Parquet files checked first, then the scheduler connected to
+    (default: a LocalCluster started) for the rest of ``stack``."""
+    require("dask", "distributed", extra="dask", what="parzen aqp build --from")
+    from .distributed.cluster import LOCAL, connect
+    from .distributed.parquet import parquet_files
+
+    parquet_files(source)  # a typo fails here, before a cluster is reached or started
+    connection = stack.enter_context(connect(scheduler or LOCAL))
+    options.update(source=source, client=connection.client)
+    return connection.where
 
 
 @aqp_app.command("query")
@@ -628,12 +660,13 @@ def _regression_pair(text: str) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def _engine(database: Path, *, read_only: bool, on_stale: str = "warn"):
-    """An Engine on the existing file ``database``, closed on leaving (so that no lock outlives the
-    command).  Read-only opening takes DuckDB's shared lock: any number of such commands run at once."""
+def _engine(database: Path, *, read_only: bool, on_stale: str = "warn", create: bool = False):
+    """An Engine on the file ``database`` (which must exist unless ``create``), closed on leaving
+    (so that no lock outlives the command).  Read-only opening takes DuckDB's shared lock: any
+    number of such commands run at once."""
     from .aqp import Engine
 
-    if not database.exists():
+    if not (database.exists() or create):
         raise ValueError(f"no database file {str(database)!r}")
     engine = Engine(database, read_only=read_only, on_stale=on_stale)
     try:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from parzen.aqp import Engine, bandwidths
-from parzen.aqp.bandwidths import ColumnSpread, table_functionals
+from parzen.aqp.bandwidths import ColumnSpread, column_counts, table_functionals
 from parzen.aqp.build import integral_factor
 from parzen.bandwidth.plugin import first_pilot, plugin_stages
 from parzen.binned.grid import GridSpec, linear_bin
@@ -83,6 +83,12 @@ def _reader(frame: pd.DataFrame, batch: int, calls: list):
     return read
 
 
+def _binner(frame: pd.DataFrame, batch: int, calls: list):
+    """bin_columns for table_functionals: column_counts over the batches of :func:`_reader`."""
+    read = _reader(frame, batch, calls)
+    return lambda specs: column_counts(read, specs)
+
+
 def _spread(values: np.ndarray) -> ColumnSpread:
     present = values[~np.isnan(values)]
     return ColumnSpread(present.size, float(present.min()), float(present.max()), float(np.std(present, ddof=1)))
@@ -97,7 +103,7 @@ def test_counts_added_over_batches_equal_plugin_on_all_rows_and_units_do_not_ove
     frame["tiny"] = frame["x"] * 1e-30
     calls: list = []
     spreads = {c: _spread(frame[c].to_numpy(dtype=np.float64)) for c in ("x", "y", "tiny")}
-    got = table_functionals(_reader(frame, 3001, calls), spreads)
+    got = table_functionals(_binner(frame, 3001, calls), spreads)
     assert calls == [("x", "y", "tiny")]  # one pass over all columns
     for column in ("x", "y"):
         f = got[column]
@@ -123,7 +129,7 @@ def test_a_column_whose_first_grid_is_too_coarse_is_binned_again_alone(monkeypat
     frame = pd.DataFrame({"normal": rng.normal(0.0, 1.0, rows), "uniform": rng.uniform(0.0, 1.0, rows)})
     calls: list = []
     spreads = {c: _spread(frame[c].to_numpy()) for c in frame}
-    got = table_functionals(_reader(frame, 1000, calls), spreads)
+    got = table_functionals(_binner(frame, 1000, calls), spreads)
     assert calls[0] == ("normal", "uniform") and len(calls) > 1 and set(calls[1:]) == {("uniform",)}
     for column in frame:
         exact = plugin_stages(frame[column].to_numpy(), method="exact", backend="numpy")
@@ -158,7 +164,7 @@ def test_the_first_grid_grows_with_the_rows_so_one_pass_suffices():
     frame = pd.DataFrame({"u": np.random.default_rng(5).uniform(0.0, 1.0, rows)})
     spread = _spread(frame["u"].to_numpy())
     calls: list = []
-    got = table_functionals(_reader(frame, 100_000, calls), {"u": spread})["u"]
+    got = table_functionals(_binner(frame, 100_000, calls), {"u": spread})["u"]
     assert calls == [("u",)] and got.predicted_error <= 1e-4
     coarse = prior_grid_size(spread.high - spread.low, spread.sigma, 1e-4)
     assert got.grid_size == bandwidths.first_grid_size(spread, 1e-4) > coarse

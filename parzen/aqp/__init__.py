@@ -10,8 +10,9 @@ from .._extras import require
 
 require("duckdb", "sqlglot", "pyarrow", extra="aqp", what="parzen.aqp")
 
-from .engine import Engine, StaleSynopsisError, StaleSynopsisWarning
+from .engine import Engine, StaleSynopsisError, StaleSynopsisWarning, UncheckedSynopsisWarning
 from .sql import UnsupportedQuery
 from .synopsis import CorruptSynopsis
 
-__all__ = ["CorruptSynopsis", "Engine", "StaleSynopsisError", "StaleSynopsisWarning", "UnsupportedQuery"]
+__all__ = ["CorruptSynopsis", "Engine", "StaleSynopsisError", "StaleSynopsisWarning", "UncheckedSynopsisWarning",
+           "UnsupportedQuery"]

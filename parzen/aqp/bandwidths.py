@@ -108,16 +108,17 @@ class ColumnFunctionals:
         return self.h_rows * (self.rows / n) ** 0.2
 
 
-def table_functionals(read: Callable[[list[str]], Iterable[dict[str, np.ndarray]]],
+def table_functionals(bin_columns: Callable[[dict[str, GridSpec]], dict[str, BinCounts]],
                       spreads: dict[str, ColumnSpread], *, tolerance: float = TOLERANCE) -> dict[str, ColumnFunctionals]:
     """Binned PLUGIN functionals of every row of each column in ``spreads`` (module docstring).
 
     Parameters
     ----------
-    read : callable
-        ``read(columns)`` gives the table's rows of ``columns`` once, as an iterable of dicts
-        column -> float64 array (NaN for NULL), a record batch at a time.  Called once, and once
-        more for the columns whose grid must be refined.
+    bin_columns : callable
+        ``bin_columns(specs)`` gives, per column of ``specs``, the linear-binning counts of all its
+        non-NULL rows on the 1-D grid ``specs[column]``: one pass over the table
+        (:func:`column_counts` over record batches, or the Dask workers' partitions added up).
+        Called once, and once more for the columns whose grid must be refined.
     spreads : dict
         Column -> :class:`ColumnSpread` (at least 2 rows and high > low, sigma > 0).
     tolerance : float
@@ -133,8 +134,7 @@ def table_functionals(read: Callable[[list[str]], Iterable[dict[str, np.ndarray]
     sizes = {c: first_grid_size(s, tolerance) for c, s in spreads.items()}
     out: dict[str, ColumnFunctionals] = {}
     while sizes:
-        counts = _column_counts(read, {c: GridSpec.covering(spreads[c].low, spreads[c].high, m)
-                                       for c, m in sizes.items()})
+        counts = bin_columns({c: GridSpec.covering(spreads[c].low, spreads[c].high, m) for c, m in sizes.items()})
         refined = {}
         for column, binned in counts.items():
             unit, spec = units[column], binned.spec
@@ -179,10 +179,12 @@ def first_grid_size(spread: ColumnSpread, tolerance: float) -> int:
     return prior_grid_size(spread.high - spread.low, spread.sigma, tolerance / scale)
 
 
-def _column_counts(read, specs: dict[str, GridSpec]) -> dict[str, BinCounts]:
+def column_counts(read: Callable[[list[str]], Iterable[dict[str, np.ndarray]]],
+                  specs: dict[str, GridSpec]) -> dict[str, BinCounts]:
     """Each column's non-NULL values binned onto its own 1-D grid, added over the batches of one pass.
 
-    DuckDB hands out record batches of about 10^5 rows; a column's values are held until
+    ``read(columns)`` gives the table's rows of ``columns`` once, as an iterable of dicts
+    column -> float64 array (NaN for NULL), a record batch at a time.  DuckDB hands out record batches of about 10^5 rows; a column's values are held until
     :data:`parzen.binned.stream.BATCH_ROWS` have come and binned then, one parallel launch per
     10^6 values (as :func:`parzen.binned.stream.bin_duckdb` does).
     """

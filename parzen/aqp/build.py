@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
@@ -15,9 +17,10 @@ import pandas as pd
 
 from .. import bandwidth as bw
 from .._progress import progress_bar
-from .bandwidths import ColumnFunctionals, ColumnSpread, table_functionals
+from ..binned.grid import BinCounts, GridSpec
+from .bandwidths import ColumnFunctionals, ColumnSpread, column_counts, table_functionals
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
-from .grid import GRID_POINTS, column_grids, table_cumulative
+from .grid import GRID_POINTS, ColumnGrid, column_grids, table_cumulative
 from .regression import fit_regression, regression_pairs
 from .synopsis import Group, Synopsis
 
@@ -64,27 +67,10 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
     """Read ``table`` and return its synopsis (see :meth:`parzen.aqp.Engine.build`)."""
     started = time.perf_counter()
     types = table_columns(con, table)
-    numeric = [c for c, t in types.items() if is_numeric(t)] if columns is None else list(columns)
-    group_by = tuple(group_by or ())
-    for c in [*numeric, *group_by]:
-        if c not in types:
-            raise ValueError(f"table {table!r} has no column {c!r}; its columns: {', '.join(types)}")
-    bad = [c for c in numeric if not is_numeric(types[c])]
-    if bad:
-        raise ValueError(f"columns {bad} of {table!r} are not numeric ({[types[c] for c in bad]}); "
-                         "categorical columns go in group_by")
-    numeric = [c for c in numeric if c not in group_by]
-    if not numeric:
-        raise ValueError(f"table {table!r} has no numeric columns to model")
-    if not isinstance(sample, int) or sample < 10:
-        raise ValueError(f"sample must be an integer >= 10, got {sample!r}")
-    if not isinstance(grid, int) or not (grid == 0 or grid >= 16):
-        raise ValueError(f"grid must be 0 (no gridded form) or an integer >= 16, got {grid!r}")
-    bandwidth_option = _bandwidth_option(bandwidth)
-    pairs = regression_pairs(regression, numeric, types, table)
-    if pairs and not grid:
-        raise ValueError("regression= integrates against the gridded form of x: build with grid > 0")
-    with progress_bar(progress, f"synopsis of {table}", total=5 + len(numeric) + len(pairs)) as bar:
+    options = BuildOptions.checked(table, types, columns=columns, sample=sample, bandwidth=bandwidth,
+                                   group_by=group_by, grid=grid, regression=regression, seed=seed)
+    numeric, group_by = options.numeric, options.group_by
+    with progress_bar(progress, f"synopsis of {table}", total=options.steps) as bar:
         rows, totals, stats, hashed = _totals(con, table, numeric, types, fingerprint_columns(numeric, group_by))
         if rows < 2:
             raise ValueError(f"table {table!r} has {rows} rows; a synopsis needs at least 2")
@@ -99,33 +85,136 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
             ).fetchnumpy()
             drawn = {c: np.ma.filled(np.ma.asarray(values[c], dtype=np.float64), np.nan) for c in numeric}  # NULL: NaN
         bar.advance(1)
-        rng = np.random.default_rng(seed)
-        kinds = {c: _column_kind(drawn[c], stats[c]) for c in numeric}
-        spreads = {c: ColumnSpread(totals[c][0], stats[c][0], stats[c][1], stats[c][4]) for c in numeric
-                   if kinds[c][0] != DISCRETE and _selector_of(c, bandwidth) == "plugin"}
-        functionals = table_functionals(lambda cols: _batches(con, table, cols), spreads) if spreads else {}
-        bar.advance(1)
-        models = {}
-        for c in numeric:
-            models[c] = _column_model(c, kinds[c], stats[c][3], drawn[c], bandwidth, functionals.get(c), rng)
-            bar.advance(1)
-        synopsis = Synopsis(table=table, row_count=rows, models=models, totals=totals, sample=drawn,
-                            group_by=group_by, groups=groups, built_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                            fingerprint=hashed, requested_sample=sample, bandwidth=bandwidth_option, seed=seed)
-        if grid:
-            _, weights, scale = synopsis.strata()
-            spans = {c: stats[c][:2] for c in numeric if stats[c][0] is not None}
-            # a column without sampled values (all NULL) has no grid: its queries integrate the (empty) sample
-            gridded = {c: m for c, m in models.items() if not np.isnan(drawn[c]).all()}
-            if gridded:
-                synopsis.grids = table_cumulative(column_grids(gridded, drawn, weights, scale, grid, spans),
-                                                  _batches(con, table, list(gridded)))
-            synopsis.grid_points = grid
-        bar.advance(2)
-        for y, x in pairs:
-            synopsis.regressions[(y, x)] = fit_regression(y, x, drawn, synopsis.strata()[1], seed=seed)
-            bar.advance(1)
+        passes = TablePasses(bin_columns=lambda specs: column_counts(lambda cols: _batches(con, table, cols), specs),
+                             cumulate=lambda grids: table_cumulative(grids, _batches(con, table, list(grids))))
+        synopsis = assemble_synopsis(options, Scan(rows, totals, stats, groups, drawn, hashed), passes, bar)
     synopsis.build_seconds = time.perf_counter() - started
+    return synopsis
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """The options of a build, checked against the table's columns (:meth:`checked`)."""
+
+    table: str
+    numeric: list[str]
+    group_by: tuple[str, ...]
+    sample: int
+    bandwidth: str | float | dict  # as given: a name, a number or column -> number
+    stored_bandwidth: str | float | dict  # as the synopsis keeps it (:func:`_bandwidth_option`)
+    grid: int
+    pairs: list[tuple[str, str]]
+    seed: int
+
+    @property
+    def steps(self) -> int:
+        """The build's steps, for its progress bar."""
+        return 5 + len(self.numeric) + len(self.pairs)
+
+    @classmethod
+    def checked(cls, table: str, types: dict[str, str], *, columns, sample, bandwidth, group_by, grid, regression,
+                seed) -> BuildOptions:
+        """The options of :meth:`parzen.aqp.Engine.build` checked against ``types`` (column -> DuckDB
+        type name of the table), with a ValueError naming what is wrong and how to fix it."""
+        numeric = [c for c, t in types.items() if is_numeric(t)] if columns is None else list(columns)
+        group_by = tuple(group_by or ())
+        for c in [*numeric, *group_by]:
+            if c not in types:
+                raise ValueError(f"table {table!r} has no column {c!r}; its columns: {', '.join(types)}")
+        bad = [c for c in numeric if not is_numeric(types[c])]
+        if bad:
+            raise ValueError(f"columns {bad} of {table!r} are not numeric ({[types[c] for c in bad]}); "
+                             "categorical columns go in group_by")
+        numeric = [c for c in numeric if c not in group_by]
+        if not numeric:
+            raise ValueError(f"table {table!r} has no numeric columns to model")
+        if not isinstance(sample, int) or sample < 10:
+            raise ValueError(f"sample must be an integer >= 10, got {sample!r}")
+        if not isinstance(grid, int) or not (grid == 0 or grid >= 16):
+            raise ValueError(f"grid must be 0 (no gridded form) or an integer >= 16, got {grid!r}")
+        stored = _bandwidth_option(bandwidth)
+        pairs = regression_pairs(regression, numeric, types, table)
+        if pairs and not grid:
+            raise ValueError("regression= integrates against the gridded form of x: build with grid > 0")
+        return cls(table, numeric, group_by, sample, bandwidth, stored, grid, pairs, seed)
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What a build's first reads of the table found: rows, exact totals per column (COUNT, SUM),
+    statistics per column (min, max, distinct values, all-integer, standard deviation), the strata
+    (:class:`Group`, empty without ``group_by``), the sample (column -> float64 values, NaN for
+    NULL; grouped: sorted by stratum) and the content fingerprint (0: none)."""
+
+    rows: int
+    totals: dict[str, tuple[int, float]]
+    stats: dict[str, tuple]
+    groups: list[Group]
+    drawn: dict[str, np.ndarray]
+    fingerprint: int
+
+
+@dataclass(frozen=True)
+class TablePasses:
+    """The two passes over every row that a build makes after its scan, however the rows are read.
+
+    ``bin_columns(specs)``: column -> :class:`parzen.binned.grid.BinCounts` of its non-NULL values
+    linearly binned on the grid ``specs[column]`` (for PLUGIN's functionals,
+    :func:`parzen.aqp.bandwidths.table_functionals`); ``cumulate(grids)``: the grids with the
+    table's exact C and S (:func:`parzen.aqp.grid.table_cumulative`).
+    """
+
+    bin_columns: Callable[[dict[str, GridSpec]], dict[str, BinCounts]]
+    cumulate: Callable[[dict[str, ColumnGrid]], dict[str, ColumnGrid]]
+
+
+def assemble_synopsis(options: BuildOptions, scan: Scan, passes: TablePasses, bar) -> Synopsis:
+    """The synopsis from a build's scan of the table and its passes: each column's kind and model
+    (PLUGIN's functionals from every row), the gridded form and the regressions.
+
+    Parameters
+    ----------
+    options : BuildOptions
+        The checked options.
+    scan : Scan
+        Totals, statistics, strata and sample.
+    passes : TablePasses
+        How the rows are read again.
+    bar : progress bar
+        Advanced by ``options.steps - 2``.
+
+    Returns
+    -------
+    Synopsis
+        Without ``build_seconds`` (the caller times the whole build).
+    """
+    numeric, stats, drawn, bandwidth = options.numeric, scan.stats, scan.drawn, options.bandwidth
+    rng = np.random.default_rng(options.seed)
+    kinds = {c: _column_kind(drawn[c], stats[c]) for c in numeric}
+    spreads = {c: ColumnSpread(scan.totals[c][0], stats[c][0], stats[c][1], stats[c][4]) for c in numeric
+               if kinds[c][0] != DISCRETE and _selector_of(c, bandwidth) == "plugin"}
+    functionals = table_functionals(passes.bin_columns, spreads) if spreads else {}
+    bar.advance(1)
+    models = {}
+    for c in numeric:
+        models[c] = _column_model(c, kinds[c], stats[c][3], drawn[c], bandwidth, functionals.get(c), rng)
+        bar.advance(1)
+    synopsis = Synopsis(table=options.table, row_count=scan.rows, models=models, totals=scan.totals, sample=drawn,
+                        group_by=options.group_by, groups=scan.groups,
+                        built_at=datetime.now(UTC).isoformat(timespec="seconds"), fingerprint=scan.fingerprint,
+                        requested_sample=options.sample, bandwidth=options.stored_bandwidth, seed=options.seed)
+    if options.grid:
+        _, weights, scale = synopsis.strata()
+        spans = {c: stats[c][:2] for c in numeric if stats[c][0] is not None}
+        # a column without sampled values (all NULL) has no grid: its queries integrate the (empty) sample
+        gridded = {c: m for c, m in models.items() if not np.isnan(drawn[c]).all()}
+        if gridded:
+            synopsis.grids = passes.cumulate(column_grids(gridded, drawn, weights, scale, options.grid, spans))
+        synopsis.grid_points = options.grid
+    bar.advance(2)
+    for y, x in options.pairs:
+        synopsis.regressions[(y, x)] = fit_regression(y, x, drawn, synopsis.strata()[1], seed=options.seed)
+        bar.advance(1)
     return synopsis
 
 
@@ -142,7 +231,7 @@ def _totals(con, table, numeric, types, hashed_columns):
         parts += [f"COUNT({q})", f"SUM(CAST({q} AS DOUBLE))", f"MIN(CAST({q} AS DOUBLE))", f"MAX(CAST({q} AS DOUBLE))",
                   f"approx_count_distinct({q})", integral, f"stddev_samp(CAST({q} AS DOUBLE))"]
     row = con.execute(f"SELECT {', '.join(parts)} FROM {quote(table)}").fetchone()
-    _refuse_non_finite(table, dict(zip(floating, row[2:2 + len(floating)])))
+    refuse_non_finite(table, dict(zip(floating, row[2:2 + len(floating)])))
     totals, stats = {}, {}
     for k, c in enumerate(numeric):
         count, total, low, high, distinct, integral, sd = row[2 + len(floating) + 7 * k: 9 + len(floating) + 7 * k]
@@ -151,7 +240,7 @@ def _totals(con, table, numeric, types, hashed_columns):
     return int(row[0]), totals, stats, int(row[1] or 0)
 
 
-def _refuse_non_finite(table: str, non_finite: dict[str, int]) -> None:
+def refuse_non_finite(table: str, non_finite: dict[str, int]) -> None:
     """A ValueError naming the first column with inf, -inf or NaN values (``non_finite``: column -> how
     many), which no density models, and the two ways around them."""
     for column, count in non_finite.items():
@@ -312,10 +401,10 @@ def _strata(con, table, numeric, group_by, rows, sample, seed):
     key_frame = drawn[list(group_by)]
     positions = {}
     for i, key in enumerate(map(tuple, key_frame.itertuples(index=False, name=None))):
-        positions.setdefault(_plain(key), []).append(i)
+        positions.setdefault(plain_key(key), []).append(i)
     order = []
     for row in totals:
-        key = _plain(tuple(row[:g]))
+        key = plain_key(tuple(row[:g]))
         index = positions.get(key, [])
         order.extend(index)
         per_column = {c: (int(row[g + 1 + 2 * k]), float(row[g + 2 + 2 * k] or 0.0)) for k, c in enumerate(numeric)}
@@ -325,7 +414,7 @@ def _strata(con, table, numeric, group_by, rows, sample, seed):
     return groups, sample
 
 
-def _plain(key: tuple) -> tuple:
+def plain_key(key: tuple) -> tuple:
     """Group key values as JSON-friendly Python scalars (None for NULL)."""
     out: list[object] = []
     for v in key:

@@ -9,6 +9,7 @@ answers (docs/security.md).
 from __future__ import annotations
 
 import math
+import os
 import time
 import warnings
 from dataclasses import replace
@@ -18,7 +19,7 @@ import duckdb
 import pandas as pd
 
 from . import answers, store
-from .build import build_synopsis, content_fingerprint, fingerprint_columns
+from .build import build_synopsis, content_fingerprint, fingerprint_columns, quote
 from .estimate import warm_up, z_value
 from .grid import GRID_POINTS
 from .sql import AggregateQuery, Range, UnsupportedQuery, parse, read_only_sql, to_sql
@@ -31,6 +32,10 @@ ON_STALE = ("warn", "error")
 
 class StaleSynopsisWarning(UserWarning):
     """The answer comes from a synopsis whose table changed since it was built."""
+
+
+class UncheckedSynopsisWarning(UserWarning):
+    """A synopsis built from a dask DataFrame was loaded: nothing can tell whether its data changed."""
 
 
 class StaleSynopsisError(ValueError):
@@ -91,12 +96,24 @@ class Engine:
             self.con = _connect_locked_down(path, read_only)
         self._cache: dict[str, Synopsis] = {}
         self._layouts: dict[str, Layout] = {}
+        self._sources: dict[str, duckdb.DuckDBPyConnection] = {}  # table -> connection reading its Parquet files
 
     # --- synopses -------------------------------------------------------------------------
 
     def build(self, table: str, columns=None, *, sample: int = 100_000, bandwidth="plugin", group_by=None,
-              grid: int = GRID_POINTS, regression=None, seed: int = 0, progress: bool = False) -> Synopsis:
+              grid: int = GRID_POINTS, regression=None, seed: int = 0, source=None, client=None,
+              progress: bool = False) -> Synopsis:
         """Read ``table`` and store its synopsis.
+
+        ``source``: where the rows are, when not in the database's table ``table``: Parquet files
+        (a file, a directory or a glob such as ``"data/*.parquet"``) or a dask DataFrame, read and
+        summarised on the workers of a Dask cluster (``client``, default: the current one) in one
+        distributed build (:mod:`parzen.distributed.synopsis`; needs the ``dask`` extra).  The
+        synopsis is stored in this database under the name ``table``, and queries on ``table``
+        are answered from it as from any other; for Parquet files, ``exact=True`` runs them in
+        DuckDB over those files (and no other), and staleness is judged from the files' list,
+        sizes and modification times.  A synopsis of a dask DataFrame cannot be checked against
+        its data, nor answer exactly (a warning says so when it is loaded).
 
         ``columns``: numeric columns to model (default: all numeric ones).  ``sample``: rows in
         the uniform sample (DuckDB's reservoir sampling).  ``bandwidth``: a selector's name
@@ -137,6 +154,10 @@ class Engine:
             Pairs (y, x) to fit regressions for.
         seed : int
             Seed of the sample.
+        source : str, os.PathLike or dask.dataframe.DataFrame, optional
+            Parquet files or a dask DataFrame holding the rows (default: the database's table).
+        client : distributed.Client, optional
+            The Dask client a ``source`` is read on (default: the current one).
         progress : bool
             Show a progress bar.
 
@@ -145,22 +166,32 @@ class Engine:
         Synopsis
             The stored synopsis.
         """
-        synopsis = build_synopsis(self.con, table, columns=columns, sample=sample, bandwidth=bandwidth,
-                                  group_by=group_by, grid=grid, regression=regression, seed=seed, progress=progress)
+        options = {"columns": columns, "sample": sample, "bandwidth": bandwidth, "group_by": group_by, "grid": grid,
+                   "regression": regression, "seed": seed, "progress": progress}
+        if source is None:
+            if client is not None:
+                raise ValueError("client= reads a source= (Parquet files or a dask DataFrame); a database table "
+                                 "is read by DuckDB in this process")
+            synopsis = build_synopsis(self.con, table, **options)
+        else:
+            synopsis = _build_from(source, table, client, options)
         store.save(self.con, synopsis)
         self._keep(synopsis)
         self._stale.pop(table, None)
         return synopsis
 
-    def refresh(self, table: str, *, progress: bool = False) -> Synopsis:
+    def refresh(self, table: str, *, client=None, progress: bool = False) -> Synopsis:
         """Rebuild ``table``'s synopsis with the options it was built with (columns, groups, requested
-        sample size, bandwidth, grid, regressions, seed): on unchanged data, the same synopsis.  A
-        corrupt one, or one of an older format, is rebuilt with the defaults.
+        sample size, bandwidth, grid, regressions, seed, and the Parquet files it was read from):
+        on unchanged data, the same synopsis.  A corrupt one, or one of an older format, is rebuilt
+        from the database's table with the defaults.
 
         Parameters
         ----------
         table : str
             A table with a stored synopsis.
+        client : distributed.Client, optional
+            The Dask client for a synopsis built from Parquet files (default: the current one).
         progress : bool
             Show a progress bar.
 
@@ -168,12 +199,21 @@ class Engine:
         -------
         Synopsis
             The new synopsis.
+
+        Raises
+        ------
+        ValueError
+            For a synopsis built from a dask DataFrame (build it again from the DataFrame).
         """
         try:
-            options = self._loaded(table).build_options()
+            synopsis = self._loaded(table)
         except ValueError:
-            options = {}
-        return self.build(table, progress=progress, **options)
+            return self.build(table, progress=progress)
+        if synopsis.source and "pattern" not in synopsis.source:
+            raise ValueError(f"the synopsis of {table!r} was built from a dask DataFrame, which parzen cannot read "
+                             f"again: engine.build({table!r}, source=frame) with the DataFrame")
+        return self.build(table, progress=progress, **({"client": client} if synopsis.source else {}),
+                          **synopsis.build_options())
 
     def synopsis(self, table: str) -> Synopsis:
         """The stored synopsis of ``table``; loading it (once) checks it against the table (see the
@@ -196,8 +236,12 @@ class Engine:
             The stored one cannot be read (``refresh`` rebuilds it).
         """
         if table not in self._cache:
-            self._loaded(table)
+            loaded = self._loaded(table)
             self.check(table)
+            if loaded.source and "pattern" not in loaded.source:
+                warnings.warn(f"the synopsis of {table!r} was built from a dask DataFrame: parzen cannot check "
+                              "whether its data changed since; build it again when they do",
+                              UncheckedSynopsisWarning, stacklevel=2)
         return self._cache[table]
 
     def describe(self, table: str) -> pd.DataFrame:
@@ -412,7 +456,8 @@ class Engine:
         """
         query = self._resolved(parse(sql))
         approx = self.query(sql, method=method)
-        exact = self._run(to_sql(query))
+        exact = self._run(to_sql(query), self._source_connection(query.table) if
+                          self._parquet_source(query.table) else None)
         keys = list(query.group_by)
         merged = approx.merge(exact, on=keys, how="outer", suffixes=(" approx", " exact")) if keys else \
             approx.add_suffix(" approx").join(exact.add_suffix(" exact"))
@@ -470,34 +515,63 @@ class Engine:
         DuckDB runs the result on a connection that cannot touch files (``enable_external_access``
         false: no ``read_csv``, no replacement scan of a file name, no ATTACH or COPY), in a
         read-only transaction (:meth:`_run`)."""
-        _require_no_external_access(self.con)
         text, tables = read_only_sql(sql)
+        parquet = [parts for parts in tables if len(parts) == 1 and self._parquet_source(parts[0])]
+        if parquet:
+            if len(tables) > 1:
+                raise UnsupportedQuery(f"exact answers over Parquet files read one table; this query reads "
+                                       f"{', '.join('.'.join(p) for p in tables)}")
+            return self._run(text, self._source_connection(parquet[0][0]))
+        _require_no_external_access(self.con)
         known, names = _catalog_tables(self.con)
         missing = sorted(".".join(parts) for parts in tables if tuple(p.casefold() for p in parts) not in known)
         if missing:
             raise ValueError(f"no table {missing[0]!r} in the database; its tables: {', '.join(names)}")
         return self._run(text)
 
-    def _run(self, text: str) -> pd.DataFrame:
-        """The result of ``text``, which must be one SELECT by DuckDB's own parser, run inside
-        ``BEGIN TRANSACTION READ ONLY`` ... ``ROLLBACK`` (writes fail, nothing is kept); a file
-        read that DuckDB refuses (external access disabled) becomes a ValueError."""
-        statements = self.con.extract_statements(text)
+    def _parquet_source(self, table: str) -> dict | None:
+        """The Parquet source of the stored synopsis of ``table`` (matched as DuckDB matches names),
+        None when it has none (or no synopsis); a synopsis of a dask DataFrame raises: nothing can
+        run its exact answers."""
+        name = self._synopsis_name(table)
+        if name not in self._cache and name not in store.stored_tables(self.con):
+            return None
+        source = self._loaded(name).source
+        if source and "pattern" not in source:
+            raise ValueError(f"the synopsis of {name!r} was built from a dask DataFrame, which DuckDB cannot read: "
+                             "exact answers need the rows in a database table or Parquet files")
+        return source or None
+
+    def _source_connection(self, table: str) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB connection that reads the Parquet files of ``table``'s synopsis and no
+        other file (:func:`_parquet_connection`), made once per table."""
+        name = self._synopsis_name(table)
+        if name not in self._sources:
+            self._sources[name] = _parquet_connection(name, self._loaded(name).source["files"])
+        return self._sources[name]
+
+    def _run(self, text: str, con: duckdb.DuckDBPyConnection | None = None) -> pd.DataFrame:
+        """The result of ``text``, which must be one SELECT by DuckDB's own parser, run on ``con``
+        (default: the database's) inside ``BEGIN TRANSACTION READ ONLY`` ... ``ROLLBACK`` (writes
+        fail, nothing is kept); a file read that DuckDB refuses (external access disabled) becomes
+        a ValueError."""
+        con = self.con if con is None else con
+        statements = con.extract_statements(text)
         if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
             raise ValueError(f"the database runs one SELECT statement here, not {text!r}")
         try:
-            self.con.execute("BEGIN TRANSACTION READ ONLY")
+            con.execute("BEGIN TRANSACTION READ ONLY")
         except duckdb.TransactionException as err:
             raise ValueError("exact answers run in their own read-only transaction, but the connection has one "
                              "open: commit or roll it back first") from err
         try:
             started = time.perf_counter()
-            frame = self.con.execute(statements[0]).df()
+            frame = con.execute(statements[0]).df()
             frame.attrs["seconds"] = time.perf_counter() - started
         except duckdb.PermissionException as err:  # e.g. a view over read_csv(...)
             raise ValueError(f"the query reads a file, which this connection may not: {err}") from err
         finally:
-            self.con.execute("ROLLBACK")
+            con.execute("ROLLBACK")
         return frame
 
     def _approximate(self, query: AggregateQuery, with_error: bool, z: float) -> tuple[pd.DataFrame, str]:
@@ -511,11 +585,36 @@ class Engine:
         return answers.regression(query, synopsis)
 
 
+def _build_from(source, table: str, client, options: dict) -> Synopsis:
+    """The synopsis of ``source`` (Parquet files or a dask DataFrame) built on Dask workers."""
+    from .._extras import require
+
+    require("dask", "distributed", extra="dask", what="Engine.build(source=...)")
+    from ..distributed.synopsis import build_partitioned, parquet_source, read_parquet_table
+
+    if isinstance(source, (str, os.PathLike)):
+        where = parquet_source(source)
+        return build_partitioned(read_parquet_table(source), table, client=client, source=where, **options)
+    import dask.dataframe as dd
+
+    if not isinstance(source, dd.DataFrame):
+        raise TypeError(f"source= takes Parquet files (a path or glob) or a dask DataFrame, got {type(source).__name__}")
+    return build_partitioned(source, table, client=client, **options)
+
+
 def _table_now(con, synopsis: Synopsis) -> tuple[int | None, str]:
     """The row count of the synopsis's table now (None if it was dropped) and why the synopsis is
     stale ("" if it is not): the table or a column it covers is gone, the row count changed, or
-    (same rows) the content fingerprint changed."""
+    (same rows) the content fingerprint changed.  For a synopsis of Parquet files, their rows now
+    and whether files came, went or changed (:func:`parzen.distributed.synopsis.source_now`); for
+    one of a dask DataFrame, (None, ""): nothing to check against."""
     table = synopsis.table
+    if synopsis.source:
+        if "pattern" not in synopsis.source:
+            return None, ""
+        from ..distributed.synopsis import source_now
+
+        return source_now(synopsis.source)
     try:
         rows, fingerprint = content_fingerprint(con, table, fingerprint_columns(synopsis.models, synopsis.group_by))
     except duckdb.CatalogException:
@@ -534,6 +633,19 @@ def _table_now(con, synopsis: Synopsis) -> tuple[int | None, str]:
 #: installs), no Python variables read as tables, and the configuration locked so no query can
 #: change it back (DuckDB refuses SET and RESET then).
 LOCKED_DOWN = {"enable_external_access": False, "python_enable_replacements": False, "lock_configuration": True}
+
+
+def _parquet_connection(table: str, files: list[str]) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with one view, ``table``, over the Parquet ``files``, which are the only
+    files it may read: ``allowed_paths`` set to them before external access is disabled and the
+    configuration locked (:data:`LOCKED_DOWN`); no other file, ATTACH, COPY or setting change."""
+    con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
+    con.execute("SET allowed_paths = ?", [list(files)])
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    paths = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    con.execute(f'CREATE VIEW {quote(table)} AS SELECT * FROM read_parquet([{paths}])')
+    return con
 
 
 def _connect_locked_down(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:

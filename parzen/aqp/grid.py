@@ -196,24 +196,64 @@ def table_cumulative(grids: dict[str, ColumnGrid], batches) -> dict[str, ColumnG
 
     ``batches``: an iterable of dicts column -> float64 array (NaN = NULL) that together hold
     every row of the table once (DuckDB's record batches).  Each value is added to the bucket of
-    the first point >= it; C and S at the points are then cumulative sums of the buckets.
+    the first point >= it (:class:`GridBuckets`); C and S at the points are then cumulative sums of
+    the buckets.
     """
-    state = {}
-    for column, grid in grids.items():
-        t = grid.points
-        cells = 4 * t.size
-        width = (t[-1] - t[0]) / cells if t.size > 1 and t[-1] > t[0] else 1.0
-        lookup = np.searchsorted(t, t[0] + width * np.arange(cells + 1), side="left")
-        state[column] = (lookup, width, np.zeros(t.size + 1), np.zeros(t.size + 1))
+    buckets = GridBuckets.empty(grids)
     for batch in batches:
-        for column, (lookup, width, count, total) in state.items():
+        buckets.add(grids, batch)
+    return buckets.cumulated(grids)
+
+
+@dataclass(frozen=True)
+class GridBuckets:
+    """Per column, the rows and their SUM(x) in each bucket of its grid's points: bucket k holds
+    t_{k-1} < x <= t_k (bucket 0: x <= t_0; bucket G: x > t_{G-1}).
+
+    A summary that adds over any split of the table's rows (record batches, Dask partitions):
+    the counts exactly, the sums to float64 round-off.  C(t_k) and S(t_k) are the cumulative sums
+    of buckets 0..k (:meth:`cumulated`).
+
+    Parameters
+    ----------
+    count, total : dict
+        Column -> (G + 1,) rows and SUM(x) per bucket.
+    """
+
+    count: dict[str, np.ndarray]
+    total: dict[str, np.ndarray]
+
+    @classmethod
+    def empty(cls, grids: dict[str, ColumnGrid]) -> GridBuckets:
+        """Zero buckets for ``grids``."""
+        return cls({c: np.zeros(g.points.size + 1) for c, g in grids.items()},
+                   {c: np.zeros(g.points.size + 1) for c, g in grids.items()})
+
+    @classmethod
+    def of(cls, grids: dict[str, ColumnGrid], batch: dict[str, np.ndarray]) -> GridBuckets:
+        """The buckets of one batch (column -> float64 values, NaN = NULL) of the table's rows."""
+        buckets = cls.empty(grids)
+        buckets.add(grids, batch)
+        return buckets
+
+    def add(self, grids: dict[str, ColumnGrid], batch: dict[str, np.ndarray]) -> None:
+        """Add the rows of ``batch`` (column -> float64 values, NaN = NULL) in place."""
+        for column, grid in grids.items():
+            t = grid.points
+            cells = 4 * t.size
+            width = (t[-1] - t[0]) / cells if t.size > 1 and t[-1] > t[0] else 1.0
+            lookup = np.searchsorted(t, t[0] + width * np.arange(cells + 1), side="left")
             values = np.ascontiguousarray(batch[column], dtype=np.float64)
-            _bucket_sums(values, grids[column].points, lookup, 1.0 / width, count, total)
-    out = {}
-    for column, grid in grids.items():
-        _, _, count, total = state[column]
-        out[column] = ColumnGrid(grid.points, np.cumsum(count)[:-1], np.cumsum(total)[:-1], grid.density, grid.steps)
-    return out
+            _bucket_sums(values, t, lookup, 1.0 / width, self.count[column], self.total[column])
+
+    def __add__(self, other: GridBuckets) -> GridBuckets:
+        return GridBuckets({c: v + other.count[c] for c, v in self.count.items()},
+                           {c: v + other.total[c] for c, v in self.total.items()})
+
+    def cumulated(self, grids: dict[str, ColumnGrid]) -> dict[str, ColumnGrid]:
+        """``grids`` with C and S at their points from these buckets (their density kept)."""
+        return {c: ColumnGrid(g.points, np.cumsum(self.count[c])[:-1], np.cumsum(self.total[c])[:-1], g.density, g.steps)
+                for c, g in grids.items()}
 
 
 @njit(cache=True)

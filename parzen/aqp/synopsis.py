@@ -11,7 +11,8 @@ the integral of r(x) against the gridded density of x.
 Bytes: 8 per sampled value, 32 per grid point, 8 per regression coefficient, a few hundred for
 the rest; :meth:`Synopsis.nbytes`.
 It also keeps what judges its staleness, the table's row count and content fingerprint when it was
-built (:func:`parzen.aqp.build.fingerprint_sql`), and what rebuilds it alike: the requested sample
+built (:func:`parzen.aqp.build.fingerprint_sql`), or for one built from Parquet files those files'
+sizes and modification times (:func:`parzen.distributed.synopsis.parquet_source`), and what rebuilds it alike: the requested sample
 size, the bandwidth option and the seed (:meth:`Synopsis.build_options`).
 """
 
@@ -30,7 +31,7 @@ from .grid import ColumnGrid
 from .regression import Regression
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 
 
 class CorruptSynopsis(ValueError):
@@ -66,6 +67,7 @@ class Synopsis:
     requested_sample: int = 0  # build(sample=...): the drawn sample adds the groups' top-ups
     bandwidth: str | float | dict = "plugin"  # build(bandwidth=...)
     seed: int = 0
+    source: dict = field(default_factory=dict)  # {}: the database table; else Parquet files or a dask DataFrame
 
     @property
     def sample_size(self) -> int:
@@ -73,9 +75,12 @@ class Synopsis:
 
     def build_options(self) -> dict:
         """The keyword arguments of :meth:`parzen.aqp.Engine.build` that rebuild this synopsis alike."""
-        return {"columns": list(self.models), "sample": self.requested_sample, "bandwidth": self.bandwidth,
-                "group_by": self.group_by, "grid": self.grid_points, "regression": list(self.regressions) or None,
-                "seed": self.seed}
+        options = {"columns": list(self.models), "sample": self.requested_sample, "bandwidth": self.bandwidth,
+                   "group_by": self.group_by, "grid": self.grid_points, "regression": list(self.regressions) or None,
+                   "seed": self.seed}
+        if "pattern" in self.source:  # built from Parquet files: read them again
+            options["source"] = self.source["pattern"]
+        return options
 
     def nbytes(self) -> dict[str, int]:
         """Bytes of the sample, of the grids, of the regressions and in all (serialised)."""
@@ -114,6 +119,7 @@ class Synopsis:
             "requested_sample": self.requested_sample,
             "bandwidth": self.bandwidth,
             "seed": self.seed,
+            "source": self.source,
         }
         arrays = {f"sample/{k}": v for k, v in self.sample.items()}
         for column, grid in self.grids.items():
@@ -162,6 +168,7 @@ class Synopsis:
             requested_sample=meta["requested_sample"],
             bandwidth=meta["bandwidth"],
             seed=meta["seed"],
+            source=meta["source"],
         )
 
 

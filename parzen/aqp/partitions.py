@@ -1,0 +1,304 @@
+"""What a synopsis build needs from each part of a partitioned table, as summaries that add.
+
+A table split into parts (the partitions of a dask DataFrame, e.g. the row groups of Parquet
+files) is summarised part by part where the part is, and the summaries are added (``+``, by a
+tree of tasks: :mod:`parzen.distributed.synopsis`).  Each summary adds exactly, so the build
+sees what one pass over the whole table would:
+
+- :class:`TableScan`: rows; per column COUNT, SUM, MIN, MAX, whether every value is an integer,
+  the infinite values, the mean and scatter for the standard deviation (Chan, Golub & LeVeque's
+  pairwise update, :class:`parzen.binned.source.Moments`) and its distinct values up to a cap
+  (the build only asks whether there are at most 64, or few against the sample); per group its
+  rows and per-column COUNT and SUM.  Counts, MIN, MAX and the distinct values are exact; sums
+  to float64 round-off (they are added in another order than one scan's).
+- :class:`SampleDraw`: the sample, by bottom-k (Cohen & Kaplan 2007, "Summarizing data using
+  bottom-k sketches", PODC): every row gets a uniform random key from a generator seeded by
+  (seed, part), and each stratum keeps the rows of its ``quota`` smallest keys.  The bottom-k of a
+  union is the bottom-k of the parts' bottom-k's, so the merged draw is a simple random sample
+  without replacement of each stratum, the same for the same seed and partitioning whatever order
+  the parts are added in.
+- :class:`ColumnCounts`: linear-binning counts for PLUGIN's functionals
+  (:mod:`parzen.aqp.bandwidths`), and :class:`parzen.aqp.grid.GridBuckets` for the gridded form.
+
+Values are read as float64 with NULL as NaN (:func:`numeric_values`): pandas' NA, a NaN of a
+float column, or Arrow's null; Arrow decimals are cast by Arrow (no Python objects).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..binned.grid import BinCounts, GridSpec, linear_bin
+from ..binned.source import Chunk, Moments
+from .build import plain_key
+from .grid import ColumnGrid, GridBuckets
+
+#: Column type names (DuckDB's spelling) given to a DataFrame's dtypes (:func:`frame_types`).
+INTEGER, FLOATING, DECIMAL, BOOLEAN, OTHER = "BIGINT", "DOUBLE", "DECIMAL", "BOOLEAN", "VARCHAR"
+
+
+def frame_types(dtypes: pd.Series) -> dict[str, str]:
+    """Column name -> a DuckDB type name for each of a DataFrame's ``dtypes``: BIGINT for integers,
+    DOUBLE for floats, DECIMAL for Arrow decimals, BOOLEAN, and VARCHAR for anything else (strings,
+    categories, dates: group columns, never modelled).
+
+    Parameters
+    ----------
+    dtypes : pandas.Series
+        ``frame.dtypes`` of a pandas or dask DataFrame.
+
+    Returns
+    -------
+    dict
+        Column name (as str) -> type name.
+    """
+    types = {}
+    for name, dtype in dtypes.items():
+        arrow = getattr(dtype, "pyarrow_dtype", None)
+        if pd.api.types.is_bool_dtype(dtype):
+            kind = BOOLEAN
+        elif pd.api.types.is_integer_dtype(dtype):
+            kind = INTEGER
+        elif pd.api.types.is_float_dtype(dtype):
+            kind = FLOATING
+        elif arrow is not None and _is_arrow_decimal(arrow):
+            kind = DECIMAL
+        else:
+            kind = OTHER
+        types[str(name)] = kind
+    return types
+
+
+def _is_arrow_decimal(arrow_type) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_decimal(arrow_type))
+
+
+def numeric_values(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """The values of ``frame[column]`` as a float64 array, NULL (NA, NaN, Arrow null) as NaN.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One part of the table.
+    column : str
+        A numeric column (integer, float or Arrow decimal).
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    series = frame[column]
+    if isinstance(series.dtype, pd.ArrowDtype):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        array = pc.cast(pa.chunked_array(pa.array(series.array)), pa.float64())
+        return np.asarray(array.to_numpy(), dtype=np.float64)  # nulls become NaN
+    return series.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def group_rows(frame: pd.DataFrame, group_by: tuple[str, ...]) -> dict[tuple, np.ndarray]:
+    """Key (values of the group columns, NULL as None: :func:`plain_key`) -> positions of its rows;
+    one key ``()`` holding every row when ``group_by`` is empty."""
+    if not group_by:
+        return {(): np.arange(len(frame))}
+    grouped = frame.groupby(list(group_by), dropna=False, sort=False, observed=True).indices
+    return {plain_key(key if isinstance(key, tuple) else (key,)): np.asarray(rows) for key, rows in grouped.items()}
+
+
+@dataclass(frozen=True)
+class ColumnScan:
+    """One column of a part: its moments (rows, MIN, MAX, mean, scatter), SUM, whether every value
+    is an integer, its infinite values and its distinct values (sorted; None: more than the cap)."""
+
+    moments: Moments
+    total: float
+    integral: bool
+    infinite: int
+    distinct: np.ndarray | None
+    cap: int
+
+    @classmethod
+    def of(cls, values: np.ndarray, cap: int) -> ColumnScan:
+        """The scan of one part's ``values`` (float64, NaN = NULL), keeping up to ``cap`` distinct values."""
+        present = values[~np.isnan(values)]
+        infinite = int(np.count_nonzero(np.isinf(present)))
+        finite = present[np.isfinite(present)] if infinite else present
+        moments = Moments.of(Chunk(finite[:, None], None, int(values.size - present.size)))
+        return cls(moments, float(finite.sum()), bool(np.all(finite == np.round(finite))), infinite,
+                   _distinct(finite, cap), cap)
+
+    def __add__(self, other: ColumnScan) -> ColumnScan:
+        distinct = None
+        if self.distinct is not None and other.distinct is not None:
+            union = np.union1d(self.distinct, other.distinct)
+            distinct = union if union.size <= self.cap else None
+        return ColumnScan(self.moments + other.moments, self.total + other.total, self.integral and other.integral,
+                          self.infinite + other.infinite, distinct, self.cap)
+
+    def statistics(self) -> tuple:
+        """(MIN, MAX, distinct values, all-integer, sample standard deviation), as the build's scan of
+        a database table gives them (:func:`parzen.aqp.build.assemble_synopsis`); MIN and MAX None
+        for a column of NULLs only, distinct values ``cap + 1`` when there are more than the cap."""
+        m = self.moments
+        if m.rows == 0:
+            return None, None, 0, True, 0.0
+        distinct = self.cap + 1 if self.distinct is None else int(self.distinct.size)
+        sd = float(np.sqrt(m.scatter[0, 0] / (m.weight - 1.0))) if m.rows > 1 else 0.0
+        return float(m.lows[0]), float(m.highs[0]), distinct, self.integral, sd
+
+
+def _distinct(values: np.ndarray, cap: int) -> np.ndarray | None:
+    """The sorted distinct ``values``, or None when there are more than ``cap`` (a prefix of the
+    values is looked at first, so columns of many values cost little)."""
+    head = pd.unique(values[: 8 * (cap + 1)])
+    if head.size > cap:
+        return None
+    distinct = pd.unique(values) if values.size > 8 * (cap + 1) else head
+    return np.sort(distinct) if distinct.size <= cap else None
+
+
+@dataclass(frozen=True)
+class GroupScan:
+    """One group (stratum) of a part: its rows and per column (COUNT, SUM)."""
+
+    rows: int
+    totals: dict[str, tuple[int, float]]
+
+    def __add__(self, other: GroupScan) -> GroupScan:
+        return GroupScan(self.rows + other.rows, {c: (n + other.totals[c][0], s + other.totals[c][1])
+                                                  for c, (n, s) in self.totals.items()})
+
+
+@dataclass(frozen=True)
+class TableScan:
+    """The scan of a part (or, added, of the table): rows, :class:`ColumnScan` per column and
+    :class:`GroupScan` per group key."""
+
+    rows: int
+    columns: dict[str, ColumnScan]
+    groups: dict[tuple, GroupScan] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, numeric: list[str], group_by: tuple[str, ...], cap: int) -> TableScan:
+        """The scan of one part.
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+            The part's rows (at least the ``numeric`` and ``group_by`` columns).
+        numeric : list of str
+            The modelled columns.
+        group_by : tuple of str
+            The group columns (empty: no groups).
+        cap : int
+            Distinct values kept per column (:class:`ColumnScan`).
+
+        Returns
+        -------
+        TableScan
+        """
+        values = {c: numeric_values(frame, c) for c in numeric}
+        columns = {c: ColumnScan.of(v, cap) for c, v in values.items()}
+        groups = {}
+        if group_by:
+            for key, rows in group_rows(frame, group_by).items():
+                totals = {}
+                for c, v in values.items():
+                    part = v[rows]
+                    present = part[~np.isnan(part)]
+                    totals[c] = (int(present.size), float(present.sum()))
+                groups[key] = GroupScan(int(rows.size), totals)
+        return cls(len(frame), columns, groups)
+
+    def __add__(self, other: TableScan) -> TableScan:
+        groups = dict(self.groups)
+        for key, g in other.groups.items():
+            groups[key] = groups[key] + g if key in groups else g
+        return TableScan(self.rows + other.rows, {c: s + other.columns[c] for c, s in self.columns.items()}, groups)
+
+
+@dataclass(frozen=True)
+class SampleDraw:
+    """Per stratum key, the rows of the smallest random keys drawn so far (at most its quota).
+
+    Parameters
+    ----------
+    quotas : dict
+        Stratum key -> rows to keep.
+    keys : dict
+        Stratum key -> (k,) the kept rows' random keys in [0, 1).
+    values : dict
+        Stratum key -> (k, columns) the kept rows' values (NaN = NULL).
+    """
+
+    quotas: dict[tuple, int]
+    keys: dict[tuple, np.ndarray]
+    values: dict[tuple, np.ndarray]
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, part: int, numeric: list[str], group_by: tuple[str, ...],
+           quotas: dict[tuple, int], seed: int) -> SampleDraw:
+        """The bottom-``quota`` rows of each stratum of one part, the keys uniform from a generator
+        seeded by (``seed``, ``part``)."""
+        random = np.random.default_rng([seed % (1 << 63), part]).random(len(frame))
+        table = np.column_stack([numeric_values(frame, c) for c in numeric]) if len(frame) else \
+            np.zeros((0, len(numeric)))
+        keys, values = {}, {}
+        for key, rows in group_rows(frame, group_by).items():
+            kept = _smallest(random[rows], quotas[key])
+            keys[key], values[key] = random[rows][kept], table[rows][kept]
+        return cls(quotas, keys, values)
+
+    def __add__(self, other: SampleDraw) -> SampleDraw:
+        keys, values = dict(self.keys), dict(self.values)
+        for key, k in other.keys.items():
+            if key in keys:
+                merged_keys = np.concatenate([keys[key], k])
+                merged_values = np.concatenate([values[key], other.values[key]])
+                kept = _smallest(merged_keys, self.quotas[key])
+                keys[key], values[key] = merged_keys[kept], merged_values[kept]
+            else:
+                keys[key], values[key] = k, other.values[key]
+        return SampleDraw(self.quotas, keys, values)
+
+    def in_key_order(self, key: tuple) -> np.ndarray:
+        """The stratum's drawn rows (k, columns), ordered by their random keys."""
+        return self.values[key][np.argsort(self.keys[key], kind="stable")] if key in self.keys else \
+            np.zeros((0, 0))
+
+
+def _smallest(keys: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` smallest ``keys`` (all of them when there are at most k)."""
+    if keys.size <= k:
+        return np.arange(keys.size)
+    return np.argpartition(keys, k - 1)[:k]
+
+
+@dataclass(frozen=True)
+class ColumnCounts:
+    """Column -> linear-binning counts on its own 1-D grid; adds column by column."""
+
+    counts: dict[str, BinCounts]
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, specs: dict[str, GridSpec]) -> ColumnCounts:
+        """The non-NULL values of each column of one part, linearly binned on ``specs[column]``."""
+        counts = {}
+        for column, spec in specs.items():
+            values = numeric_values(frame, column)
+            counts[column] = linear_bin(values[~np.isnan(values)], spec)
+        return cls(counts)
+
+    def __add__(self, other: ColumnCounts) -> ColumnCounts:
+        return ColumnCounts({c: b + other.counts[c] for c, b in self.counts.items()})
+
+
+def part_buckets(frame: pd.DataFrame, grids: dict[str, ColumnGrid]) -> GridBuckets:
+    """The :class:`parzen.aqp.grid.GridBuckets` of one part's rows."""
+    return GridBuckets.of(grids, {c: numeric_values(frame, c) for c in grids})
