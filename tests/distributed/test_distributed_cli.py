@@ -136,3 +136,47 @@ def test_help_names_the_extra_and_where_exact_reads_the_rows():
     result = runner.invoke(cli.app, ["bandwidth", "--help"], env={"COLUMNS": "80"})
     text = " ".join(result.output.replace("│", " ").split())
     assert 'pip install "parzen[dask]"' in text and "rows are read into this process's memory" in text
+
+
+# -- parzen aqp build --from: a synopsis of Parquet files built on the cluster ------------------
+
+
+def test_aqp_build_from_parquet_on_the_cluster_then_query_both_ways(address, parts, tmp_path):
+    """The synopsis is built on the workers and stored in a new database file; queries on it answer
+    approximately and, with --exact, from the Parquet files."""
+    pattern, frame = parts
+    database = tmp_path / "s.duckdb"
+    built = runner.invoke(cli.app, ["aqp", "build", str(database), "t", "--from", pattern, "--scheduler", address,
+                                    "--sample", "2000"], env={"COLUMNS": "200"})
+    assert built.exit_code == 0, built.output
+    text = " ".join(built.stdout.split())
+    assert f"built the synopsis of t: {len(frame)} rows, 2 columns" in text
+    assert f"on Dask cluster {address}, 2 workers x 1 thread" in text
+    exact = runner.invoke(cli.app, ["aqp", "query", str(database), "SELECT COUNT(x) FROM t", "--exact"])
+    assert exact.exit_code == 0, exact.output
+    assert str(frame["x"].count()) in exact.stdout
+    approx = runner.invoke(cli.app, ["aqp", "query", str(database), "SELECT COUNT(*) FROM t"])
+    assert approx.exit_code == 0 and str(len(frame)) in approx.stdout and "from the totals" in approx.stdout
+
+
+def test_aqp_build_from_starts_a_local_cluster_by_default(parts, tmp_path, monkeypatch):
+    started = []
+
+    class Recorded(LocalCluster):
+        def __init__(self, **options):
+            started.append(options)
+            super().__init__(**options, n_workers=1, threads_per_worker=1)
+
+    monkeypatch.setattr("distributed.LocalCluster", Recorded)
+    built = runner.invoke(cli.app, ["aqp", "build", str(tmp_path / "s.duckdb"), "t", "--from", parts[0],
+                                    "--sample", "500", "--grid", "0"], env={"COLUMNS": "200"})
+    assert built.exit_code == 0, built.output
+    assert started == [{"processes": True, "dashboard_address": None}] and "(started for this run)" in built.stdout
+
+
+def test_aqp_build_from_checks_the_files_first_and_scheduler_needs_from(tmp_path):
+    missing = runner.invoke(cli.app, ["aqp", "build", str(tmp_path / "s.duckdb"), "t", "--from",
+                                      str(tmp_path / "none-*.parquet"), "--scheduler", "tcp://127.0.0.1:9"])
+    assert missing.exit_code == 2 and "error: no Parquet file at" in " ".join(missing.output.split())
+    alone = runner.invoke(cli.app, ["aqp", "build", str(tmp_path / "s.duckdb"), "t", "--scheduler", "local"])
+    assert alone.exit_code == 2 and "add --from PARQUET" in " ".join(alone.output.split())

@@ -147,3 +147,41 @@ def test_a_worker_killed_during_a_reduce_is_recomputed_by_dask(cluster, client):
     want = ArrayChunks(X).reduce(partial(bin_chunk, spec=spec))
     assert victim.poll() is not None
     np.testing.assert_allclose(got.counts, want.counts, rtol=1e-12, atol=1e-12 * want.counts.max())
+
+
+def test_a_worker_killed_during_a_synopsis_build_changes_nothing_in_it(cluster, client):
+    """Dask re-runs the lost worker's partitions: the build finishes with the synopsis an undisturbed
+    build gives (same seed and partitions: the same bottom-k sample, the same totals and grids)."""
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+
+    from parzen.aqp import Engine
+
+    address, workers = cluster
+    rng = np.random.default_rng(9)
+    frame = pd.DataFrame({"x": rng.gamma(2.0, 3.0, 120_000), "k": rng.integers(0, 300, 120_000)})
+    source = dd.from_pandas(frame, npartitions=24)
+    want = Engine(":memory:").build("t", source=source, client=client, sample=5_000)
+    before = set(client.nthreads())
+    victim = start_worker(address)
+    workers.append(victim)
+    client.wait_for_workers(len(before) + 1, timeout=STARTUP_S)
+    (victim_address,) = set(client.nthreads()) - before
+
+    def kill_when_busy():
+        deadline = time.monotonic() + STARTUP_S
+        while not client.processing(workers=[victim_address]).get(victim_address) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        victim.kill()
+
+    killer = threading.Thread(target=kill_when_busy)
+    killer.start()
+    got = Engine(":memory:").build("t", source=source, client=client, sample=5_000)
+    killer.join()
+    assert victim.poll() is not None
+    assert got.totals.keys() == want.totals.keys()
+    for column in want.totals:
+        assert got.totals[column][0] == want.totals[column][0]
+        assert got.totals[column][1] == pytest.approx(want.totals[column][1], rel=1e-12)
+        np.testing.assert_array_equal(got.sample[column], want.sample[column])
+        np.testing.assert_array_equal(got.grids[column].count, want.grids[column].count)
