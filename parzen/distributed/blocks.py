@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from scipy import linalg
@@ -35,6 +35,8 @@ from ..backends import KDEBackend, resolve_backend
 TASKS_PER_THREAD = 6
 #: Smallest rows per block: below it a task's Dask overhead (about 1 ms) outweighs its pairs.
 MIN_BLOCK_ROWS = 1024
+
+T = TypeVar("T")
 
 
 def triangle_blocks(n: int, threads: int, *, tasks_per_thread: int = TASKS_PER_THREAD, min_rows: int = MIN_BLOCK_ROWS) -> int:
@@ -110,16 +112,47 @@ class Local:
         """The backend for a block of ``work`` kernel evaluations, with Numba's threads limited
         in this (worker) thread while it computes (numba.set_num_threads is per thread)."""
         backend = resolve_backend(self.backend, self.dtype, work=work)
-        numba = sys.modules.get("numba")  # imported by the cpu backend, the one that uses it
-        if self.threads is None or numba is None:
+        with numba_threads(self.threads):
             yield backend
-            return
-        previous = numba.get_num_threads()
-        numba.set_num_threads(min(self.threads, numba.config.NUMBA_NUM_THREADS))
-        try:
-            yield backend
-        finally:
-            numba.set_num_threads(previous)
+
+
+@contextmanager
+def numba_threads(threads: int | None) -> Iterator[None]:
+    """Numba's parallel loops limited to ``threads`` in this (worker) thread for the block
+    (``numba.set_num_threads`` is per thread; the previous limit is restored after).
+
+    Dask's convention is that a worker's threads are its parallelism, so a task computes on one
+    thread: without the limit each task's Numba loops would take every core of the machine, and
+    two single-threaded workers would each run on both cores.
+
+    Parameters
+    ----------
+    threads : int or None
+        The limit (None: leave Numba's, every core of the machine).
+
+    Yields
+    ------
+    None
+    """
+    numba = sys.modules.get("numba")  # imported by the code that uses it (the cpu backend, binning)
+    if threads is None or numba is None:
+        yield
+        return
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
+
+
+def on_one_thread(function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` with Numba on one thread (:func:`numba_threads`): a partition's task
+    (Numba is imported first, so that the limit holds for the worker's first task too)."""
+    import numba  # noqa: F401  (partitions are summarised by Numba code: binning, moments)
+
+    with numba_threads(1):
+        return function(*args)
 
 
 def pair_sum_1d_task(blocks: list, kind: str, scales: np.ndarray, local: Local) -> np.ndarray:

@@ -17,6 +17,7 @@ import numpy as np
 
 from .._progress import progress_bar
 from ..binned.source import Chunk, ChunkedData
+from .blocks import on_one_thread
 from .client import dask_client
 from .tree import tree_sum
 
@@ -101,13 +102,14 @@ def _checked_weights(weights, what: str) -> np.ndarray | None:
 
 
 def summarise_array_block(values, weights, columns: Sequence[str], summarise: Callable[[Chunk], S]) -> S:
-    """``summarise`` of one dask-array block (a task on a worker)."""
-    return summarise(array_block_chunk(values, weights, columns))
+    """``summarise`` of one dask-array block (a task on a worker, Numba on one thread:
+    :func:`parzen.distributed.blocks.on_one_thread`)."""
+    return on_one_thread(summarise, array_block_chunk(values, weights, columns))
 
 
 def summarise_frame_partition(frame, columns: Sequence[str], weights: str | None, summarise: Callable[[Chunk], S]) -> S:
-    """``summarise`` of one dask-DataFrame partition (a task on a worker)."""
-    return summarise(frame_partition_chunk(frame, columns, weights))
+    """``summarise`` of one dask-DataFrame partition (a task on a worker, Numba on one thread)."""
+    return on_one_thread(summarise, frame_partition_chunk(frame, columns, weights))
 
 
 class DaskData(ChunkedData):

@@ -44,6 +44,7 @@ from ..aqp.build import (
 from ..aqp.grid import GRID_POINTS
 from ..aqp.partitions import ColumnCounts, SampleDraw, TableScan, frame_types, part_buckets
 from ..aqp.synopsis import Group, Synopsis
+from .blocks import on_one_thread
 from .client import dask_client
 from .parquet import parquet_files
 from .tree import tree_sum
@@ -191,8 +192,9 @@ def _draw(frame, part: int, numeric, group_by, quotas, seed) -> SampleDraw:
 
 
 class _Passes:
-    """One pass over the partitions: ``summarise(part, *args)`` per partition on the workers, the
-    results added by a tree of tasks, the sum returned (with a progress bar per pass)."""
+    """One pass over the partitions: ``summarise(part, *args)`` per partition on the workers (Numba
+    on one thread: the worker's threads are the parallelism), the results added by a tree of tasks,
+    the sum returned (with a progress bar per pass)."""
 
     def __init__(self, client, parts: list, progress: bool) -> None:
         self.client, self.parts, self.progress = client, parts, progress
@@ -201,8 +203,9 @@ class _Passes:
         from dask import delayed
         from distributed import KilledWorker, as_completed
 
-        task = delayed(summarise, pure=True)
-        tasks = [task(part, k, *args) if indexed else task(part, *args) for k, part in enumerate(self.parts)]
+        task = delayed(on_one_thread, pure=True)
+        tasks = [task(summarise, part, k, *args) if indexed else task(summarise, part, *args)
+                 for k, part in enumerate(self.parts)]
         futures = self.client.compute(tasks)
         total = tree_sum(self.client, futures)
         try:
