@@ -62,3 +62,35 @@ def test_the_host_version_by_the_union_equals_the_direct_sum():
     got = KDEBackend.pair_sum_1d_between(be, X1, Y1, "gauss_d4", SCALES)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
     np.testing.assert_allclose(KDEBackend.pair_sum_sq_between(be, X2, Y2, "lscv", SCALES), direct_sq(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_gpu_skips_unreachable_pairs_of_sorted_blocks_exactly(dtype):
+    """The gpu backend sorts both blocks of a rectangle and visits, per row block, only the band of
+    column blocks within the kernel's reach (beyond it every term underflows to 0): on clusters far
+    apart (most column blocks outside the band) and in shuffled order, its sums equal the direct
+    ones, and so do the triangle's off-diagonal chunk pairs (chunks of 40 rows)."""
+    if "gpu" not in backends.available():
+        pytest.skip("no gpu backend (Triton) here")
+    from parzen.backends.gpu import GpuBackend, GpuTiles
+
+    be = GpuBackend(GpuTiles(tile_1d=8, chunk_rows=40))
+    rng = np.random.default_rng(11)
+    x = rng.permutation(np.r_[rng.normal(0.0, 0.2, 60), rng.normal(30.0, 0.2, 30), rng.normal(-20.0, 0.2, 20)])
+    y = rng.permutation(np.r_[rng.normal(0.1, 0.2, 40), rng.normal(-20.0, 0.2, 30)])
+    scales = np.array([0.05, 0.3])
+    rtol = 1e-12 if dtype == "float64" else 1e-5
+    want = np.array([gauss_derivative(4, (x[:, None] - y[None, :]) / g).sum() for g in scales])
+    got = be.pair_sum_1d_between(x, y, "gauss_d4", scales, dtype=dtype)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
+    inside = np.array([np.triu(gauss_derivative(4, (x[:, None] - x[None, :]) / g), 1).sum() for g in scales])
+    np.testing.assert_allclose(be.pair_sum_1d(x, "gauss_d4", scales, dtype=dtype), inside, rtol=rtol,
+                               atol=rtol * np.abs(inside).max())
+    import torch
+
+    from parzen.backends.gpu import DEVICE, _reachable_column_blocks
+
+    rows, cols = (torch.tensor(np.sort(v)[None, : v.size // 8 * 8], device=DEVICE) for v in (x, y))
+    start, end = (b.cpu().numpy() for b in _reachable_column_blocks(rows, cols, False, 3.0, 8, sorted_data=True))
+    visited = int((end - start).clip(min=0).sum())
+    assert 0 < visited < (rows.shape[1] // 8) * (cols.shape[1] // 8) // 2  # the band: under half the blocks

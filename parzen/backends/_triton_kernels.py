@@ -63,8 +63,15 @@ def _polynomial(t, c0, c1, c2, c3, c4, DEGREE: tl.constexpr):
 
 
 @triton.jit
+def _band(group, start, end, GROUP: tl.constexpr):
+    """The column blocks [first, last) of program ``group`` in a row block's band [start, end)."""
+    first = start + group * GROUP
+    return first, tl.minimum(first + GROUP, end)
+
+
+@triton.jit
 def hermite_pairs_kernel(
-    x_rows, x_cols, col_end, n_cols, constants, out,
+    x_rows, x_cols, col_start, col_end, n_cols, constants, out,
     TRIANGLE: tl.constexpr, DEGREE: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, FAST: tl.constexpr,
 ):
     """out[bi, group] = sum over the program's pairs of P(t) 2^-t, t = (x_i - x_j)^2.
@@ -74,8 +81,9 @@ def hermite_pairs_kernel(
     ``constants`` = (c0, ..., c4, s_max) in the data's float type (a Python float
     argument would be passed as float32, which rounds them in float64 runs);
     P(t) = c0 + c1 t + ... + c_DEGREE t^DEGREE; t is clamped at s_max (where 2^-t is 0) so
-    that P never overflows.  Row block bi visits the column blocks before ``col_end[bi]`` (the
-    rest underflow to 0; see ``gpu._reachable_column_blocks``); columns j >= ``n_cols`` add
+    that P never overflows.  Row block bi visits the column blocks from ``col_start[bi]`` (bi
+    itself for the triangle) to before ``col_end[bi]`` (the rest underflow to 0; see
+    ``gpu._reachable_column_blocks``); columns j >= ``n_cols`` add
     nothing (pads that the caller did not space apart).  (Not named ``params``: Triton 3.6's
     argument binder uses that name.)
     """
@@ -84,7 +92,7 @@ def hermite_pairs_kernel(
     s_max = tl.load(constants + 5)
     bi = tl.program_id(0)
     group = tl.program_id(1)
-    first, last = _column_range(bi, group, tl.load(col_end + bi), TRIANGLE, GROUP)
+    first, last = _band(group, tl.load(col_start + bi), tl.load(col_end + bi), GROUP)
     offs = tl.arange(0, BLOCK)
     xi = tl.load(x_rows + bi * BLOCK + offs)
     acc = tl.zeros((BLOCK, BLOCK), dtype=xi.dtype)

@@ -248,19 +248,28 @@ def _grid(n_rows_padded: int, n_cols_padded: int, tile: int, groups_per_row: int
 _T_UNDERFLOW = MappingProxyType({torch.float32: 151.0, torch.float64: 1076.0})
 
 
-def _reachable_column_blocks(rows: torch.Tensor, cols: torch.Tensor, triangle: bool, reach: float, tile: int):
-    """int32 per row block: the end of the column blocks holding a point within ``reach``.
+def _reachable_column_blocks(rows: torch.Tensor, cols: torch.Tensor, triangle: bool, reach: float, tile: int,
+                             *, sorted_data: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """int32 per row block: the first and the end of the column blocks holding a point within ``reach``.
 
     For the triangle of sorted 1-D data (pads sort last) the column blocks bj >= bi whose
     smallest point exceeds the row block's largest by more than ``reach`` are skipped: their
-    terms underflow to exactly 0, so the sum is unchanged.  Rectangles (streamed chunks) keep
-    every column block.
+    terms underflow to exactly 0, so the sum is unchanged.  A rectangle of sorted rows and sorted
+    columns (``sorted_data``) skips the column blocks below the band too, those whose largest
+    point is more than ``reach`` below the row block's smallest; other rectangles keep every
+    column block.
     """
     row_blocks, n_col_blocks = rows.shape[1] // tile, cols.shape[1] // tile
-    if not triangle:
-        return torch.full((row_blocks,), n_col_blocks, dtype=torch.int32, device=DEVICE)
+    if triangle:
+        start = torch.arange(row_blocks, dtype=torch.int32, device=DEVICE)
+    elif sorted_data:
+        col_largest, row_smallest = cols[0, tile - 1 :: tile].contiguous(), rows[0, ::tile].contiguous()
+        start = torch.searchsorted(col_largest, row_smallest - reach, out_int32=True)
+    else:
+        start = torch.zeros(row_blocks, dtype=torch.int32, device=DEVICE)
+        return start, torch.full((row_blocks,), n_col_blocks, dtype=torch.int32, device=DEVICE)
     smallest, largest = cols[0, ::tile].contiguous(), rows[0, tile - 1 :: tile].contiguous()
-    return torch.searchsorted(smallest, largest + reach, right=True).to(torch.int32)
+    return start, torch.searchsorted(smallest, largest + reach, right=True).to(torch.int32)
 
 
 class _SortedData1D:
@@ -275,6 +284,7 @@ class _SortedData1D:
         n_padded = triton.cdiv(max(n, 1), tile) * tile
         self.raw = torch.empty(n_padded, dtype=torch.float64, device=DEVICE)
         self.rows = torch.empty((1, n_padded), dtype=fdtype, device=DEVICE)
+        self.first_blocks = torch.arange(n_padded // tile, dtype=torch.int32, device=DEVICE)  # the triangle's band starts
 
     def load(self, values: torch.Tensor) -> None:
         """Centre and sort ``values`` ((n,) float64 on the device) into place."""
@@ -290,7 +300,7 @@ class _SortedData1D:
         unit = hermite.unit(g)  # a device number when g is one
         torch.mul(self.raw, unit, out=self.rows[0])
         col_end = torch.searchsorted(self.smallest, self.largest + hermite.reach / unit, right=True, out_int32=True)
-        return hermite.launch(self.rows, self.rows, True, col_end, self.n) / math.sqrt(2.0 * math.pi)
+        return hermite.launch(self.rows, self.rows, True, (self.first_blocks, col_end), self.n) / math.sqrt(2.0 * math.pi)
 
 
 class _DevicePairSums1D(PairSums1D):
@@ -396,20 +406,22 @@ class _HermiteSum:
         """The factor that puts x in units of g / sqrt(kappa), so that t is a squared difference."""
         return math.sqrt(self.kappa) / g
 
-    def launch(self, rows: torch.Tensor, cols: torch.Tensor, triangle: bool, col_end=None, n_cols=None) -> torch.Tensor:
+    def launch(self, rows: torch.Tensor, cols: torch.Tensor, triangle: bool, band=None, n_cols=None, *,
+               sorted_data: bool = False) -> torch.Tensor:
         """The sum over one chunk pair (sorted rows for the triangle), as a float64 device scalar.
 
-        ``col_end``: the reachable column blocks per row block, if the caller knows them;
-        ``n_cols``: columns from this one on are pads whose terms the kernel masks (default:
-        none are; the caller spaced them apart).
+        ``band``: (first, end) of the reachable column blocks per row block, if the caller knows
+        them (else :func:`_reachable_column_blocks`, with ``sorted_data`` when the rows and columns
+        of a rectangle are both sorted); ``n_cols``: columns from this one on are pads whose terms
+        the kernel masks (default: none are; the caller spaced them apart).
         """
         tile = self.tiles.tile_1d
-        if col_end is None:
-            col_end = _reachable_column_blocks(rows, cols, triangle, self.reach, tile)
+        if band is None:
+            band = _reachable_column_blocks(rows, cols, triangle, self.reach, tile, sorted_data=sorted_data)
         row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], tile, self.tiles.groups_1d)
         partial = torch.empty((row_blocks, n_groups), dtype=torch.float64, device=DEVICE)  # every program writes
         kernels.hermite_pairs_kernel[(row_blocks, n_groups)](
-            rows, cols, col_end, cols.shape[1] if n_cols is None else n_cols, self.constants, partial,
+            rows, cols, band[0], band[1], cols.shape[1] if n_cols is None else n_cols, self.constants, partial,
             TRIANGLE=triangle, DEGREE=self.order // 2, BLOCK=tile, GROUP=group, FAST=_fast(self.fdtype),
             num_warps=HERMITE_WARPS,
         )
@@ -843,10 +855,11 @@ class GpuBackend(KDEBackend):
         x = x - x.mean()
         scales = np.atleast_1d(np.asarray(scales, dtype=np.float64))
 
-        def run(rows, cols, triangle):
-            if triangle:  # sorted, so that each row block's pairs within reach are one column range
+        def run(rows, cols, triangle):  # sorted, so that each row block's pairs within reach are one column range
+            if triangle:
                 rows = cols = rows.sort(dim=1).values
-            return hermite.launch(rows, cols, triangle)
+                return hermite.launch(rows, cols, True)
+            return hermite.launch(rows.sort(dim=1).values, cols.sort(dim=1).values, False, sorted_data=True)
 
         # x in units of g / sqrt(kappa): t is the squared difference (one multiply less per pair)
         tiles = self.tiles
@@ -906,9 +919,13 @@ class GpuBackend(KDEBackend):
         centre = np.concatenate([x, y]).mean()
         x, y = x - centre, y - centre
         tiles = self.tiles
+
+        def run(rows, cols, triangle):  # both sorted: each row block's pairs within reach are one column range
+            return hermite.launch(rows.sort(dim=1).values, cols.sort(dim=1).values, triangle, sorted_data=True)
+
         out = np.array([
             float(_rectangle_sums(
-                x * hermite.unit(g), y * hermite.unit(g), hermite.launch, hermite.spacing, tiles.tile_1d, tiles.chunk_rows,
+                x * hermite.unit(g), y * hermite.unit(g), run, hermite.spacing, tiles.tile_1d, tiles.chunk_rows,
                 hermite.fdtype,
             ))
             for g in scales
