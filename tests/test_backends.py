@@ -465,7 +465,8 @@ def test_gpu_skips_only_column_blocks_whose_terms_underflow(dtype):
     rng = np.random.default_rng(5)
     x = np.concatenate([rng.normal(size=40), rng.normal(size=40) + 300.0, rng.normal(size=40) - 300.0])
     rows = gpu._padded(x[:, None] - x.mean(), 8, 400.0, 10.0, gpu.torch_dtype(dtype)).sort(dim=1).values
-    col_end = gpu._reachable_column_blocks(rows, rows, True, 50.0, 8).cpu().numpy()
+    start, col_end = (b.cpu().numpy() for b in gpu._reachable_column_blocks(rows, rows, True, 50.0, 8))
+    assert np.array_equal(start, np.arange(col_end.size))  # the triangle: from the diagonal block on
     assert np.any(col_end < rows.shape[1] // 8)  # some blocks are skipped
     assert np.all(col_end >= np.arange(col_end.size) + 1)  # never the diagonal block
     scales = np.array([0.5, 2.0])
