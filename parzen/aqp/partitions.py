@@ -247,12 +247,11 @@ class SampleDraw:
         """The bottom-``quota`` rows of each stratum of one part, the keys uniform from a generator
         seeded by (``seed``, ``part``)."""
         random = np.random.default_rng([seed % (1 << 63), part]).random(len(frame))
-        table = np.column_stack([numeric_values(frame, c) for c in numeric]) if len(frame) else \
-            np.zeros((0, len(numeric)))
-        keys, values = {}, {}
-        for key, rows in group_rows(frame, group_by).items():
-            kept = _smallest(random[rows], quotas[key])
-            keys[key], values[key] = random[rows][kept], table[rows][kept]
+        kept = {key: rows[_smallest(random[rows], quotas[key])] for key, rows in group_rows(frame, group_by).items()}
+        columns = [numeric_values(frame, c) for c in numeric]
+        keys = {key: random[rows] for key, rows in kept.items()}
+        values = {key: np.stack([v[rows] for v in columns], axis=1).reshape(rows.size, len(numeric))
+                  for key, rows in kept.items()}
         return cls(quotas, keys, values)
 
     def __add__(self, other: SampleDraw) -> SampleDraw:
