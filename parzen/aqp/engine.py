@@ -456,8 +456,9 @@ class Engine:
         """
         query = self._resolved(parse(sql))
         approx = self.query(sql, method=method)
-        exact = self._run(to_sql(query), self._source_connection(query.table) if
-                          self._parquet_source(query.table) else None)
+        in_database = (query.table.casefold(),) in _catalog_tables(self.con)[0]
+        exact = self._run(to_sql(query), None if in_database or not self._parquet_source(query.table) else
+                          self._source_connection(query.table))
         keys = list(query.group_by)
         merged = approx.merge(exact, on=keys, how="outer", suffixes=(" approx", " exact")) if keys else \
             approx.add_suffix(" approx").join(exact.add_suffix(" exact"))
@@ -516,23 +517,25 @@ class Engine:
         false: no ``read_csv``, no replacement scan of a file name, no ATTACH or COPY), in a
         read-only transaction (:meth:`_run`)."""
         text, tables = read_only_sql(sql)
-        parquet = [parts for parts in tables if len(parts) == 1 and self._parquet_source(parts[0])]
+        known, names = _catalog_tables(self.con)
+        absent = [parts for parts in tables if tuple(p.casefold() for p in parts) not in known]
+        parquet = [parts for parts in absent if len(parts) == 1 and self._parquet_source(parts[0])]
         if parquet:
             if len(tables) > 1:
                 raise UnsupportedQuery(f"exact answers over Parquet files read one table; this query reads "
                                        f"{', '.join('.'.join(p) for p in tables)}")
             return self._run(text, self._source_connection(parquet[0][0]))
         _require_no_external_access(self.con)
-        known, names = _catalog_tables(self.con)
-        missing = sorted(".".join(parts) for parts in tables if tuple(p.casefold() for p in parts) not in known)
-        if missing:
+        if absent:
+            missing = sorted(".".join(parts) for parts in absent)
             raise ValueError(f"no table {missing[0]!r} in the database; its tables: {', '.join(names)}")
         return self._run(text)
 
     def _parquet_source(self, table: str) -> dict | None:
         """The Parquet source of the stored synopsis of ``table`` (matched as DuckDB matches names),
         None when it has none (or no synopsis); a synopsis of a dask DataFrame raises: nothing can
-        run its exact answers."""
+        run its exact answers.  Asked only for a name that is not a table of the database (a
+        database table answers exact queries under its own name)."""
         name = self._synopsis_name(table)
         if name not in self._cache and name not in store.stored_tables(self.con):
             return None

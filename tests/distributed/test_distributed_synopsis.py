@@ -139,6 +139,11 @@ def test_exact_answers_read_the_parquet_files_and_no_other_file(data, processes,
     again = Engine(tmp_path / "s.duckdb", read_only=True)  # stored, reloaded, answered both ways
     assert again.query("SELECT COUNT(*) FROM t", exact=True).iloc[0, 0] == ROWS
     assert again.query("SELECT COUNT(*) FROM t").attrs["form"] == "totals"
+    again.con.close()
+    with duckdb.connect(str(tmp_path / "s.duckdb")) as con:  # a table of that name in the database
+        con.execute("CREATE TABLE t AS SELECT 1.0 AS x")
+    mixed = Engine(tmp_path / "s.duckdb", read_only=True)
+    assert mixed.query("SELECT COUNT(*) FROM t", exact=True).iloc[0, 0] == 1  # the database's own table answers
 
 
 def test_staleness_follows_the_files_and_refresh_reads_them_again(processes, tmp_path):
