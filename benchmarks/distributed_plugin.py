@@ -48,11 +48,20 @@ def bimodal(n: int) -> np.ndarray:
     return x
 
 
+def _previous_reference(folder: Path, n: int, h: float) -> float:
+    """The reference h of size ``n`` in the results already written (the cpu backend's, else the first
+    configuration's), or ``h`` when there is none."""
+    path = folder / "distributed_plugin.json"
+    rows = [r for r in json.loads(path.read_text())["rows"] if r["n"] == n] if path.exists() else []
+    return float(rows[0]["h"]) if rows else h
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="20000,50000")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-process", action="store_true", help="skip the cpu backend in this process")
+    parser.add_argument("--workers", default="1,2", help="LocalCluster sizes to run (workers x 1 thread)")
     parser.add_argument("--output-dir", type=Path, default=RESULTS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -63,7 +72,7 @@ def main() -> None:
         reference[n] = h_cpu
         rows.append({"n": n, "config": "cpu backend, this process", "seconds": seconds, "h": h_cpu, "rel_h": 0.0})
         print(json.dumps(rows[-1]), flush=True)
-    for workers in (1, 2):
+    for workers in (int(w) for w in args.workers.split(",")):
         with (
             LocalCluster(processes=True, n_workers=workers, threads_per_worker=1, dashboard_address=":0") as cluster,
             Client(cluster) as client,
@@ -72,7 +81,7 @@ def main() -> None:
             for n in sizes:
                 seconds, h = best_time(lambda x, be=backend: plugin(x, backend=be, method="exact"), bimodal(n),
                                        args.repeat)
-                h_ref = reference.setdefault(n, h)
+                h_ref = reference.setdefault(n, _previous_reference(args.output_dir, n, h))
                 rows.append({
                     "n": n, "config": f"DaskBackend, {workers} worker(s) x 1 thread", "seconds": seconds, "h": h,
                     "rel_h": abs(h - h_ref) / h_ref,
@@ -82,9 +91,10 @@ def main() -> None:
     meta = {"machine": machine(), "repeat": args.repeat, "note": f"load average at the end {load}: timings on a shared machine are noisy"}
     args.output_dir.mkdir(parents=True, exist_ok=True)
     previous = args.output_dir / "distributed_plugin.json"
-    if previous.exists():  # keep the rows of the sizes not run this time
-        rows = [r for r in json.loads(previous.read_text())["rows"] if r["n"] not in sizes] + rows
-        rows.sort(key=lambda r: r["n"])
+    if previous.exists():  # keep the rows of the (size, configuration) pairs not run this time
+        ran = {(r["n"], r["config"]) for r in rows}
+        rows = [r for r in json.loads(previous.read_text())["rows"] if (r["n"], r["config"]) not in ran] + rows
+        rows.sort(key=lambda r: (r["n"], r["config"]))
     (args.output_dir / "distributed_plugin.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
     lines = [f"Exact PLUGIN, {meta['machine']} (best of {args.repeat}; {meta['note']})", "",
              "| n | configuration | seconds | rel. h vs reference |", "|---:|---|---:|---:|"]
