@@ -134,7 +134,7 @@ def table_functionals(bin_columns: Callable[[dict[str, GridSpec]], dict[str, Bin
     sizes = {c: first_grid_size(s, tolerance) for c, s in spreads.items()}
     out: dict[str, ColumnFunctionals] = {}
     while sizes:
-        counts = bin_columns({c: GridSpec.covering(spreads[c].low, spreads[c].high, m) for c, m in sizes.items()})
+        counts = bin_columns(_grids(spreads, sizes))
         refined = {}
         for column, binned in counts.items():
             unit, spec = units[column], binned.spec
@@ -148,6 +148,30 @@ def table_functionals(bin_columns: Callable[[dict[str, GridSpec]], dict[str, Bin
                 refined[column] = size
         sizes = refined
     return out
+
+
+def first_grids(spreads: dict[str, ColumnSpread], tolerance: float = TOLERANCE) -> dict[str, GridSpec]:
+    """The grids :func:`table_functionals` first bins each column onto (:func:`first_grid_size`
+    nodes over its MIN to MAX): a build that reads the rows anyway can bin them then, and
+    answer the first ``bin_columns`` call with those counts.
+
+    Parameters
+    ----------
+    spreads : dict
+        Column -> :class:`ColumnSpread`.
+    tolerance : float
+        The relative binning error allowed on h.
+
+    Returns
+    -------
+    dict
+        Column -> its first :class:`parzen.binned.grid.GridSpec`.
+    """
+    return _grids(spreads, {c: first_grid_size(s, tolerance) for c, s in spreads.items()})
+
+
+def _grids(spreads: dict[str, ColumnSpread], sizes: dict[str, int]) -> dict[str, GridSpec]:
+    return {c: GridSpec.covering(spreads[c].low, spreads[c].high, m) for c, m in sizes.items()}
 
 
 def first_grid_size(spread: ColumnSpread, tolerance: float) -> int:

@@ -192,7 +192,7 @@ def assemble_synopsis(options: BuildOptions, scan: Scan, passes: TablePasses, ba
     rng = np.random.default_rng(options.seed)
     kinds = {c: _column_kind(drawn[c], stats[c]) for c in numeric}
     spreads = {c: ColumnSpread(scan.totals[c][0], stats[c][0], stats[c][1], stats[c][4]) for c in numeric
-               if kinds[c][0] != DISCRETE and _selector_of(c, bandwidth) == "plugin"}
+               if kinds[c][0] != DISCRETE and selector_of(c, bandwidth) == "plugin"}
     functionals = table_functionals(passes.bin_columns, spreads) if spreads else {}
     bar.advance(1)
     models = {}
@@ -320,7 +320,7 @@ def _column_kind(values, stats) -> tuple[str, float | None]:
     return kind, ((-0.5 if kind == INTEGER else 0.0) if low >= 0 else None)
 
 
-def _selector_of(name: str, bandwidth):
+def selector_of(name: str, bandwidth):
     """The ``bandwidth`` option for column ``name``: a selector's name or a number."""
     if isinstance(bandwidth, dict):
         return float(bandwidth[name]) if name in bandwidth else "plugin"
@@ -338,7 +338,7 @@ def _column_model(name, kind_and_lower, integral: bool, values, bandwidth, funct
     if kind == DISCRETE:
         return ColumnModel(name, DISCRETE, 0.0, None, integral, "point masses")
     present = values[~np.isnan(values)]
-    selector = _selector_of(name, bandwidth)
+    selector = selector_of(name, bandwidth)
     if functionals is not None:
         h = functionals.bandwidth(present.size) * integral_factor(present.size)
         source = (f"plugin, every row: Psi_6, Psi_4 of {functionals.rows} rows (binned, {functionals.grid_size} "

@@ -58,24 +58,29 @@ def frame_types(dtypes: pd.Series) -> dict[str, str]:
     types = {}
     for name, dtype in dtypes.items():
         arrow = getattr(dtype, "pyarrow_dtype", None)
-        if pd.api.types.is_bool_dtype(dtype):
-            kind = BOOLEAN
-        elif pd.api.types.is_integer_dtype(dtype):
-            kind = INTEGER
-        elif pd.api.types.is_float_dtype(dtype):
-            kind = FLOATING
-        elif arrow is not None and _is_arrow_decimal(arrow):
-            kind = DECIMAL
-        else:
-            kind = OTHER
-        types[str(name)] = kind
+        types[str(name)] = _arrow_kind(arrow) if arrow is not None else _numpy_kind(dtype)
     return types
 
 
-def _is_arrow_decimal(arrow_type) -> bool:
+def _numpy_kind(dtype) -> str:
+    if pd.api.types.is_bool_dtype(dtype):
+        return BOOLEAN
+    if pd.api.types.is_integer_dtype(dtype):
+        return INTEGER
+    return FLOATING if pd.api.types.is_float_dtype(dtype) else OTHER
+
+
+def _arrow_kind(arrow_type) -> str:
+    """The kind of an Arrow type, by pyarrow's own predicates (pandas' fail on some, e.g. string_view)."""
     import pyarrow as pa
 
-    return bool(pa.types.is_decimal(arrow_type))
+    if pa.types.is_boolean(arrow_type):
+        return BOOLEAN
+    if pa.types.is_integer(arrow_type):
+        return INTEGER
+    if pa.types.is_floating(arrow_type):
+        return FLOATING
+    return DECIMAL if pa.types.is_decimal(arrow_type) else OTHER
 
 
 def numeric_values(frame: pd.DataFrame, column: str) -> np.ndarray:
@@ -296,6 +301,24 @@ class ColumnCounts:
 
     def __add__(self, other: ColumnCounts) -> ColumnCounts:
         return ColumnCounts({c: b + other.counts[c] for c, b in self.counts.items()})
+
+
+@dataclass(frozen=True)
+class DrawAndCounts:
+    """A part's :class:`SampleDraw` and :class:`ColumnCounts` from one read of the part (the
+    synopsis build's second pass: the sample and PLUGIN's first binning together)."""
+
+    draw: SampleDraw
+    counts: ColumnCounts
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, part: int, numeric: list[str], group_by: tuple[str, ...],
+           quotas: dict[tuple, int], seed: int, specs: dict[str, GridSpec]) -> DrawAndCounts:
+        """See :meth:`SampleDraw.of` and :meth:`ColumnCounts.of`."""
+        return cls(SampleDraw.of(frame, part, numeric, group_by, quotas, seed), ColumnCounts.of(frame, specs))
+
+    def __add__(self, other: DrawAndCounts) -> DrawAndCounts:
+        return DrawAndCounts(self.draw + other.draw, self.counts + other.counts)
 
 
 def part_buckets(frame: pd.DataFrame, grids: dict[str, ColumnGrid]) -> GridBuckets:

@@ -1,16 +1,17 @@
 """Building a synopsis from a partitioned table on Dask workers: Parquet files or a dask DataFrame.
 
-The build reads the partitions where they are, in four passes of one task per partition whose
+The build reads the partitions where they are, in three passes of one task per partition whose
 summaries are added by a tree of tasks (:func:`parzen.distributed.tree.tree_sum`); only the sums
 come back (:mod:`parzen.aqp.partitions`):
 
 1. the scan: rows, exact COUNT / SUM / MIN / MAX per column and per group, the distinct values
    (up to a cap), the standard deviations;
 2. the sample: bottom-k on random keys per stratum, each stratum's quota fixed by the scan as
-   the database build fixes it (proportional, at least 1000 rows or all of the group);
-3. PLUGIN's functionals: each smoothed column linearly binned on a grid fixed by the scan's MIN
-   and MAX (a column whose predicted binning error exceeds the tolerance is binned again, alone);
-4. the gridded form: the exact C(t), S(t) at the grid points chosen from the sample.
+   the database build fixes it (proportional, at least 1000 rows or all of the group); and, in
+   the same read, PLUGIN's functionals: each column that may be smoothed linearly binned on a grid
+   fixed by the scan's MIN and MAX (a column whose predicted binning error exceeds the tolerance
+   is binned again, alone, in one more pass);
+3. the gridded form: the exact C(t), S(t) at the grid points chosen from the sample.
 
 Between the passes the build runs the database build's own steps
 (:func:`parzen.aqp.build.assemble_synopsis`), so the synopsis has the same exact parts (row
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .._progress import progress_bar
+from ..aqp.bandwidths import ColumnSpread, first_grids
 from ..aqp.build import (
     DISCRETE_MAX_VALUES,
     MIN_GROUP_SAMPLE,
@@ -40,9 +42,10 @@ from ..aqp.build import (
     TablePasses,
     assemble_synopsis,
     refuse_non_finite,
+    selector_of,
 )
 from ..aqp.grid import GRID_POINTS
-from ..aqp.partitions import ColumnCounts, SampleDraw, TableScan, frame_types, part_buckets
+from ..aqp.partitions import ColumnCounts, DrawAndCounts, SampleDraw, TableScan, frame_types, part_buckets
 from ..aqp.synopsis import Group, Synopsis
 from .blocks import on_one_thread
 from .client import dask_client
@@ -123,10 +126,12 @@ def source_now(source: dict) -> tuple[int | None, str]:
 
 
 def read_parquet_table(path_or_glob):
-    """The Parquet files ``path_or_glob`` names as a dask DataFrame read on the workers."""
+    """The Parquet files ``path_or_glob`` names as a dask DataFrame read on the workers, with Arrow
+    types (no conversion to NumPy or Python objects: TPC-H lineitem's partitions read in 0.6 s
+    instead of 1.35 s, and grouped by a string column in 0.15 s instead of 0.37 s)."""
     import dask.dataframe as dd
 
-    return dd.read_parquet(_file_list(path_or_glob))
+    return dd.read_parquet(_file_list(path_or_glob), dtype_backend="pyarrow")
 
 
 def build_partitioned(frame, table: str, *, columns=None, sample: int = 100_000, bandwidth="plugin", group_by=None,
@@ -174,12 +179,22 @@ def build_partitioned(frame, table: str, *, columns=None, sample: int = 100_000,
         refuse_non_finite(table, {c: s.infinite for c, s in scan.columns.items()})
         bar.advance(1)
         quotas = _quotas(scan, group_by, sample)
-        draw: SampleDraw = run("sampling", _draw, numeric, group_by, quotas, seed, indexed=True)
-        groups, drawn = _strata(scan, draw, numeric, group_by)
+        stats = {c: s.statistics() for c, s in scan.columns.items()}
+        first = first_grids(_plugin_candidates(scan, stats, options))
+        both: DrawAndCounts = run("sampling and binning", _draw_and_count, numeric, group_by, quotas, seed, first,
+                                  indexed=True)
+        groups, drawn = _strata(scan, both.draw, numeric, group_by)
         bar.advance(1)
         totals = {c: (s.moments.rows, s.total) for c, s in scan.columns.items()}
-        stats = {c: s.statistics() for c, s in scan.columns.items()}
-        passes = TablePasses(bin_columns=lambda specs: run("binning", ColumnCounts.of, specs).counts,
+
+        def bin_columns(specs: dict) -> dict:
+            """The counts binned in the second pass where they are on ``specs``' grids, else a pass."""
+            held = both.counts.counts
+            if all(c in held and held[c].spec == spec for c, spec in specs.items()):
+                return {c: held[c] for c in specs}
+            return run("binning", ColumnCounts.of, specs).counts
+
+        passes = TablePasses(bin_columns=bin_columns,
                              cumulate=lambda grids: run("gridding", part_buckets, grids).cumulated(grids))
         synopsis = assemble_synopsis(options, Scan(scan.rows, totals, stats, groups, drawn, 0), passes, bar)
     synopsis.source = source or {"kind": DASK}
@@ -187,8 +202,21 @@ def build_partitioned(frame, table: str, *, columns=None, sample: int = 100_000,
     return synopsis
 
 
-def _draw(frame, part: int, numeric, group_by, quotas, seed) -> SampleDraw:
-    return SampleDraw.of(frame, part, numeric, group_by, quotas, seed)
+def _draw_and_count(frame, part: int, numeric, group_by, quotas, seed, specs) -> DrawAndCounts:
+    return DrawAndCounts.of(frame, part, numeric, group_by, quotas, seed, specs)
+
+
+def _plugin_candidates(scan: TableScan, stats: dict, options: BuildOptions) -> dict[str, ColumnSpread]:
+    """The columns whose PLUGIN functionals the build may need (those the selector "plugin" smooths
+    unless the sample finds them lumpy), binned in the sample's pass on the grids
+    :func:`parzen.aqp.bandwidths.table_functionals` asks for first."""
+    out = {}
+    for c in options.numeric:
+        low, high, distinct, _, sd = stats[c]
+        if (low is not None and high > low and sd > 0 and distinct > DISCRETE_MAX_VALUES
+                and selector_of(c, options.bandwidth) == "plugin"):
+            out[c] = ColumnSpread(scan.columns[c].moments.rows, low, high, sd)
+    return out
 
 
 class _Passes:

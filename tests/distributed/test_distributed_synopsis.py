@@ -243,3 +243,21 @@ def test_part_summaries_add_to_the_whole_tables_summary():
     for key in quotas:
         keys = np.concatenate([d.keys.get(key, np.zeros(0)) for d in draws])
         np.testing.assert_array_equal(np.sort(merged.keys[key]), np.sort(keys)[:50])
+
+
+def test_a_build_reads_the_rows_three_times(data, threads, monkeypatch):
+    """The scan, the sample with PLUGIN's first binning, and the gridded form: no separate binning
+    pass when the first grids suffice (as they do for these columns)."""
+    from parzen.distributed import synopsis as built
+
+    passes: list[str] = []
+    run = built._Passes.__call__
+
+    def recorded(self, what, *args, **options):
+        passes.append(what)
+        return run(self, what, *args, **options)
+
+    monkeypatch.setattr(built._Passes, "__call__", recorded)
+    _, glob, _ = data
+    Engine(":memory:").build("t", source=glob, client=threads, sample=2_000)
+    assert passes == ["scanning", "sampling and binning", "gridding"]
