@@ -1,7 +1,8 @@
 """Building a synopsis from a DuckDB table: exact totals, DuckDB's own sampling, bandwidths.
 
 Queries run here are generated from quoted identifiers checked against the catalog; no user
-text reaches the database.
+text reaches the database.  The selectors (:mod:`parzen.bandwidth`, SciPy) are imported by a build,
+not with this module: the engine reads :func:`content_fingerprint` from here on every load.
 """
 
 from __future__ import annotations
@@ -9,17 +10,20 @@ from __future__ import annotations
 import math
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from .. import bandwidth as bw
 from .._progress import progress_bar
-from .bandwidths import ColumnFunctionals, ColumnSpread, table_functionals
+from .._selector_names import SELECTOR_NAMES
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
 from .grid import GRID_POINTS, column_grids, table_cumulative
 from .regression import fit_regression, regression_pairs
 from .synopsis import Group, Synopsis
+
+if TYPE_CHECKING:
+    from .bandwidths import ColumnFunctionals
 
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
 _FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL"}
@@ -62,6 +66,8 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
                    group_by=None, grid: int = GRID_POINTS, regression=None, seed: int = 0,
                    progress: bool = False) -> Synopsis:
     """Read ``table`` and return its synopsis (see :meth:`parzen.aqp.Engine.build`)."""
+    from .bandwidths import ColumnSpread, table_functionals
+
     started = time.perf_counter()
     types = table_columns(con, table)
     numeric = [c for c, t in types.items() if is_numeric(t)] if columns is None else list(columns)
@@ -191,8 +197,8 @@ def content_fingerprint(con, table: str, columns) -> tuple[int, int]:
 def _bandwidth_option(bandwidth):
     """``bandwidth`` as the synopsis stores it to rebuild with (a name, a number, or column -> number)."""
     if isinstance(bandwidth, str):
-        if bandwidth not in bw.SELECTORS:
-            raise ValueError(f"unknown bandwidth {bandwidth!r}; choose one of {', '.join(bw.SELECTORS)} or give a number")
+        if bandwidth not in SELECTOR_NAMES:
+            raise ValueError(f"unknown bandwidth {bandwidth!r}; choose one of {', '.join(SELECTOR_NAMES)} or give a number")
         return bandwidth
     if isinstance(bandwidth, dict):
         return {str(c): _number(h) for c, h in bandwidth.items()}
@@ -278,6 +284,8 @@ def _select(values: np.ndarray, method: str, rng) -> tuple[float, int]:
     sub = values if values.size <= BANDWIDTH_ROWS else rng.choice(values, BANDWIDTH_ROWS, replace=False)
     if np.ptp(sub) == 0:
         sub = values
+    from .. import bandwidth as bw
+
     h = float(bw.select(method, sub))  # 1-D: h in data units
     return h * (sub.size / values.size) ** 0.2 * integral_factor(values.size), sub.size
 

@@ -1,0 +1,70 @@
+"""Cold start: ``import parzen`` loads nothing heavy, and the command line imports what a command needs.
+
+Each check runs in a fresh interpreter (this process has imported everything already) and looks at
+``sys.modules``; none is timed (benchmarks/cold_start.py times them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import parzen
+from parzen._selector_names import SELECTOR_NAMES
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Libraries that ``import parzen`` must leave to the first use of the part that needs them.
+HEAVY = ("numba", "scipy", "torch", "triton", "dask", "distributed", "matplotlib", "pandas", "numpy", "duckdb",
+         "sqlglot", "typer", "rich")
+
+
+def _loaded_after(code: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter has imported after running ``code``."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {modules!r} if m in sys.modules)))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, env=env,
+                            timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_import_parzen_imports_no_heavy_library():
+    assert _loaded_after("import parzen", HEAVY) == []
+
+
+def test_the_public_names_load_on_first_use():
+    loaded = _loaded_after("import parzen\nparzen.KDE", HEAVY)
+    assert "numpy" in loaded and "scipy" in loaded  # KDE's own dependencies, now that it was asked for
+    assert _loaded_after("from parzen import MissingExtraError, TiedDataWarning", ("scipy", "numba")) == []
+
+
+def test_public_api_is_unchanged():
+    from parzen import KDE, CostWarning, LSCVWarning, MissingExtraError, TiedDataWarning, bandwidth
+
+    assert parzen.__all__ == ["KDE", "CostWarning", "LSCVWarning", "MissingExtraError", "TiedDataWarning",
+                              "__version__", "bandwidth"]
+    assert set(parzen.__all__) <= set(dir(parzen))
+    assert (KDE.__module__, bandwidth.__name__) == ("parzen.kde", "parzen.bandwidth")
+    assert issubclass(CostWarning, Warning) and issubclass(LSCVWarning, Warning)
+    assert issubclass(TiedDataWarning, Warning) and issubclass(MissingExtraError, ImportError)
+    assert callable(bandwidth.plugin)  # the function, not the submodule parzen.bandwidth.plugin
+    with pytest.raises(AttributeError, match="no attribute 'kde_estimator'"):
+        parzen.kde_estimator  # noqa: B018
+
+
+def test_selector_names_are_the_registry_keys_in_order():
+    from parzen.bandwidth import SELECTORS
+
+    assert tuple(SELECTORS) == SELECTOR_NAMES
+
+
+@pytest.mark.parametrize("command", ["--help", "aqp query --help"])
+def test_the_command_line_starts_without_scipy_or_numba(command):
+    code = f"import sys\nsys.argv = ['parzen', *{command.split()!r}]\nfrom parzen.cli import app\ntry:\n    app()\n" \
+           "except SystemExit:\n    pass"
+    assert _loaded_after(code, ("scipy", "numba", "matplotlib", "torch", "dask")) == []
