@@ -113,7 +113,8 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
         bar.advance(1)
         models = {}
         for c in numeric:
-            models[c] = _column_model(c, kinds[c], stats[c][3], drawn[c], bandwidth, functionals.get(c), rng)
+            models[c] = _column_model(c, kinds[c], stats[c][3], drawn[c], bandwidth, functionals.get(c), rng,
+                                      stats[c][:2])
             bar.advance(1)
         synopsis = Synopsis(table=table, row_count=rows, models=models, totals=totals, sample=drawn,
                             group_by=group_by, groups=groups, built_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -245,15 +246,16 @@ def _selector_of(name: str, bandwidth):
 
 
 def _column_model(name, kind_and_lower, integral: bool, values, bandwidth, functionals: ColumnFunctionals | None,
-                  rng) -> ColumnModel:
+                  rng, span: tuple[float | None, float | None]) -> ColumnModel:
     """The column's model: its kind (:func:`_column_kind`) and bandwidth, and where the bandwidth
     came from.  "plugin" takes ``functionals``, PLUGIN's stages on every row of the table
     (:mod:`parzen.aqp.bandwidths`), with h for the n sampled values; other selectors run on the
     sampled values (:func:`_select`); each is then made a bandwidth for integrals
-    (:func:`integral_factor`)."""
+    (:func:`integral_factor`).  ``span``: the table's (MIN, MAX) of the column, kept in the model."""
     kind, lower = kind_and_lower
+    low, high = (None if v is None else float(v) for v in span)
     if kind == DISCRETE:
-        return ColumnModel(name, DISCRETE, 0.0, None, integral, "point masses")
+        return ColumnModel(name, DISCRETE, 0.0, None, integral, "point masses", low, high)
     present = values[~np.isnan(values)]
     selector = _selector_of(name, bandwidth)
     if functionals is not None:
@@ -267,7 +269,7 @@ def _column_model(name, kind_and_lower, integral: bool, values, bandwidth, funct
         h, source = selector, "given"
     if not (math.isfinite(h) and h > 0):
         raise ValueError(f"bandwidth for column {name!r} must be a positive number, got {h!r}")
-    return ColumnModel(name, kind, h, lower, integral, source)
+    return ColumnModel(name, kind, h, lower, integral, source, low, high)
 
 
 def _occupancy(values: np.ndarray) -> float:

@@ -18,7 +18,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from . import answers, store
+from . import answers, histogram, store
 from .build import build_synopsis, content_fingerprint, fingerprint_columns
 from .estimate import warm_up, z_value
 from .grid import GRID_POINTS
@@ -383,6 +383,10 @@ class Engine:
             if method != "density":
                 raise ValueError("exact=True runs the query in the database; it takes no method")
             result, form = self._exact(sql), "exact"
+        elif (binned := histogram.parse_histogram(sql)) is not None:
+            if method != "density":
+                raise ValueError("a histogram query (FLOOR(x / w) ... GROUP BY bin) is answered by method='density'")
+            result, form = self._histogram(binned, z_value(confidence) if with_error else None)
         elif method == "regression":
             if with_error:
                 raise ValueError("method='regression' gives no intervals; with_error=True needs method='density'")
@@ -412,10 +416,11 @@ class Engine:
         pandas.DataFrame
             Per group: ``<name> approx``, ``<name> exact`` and ``<name> rel. error``.
         """
-        query = self._resolved(parse(sql))
+        binned = histogram.parse_histogram(sql)
+        query = self._resolved(parse(sql) if binned is None else binned.base)
         approx = self.query(sql, method=method)
-        exact = self._run(to_sql(query))
-        keys = list(query.group_by)
+        exact = self._run(to_sql(query) if binned is None else histogram.exact_sql(self._resolved_histogram(binned)))
+        keys = list(query.group_by) if binned is None else [binned.label]
         merged = approx.merge(exact, on=keys, how="outer", suffixes=(" approx", " exact")) if keys else \
             approx.add_suffix(" approx").join(exact.add_suffix(" exact"))
         for a in query.aggregates:
@@ -506,6 +511,18 @@ class Engine:
         synopsis = self._answering(query.table)
         _check_columns(query, synopsis)
         return answers.approximate(query, synopsis, self._layouts[synopsis.table], z if with_error else None)
+
+    def _resolved_histogram(self, binned: histogram.HistogramQuery) -> histogram.HistogramQuery:
+        """``binned`` with its table and column names spelled as in the synopsis (:meth:`_resolved`)."""
+        base = self._resolved(binned.base)
+        column = next(c for c in base.ranges if c.casefold() == binned.column.casefold())
+        return replace(binned, base=base, column=column)
+
+    def _histogram(self, binned: histogram.HistogramQuery, z: float | None) -> tuple[pd.DataFrame, str]:
+        binned = self._resolved_histogram(binned)
+        synopsis = self._answering(binned.base.table)
+        _check_columns(binned.base, synopsis)
+        return histogram.answer(binned, synopsis, self._layouts[synopsis.table], z)
 
     def _regression(self, query: AggregateQuery) -> pd.DataFrame:
         synopsis = self._answering(query.table)

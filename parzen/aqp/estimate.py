@@ -53,6 +53,8 @@ class ColumnModel:
     lower: float | None
     integer: bool = False  # all values are integers
     bandwidth_from: str = ""  # how the bandwidth was chosen (selector, rows it saw), for Engine.describe()
+    minimum: float | None = None  # the table's MIN and MAX of the column at build time (None: all NULL, or a
+    maximum: float | None = None  # synopsis built before they were kept); histogram queries' bins span them
 
     def interval(self, r: Range) -> tuple[float, float]:
         """[a, b] to integrate over for the predicate ``r`` (continuity correction, edge)."""
