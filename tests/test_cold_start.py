@@ -68,3 +68,31 @@ def test_the_command_line_starts_without_scipy_or_numba(command):
     code = f"import sys\nsys.argv = ['parzen', *{command.split()!r}]\nfrom parzen.cli import app\ntry:\n    app()\n" \
            "except SystemExit:\n    pass"
     assert _loaded_after(code, ("scipy", "numba", "matplotlib", "torch", "dask")) == []
+
+
+def test_no_query_compiles_after_the_engine_loads_a_synopsis():
+    """Loading a synopsis loads the box integrals (Numba's cache, or one compilation per installation);
+    the queries then call them with the types they were loaded for, so none compiles in a query."""
+    duckdb = pytest.importorskip("duckdb")
+    np = pytest.importorskip("numpy")
+    from parzen.aqp import Engine, _box
+
+    rng = np.random.default_rng(0)
+    con = duckdb.connect(":memory:", config={"enable_external_access": False})
+    con.execute("CREATE TABLE t (x DOUBLE, y DOUBLE, k INTEGER, g VARCHAR)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)",
+                    [(float(a), float(b), int(c), str(d)) for a, b, c, d in
+                     zip(rng.gamma(2.0, 3.0, 400), rng.normal(size=400), rng.integers(0, 9, 400), rng.choice(["a", "b"], 400))])
+    Engine(con).build("t", group_by=["g"], sample=200, grid=64)
+    engine = Engine(con)  # a new engine loads the stored synopsis
+    engine.synopsis("t")
+    compiled = [_box._box_sums, _box.sorted_mass, _box.box_masses]
+    assert all(type(f._cache).__name__ == "FunctionCache" for f in compiled)  # cache=True: on disk
+    before = [list(f.signatures) for f in compiled]
+    for sql in ("SELECT COUNT(*), AVG(y) FROM t WHERE x BETWEEN 1 AND 5 AND y > 0",
+                "SELECT g, SUM(y) FROM t WHERE x > 2 GROUP BY g",
+                "SELECT COUNT(*) FROM t WHERE k < 4 AND g = 'a'",
+                "SELECT FLOOR(x / 2) AS bin, COUNT(*) FROM t WHERE y < 1 GROUP BY bin"):
+        engine.query(sql)
+        engine.query(sql, with_error=True)
+    assert [list(f.signatures) for f in compiled] == before
