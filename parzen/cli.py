@@ -596,7 +596,8 @@ def aqp_build(
 @aqp_app.command("query")
 def aqp_query(
     database: Database,
-    sql: Annotated[str, typer.Argument(metavar="SQL", help="SELECT COUNT/SUM/AVG ... FROM t WHERE ... [GROUP BY ...]")],
+    sql: Annotated[str, typer.Argument(metavar="SQL", help="SELECT COUNT/SUM/AVG ... FROM t WHERE ... [GROUP BY ...], "
+                                       "or a histogram: SELECT FLOOR(x / w) * w AS bin, COUNT(*) ... GROUP BY bin")],
     exact: Annotated[bool, typer.Option("--exact", help="Run the query in DuckDB instead.")] = False,
     compare: Annotated[bool, typer.Option("--compare", help="Approximate and exact side by side.")] = False,
     with_error: Annotated[bool, typer.Option("--with-error", help="Add 95 % confidence intervals.")] = False,
