@@ -96,3 +96,24 @@ def test_no_query_compiles_after_the_engine_loads_a_synopsis():
         engine.query(sql)
         engine.query(sql, with_error=True)
     assert [list(f.signatures) for f in compiled] == before
+
+
+def test_an_approximate_query_from_the_command_line_leaves_the_selectors_out(tmp_path):
+    """``parzen aqp query`` reads a stored synopsis: it needs neither the bandwidth selectors (SciPy's
+    optimisers, the binned estimators) nor KDE, matplotlib or the GPU and Dask stacks."""
+    duckdb = pytest.importorskip("duckdb")
+    from parzen.aqp import Engine
+
+    database = tmp_path / "t.duckdb"
+    with duckdb.connect(str(database)) as con:
+        con.execute("CREATE TABLE t AS SELECT random() * 100 AS x, random() AS y FROM range(2000)")
+    engine = Engine(database)
+    engine.build("t", sample=500, grid=64)
+    engine.con.close()
+    code = ("import sys\n"
+            f"sys.argv = ['parzen', 'aqp', 'query', {str(database)!r}, 'SELECT COUNT(*) FROM t WHERE x > 5 AND y < 0.5']\n"
+            "from parzen.cli import app\n"
+            "try:\n    app()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code\n")
+    # (Numba itself imports scipy.linalg when it loads compiled code: not listed)
+    heavy = ("parzen.bandwidth", "parzen.kde", "parzen.binned", "scipy.optimize", "matplotlib", "torch", "dask")
+    assert _loaded_after(code, heavy) == []
