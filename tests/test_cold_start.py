@@ -117,3 +117,20 @@ def test_an_approximate_query_from_the_command_line_leaves_the_selectors_out(tmp
     # (Numba itself imports scipy.linalg when it loads compiled code: not listed)
     heavy = ("parzen.bandwidth", "parzen.kde", "parzen.binned", "scipy.optimize", "matplotlib", "torch", "dask")
     assert _loaded_after(code, heavy) == []
+
+
+def test_prepare_loads_the_synopsis_a_query_reads_once():
+    duckdb = pytest.importorskip("duckdb")
+    from parzen.aqp import Engine, UnsupportedQuery
+
+    con = duckdb.connect(":memory:", config={"enable_external_access": False})
+    con.execute("CREATE TABLE t AS SELECT random() * 100 AS x, random() AS y FROM range(2000)")
+    Engine(con).build("t", sample=500, grid=64)
+    engine = Engine(con)
+    assert engine.prepare("SELECT COUNT(*) FROM T WHERE x > 5") > 0  # names match in any case, as in queries
+    assert engine.prepare("SELECT FLOOR(x / 10) AS bin, COUNT(*) FROM t GROUP BY bin") == 0.0
+    assert engine.query("SELECT COUNT(*) FROM t WHERE x > 5").attrs["form"] == "grid"
+    with pytest.raises(ValueError, match="no synopsis of table 'u'"):
+        engine.prepare("SELECT COUNT(*) FROM u")
+    with pytest.raises(UnsupportedQuery, match="OR"):
+        engine.prepare("SELECT COUNT(*) FROM t WHERE x > 1 OR y > 1")

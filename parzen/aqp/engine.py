@@ -201,6 +201,34 @@ class Engine:
             self.check(table)
         return self._cache[table]
 
+    def prepare(self, sql: str) -> float:
+        """Load the synopsis that ``sql`` reads, if this engine has not yet (reading it, checking it
+        against its table and warming it up: see :meth:`synopsis`), so that the next query's latency is
+        its answer's alone.
+
+        Parameters
+        ----------
+        sql : str
+            A query of the supported subset (a histogram query too).
+
+        Returns
+        -------
+        float
+            The seconds spent loading (0 when the synopsis was loaded already).
+
+        Raises
+        ------
+        UnsupportedQuery, ValueError, CorruptSynopsis
+            As :meth:`query` would: the query is outside the subset, or its table has no readable synopsis.
+        """
+        binned = histogram.parse_histogram(sql)
+        table = self._synopsis_name((parse(sql) if binned is None else binned.base).table)
+        if table in self._cache:
+            return 0.0
+        started = time.perf_counter()
+        self.synopsis(table)
+        return time.perf_counter() - started
+
     def describe(self, table: str) -> pd.DataFrame:
         """One row per modelled column of the synopsis of ``table``: its kind, bandwidth and how
         the bandwidth was chosen.
