@@ -368,7 +368,8 @@ class Engine:
         answers).  It covers the sampling error, not the smoothing bias.
         ``df.attrs["seconds"]`` holds the latency and ``df.attrs["form"]`` what answered: "grid"
         (one range column, no GROUP BY or IN), "sample", "totals" (no numeric predicate),
-        "regression" or "exact".
+        "regression" or "exact".  A histogram query (``SELECT FLOOR(x / w) * w AS bin, ... GROUP BY bin``,
+        :mod:`parzen.aqp.histogram`) answers one row per bin, each bin a range on x answered as above.
 
         ``method``: "density" (default) integrates the joint density (grid, sample or totals, as
         above); "regression" answers from a regression y ~ x built with ``build(regression=...)``:
