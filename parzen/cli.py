@@ -20,10 +20,9 @@ import warnings
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
-import pandas as pd
 import typer
 from rich import box
 from rich.console import Console, Group, RenderableType
@@ -31,12 +30,13 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from . import __version__, datasets
-from . import bandwidth as bw
+from . import __version__
 from ._extras import MissingExtraError, require
+from ._selector_names import SELECTOR_NAMES
 from ._validate import TiedDataWarning, choose
-from .io import is_parquet_source, open_columns, read_table, select_columns
-from .kde import KDE
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Scale(str, Enum):
@@ -99,16 +99,16 @@ Columns = Annotated[list[str], typer.Option("--column", "-c", metavar="COLUMN", 
 
 def _registered(method: str | None) -> str | None:
     """The --method value, checked against the registry :data:`parzen.bandwidth.SELECTORS`."""
-    if method is not None and method not in bw.SELECTORS:
-        raise typer.BadParameter(f"{method!r} is not one of {', '.join(map(repr, bw.SELECTORS))}.")
+    if method is not None and method not in SELECTOR_NAMES:
+        raise typer.BadParameter(f"{method!r} is not one of {', '.join(map(repr, SELECTOR_NAMES))}.")
     return method
 
 
 MethodOption = Annotated[
     str | None,
     typer.Option(
-        "--method", "-m", metavar="SELECTOR", callback=_registered, autocompletion=lambda: list(bw.SELECTORS),
-        help=f"Bandwidth selector: {', '.join(bw.SELECTORS)} (default: plugin for one column, normal_scale for more).",
+        "--method", "-m", metavar="SELECTOR", callback=_registered, autocompletion=lambda: list(SELECTOR_NAMES),
+        help=f"Bandwidth selector: {', '.join(SELECTOR_NAMES)} (default: plugin for one column, normal_scale for more).",
     ),
 ]
 ScaleOption = Annotated[
@@ -154,6 +154,7 @@ def select(table, method: str, *, scale: str | None = None, progress: bool = Fal
     Every selector answers in data units (:mod:`parzen.bandwidth.convention`): a float h for one
     column (H = h^2), the matrix H for more.
     """
+    from . import bandwidth as bw
     kwargs: dict[str, Any] = {} if backend is None else {"backend": backend}
     if method == "plugin":
         kwargs["scale"] = scale or "sd"
@@ -182,6 +183,7 @@ def lscv_curve(table: pd.DataFrame, h_opt: float, points: int = 150) -> tuple[np
     """(h, g(h), h_opt) for one column, h in data units: the LSCV_h criterion over lscv_h's search
     range [h0/4, 4 h0] times the column's sd (Andrzejewski et al., paper 000 in docs/statistics.md,
     eqs. 28-29 and 43), widened down to h_opt / 2 so both sides of the minimum show."""
+    from . import bandwidth as bw
     sd = float(table.iloc[:, 0].std(ddof=1))
     h0 = bw.reference_h0(*table.shape) * sd
     h = np.geomspace(min(h0 / 4, h_opt / 2), 4 * h0, points)
@@ -229,6 +231,8 @@ def _one_line(message: str) -> str:
 
 
 def _read(file: Path, columns: list[str]) -> tuple[pd.DataFrame, int]:
+    from .io import read_table, select_columns
+
     table, dropped = select_columns(read_table(file), columns)
     if dropped:
         err.print(Text(f"dropped {dropped} rows with missing values", style="yellow"))
@@ -241,7 +245,9 @@ def _spinner(text: str):
 
 
 def _method(method: str | None, d: int) -> str:
-    return method if method is not None else bw.default_selector(d)
+    from .bandwidth import default_selector
+
+    return method if method is not None else default_selector(d)
 
 
 def _num(v: float) -> str:
@@ -301,6 +307,8 @@ def bandwidth_command(
     Parquet data and DuckDB tables of over 10^7 rows are streamed: read in batches and binned, with progress bars.
 
     With --scheduler, the workers of a Dask cluster do the work."""
+    from .io import open_columns
+
     computation = "auto" if exact is None else "exact" if exact else "binned"
     with _user_errors():
         name = _method(method, len(column))
@@ -367,6 +375,8 @@ def _on_dask(stack: contextlib.ExitStack, scheduler: str, file: Path, columns: l
     MissingExtraError
         Without the ``dask`` extra.
     """
+    from .io import is_parquet_source, open_columns
+
     if table is not None:
         raise ValueError("--scheduler reads Parquet data, not a DuckDB table (the workers cannot open this "
                          "process's database); export the table to Parquet (COPY ... TO 'x.parquet') or drop --scheduler")
@@ -398,6 +408,7 @@ def plot(
 ) -> None:
     """Fit a KDE to one or two columns and draw it (with the LSCV curve for lscv_h in 1-D)."""
     with _user_errors():
+        from .kde import KDE
         from .plotting import plot_density
 
         if len(column) > 2:
@@ -428,6 +439,8 @@ def demo_bandwidths(
     ] = False,
 ) -> None:
     """Bandwidths for the bundled small real data sets, compared with R's ks / KernSmooth, and two plots."""
+    from . import datasets
+
     start = time.perf_counter()
     with _user_errors():
         names = [choose(name, datasets.NAMES, what="data set") for name in dataset or datasets.NAMES]
@@ -562,7 +575,7 @@ def aqp_build(
     = None,
     group_by: Annotated[list[str] | None, typer.Option("--group-by", "-g", help="Categorical column; repeat.")] = None,
     sample: Annotated[int, typer.Option(min=10, help="Rows in the synopsis's sample.")] = 100_000,
-    bandwidth: Annotated[str, typer.Option(help=f"Bandwidth selector of each column: {', '.join(bw.SELECTORS)}.")]
+    bandwidth: Annotated[str, typer.Option(help=f"Bandwidth selector of each column: {', '.join(SELECTOR_NAMES)}.")]
     = "plugin",
     grid: Annotated[int | None, typer.Option(min=0, help="Points of each column's gridded form (0: none).")] = None,
     regression: Annotated[list[str] | None, typer.Option(
@@ -615,7 +628,8 @@ def _build_on_dask(stack: contextlib.ExitStack, source: str, scheduler: str | No
 @aqp_app.command("query")
 def aqp_query(
     database: Database,
-    sql: Annotated[str, typer.Argument(metavar="SQL", help="SELECT COUNT/SUM/AVG ... FROM t WHERE ... [GROUP BY ...]")],
+    sql: Annotated[str, typer.Argument(metavar="SQL", help="SELECT COUNT/SUM/AVG ... FROM t WHERE ... [GROUP BY ...], "
+                                       "or a histogram: SELECT FLOOR(x / w) * w AS bin, COUNT(*) ... GROUP BY bin")],
     exact: Annotated[bool, typer.Option("--exact", help="Run the query in DuckDB instead.")] = False,
     compare: Annotated[bool, typer.Option("--compare", help="Approximate and exact side by side.")] = False,
     with_error: Annotated[bool, typer.Option("--with-error", help="Add 95 % confidence intervals.")] = False,
@@ -634,10 +648,12 @@ def aqp_query(
             out.print(f"approximate {1e3 * frame.attrs['approximate_seconds']:.3f} ms, "
                       f"exact {1e3 * frame.attrs['exact_seconds']:.3f} ms")
             return
+        loading = 0.0 if exact else engine.prepare(sql)
         frame = engine.query(sql, exact=exact, with_error=with_error, **({} if exact else {"method": method}))
     out.print(_frame_view(frame, out.width))
+    loaded = f" (synopsis loaded in {1e3 * loading:.0f} ms)" if loading else ""
     out.print(f"{'exact' if exact else 'approximate, from the ' + frame.attrs['form']}: "
-              f"{1e3 * frame.attrs['seconds']:.3f} ms")
+              f"{1e3 * frame.attrs['seconds']:.3f} ms{loaded}")
 
 
 @aqp_app.command("list")
@@ -678,6 +694,8 @@ def _engine(database: Path, *, read_only: bool, on_stale: str = "warn", create: 
 def _frame_view(frame: pd.DataFrame, width: int) -> RenderableType:
     """``frame`` as a table when it fits ``width`` columns without wrapping, otherwise one
     "column  value" block per row (so no cell is cut or folded beyond reading)."""
+    import pandas as pd
+
     cells = [[_cell(frame.columns[k], v) for k, v in enumerate(row)] for row in frame.itertuples(index=False)]
     table = Table()
     for column in frame.columns:
@@ -774,6 +792,9 @@ def _bench_table(problem: str, rows: list[dict]) -> Table:
 def _demo_univariate(name: str, df: pd.DataFrame, reference: dict, full: bool, fitted: dict) -> Table:
     """One section per column of ``df`` (its name on a row of its own, to leave the notes room at
     80 columns), one row per selector of DEMO_1D."""
+    from . import bandwidth as bw
+    from . import datasets
+
     n = len(df)
     table = Table(
         title=f"{name}: {datasets.DESCRIPTIONS[name]}; {n} rows", title_justify="left",
@@ -840,6 +861,7 @@ def _agreement(ours, ref) -> Text | str:
 
 def _demo_plots(df: pd.DataFrame, fitted: dict, folder: Path) -> list[Path]:
     """Eruption times with the LSCV_h curve, and both columns with the LSCV_H matrix."""
+    from .kde import KDE
     from .plotting import plot_density
 
     x = df[["eruptions"]]

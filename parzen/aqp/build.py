@@ -1,7 +1,8 @@
 """Building a synopsis from a DuckDB table: exact totals, DuckDB's own sampling, bandwidths.
 
 Queries run here are generated from quoted identifiers checked against the catalog; no user
-text reaches the database.
+text reaches the database.  The selectors (:mod:`parzen.bandwidth`, SciPy) are imported by a build,
+not with this module: the engine reads :func:`content_fingerprint` from here on every load.
 """
 
 from __future__ import annotations
@@ -11,18 +12,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from .. import bandwidth as bw
 from .._progress import progress_bar
-from ..binned.grid import BinCounts, GridSpec
-from .bandwidths import ColumnFunctionals, ColumnSpread, column_counts, table_functionals
+from .._selector_names import SELECTOR_NAMES
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
 from .grid import GRID_POINTS, ColumnGrid, column_grids, table_cumulative
 from .regression import fit_regression, regression_pairs
 from .synopsis import Group, Synopsis
+
+if TYPE_CHECKING:
+    from ..binned.grid import BinCounts, GridSpec
+    from .bandwidths import ColumnFunctionals
 
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
 _FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL"}
@@ -65,6 +69,8 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
                    group_by=None, grid: int = GRID_POINTS, regression=None, seed: int = 0,
                    progress: bool = False) -> Synopsis:
     """Read ``table`` and return its synopsis (see :meth:`parzen.aqp.Engine.build`)."""
+    from .bandwidths import column_counts
+
     started = time.perf_counter()
     types = table_columns(con, table)
     options = BuildOptions.checked(table, types, columns=columns, sample=sample, bandwidth=bandwidth,
@@ -188,6 +194,8 @@ def assemble_synopsis(options: BuildOptions, scan: Scan, passes: TablePasses, ba
     Synopsis
         Without ``build_seconds`` (the caller times the whole build).
     """
+    from .bandwidths import ColumnSpread, table_functionals  # the selectors (SciPy): only when building
+
     numeric, stats, drawn, bandwidth = options.numeric, scan.stats, scan.drawn, options.bandwidth
     rng = np.random.default_rng(options.seed)
     kinds = {c: _column_kind(drawn[c], stats[c]) for c in numeric}
@@ -197,7 +205,7 @@ def assemble_synopsis(options: BuildOptions, scan: Scan, passes: TablePasses, ba
     bar.advance(1)
     models = {}
     for c in numeric:
-        models[c] = _column_model(c, kinds[c], stats[c][3], drawn[c], bandwidth, functionals.get(c), rng)
+        models[c] = _column_model(c, kinds[c], stats[c][3], drawn[c], bandwidth, functionals.get(c), rng, stats[c][:2])
         bar.advance(1)
     synopsis = Synopsis(table=options.table, row_count=scan.rows, models=models, totals=scan.totals, sample=drawn,
                         group_by=options.group_by, groups=scan.groups,
@@ -280,8 +288,8 @@ def content_fingerprint(con, table: str, columns) -> tuple[int, int]:
 def _bandwidth_option(bandwidth):
     """``bandwidth`` as the synopsis stores it to rebuild with (a name, a number, or column -> number)."""
     if isinstance(bandwidth, str):
-        if bandwidth not in bw.SELECTORS:
-            raise ValueError(f"unknown bandwidth {bandwidth!r}; choose one of {', '.join(bw.SELECTORS)} or give a number")
+        if bandwidth not in SELECTOR_NAMES:
+            raise ValueError(f"unknown bandwidth {bandwidth!r}; choose one of {', '.join(SELECTOR_NAMES)} or give a number")
         return bandwidth
     if isinstance(bandwidth, dict):
         return {str(c): _number(h) for c, h in bandwidth.items()}
@@ -328,15 +336,16 @@ def selector_of(name: str, bandwidth):
 
 
 def _column_model(name, kind_and_lower, integral: bool, values, bandwidth, functionals: ColumnFunctionals | None,
-                  rng) -> ColumnModel:
+                  rng, span: tuple[float | None, float | None]) -> ColumnModel:
     """The column's model: its kind (:func:`_column_kind`) and bandwidth, and where the bandwidth
     came from.  "plugin" takes ``functionals``, PLUGIN's stages on every row of the table
     (:mod:`parzen.aqp.bandwidths`), with h for the n sampled values; other selectors run on the
     sampled values (:func:`_select`); each is then made a bandwidth for integrals
-    (:func:`integral_factor`)."""
+    (:func:`integral_factor`).  ``span``: the table's (MIN, MAX) of the column, kept in the model."""
     kind, lower = kind_and_lower
+    low, high = (None if v is None else float(v) for v in span)
     if kind == DISCRETE:
-        return ColumnModel(name, DISCRETE, 0.0, None, integral, "point masses")
+        return ColumnModel(name, DISCRETE, 0.0, None, integral, "point masses", low, high)
     present = values[~np.isnan(values)]
     selector = selector_of(name, bandwidth)
     if functionals is not None:
@@ -350,7 +359,7 @@ def _column_model(name, kind_and_lower, integral: bool, values, bandwidth, funct
         h, source = selector, "given"
     if not (math.isfinite(h) and h > 0):
         raise ValueError(f"bandwidth for column {name!r} must be a positive number, got {h!r}")
-    return ColumnModel(name, kind, h, lower, integral, source)
+    return ColumnModel(name, kind, h, lower, integral, source, low, high)
 
 
 def _occupancy(values: np.ndarray) -> float:
@@ -367,6 +376,8 @@ def _select(values: np.ndarray, method: str, rng) -> tuple[float, int]:
     sub = values if values.size <= BANDWIDTH_ROWS else rng.choice(values, BANDWIDTH_ROWS, replace=False)
     if np.ptp(sub) == 0:
         sub = values
+    from .. import bandwidth as bw
+
     h = float(bw.select(method, sub))  # 1-D: h in data units
     return h * (sub.size / values.size) ** 0.2 * integral_factor(values.size), sub.size
 

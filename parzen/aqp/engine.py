@@ -16,9 +16,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pandas as pd
 
-from . import answers, store
+from . import answers, histogram, store
 from .build import build_synopsis, content_fingerprint, fingerprint_columns, quote
 from .estimate import warm_up, z_value
 from .grid import GRID_POINTS
@@ -244,6 +245,34 @@ class Engine:
                               UncheckedSynopsisWarning, stacklevel=2)
         return self._cache[table]
 
+    def prepare(self, sql: str) -> float:
+        """Load the synopsis that ``sql`` reads, if this engine has not yet (reading it, checking it
+        against its table and warming it up: see :meth:`synopsis`), so that the next query's latency is
+        its answer's alone.
+
+        Parameters
+        ----------
+        sql : str
+            A query of the supported subset (a histogram query too).
+
+        Returns
+        -------
+        float
+            The seconds spent loading (0 when the synopsis was loaded already).
+
+        Raises
+        ------
+        UnsupportedQuery, ValueError, CorruptSynopsis
+            As :meth:`query` would: the query is outside the subset, or its table has no readable synopsis.
+        """
+        binned = histogram.parse_histogram(sql)
+        table = self._synopsis_name((parse(sql) if binned is None else binned.base).table)
+        if table in self._cache:
+            return 0.0
+        started = time.perf_counter()
+        self.synopsis(table)
+        return time.perf_counter() - started
+
     def describe(self, table: str) -> pd.DataFrame:
         """One row per modelled column of the synopsis of ``table``: its kind, bandwidth and how
         the bandwidth was chosen.
@@ -325,13 +354,14 @@ class Engine:
 
     def _keep(self, synopsis: Synopsis) -> None:
         """Cache ``synopsis`` ready to answer, so that no query pays for it: its sample's sorted
-        orders, its regressions' values at their knots, and the compiled box integrals (Numba
-        compiles them once per installation)."""
+        orders, its regressions' values at their knots, the compiled box integrals (Numba
+        compiles them once per installation) and pandas' first frame with named columns."""
         self._cache[synopsis.table] = synopsis
         self._layouts[synopsis.table] = Layout.of(synopsis)
         for regression in synopsis.regressions.values():  # r at its knots, once
             regression(regression.feature_min)
         warm_up()
+        _warm_up_frames()
 
     def list(self) -> pd.DataFrame:
         """One row per stored synopsis: columns, rows then and now, staleness and why ("rows changed",
@@ -382,7 +412,8 @@ class Engine:
         answers).  It covers the sampling error, not the smoothing bias.
         ``df.attrs["seconds"]`` holds the latency and ``df.attrs["form"]`` what answered: "grid"
         (one range column, no GROUP BY or IN), "sample", "totals" (no numeric predicate),
-        "regression" or "exact".
+        "regression" or "exact".  A histogram query (``SELECT FLOOR(x / w) * w AS bin, ... GROUP BY bin``,
+        :mod:`parzen.aqp.histogram`) answers one row per bin, each bin a range on x answered as above.
 
         ``method``: "density" (default) integrates the joint density (grid, sample or totals, as
         above); "regression" answers from a regression y ~ x built with ``build(regression=...)``:
@@ -425,6 +456,10 @@ class Engine:
             if method != "density":
                 raise ValueError("exact=True runs the query in the database; it takes no method")
             result, form = self._exact(sql), "exact"
+        elif (binned := histogram.parse_histogram(sql)) is not None:
+            if method != "density":
+                raise ValueError("a histogram query (FLOOR(x / w) ... GROUP BY bin) is answered by method='density'")
+            result, form = self._histogram(binned, z_value(confidence) if with_error else None)
         elif method == "regression":
             if with_error:
                 raise ValueError("method='regression' gives no intervals; with_error=True needs method='density'")
@@ -454,12 +489,13 @@ class Engine:
         pandas.DataFrame
             Per group: ``<name> approx``, ``<name> exact`` and ``<name> rel. error``.
         """
-        query = self._resolved(parse(sql))
+        binned = histogram.parse_histogram(sql)
+        query = self._resolved(parse(sql) if binned is None else binned.base)
         approx = self.query(sql, method=method)
         in_database = (query.table.casefold(),) in _catalog_tables(self.con)[0]
-        exact = self._run(to_sql(query), None if in_database or not self._parquet_source(query.table) else
-                          self._source_connection(query.table))
-        keys = list(query.group_by)
+        con = None if in_database or not self._parquet_source(query.table) else self._source_connection(query.table)
+        exact = self._run(to_sql(query) if binned is None else histogram.exact_sql(self._resolved_histogram(binned)), con)
+        keys = list(query.group_by) if binned is None else [binned.label]
         merged = approx.merge(exact, on=keys, how="outer", suffixes=(" approx", " exact")) if keys else \
             approx.add_suffix(" approx").join(exact.add_suffix(" exact"))
         for a in query.aggregates:
@@ -582,6 +618,18 @@ class Engine:
         _check_columns(query, synopsis)
         return answers.approximate(query, synopsis, self._layouts[synopsis.table], z if with_error else None)
 
+    def _resolved_histogram(self, binned: histogram.HistogramQuery) -> histogram.HistogramQuery:
+        """``binned`` with its table and column names spelled as in the synopsis (:meth:`_resolved`)."""
+        base = self._resolved(binned.base)
+        column = next(c for c in base.ranges if c.casefold() == binned.column.casefold())
+        return replace(binned, base=base, column=column)
+
+    def _histogram(self, binned: histogram.HistogramQuery, z: float | None) -> tuple[pd.DataFrame, str]:
+        binned = self._resolved_histogram(binned)
+        synopsis = self._answering(binned.base.table)
+        _check_columns(binned.base, synopsis)
+        return histogram.answer(binned, synopsis, self._layouts[synopsis.table], z)
+
     def _regression(self, query: AggregateQuery) -> pd.DataFrame:
         synopsis = self._answering(query.table)
         _check_columns(query, synopsis)
@@ -603,6 +651,13 @@ def _build_from(source, table: str, client, options: dict) -> Synopsis:
     if not isinstance(source, dd.DataFrame):
         raise TypeError(f"source= takes Parquet files (a path or glob) or a dask DataFrame, got {type(source).__name__}")
     return build_partitioned(source, table, client=client, **options)
+
+
+def _warm_up_frames() -> None:
+    """Make one DataFrame with string column names, as every answer has: the first one in a process
+    sets up pandas' string type (backed by pyarrow, about 15 ms), which the first answer would
+    otherwise pay (DuckDB's exact answers too)."""
+    pd.DataFrame(np.zeros((1, 1)), columns=pd.Index(["count_star()"]))
 
 
 def _table_now(con, synopsis: Synopsis) -> tuple[int | None, str]:

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
-from scipy import special
 
 from ._box import BoxQuery, box_masses, box_sums, sorted_mass
 from .sql import Range
@@ -53,6 +53,8 @@ class ColumnModel:
     lower: float | None
     integer: bool = False  # all values are integers
     bandwidth_from: str = ""  # how the bandwidth was chosen (selector, rows it saw), for Engine.describe()
+    minimum: float | None = None  # the table's MIN and MAX of the column at build time (None: all NULL, or a
+    maximum: float | None = None  # synopsis built before they were kept); histogram queries' bins span them
 
     def interval(self, r: Range) -> tuple[float, float]:
         """[a, b] to integrate over for the predicate ``r`` (continuity correction, edge)."""
@@ -125,7 +127,11 @@ class SampleView:
         if column not in self._weights:
             values, order = self._sort(column)
             present = int(np.count_nonzero(~np.isnan(values)))
-            distinct, first = np.unique(values[:present], return_index=True)
+            # values are sorted: each run of equal ones starts where a value differs from its predecessor
+            # (np.unique would sort them again, half of a synopsis's loading time)
+            kept = values[:present]
+            first = np.flatnonzero(np.r_[present > 0, kept[1:] != kept[:-1]])
+            distinct = kept[first]
             w = np.add.reduceat(self.weights[order[:present]], first) if present else np.zeros(0)
             self._weights[column] = (np.ascontiguousarray(distinct), np.ascontiguousarray(w, dtype=np.float64),
                                      np.concatenate([[0.0], np.cumsum(w)]))
@@ -230,6 +236,25 @@ def warm_up() -> None:
 
 
 def z_value(confidence: float) -> float:
+    """The normal quantile Phi^-1((1 + confidence) / 2) of a two-sided interval.
+
+    From the standard library (:class:`statistics.NormalDist`, Wichura's algorithm AS 241, Applied
+    Statistics 37, 1988, accurate to about 1e-16), so that answering needs no SciPy.
+
+    Parameters
+    ----------
+    confidence : float
+        In (0, 1).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        A confidence outside (0, 1).
+    """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
-    return float(special.ndtri(0.5 + confidence / 2.0))
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
