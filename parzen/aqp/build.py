@@ -16,6 +16,7 @@ import pandas as pd
 from .. import bandwidth as bw
 from .._progress import progress_bar
 from .bandwidths import ColumnFunctionals, ColumnSpread, table_functionals
+from .column_summary import summarise
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
 from .grid import GRID_POINTS, column_grids, table_cumulative
 from .regression import fit_regression, regression_pairs
@@ -112,6 +113,7 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
         synopsis = Synopsis(table=table, row_count=rows, models=models, totals=totals, sample=drawn,
                             group_by=group_by, groups=groups, built_at=datetime.now(UTC).isoformat(timespec="seconds"),
                             fingerprint=hashed, requested_sample=sample, bandwidth=bandwidth_option, seed=seed)
+        synopsis.summary = summarise(_keyed_batches(con, table, numeric, group_by)).aligned(synopsis.group_keys)
         if grid:
             _, weights, scale = synopsis.strata()
             spans = {c: stats[c][:2] for c in numeric if stats[c][0] is not None}
@@ -214,6 +216,16 @@ def _batches(con, table, numeric, rows: int = 1 << 20):
     reader = relation.to_arrow_reader(rows) if hasattr(relation, "to_arrow_reader") else relation.fetch_arrow_reader(rows)
     for batch in reader:
         yield {c: batch.column(k).to_numpy(zero_copy_only=False) for k, c in enumerate(numeric)}
+
+
+def _keyed_batches(con, table, numeric, group_by, rows: int = 1 << 20):
+    """Every row as (dict column -> float64 array (NULL: NaN), the group columns' arrays), a batch at a time."""
+    cols = ", ".join([*(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric), *map(quote, group_by)])
+    relation = con.sql(f"SELECT {cols} FROM {quote(table)}")
+    reader = relation.to_arrow_reader(rows) if hasattr(relation, "to_arrow_reader") else relation.fetch_arrow_reader(rows)
+    for batch in reader:
+        yield ({c: batch.column(k).to_numpy(zero_copy_only=False) for k, c in enumerate(numeric)},
+               [np.array(batch.column(len(numeric) + k).to_pylist(), dtype=object) for k in range(len(group_by))])
 
 
 def _column_kind(values, stats) -> tuple[str, float | None]:

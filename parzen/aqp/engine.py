@@ -448,8 +448,7 @@ class Engine:
         members: dict[str, frozenset] = {}
         for column, values in query.members.items():
             members[stored(column)] = members.get(stored(column), values) & values
-        select = tuple(stored(item) if isinstance(item, str) else
-                       replace(item, column=item.column and stored(item.column)) for item in query.select)
+        select = tuple(stored(item) if isinstance(item, str) else item.renamed(stored) for item in query.select)
         return AggregateQuery(table, select, ranges, members, tuple(stored(g) for g in query.group_by))
 
     def _synopsis_name(self, table: str) -> str:
@@ -592,6 +591,7 @@ def _check_columns(query: AggregateQuery, synopsis: Synopsis) -> None:
             raise ValueError(f"the synopsis of {synopsis.table!r} has no column {column!r}; "
                              f"modelled: {', '.join(synopsis.models)}")
     for a in query.aggregates:
-        if a.column is not None and a.column not in synopsis.models:
-            raise ValueError(f"{a.func.upper()}({a.column}): the synopsis of {synopsis.table!r} models no numeric "
-                             f"column {a.column!r}; modelled: {', '.join(synopsis.models)}")
+        for column in a.inputs:
+            if column not in synopsis.models:
+                raise ValueError(f"{a.name}: the synopsis of {synopsis.table!r} models no numeric column {column!r}; "
+                                 f"modelled: {', '.join(synopsis.models)}")

@@ -25,12 +25,13 @@ from typing import Any, cast
 
 import numpy as np
 
+from .column_summary import ColumnSummary
 from .estimate import ColumnModel
 from .grid import ColumnGrid
 from .regression import Regression
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 
 
 class CorruptSynopsis(ValueError):
@@ -66,6 +67,12 @@ class Synopsis:
     requested_sample: int = 0  # build(sample=...): the drawn sample adds the groups' top-ups
     bandwidth: str | float | dict = "plugin"  # build(bandwidth=...)
     seed: int = 0
+    summary: ColumnSummary | None = None  # per group and column: COUNT, mean, M2, MIN, MAX (column_summary.py)
+
+    @property
+    def group_keys(self) -> list[tuple]:
+        """The groups' keys in order (``[()]`` for an ungrouped synopsis): the rows of :attr:`summary`."""
+        return [g.key for g in self.groups] or [()]
 
     @property
     def sample_size(self) -> int:
@@ -119,6 +126,9 @@ class Synopsis:
         for column, grid in self.grids.items():
             arrays.update({f"grid/{name}/{column}": v for name, v in grid.arrays().items()})
         arrays.update({f"regression/{k}": r.coef for k, r in enumerate(self.regressions.values())})
+        if self.summary is not None:
+            meta["summary_columns"] = list(self.summary.columns)
+            arrays.update({f"summary/{name}": v for name, v in self.summary.arrays().items()})
         buffer = io.BytesIO()
         # cast: the stub lets a key of **arrays be allow_pickle (bool); these keys are "sample/...", "grid/...", ...
         np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **cast(dict[str, Any], arrays))
@@ -137,6 +147,7 @@ class Synopsis:
                         grid_arrays.setdefault(column, {})[name] = arrays[k]
                 grids = {c: ColumnGrid.from_arrays(a) for c, a in grid_arrays.items()}
                 coefficients = [arrays[f"regression/{k}"] for k in range(len(meta.get("regressions", ())))]
+                summary_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("summary/")}
         except Exception as err:  # any decoding failure means the bytes are not a synopsis
             raise CorruptSynopsis(f"the synopsis{where} cannot be decoded ({err}); rebuild it") from err
         if meta.get("format_version") != FORMAT_VERSION:
@@ -144,7 +155,7 @@ class Synopsis:
                 f"the synopsis{where} has format {meta.get('format_version')}, this parzen reads "
                 f"{FORMAT_VERSION}; rebuild it"
             )
-        return cls(
+        synopsis = cls(
             table=meta["table"],
             row_count=meta["row_count"],
             models={m["name"]: ColumnModel(**m) for m in meta["models"]},
@@ -163,6 +174,9 @@ class Synopsis:
             bandwidth=meta["bandwidth"],
             seed=meta["seed"],
         )
+        if "summary_columns" in meta:
+            synopsis.summary = ColumnSummary.from_arrays(meta["summary_columns"], synopsis.group_keys, summary_arrays)
+        return synopsis
 
 
 def checksum(payload: bytes) -> str:
