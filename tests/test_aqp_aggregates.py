@@ -1,5 +1,6 @@
 """Aggregates beyond COUNT/SUM/AVG of a column (VAR/STDDEV, SUM/AVG of expressions, sums of aggregates,
-MIN/MAX) against DuckDB's exact answers, their parse, the mergeable column summaries and kernel moments."""
+MIN/MAX) and WHERE with OR / NOT against DuckDB's exact answers, their parse, the mergeable column summaries
+and kernel moments."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from parzen.aqp import Engine, UnsupportedQuery
 from parzen.aqp.column_summary import ColumnSummary, summarise
 from parzen.aqp.estimate import ColumnModel
 from parzen.aqp.kernel_moments import kernel_moment
-from parzen.aqp.sql import parse, to_sql
+from parzen.aqp.sql import Range, parse, to_sql
 from parzen.aqp.synopsis import Synopsis
 
 N = 20_000
@@ -270,3 +271,80 @@ def test_corrected_second_moment_of_an_uncut_kernel_is_the_value_squared():
     x = np.array([-2.0, 0.0, 3.0])
     np.testing.assert_allclose(kernel_moment(model, x, -np.inf, np.inf, 1.0, 2), x * x, atol=1e-12)
     np.testing.assert_allclose(kernel_moment(model, x, -100.0, 100.0, 1.0, 2, shift=1.0), (x - 1.0) ** 2, atol=1e-12)
+
+
+# --- OR and NOT -------------------------------------------------------------------------------
+
+
+def test_or_and_not_parse_into_boxes():
+    q = parse("SELECT COUNT(*) FROM t WHERE NOT (x BETWEEN 1 AND 2) AND g = 'a'")
+    assert not q.ranges and [(dict(r), dict(m)) for r, m in q.boxes] == [
+        ({"x": Range("x", None, 1.0, True, False)}, {"g": frozenset({"a"})}),
+        ({"x": Range("x", 2.0, None, False, True)}, {"g": frozenset({"a"})})]
+    assert parse("SELECT COUNT(*) FROM t WHERE k <> 3").boxes == (({"k": Range("k", None, 3.0, True, False)}, {}),
+                                                                  ({"k": Range("k", 3.0, None, False, True)}, {}))
+    one = parse("SELECT COUNT(*) FROM t WHERE x < 1 OR (x > 5 AND x < 2)")  # an empty box drops out
+    assert one.boxes == () and one.ranges == {"x": Range("x", None, 1.0, True, False)}
+    assert parse("SELECT COUNT(*) FROM t WHERE NOT (x < 1 OR y >= 2)").ranges == {
+        "x": Range("x", 1.0, None), "y": Range("y", None, 2.0, True, False)}
+    assert len(parse("SELECT COUNT(*) FROM t WHERE (x < 1 OR y > 2) AND (k < 3 OR m > 4)").boxes) == 4
+
+
+@pytest.mark.parametrize(
+    ("sql", "construct"),
+    [
+        ("SELECT COUNT(*) FROM t WHERE x > 1 OR NOT g IN ('a')", "NOT / <> on g IN ('a')"),
+        ("SELECT COUNT(*) FROM t WHERE g <> 'a'", "NOT / <> on g = 'a'"),
+        ("SELECT COUNT(*) FROM t WHERE (x < 1 OR x > 2) AND (y < 1 OR y > 2) AND (k < 1 OR k > 2)", "8 boxes"),
+    ],
+)
+def test_unsupported_or_not_names_the_construct(sql, construct):
+    with pytest.raises(UnsupportedQuery, match="exact=True") as info:
+        parse(sql)
+    assert construct in str(info.value)
+
+
+#: (query, column -> largest relative error tolerated)
+UNIONS = [
+    (("SELECT COUNT(*) AS n, SUM(x) AS s, AVG(w) AS a, SUM(x * w) AS p, SUM(x) - SUM(w) AS d FROM t "
+     "WHERE x < 8 OR x > 13"), {"n": 0.003, "s": 0.01, "a": 0.02, "p": 0.03, "d": 0.03}),
+    ("SELECT g, COUNT(*) AS n, SUM(x) AS s, AVG(w) AS a FROM t WHERE NOT (x BETWEEN 8 AND 13) GROUP BY g",
+     {"n": 0.03, "s": 0.03, "a": 0.04}),
+    ("SELECT COUNT(*) AS n, SUM(y) AS s, AVG(y) AS a FROM t WHERE x < 9 OR w > 5", {"n": 0.01, "s": 0.01, "a": 0.01}),
+    ("SELECT COUNT(*) AS n, AVG(x) AS a FROM t WHERE (x < 9 OR w > 5) AND (k > 400 OR m <> 3)", {"n": 0.01, "a": 0.01}),
+    ("SELECT COUNT(*) AS n, AVG(x) AS a FROM t WHERE g = 'a' OR x > 12", {"n": 0.01, "a": 0.01}),
+]
+
+
+@pytest.mark.parametrize(("sql", "tolerance"), UNIONS)
+def test_or_and_not_are_close_to_duckdb(engine, sql, tolerance):
+    """Inclusion-exclusion over the boxes' intersections; the intervals (terms' half widths added) cover."""
+    approx, exact = _both(engine, sql, with_error=True)
+    for column, tol in tolerance.items():
+        assert _relative(approx, exact, column).max() < tol, column
+        assert (approx[f"{column} low"] <= exact[column]).all() and (exact[column] <= approx[f"{column} high"]).all()
+
+
+def test_or_of_min_max_is_a_bound_and_without_ranges_exact(engine):
+    approx, exact = _both(engine, "SELECT MIN(w) AS lo, MAX(k) AS hi FROM t WHERE x < 8 OR x > 13", with_error=True)
+    assert approx.attrs["bounds"] == ["lo", "hi"]
+    for column in ("lo", "hi"):
+        assert (approx[f"{column} low"] <= exact[column]).all() and (exact[column] <= approx[f"{column} high"]).all()
+    approx, exact = _both(engine, "SELECT COUNT(*) AS n, MIN(w) AS lo, SUM(x) AS s FROM t WHERE g = 'a' OR g = 'c'")
+    assert approx.attrs["form"] == "totals" and approx.attrs["bounds"] == []
+    for column in ("n", "lo", "s"):
+        assert _relative(approx, exact, column).max() < 1e-9
+
+
+def test_or_refuses_aggregates_that_do_not_add_up(engine):
+    with pytest.raises(UnsupportedQuery, match="under OR / NOT"):
+        engine.query("SELECT VAR_SAMP(x) FROM t WHERE x < 1 OR x > 5")
+    assert engine.query("SELECT VAR_SAMP(x) FROM t WHERE x < 1 OR x > 5", exact=True).shape == (1, 1)
+
+
+def test_or_matches_names_in_any_case_and_compares(engine):
+    lower = engine.query("SELECT COUNT(*) AS n, SUM(x * w) AS p FROM t WHERE x < 8 OR w > 5")
+    upper = engine.query('SELECT COUNT(*) AS n, SUM(X * "W") AS p FROM T WHERE X < 8 OR "W" > 5')
+    pd.testing.assert_frame_equal(lower, upper)
+    compared = engine.compare("SELECT COUNT(*) AS n, MAX(k) AS hi FROM t WHERE NOT (x BETWEEN 8 AND 13)")
+    assert compared["n rel. error"].iloc[0] < 0.01 and compared["hi exact"].iloc[0] >= compared["hi approx"].iloc[0]

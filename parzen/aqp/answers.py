@@ -65,6 +65,9 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     (Deville and Saerndal 1992; for COUNT(*) of one range, all of it), so the interval is
     conservative for calibrated and grid answers.
     """
+    if query.boxes:
+        from . import unions  # it builds on this module's forms
+        return unions.approximate(query, synopsis, layout, z)
     if not all(a.plain for a in query.aggregates):
         from . import aggregates  # it builds on this module's forms
         return aggregates.approximate(query, synopsis, layout, z)

@@ -441,15 +441,20 @@ class Engine:
         def stored(name: str) -> str:
             return name if name in has else folded.get(name.casefold(), name)
 
-        ranges: dict[str, Range] = {}
-        for column, r in query.ranges.items():
-            r = replace(r, column=stored(column))
-            ranges[r.column] = ranges[r.column].intersect(r) if r.column in ranges else r
-        members: dict[str, frozenset] = {}
-        for column, values in query.members.items():
-            members[stored(column)] = members.get(stored(column), values) & values
+        def box(query_ranges: dict[str, Range], query_members: dict[str, frozenset]):
+            ranges: dict[str, Range] = {}
+            for column, r in query_ranges.items():
+                r = replace(r, column=stored(column))
+                ranges[r.column] = ranges[r.column].intersect(r) if r.column in ranges else r
+            members: dict[str, frozenset] = {}
+            for column, values in query_members.items():
+                members[stored(column)] = members.get(stored(column), values) & values
+            return ranges, members
+
         select = tuple(stored(item) if isinstance(item, str) else item.renamed(stored) for item in query.select)
-        return AggregateQuery(table, select, ranges, members, tuple(stored(g) for g in query.group_by))
+        ranges, members = box(query.ranges, query.members)
+        return AggregateQuery(table, select, ranges, members, tuple(stored(g) for g in query.group_by),
+                              boxes=tuple(box(*b) for b in query.boxes))
 
     def _synopsis_name(self, table: str) -> str:
         """The name under which ``table``'s synopsis is kept, matched case-insensitively as DuckDB
@@ -579,6 +584,8 @@ def _catalog_tables(con: duckdb.DuckDBPyConnection) -> tuple[set[tuple[str, ...]
 
 
 def _check_columns(query: AggregateQuery, synopsis: Synopsis) -> None:
+    for ranges, members in query.boxes:
+        _check_columns(AggregateQuery(query.table, (), ranges, members), synopsis)
     categorical = set(synopsis.group_by)
     for column in set(query.group_by) | set(query.members):
         if column not in categorical:

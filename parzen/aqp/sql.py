@@ -6,6 +6,7 @@
     FROM table
     [WHERE p AND p AND ...]     p: col BETWEEN a AND b | col <, <=, >, >=, = number
                                    | col = 'text' | col IN (v, ...)
+                                (or OR / NOT / <> over ranges: a union of boxes, :func:`_boxes`)
     [GROUP BY g, ...]
 
 Anything else raises :class:`UnsupportedQuery`, which names the construct and suggests
@@ -41,7 +42,7 @@ class UnsupportedQuery(ValueError):
         super().__init__(
             f"{construct} is not supported by the approximate engine (it answers SELECT COUNT/SUM/AVG, "
             "VAR/STDDEV, MIN/MAX and SUM/AVG of arithmetic of columns FROM one table WHERE range and IN "
-            "predicates joined by AND, GROUP BY columns; docs/aqp.md); "
+            "predicates joined by AND, OR and NOT, GROUP BY columns; docs/aqp.md); "
             "pass exact=True (CLI: --exact) to run it in the database"
         )
 
@@ -122,6 +123,9 @@ class AggregateQuery:
     ranges: dict[str, Range] = field(default_factory=dict)
     members: dict[str, frozenset] = field(default_factory=dict)
     group_by: tuple[str, ...] = ()
+    #: A WHERE with OR / NOT: the union of these boxes (ranges, members), each a conjunction
+    #: (:func:`_boxes`); ``ranges`` and ``members`` are then empty.  :mod:`parzen.aqp.unions` answers it.
+    boxes: tuple[tuple[dict[str, Range], dict[str, frozenset]], ...] = ()
 
     @property
     def aggregates(self) -> tuple[Aggregate, ...]:
@@ -131,6 +135,7 @@ class AggregateQuery:
     def columns(self) -> set[str]:
         """Every column the query reads."""
         used = set(self.ranges) | set(self.members) | set(self.group_by)
+        used |= {c for ranges, members in self.boxes for c in [*ranges, *members]}
         return used | {c for a in self.aggregates for c in a.inputs}
 
 
@@ -224,6 +229,12 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
     ranges: dict[str, Range] = {}
     members: dict[str, frozenset] = {}
     where = tree.args.get("where")
+    if where is not None and where.this.find(exp.Or, exp.Not, exp.NEQ) is not None:
+        boxes = _boxes(where.this, numbers, names)
+        if len(boxes) > 1:
+            return AggregateQuery(table, select, {}, {}, group_by, boxes=boxes)
+        ranges, members = boxes[0] if boxes else ({}, {})
+        return AggregateQuery(table, select, ranges, members, group_by)
     for predicate in _conjuncts(where.this) if where else ():
         _add_predicate(predicate, ranges, members, numbers, names)
     return AggregateQuery(table, select, ranges, members, group_by)
@@ -440,13 +451,66 @@ def aggregate_sql(a: Aggregate) -> str:
     return f"{a.func.upper()}({argument})"
 
 
+# --- OR and NOT: a union of boxes (answered by parzen.aqp.unions) --------------------------------
+
+#: At most this many boxes in a WHERE's union (inclusion-exclusion integrates up to 2^k - 1 intersections).
+MAX_BOXES = 6
+#: NOT of a comparison: the comparison of the complement (the column's side kept).
+_NEGATED: dict[type[exp.Expr], type[exp.Expr]] = {exp.GT: exp.LTE, exp.GTE: exp.LT, exp.LT: exp.GTE, exp.LTE: exp.GT}
+
+
+def _boxes(node: exp.Expr, numbers, names) -> tuple[tuple[dict[str, Range], dict[str, frozenset]], ...]:
+    """A WHERE with OR / NOT as a union of boxes: NOT pushed down to the predicates (De Morgan;
+    NOT BETWEEN and <> become two ranges), then the disjunctive normal form, each conjunction a box
+    (ranges, members) as :func:`_add_predicate` makes them; boxes that are empty on their face
+    (a low end above the high end) are left out."""
+    boxes, first = [], None
+    for conjunction in _disjuncts(node, False):
+        ranges: dict[str, Range] = {}
+        members: dict[str, frozenset] = {}
+        for predicate in conjunction:
+            _add_predicate(predicate, ranges, members, numbers, names)
+        first = first or (ranges, members)
+        if all(r.low is None or r.high is None or r.low <= r.high for r in ranges.values()) and \
+                all(members.values()):
+            boxes.append((ranges, members))
+    if len(boxes) > MAX_BOXES:
+        raise UnsupportedQuery(f"a WHERE whose OR / NOT expand to {len(boxes)} boxes (at most {MAX_BOXES})")
+    return tuple(boxes) if boxes or first is None else (first,)  # every box empty: one of them answers 0
+
+
+def _disjuncts(node: exp.Expr, negate: bool) -> list[list[exp.Expr]]:
+    """``node`` (negated if ``negate``) in disjunctive normal form: a list of conjunctions of predicates."""
+    node = node.unnest()
+    if isinstance(node, exp.Not):
+        return _disjuncts(node.this, not negate)
+    if isinstance(node, (exp.And, exp.Or)):
+        left, right = _disjuncts(node.left, negate), _disjuncts(node.right, negate)
+        if isinstance(node, exp.Or) != negate:  # OR, or NOT of AND
+            return left + right
+        if len(left) * len(right) > MAX_BOXES * MAX_BOXES:
+            raise UnsupportedQuery(f"a WHERE whose OR / NOT expand to over {MAX_BOXES} boxes")
+        return [a + b for a in left for b in right]
+    if isinstance(node, exp.NEQ):
+        node, negate = exp.EQ(this=node.this, expression=node.expression), not negate
+    if not negate:
+        return [[node]]
+    if type(node) in _NEGATED:
+        return [[_NEGATED[type(node)](this=node.this, expression=node.expression)]]
+    if isinstance(node, exp.Between):
+        return [[exp.LT(this=node.this, expression=node.args["low"])],
+                [exp.GT(this=node.this, expression=node.args["high"])]]
+    if isinstance(node, exp.EQ) and not any(isinstance(side, exp.Literal) and side.is_string
+                                            for side in (node.this, node.expression)):
+        return [[exp.LT(this=node.this, expression=node.expression)], [exp.GT(this=node.this, expression=node.expression)]]
+    raise UnsupportedQuery(f"NOT / <> on {_text(node)} (negated ranges only: not IN or = on a group column)")
+
+
 def _conjuncts(node: exp.Expr):
     node = node.unnest()
-    if isinstance(node, exp.And):
+    if isinstance(node, exp.And):  # OR and NOT went to _boxes
         yield from _conjuncts(node.left)
         yield from _conjuncts(node.right)
-    elif isinstance(node, exp.Or):
-        raise UnsupportedQuery("OR in WHERE (split the query into one per branch)")
     else:
         yield node
 
@@ -536,16 +600,21 @@ def to_sql(query: AggregateQuery) -> str:
         call = {"count": exp.Count, "sum": exp.Sum, "avg": exp.Avg}[item.func](this=argument)
         items.append(exp.alias_(call, item.name, quoted=True))
     select = exp.select(*items).from_(_table_ident(query.table))
-    conditions = [_range_sql(r) for r in query.ranges.values()]
-    conditions += [
-        exp.In(this=_ident(column), expressions=[_literal(v) for v in sorted(values, key=str)])
-        for column, values in query.members.items()
-    ]
+    conditions = _box_conditions(query.ranges, query.members)
+    if query.boxes:
+        conditions = [exp.or_(*(exp.paren(exp.and_(*_box_conditions(*box)) if box[0] or box[1] else exp.true())
+                                for box in query.boxes))]
     if conditions:
         select = select.where(exp.and_(*conditions))
     if query.group_by:
         select = select.group_by(*(_ident(g) for g in query.group_by))
     return select.sql(dialect="duckdb")
+
+
+def _box_conditions(ranges: dict[str, Range], members: dict[str, frozenset]) -> list[exp.Expr]:
+    conditions = [_range_sql(r) for r in ranges.values()]
+    return conditions + [exp.In(this=_ident(column), expressions=[_literal(v) for v in sorted(values, key=str)])
+                         for column, values in members.items()]
 
 
 def _ident(name: str) -> exp.Column:
