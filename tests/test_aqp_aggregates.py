@@ -70,6 +70,11 @@ def test_parse_extended_aggregates():
     assert [(k, part.func, part.column) for k, part in difference.parts] == [(1.0, "sum", "x"), (-0.5, "sum", "w")]
     assert {m: k for k, m in mean.polynomial} == {("x",): 1.0, ("w",): 2.0, (): -1.0}
     assert q.columns == {"x", "y", "w", "k"}
+    median, quartile, descending = parse("SELECT MEDIAN(x), QUANTILE_CONT(y, 0.25), PERCENTILE_CONT(0.25) WITHIN "
+                                         "GROUP (ORDER BY w DESC) FROM t").aggregates
+    assert (median.func, median.parameter, median.name) == ("quantile", 0.5, "median(x)")
+    assert (quartile.parameter, quartile.name) == (0.25, "quantile_cont(y, 0.25)")
+    assert (descending.column, descending.parameter) == ("w", 0.75)
 
 
 def test_extended_to_sql_runs_in_duckdb_and_equals_the_query():
@@ -348,3 +353,51 @@ def test_or_matches_names_in_any_case_and_compares(engine):
     pd.testing.assert_frame_equal(lower, upper)
     compared = engine.compare("SELECT COUNT(*) AS n, MAX(k) AS hi FROM t WHERE NOT (x BETWEEN 8 AND 13)")
     assert compared["n rel. error"].iloc[0] < 0.01 and compared["hi exact"].iloc[0] >= compared["hi approx"].iloc[0]
+
+
+# --- quantiles --------------------------------------------------------------------------------
+
+
+def test_whole_table_quantiles_invert_the_exact_grid(engine):
+    """No predicate: C(t) of the gridded form, exact at its points: integer columns exactly, continuous ones
+    within 0.1 %, and the interval (the grid cells bracketing the order statistics) holds DuckDB's answer."""
+    sql = ("SELECT MEDIAN(x) AS a, QUANTILE_CONT(w, 0.9) AS b, QUANTILE_CONT(k, 0.25) AS c, MEDIAN(m) AS d, "
+           "PERCENTILE_CONT(0.1) WITHIN GROUP (ORDER BY y) AS e, QUANTILE_CONT(k, 0.0) AS f, QUANTILE_CONT(x, 1) AS h "
+           "FROM t")
+    approx, exact = _both(engine, sql, with_error=True)
+    assert approx.attrs["form"] == "totals"
+    for column in ("c", "d", "f"):
+        assert approx[column].iloc[0] == exact[column].iloc[0], column
+    for column in ("a", "b", "e", "h"):
+        assert _relative(approx, exact, column).max() < 1e-3, column
+    for column in exact.columns:
+        assert approx[f"{column} low"].iloc[0] <= exact[column].iloc[0] <= approx[f"{column} high"].iloc[0], column
+
+
+@pytest.mark.parametrize(
+    ("sql", "tolerance"),
+    [
+        ("SELECT g, MEDIAN(x) AS a, QUANTILE_CONT(w, 0.9) AS b, QUANTILE_CONT(k, 0.25) AS c FROM t GROUP BY g",
+         {"a": 0.01, "b": 0.05, "c": 0.002}),
+        ("SELECT MEDIAN(x) AS a, QUANTILE_CONT(w, 0.9) AS b, MEDIAN(y) AS d FROM t WHERE x BETWEEN 8 AND 13",
+         {"a": 0.01, "b": 0.01, "d": 0.01}),
+        ("SELECT g, MEDIAN(x) AS a, PERCENTILE_CONT(0.75) WITHIN GROUP (ORDER BY w) AS b FROM t WHERE k > 390 GROUP BY g",
+         {"a": 0.01, "b": 0.05}),
+    ],
+)
+def test_sampled_quantiles_are_close_to_duckdb(engine, sql, tolerance):
+    """Predicates or GROUP BY: the sample's kernel distribution function, inverted by bisection."""
+    approx, exact = _both(engine, sql, with_error=True)
+    assert approx.attrs["form"] == "sample"
+    for column, tol in tolerance.items():
+        assert _relative(approx, exact, column).max() < tol, column
+        assert (approx[f"{column} low"] < approx[column]).all() and (approx[column] < approx[f"{column} high"]).all()
+
+
+def test_bad_quantiles_are_refused(engine):
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        engine.query("SELECT QUANTILE_CONT(x, 1.5) FROM t")
+    with pytest.raises(UnsupportedQuery, match="compare columns with number literals"):
+        parse("SELECT QUANTILE_CONT(x, y) FROM t")
+    with pytest.raises(UnsupportedQuery, match="under OR / NOT"):
+        engine.query("SELECT MEDIAN(x) FROM t WHERE x < 1 OR x > 5")

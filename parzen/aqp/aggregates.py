@@ -1,4 +1,5 @@
-"""Aggregates beyond COUNT/SUM/AVG of a column: VAR/STDDEV, SUM/AVG of polynomials, sums of aggregates, MIN/MAX.
+"""Aggregates beyond COUNT/SUM/AVG of a column: VAR/STDDEV, SUM/AVG of polynomials, sums of aggregates, MIN/MAX,
+quantiles (:mod:`parzen.aqp.quantiles`).
 
 :func:`approximate` answers a query with any of them (:attr:`parzen.aqp.sql.Aggregate.plain` is
 False).  The plain aggregates, the plain parts of sums of aggregates and a COUNT(*) go through
@@ -38,13 +39,14 @@ aggregates", has the table of what answers each.
 from __future__ import annotations
 
 import functools
+import math
 from collections import Counter
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from . import answers
+from . import answers, quantiles
 from .estimate import _REACH, Estimate
 from .kernel_moments import kernel_moment
 from .sql import Aggregate, AggregateQuery, Range, UnsupportedQuery
@@ -151,6 +153,8 @@ class _Solver:
             return self._extreme(a)
         if a.polynomial:
             return self._polynomial(a)
+        if a.func == "quantile":
+            return self._quantile(a)
         raise UnsupportedQuery(f"{a.name} ({a.func.upper().replace('_', ' ')} is not answered from synopses yet)")
 
     # --- from the summaries -------------------------------------------------------------------
@@ -225,6 +229,46 @@ class _Solver:
         high = np.minimum(s["high"], edge)
         low = np.where(np.isnan(found), s["low"] if r is None or r.low is None else np.maximum(s["low"], r.low), found)
         return found, (low, high)
+
+    # --- quantiles ----------------------------------------------------------------------------
+
+    def _quantile(self, a: Aggregate):
+        """QUANTILE_CONT from the exact C(t) of the grid (whole table, no predicate) or the sample's
+        kernel distribution function (:mod:`parzen.aqp.quantiles`)."""
+        column, p = a.column, a.parameter
+        assert column is not None and p is not None
+        model = self.synopsis.models[column]
+        grid = self.synopsis.grids.get(column)
+        whole = answers.whole_table(self.query, self.output_of_stratum)
+        if not self.ranges and whole and grid is not None:
+            exact = quantiles.from_grid(grid, self.synopsis.totals[column][0], p, model.integer)
+            return np.array([exact[0]]), (np.array([exact[1]]), np.array([exact[2]]))
+        self.sampled = True
+        sample = self._sample
+        x = sample.values(column)
+        a_y, b_y = sample.boxes.get(column, model.interval(Range(column)))
+        others = sample.p / np.where(sample.masses[column] > 0, sample.masses[column], 1.0) \
+            if column in sample.boxes else sample.p
+        weights = sample.weight * others
+
+        def cdf(t: np.ndarray) -> np.ndarray:
+            mass = quantiles.kernel_cdf(model, x, a_y, b_y, t[sample.group], sample.scale)
+            return np.bincount(sample.group, weights=weights * mass, minlength=self.groups)
+
+        present = x[~np.isnan(x)]
+        reach = _REACH * model.bandwidth * float(np.max(sample.scale, initial=1.0))
+        span = (float(present.min()) - reach, float(present.max()) + reach) if present.size else (0.0, 1.0)
+        value = quantiles.from_sample(cdf, p, span, self.groups)
+        if self.z == 0.0:
+            return value, np.zeros(self.groups)
+        step = 1e-3 * (span[1] - span[0])
+        slope = (cdf(value + step) - cdf(value - step)) / (2.0 * step)
+        t_rows = np.nan_to_num(value)[sample.group]
+        terms = quantiles.kernel_cdf(model, x, a_y, b_y, t_rows, sample.scale) \
+            - p * quantiles.kernel_cdf(model, x, a_y, b_y, np.full(x.size, math.inf), sample.scale)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se = sample.standard_error(others * terms) / slope
+        return value, self.z * np.nan_to_num(se, nan=np.inf)
 
     # --- SUM / AVG of polynomials -------------------------------------------------------------
 
