@@ -1,5 +1,5 @@
 """Aggregates beyond COUNT/SUM/AVG of a column: VAR/STDDEV, SUM/AVG of polynomials, sums of aggregates, MIN/MAX,
-quantiles (:mod:`parzen.aqp.quantiles`).
+quantiles (:mod:`parzen.aqp.quantiles`), COUNT(DISTINCT) (:mod:`parzen.aqp.sketches`; exact for group columns).
 
 :func:`approximate` answers a query with any of them (:attr:`parzen.aqp.sql.Aggregate.plain` is
 False).  The plain aggregates, the plain parts of sums of aggregates and a COUNT(*) go through
@@ -155,7 +155,9 @@ class _Solver:
             return self._polynomial(a)
         if a.func == "quantile":
             return self._quantile(a)
-        raise UnsupportedQuery(f"{a.name} ({a.func.upper().replace('_', ' ')} is not answered from synopses yet)")
+        if a.func == "count_distinct":
+            return self._distinct(a)
+        raise UnsupportedQuery(f"{a.name} in SELECT")
 
     # --- from the summaries -------------------------------------------------------------------
 
@@ -229,6 +231,30 @@ class _Solver:
         high = np.minimum(s["high"], edge)
         low = np.where(np.isnan(found), s["low"] if r is None or r.low is None else np.maximum(s["low"], r.low), found)
         return found, (low, high)
+
+    # --- COUNT(DISTINCT) -----------------------------------------------------------------------
+
+    def _distinct(self, a: Aggregate):
+        """COUNT(DISTINCT col): exact for a group column (the answer row's group keys), else the union
+        of the answer row's groups' HLL sketches (:mod:`parzen.aqp.sketches`), with their bounds."""
+        column = a.column
+        assert column is not None
+        if column in self.synopsis.group_by:
+            position = self.synopsis.group_by.index(column)
+            seen: list[set] = [set() for _ in range(self.groups)]
+            for stratum, key in enumerate(self.layout.keys):
+                row = self.output_of_stratum[stratum]
+                if row >= 0 and key[position] is not None and self.layout.rows[stratum] > 0:
+                    seen[row].add(key[position])
+            return np.array([float(len(values)) for values in seen]), np.zeros(self.groups)
+        if self.ranges:
+            raise UnsupportedQuery(f"{a.name} under a range on a numeric column (the distinct-count sketches hold "
+                                   "whole groups: IN / = on group columns and GROUP BY only)")
+        if self.synopsis.sketches is None:
+            raise UnsupportedQuery(f"{a.name} on a synopsis without distinct-count sketches "
+                                   f"(rebuild it: engine.refresh({self.synopsis.table!r}))")
+        found = self.synopsis.sketches.distinct(self.output_of_stratum, column, self.groups)
+        return found[:, 0], (found[:, 1], found[:, 2])
 
     # --- quantiles ----------------------------------------------------------------------------
 

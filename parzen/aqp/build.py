@@ -16,10 +16,10 @@ import pandas as pd
 from .. import bandwidth as bw
 from .._progress import progress_bar
 from .bandwidths import ColumnFunctionals, ColumnSpread, table_functionals
-from .column_summary import summarise
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
 from .grid import GRID_POINTS, column_grids, table_cumulative
 from .regression import fit_regression, regression_pairs
+from .sketches import table_statistics
 from .synopsis import Group, Synopsis
 
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
@@ -113,7 +113,8 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
         synopsis = Synopsis(table=table, row_count=rows, models=models, totals=totals, sample=drawn,
                             group_by=group_by, groups=groups, built_at=datetime.now(UTC).isoformat(timespec="seconds"),
                             fingerprint=hashed, requested_sample=sample, bandwidth=bandwidth_option, seed=seed)
-        synopsis.summary = summarise(_keyed_batches(con, table, numeric, group_by)).aligned(synopsis.group_keys)
+        summary, sketches = table_statistics(_keyed_batches(con, table, numeric, group_by))
+        synopsis.summary, synopsis.sketches = summary.aligned(synopsis.group_keys), sketches.aligned(synopsis.group_keys)
         if grid:
             _, weights, scale = synopsis.strata()
             spans = {c: stats[c][:2] for c in numeric if stats[c][0] is not None}

@@ -18,7 +18,7 @@ so no sum of squares of raw values (which cancels catastrophically for large mea
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +44,33 @@ def normal_key(values) -> tuple:
         else:
             out.append(str(v))
     return tuple(out)
+
+
+def group_codes(keys: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, tuple[tuple, ...]]:
+    """Each of the ``n`` rows' group index and the groups' keys (normalised by :func:`normal_key`).
+
+    Parameters
+    ----------
+    keys : sequence of numpy.ndarray
+        The group columns' values (None or NaN for NULL); empty: every row in one group ``()``.
+    n : int
+        The rows.
+
+    Returns
+    -------
+    group : numpy.ndarray
+        Per row, its group's index.
+    group_keys : tuple of tuple
+        Per group, its key.
+    """
+    if not keys:
+        return np.zeros(n, dtype=np.intp), ((),)
+    codes = np.zeros(n, dtype=np.int64)
+    for key in keys:
+        key_codes, uniques = pd.factorize(np.asarray(key, dtype=object), use_na_sentinel=False)
+        codes = codes * max(len(uniques), 1) + key_codes
+    _, first, group = np.unique(codes, return_index=True, return_inverse=True)
+    return group.reshape(-1), tuple(normal_key([np.asarray(k, dtype=object)[i] for k in keys]) for i in first)
 
 
 @dataclass(frozen=True)
@@ -85,15 +112,10 @@ class ColumnSummary:
         if len(rows) > 1:
             raise ValueError(f"a batch's columns and key arrays must have one length, got lengths {sorted(rows)}")
         n = rows.pop() if rows else 0
-        codes = np.zeros(n, dtype=np.int64)
-        for key in keys:
-            key_codes, uniques = pd.factorize(np.asarray(key, dtype=object), use_na_sentinel=False)
-            codes = codes * max(len(uniques), 1) + key_codes
-        _, first, group = np.unique(codes, return_index=True, return_inverse=True)
-        group_keys = tuple(normal_key([np.asarray(k, dtype=object)[i] for k in keys]) for i in first)
+        group, group_keys = group_codes(keys, n)
         order = np.argsort(group, kind="stable")
-        starts = np.searchsorted(group[order], np.arange(first.size))
-        shape = (first.size, len(names))
+        starts = np.searchsorted(group[order], np.arange(len(group_keys)))
+        shape = (len(group_keys), len(names))
         stats = {f: np.zeros(shape) for f in FIELDS}
         for c, name in enumerate(names):
             values = np.asarray(columns[name], dtype=np.float64)[order]
@@ -209,29 +231,3 @@ def _pair(a: ColumnSummary, b: ColumnSummary) -> ColumnSummary:
     """``a + b`` for two one-row summaries of one group."""
     return ColumnSummary(a.columns, ((),), a.count, a.mean, a.m2, a.low, a.high) + \
         ColumnSummary(b.columns, ((),), b.count, b.mean, b.m2, b.low, b.high)
-
-
-def summarise(batches: Iterable[tuple[dict[str, np.ndarray], Sequence[np.ndarray]]]) -> ColumnSummary:
-    """The merged summary of ``batches``.
-
-    Parameters
-    ----------
-    batches : iterable of (dict of str to numpy.ndarray, sequence of numpy.ndarray)
-        Per batch of rows, the columns and the group key arrays (:meth:`ColumnSummary.of_batch`).
-
-    Returns
-    -------
-    ColumnSummary
-
-    Raises
-    ------
-    ValueError
-        No batch.
-    """
-    total: ColumnSummary | None = None
-    for columns, keys in batches:
-        part = ColumnSummary.of_batch(columns, keys)
-        total = part if total is None else total + part
-    if total is None:
-        raise ValueError("a column summary needs at least one batch of rows")
-    return total

@@ -599,6 +599,6 @@ def _check_columns(query: AggregateQuery, synopsis: Synopsis) -> None:
                              f"modelled: {', '.join(synopsis.models)}")
     for a in query.aggregates:
         for column in a.inputs:
-            if column not in synopsis.models:
+            if column not in synopsis.models and not (a.func == "count_distinct" and column in categorical):
                 raise ValueError(f"{a.name}: the synopsis of {synopsis.table!r} models no numeric column {column!r}; "
                                  f"modelled: {', '.join(synopsis.models)}")

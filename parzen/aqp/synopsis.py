@@ -29,6 +29,7 @@ from .column_summary import ColumnSummary
 from .estimate import ColumnModel
 from .grid import ColumnGrid
 from .regression import Regression
+from .sketches import DistinctSketches
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
 FORMAT_VERSION = 8
@@ -68,6 +69,7 @@ class Synopsis:
     bandwidth: str | float | dict = "plugin"  # build(bandwidth=...)
     seed: int = 0
     summary: ColumnSummary | None = None  # per group and column: COUNT, mean, M2, MIN, MAX (column_summary.py)
+    sketches: DistinctSketches | None = None  # per group and column: HLL of the distinct values (sketches.py)
 
     @property
     def group_keys(self) -> list[tuple]:
@@ -129,6 +131,9 @@ class Synopsis:
         if self.summary is not None:
             meta["summary_columns"] = list(self.summary.columns)
             arrays.update({f"summary/{name}": v for name, v in self.summary.arrays().items()})
+        if self.sketches is not None:
+            meta["sketch_columns"] = list(self.sketches.columns)
+            arrays.update({f"sketch/{name}": v for name, v in self.sketches.to_arrays().items()})
         buffer = io.BytesIO()
         # cast: the stub lets a key of **arrays be allow_pickle (bool); these keys are "sample/...", "grid/...", ...
         np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **cast(dict[str, Any], arrays))
@@ -148,6 +153,7 @@ class Synopsis:
                 grids = {c: ColumnGrid.from_arrays(a) for c, a in grid_arrays.items()}
                 coefficients = [arrays[f"regression/{k}"] for k in range(len(meta.get("regressions", ())))]
                 summary_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("summary/")}
+                sketch_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("sketch/")}
         except Exception as err:  # any decoding failure means the bytes are not a synopsis
             raise CorruptSynopsis(f"the synopsis{where} cannot be decoded ({err}); rebuild it") from err
         if meta.get("format_version") != FORMAT_VERSION:
@@ -176,6 +182,12 @@ class Synopsis:
         )
         if "summary_columns" in meta:
             synopsis.summary = ColumnSummary.from_arrays(meta["summary_columns"], synopsis.group_keys, summary_arrays)
+        if "sketch_columns" in meta:
+            try:
+                synopsis.sketches = DistinctSketches.from_arrays(meta["sketch_columns"], synopsis.group_keys, sketch_arrays)
+            except Exception as err:  # a sketch that does not deserialise means the bytes are not a synopsis
+                raise CorruptSynopsis(f"the synopsis{where}'s distinct-count sketches cannot be decoded ({err}); "
+                                      "rebuild it") from err
         return synopsis
 
 
