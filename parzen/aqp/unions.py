@@ -68,7 +68,7 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
         _collect(a, parts)
     additive = [p for p in parts.values() if p.func not in ("min", "max")]
     extremes = [p for p in parts.values() if p.func in ("min", "max")]
-    groups = [item for item in query.select if isinstance(item, str)]
+    groups = list(query.group_by)  # every group column, selected or not: the answer rows' keys
     totals: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0]))
     lowest: dict[tuple, dict[str, list[float]]] = defaultdict(dict)
     forms, bounds = set(), set()
