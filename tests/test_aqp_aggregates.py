@@ -245,6 +245,20 @@ def test_column_summaries_of_batches_merge_to_the_whole():
     assert merged.low[k, 0] == x[chosen].min() and merged.high[k, 0] == x[chosen].max()
 
 
+def test_sketches_and_summaries_pickle_for_distributed_builds():
+    import pickle
+
+    keys = (np.array(["a", "b", None] * 40, dtype=object),)
+    columns = {"v": np.arange(120.0), "w": np.where(np.arange(120) % 7 == 0, np.nan, np.arange(120) % 9)}
+    summary, sketches = table_statistics([(columns, keys)])
+    again_summary, again_sketches = pickle.loads(pickle.dumps((summary, sketches)))
+    np.testing.assert_array_equal(again_summary.m2, summary.m2)
+    rows = np.arange(3)
+    for column in columns:
+        np.testing.assert_array_equal(again_sketches.distinct(rows, column, 3), sketches.distinct(rows, column, 3))
+    assert (again_sketches + sketches).keys == sketches.keys == (("a",), ("b",), (None,))
+
+
 def test_column_summary_refuses_bad_batches():
     with pytest.raises(ValueError, match="one length"):
         ColumnSummary.of_batch({"x": np.zeros(3)}, (np.zeros(2),))

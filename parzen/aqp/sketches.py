@@ -91,6 +91,11 @@ class DistinctSketches:
 
     merge = __add__
 
+    def __reduce__(self):
+        """Pickled as its serialised sketches (a distributed build ships partitions' sketches between
+        processes; DataSketches' objects do not pickle themselves)."""
+        return DistinctSketches.from_arrays, (self.columns, self.keys, self.to_arrays())
+
     def aligned(self, keys: Sequence[tuple]) -> DistinctSketches:
         """The sketches with one row per key of ``keys`` (normalised here), in that order; a key not seen
         gets empty sketches."""
