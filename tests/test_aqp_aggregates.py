@@ -78,6 +78,17 @@ def test_parse_extended_aggregates():
     assert (descending.column, descending.parameter) == ("w", 0.75)
 
 
+@pytest.mark.parametrize("sql", [
+    'SELECT QUANTILE_CONT(x, 0.3) AS q, SUM(2.5 * x * "y z") FROM t WHERE x < 3 OR x > 7.5',
+    "SELECT g, PERCENTILE_CONT(0.9) WITHIN GROUP (ORDER BY w) FROM t WHERE NOT (k BETWEEN 1 AND 2) GROUP BY g",
+    "SELECT SUM(x) - 3 * AVG(y) / 2, VAR_POP(x), COUNT(DISTINCT m) FROM t WHERE x <> 4",
+])
+def test_extended_number_templates_parse_like_the_text(sql):
+    from parzen.aqp.sql import _query, _tree
+
+    assert parse(sql) == _query(_tree(sql), [])
+
+
 def test_extended_to_sql_runs_in_duckdb_and_equals_the_query():
     con = duckdb.connect(":memory:")
     _table(con, n=500)
@@ -514,3 +525,25 @@ def test_flights_expressions_and_unions_are_close_to_duckdb(flights, sql, tolera
         assert _relative(approx, exact, column).max() < tol, column
         assert approx[f"{column} low"].iloc[0] <= exact[column].iloc[0] * (1 + 1e-12) + 1e-9
         assert exact[column].iloc[0] <= approx[f"{column} high"].iloc[0] * (1 + 1e-12) + 1e-9
+
+
+def test_ungrouped_synopsis_and_empty_answers():
+    """A synopsis without group_by (one summary row); an empty box and a filtered-out group give SQL's NULLs
+    (SUM of an empty box: 0, as the synopsis answers SUM elsewhere)."""
+    con = duckdb.connect(":memory:", config={"enable_external_access": False})
+    _table(con, n=4000)
+    e = Engine(con)
+    e.build("t", columns=["x", "w", "k"], sample=2000, seed=2)
+    sql = ("SELECT VAR_SAMP(x) AS v, MIN(w) AS lo, COUNT(DISTINCT k) AS dk, MEDIAN(x) AS md, SUM(x * w) AS p, "
+           "SUM(x) - SUM(w) AS d FROM t")
+    approx, exact = _both(e, sql)
+    for column, tol in {"v": 1e-9, "lo": 1e-9, "dk": 0.01, "md": 1e-3, "p": 0.02, "d": 1e-9}.items():
+        assert _relative(approx, exact, column).max() < tol, column
+    empty = e.query("SELECT VAR_SAMP(x) AS v, MIN(w) AS lo, MEDIAN(x) AS md, SUM(x * w) AS p FROM t WHERE x > 1000")
+    assert np.isnan(empty[["v", "lo", "md"]].to_numpy()).all() and empty["p"].iloc[0] == 0.0
+    grouped = duckdb.connect(":memory:", config={"enable_external_access": False})
+    _table(grouped, n=4000)
+    g = Engine(grouped)
+    g.build("t", columns=["x", "w"], group_by=["g"], sample=2000, seed=2)
+    nothing = g.query("SELECT VAR_POP(x) AS v, MAX(w) AS hi, AVG(x * w) AS a FROM t WHERE g = 'zzz'")
+    assert np.isnan(nothing.to_numpy()).all()

@@ -84,11 +84,9 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     Raises
     ------
     UnsupportedQuery
-        An aggregate that synopses do not answer yet, or a synopsis without a column summary.
+        COUNT(DISTINCT) under a range, or a synopsis without the column summary or sketches an
+        aggregate needs.
     """
-    if synopsis.summary is None:
-        raise UnsupportedQuery(f"VAR/STDDEV/MIN/MAX and SUM of expressions on a synopsis without column summaries "
-                               f"(rebuild it: engine.refresh({synopsis.table!r}))")
     ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
     parts: dict[Aggregate, Aggregate] = {}  # plain parts of sums of aggregates, under names of their own
     for a in query.aggregates:
@@ -162,7 +160,9 @@ class _Solver:
     # --- from the summaries -------------------------------------------------------------------
 
     def _summary(self, column: str) -> dict[str, np.ndarray]:
-        assert self.synopsis.summary is not None  # approximate() refused synopses without one
+        if self.synopsis.summary is None:
+            raise UnsupportedQuery(f"VAR/STDDEV, MIN/MAX and exact SUM of expressions on a synopsis without column "
+                                   f"summaries (rebuild it: engine.refresh({self.synopsis.table!r}))")
         return self.synopsis.summary.rows(self.output_of_stratum, column, self.groups)
 
     # --- VAR / STDDEV -------------------------------------------------------------------------
