@@ -277,9 +277,13 @@ class _Solver:
             if column in sample.boxes else sample.p
         weights = sample.weight * others
 
+        bandwidths = np.ascontiguousarray(np.broadcast_to(model.bandwidth * np.asarray(sample.scale), x.shape),
+                                          dtype=np.float64)
+        edge = 0.0 if model.lower is None else model.lower
+
         def cdf(t: np.ndarray) -> np.ndarray:
-            mass = quantiles.kernel_cdf(model, x, a_y, b_y, t[sample.group], sample.scale)
-            return np.bincount(sample.group, weights=weights * mass, minlength=self.groups)
+            return quantiles.weighted_cdf(x, weights, bandwidths, sample.group, a_y, b_y, np.ascontiguousarray(t),
+                                          edge, model.lower is not None, _REACH, self.groups)
 
         present = x[~np.isnan(x)]
         reach = _REACH * model.bandwidth * float(np.max(sample.scale, initial=1.0))
