@@ -288,7 +288,7 @@ class _Solver:
         present = x[~np.isnan(x)]
         reach = _REACH * model.bandwidth * float(np.max(sample.scale, initial=1.0))
         span = (float(present.min()) - reach, float(present.max()) + reach) if present.size else (0.0, 1.0)
-        value = quantiles.from_sample(cdf, p, span, self.groups)
+        value = quantiles.from_sample(cdf, p, span, self.groups, model.integer)
         if self.z == 0.0:
             return value, np.zeros(self.groups)
         step = 1e-3 * (span[1] - span[0])
@@ -298,7 +298,8 @@ class _Solver:
             - p * quantiles.kernel_cdf(model, x, a_y, b_y, np.full(x.size, math.inf), sample.scale)
         with np.errstate(invalid="ignore", divide="ignore"):
             se = sample.standard_error(others * terms) / slope
-        return value, self.z * np.nan_to_num(se, nan=np.inf)
+        rounding = 0.5 if model.integer else 0.0  # integer columns' order statistics are rounded
+        return value, self.z * np.nan_to_num(se, nan=np.inf) + rounding
 
     # --- SUM / AVG of polynomials -------------------------------------------------------------
 

@@ -78,8 +78,13 @@ def _order_statistic(grid: ColumnGrid, j: int, integer: bool) -> tuple[float, fl
     return value, lower, upper
 
 
-def from_sample(cdf, p: float, span: tuple[float, float], groups: int) -> np.ndarray:
-    """Per answer row g, the t_g where F_g(t_g) reaches p F_g(inf), by bisection.
+def from_sample(cdf, p: float, span: tuple[float, float], groups: int, integer: bool = False) -> np.ndarray:
+    """Per answer row g, QUANTILE_CONT from the kernel distribution function F_g, by bisection.
+
+    With N_g = F_g(inf) (the rows it estimates) and r = (N_g - 1) p, as DuckDB: the order statistic
+    x_(j) is the t where F_g(t) = j + 1/2 (rounded for integer columns, as :func:`from_grid`), and
+    the answer x_(floor r) + (r - floor r) (x_(ceil r) - x_(floor r)); for a column that is not
+    integer, simply the t where F_g(t) = r + 1/2 (the two differ by a fraction of a row's spacing).
 
     Parameters
     ----------
@@ -91,6 +96,8 @@ def from_sample(cdf, p: float, span: tuple[float, float], groups: int) -> np.nda
         Where every t lies (the rows' values +- the kernels' reach).
     groups : int
         Answer rows.
+    integer : bool
+        The column holds integers.
 
     Returns
     -------
@@ -98,13 +105,24 @@ def from_sample(cdf, p: float, span: tuple[float, float], groups: int) -> np.nda
         The quantile per answer row (NaN where F(inf) is 0).
     """
     total = cdf(np.full(groups, math.inf))
-    target = p * total
-    low, high = np.full(groups, float(span[0])), np.full(groups, float(span[1]))
-    for _ in range(60):
-        middle = 0.5 * (low + high)
-        below = cdf(middle) < target
-        low, high = np.where(below, middle, low), np.where(below, high, middle)
-    return np.where(total > 0, 0.5 * (low + high), np.nan)
+    position = np.maximum(total - 1.0, 0.0) * p
+
+    def solve(target: np.ndarray) -> np.ndarray:
+        low, high = np.full(groups, float(span[0])), np.full(groups, float(span[1]))
+        for _ in range(60):
+            middle = 0.5 * (low + high)
+            below = cdf(middle) < target
+            low, high = np.where(below, middle, low), np.where(below, high, middle)
+        return 0.5 * (low + high)
+
+    if integer:
+        below, above = np.floor(position), np.ceil(position)
+        first = np.round(solve(below + 0.5))
+        second = first if np.array_equal(below, above) else np.round(solve(above + 0.5))
+        value = first + (position - below) * (second - first)
+    else:
+        value = solve(position + 0.5)
+    return np.where(total > 0, value, np.nan)
 
 
 def kernel_cdf(model, x: np.ndarray, a: float, b: float, t: np.ndarray, scale) -> np.ndarray:
