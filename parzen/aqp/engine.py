@@ -338,7 +338,10 @@ class Engine:
         answers).  It covers the sampling error, not the smoothing bias.
         ``df.attrs["seconds"]`` holds the latency and ``df.attrs["form"]`` what answered: "grid"
         (one range column, no GROUP BY or IN), "sample", "totals" (no numeric predicate),
-        "regression" or "exact".
+        "regression" or "exact".  VAR/STDDEV, MIN/MAX, quantiles, COUNT(DISTINCT), SUM/AVG of arithmetic of
+        columns and OR / NOT are answered too (:mod:`parzen.aqp.aggregates`, :mod:`parzen.aqp.unions`;
+        docs/aqp.md, "More aggregates"); ``df.attrs["bounds"]`` then names the MIN / MAX answers that are
+        bounds (under a range: the sample's extreme, with a guaranteed interval).
 
         ``method``: "density" (default) integrates the joint density (grid, sample or totals, as
         above); "regression" answers from a regression y ~ x built with ``build(regression=...)``:
