@@ -547,3 +547,16 @@ def test_ungrouped_synopsis_and_empty_answers():
     g.build("t", columns=["x", "w"], group_by=["g"], sample=2000, seed=2)
     nothing = g.query("SELECT VAR_POP(x) AS v, MAX(w) AS hi, AVG(x * w) AS a FROM t WHERE g = 'zzz'")
     assert np.isnan(nothing.to_numpy()).all()
+
+
+def test_or_with_a_null_group_key():
+    con = duckdb.connect(":memory:", config={"enable_external_access": False})
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"x": rng.normal(size=3000), "g": rng.choice(np.array(["a", None], dtype=object), 3000)})
+    con.register("frame", frame)
+    con.execute("CREATE TABLE n AS SELECT * FROM frame")
+    e = Engine(con)
+    e.build("n", group_by=["g"], sample=1000)
+    approx, exact = _both(e, "SELECT g, COUNT(*) AS c FROM n WHERE x < -1 OR x > 1 GROUP BY g")
+    assert len(approx) == 2 and approx["g"].isna().sum() == 1
+    np.testing.assert_allclose(np.sort(approx["c"]), np.sort(exact["c"].astype(float)), rtol=0.1)

@@ -85,7 +85,7 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
             bounds |= set(frame.attrs.get("bounds", ()))
             sign = 1.0 if size % 2 else -1.0
             for _, row in frame.iterrows():
-                key = tuple(row[g] for g in query.group_by) if query.group_by else ()
+                key = tuple(None if _is_null(row[g]) else row[g] for g in query.group_by)
                 for p in additive:
                     value = float(row[p.name])
                     half = float(row[f"{p.name} high"]) - value if z is not None else 0.0
@@ -166,6 +166,11 @@ def _combine(a: Aggregate, parts: dict[Aggregate, Aggregate], totals, extremes, 
         return _estimate(ratio, (total_half + abs(ratio) * count_half) / count if count > 0 else math.nan, with_error)
     value, half = totals[parts[replace(a, name="")].name]
     return _estimate(value, half, with_error)
+
+
+def _is_null(value) -> bool:
+    """A NULL group key as the answer frame holds it (None or NaN: NaN keys would not match each other)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _estimate(value: float, half: float, with_error: bool) -> Estimate:
