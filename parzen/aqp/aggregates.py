@@ -277,8 +277,8 @@ class _Solver:
             if column in sample.boxes else sample.p
         weights = sample.weight * others
 
-        bandwidths = np.ascontiguousarray(np.broadcast_to(model.bandwidth * np.asarray(sample.scale), x.shape),
-                                          dtype=np.float64)
+        # a new (writable) array: the argument types estimate.warm_up compiles weighted_cdf for
+        bandwidths = np.full(x.shape, model.bandwidth) * np.asarray(sample.scale, dtype=np.float64)
         edge = 0.0 if model.lower is None else model.lower
 
         def cdf(t: np.ndarray) -> np.ndarray:
