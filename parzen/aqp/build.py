@@ -22,11 +22,14 @@ from .._selector_names import SELECTOR_NAMES
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
 from .grid import GRID_POINTS, ColumnGrid, column_grids, table_cumulative
 from .regression import fit_regression, regression_pairs
+from .sketches import table_statistics
 from .synopsis import Group, Synopsis
 
 if TYPE_CHECKING:
     from ..binned.grid import BinCounts, GridSpec
     from .bandwidths import ColumnFunctionals
+    from .column_summary import ColumnSummary
+    from .sketches import DistinctSketches
 
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
 _FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL"}
@@ -91,8 +94,10 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
             ).fetchnumpy()
             drawn = {c: np.ma.filled(np.ma.asarray(values[c], dtype=np.float64), np.nan) for c in numeric}  # NULL: NaN
         bar.advance(1)
-        passes = TablePasses(bin_columns=lambda specs: column_counts(lambda cols: _batches(con, table, cols), specs),
-                             cumulate=lambda grids: table_cumulative(grids, _batches(con, table, list(grids))))
+        passes = TablePasses(
+            bin_columns=lambda specs: column_counts(lambda cols: _batches(con, table, cols), specs),
+            cumulate=lambda grids: table_cumulative(grids, _batches(con, table, list(grids))),
+            statistics=lambda: table_statistics(_keyed_batches(con, table, numeric, group_by)))
         synopsis = assemble_synopsis(options, Scan(rows, totals, stats, groups, drawn, hashed), passes, bar)
     synopsis.build_seconds = time.perf_counter() - started
     return synopsis
@@ -167,11 +172,13 @@ class TablePasses:
     ``bin_columns(specs)``: column -> :class:`parzen.binned.grid.BinCounts` of its non-NULL values
     linearly binned on the grid ``specs[column]`` (for PLUGIN's functionals,
     :func:`parzen.aqp.bandwidths.table_functionals`); ``cumulate(grids)``: the grids with the
-    table's exact C and S (:func:`parzen.aqp.grid.table_cumulative`).
+    table's exact C and S (:func:`parzen.aqp.grid.table_cumulative`); ``statistics()``: the column
+    summaries and distinct-count sketches per group (:func:`parzen.aqp.sketches.table_statistics`).
     """
 
     bin_columns: Callable[[dict[str, GridSpec]], dict[str, BinCounts]]
     cumulate: Callable[[dict[str, ColumnGrid]], dict[str, ColumnGrid]]
+    statistics: Callable[[], tuple[ColumnSummary, DistinctSketches]]
 
 
 def assemble_synopsis(options: BuildOptions, scan: Scan, passes: TablePasses, bar) -> Synopsis:
@@ -211,6 +218,8 @@ def assemble_synopsis(options: BuildOptions, scan: Scan, passes: TablePasses, ba
                         group_by=options.group_by, groups=scan.groups,
                         built_at=datetime.now(UTC).isoformat(timespec="seconds"), fingerprint=scan.fingerprint,
                         requested_sample=options.sample, bandwidth=options.stored_bandwidth, seed=options.seed)
+    summary, sketches = passes.statistics()
+    synopsis.summary, synopsis.sketches = summary.aligned(synopsis.group_keys), sketches.aligned(synopsis.group_keys)
     if options.grid:
         _, weights, scale = synopsis.strata()
         spans = {c: stats[c][:2] for c in numeric if stats[c][0] is not None}
@@ -311,6 +320,16 @@ def _batches(con, table, numeric, rows: int = 1 << 20):
     reader = relation.to_arrow_reader(rows) if hasattr(relation, "to_arrow_reader") else relation.fetch_arrow_reader(rows)
     for batch in reader:
         yield {c: batch.column(k).to_numpy(zero_copy_only=False) for k, c in enumerate(numeric)}
+
+
+def _keyed_batches(con, table, numeric, group_by, rows: int = 1 << 20):
+    """Every row as (dict column -> float64 array (NULL: NaN), the group columns' arrays), a batch at a time."""
+    cols = ", ".join([*(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric), *map(quote, group_by)])
+    relation = con.sql(f"SELECT {cols} FROM {quote(table)}")
+    reader = relation.to_arrow_reader(rows) if hasattr(relation, "to_arrow_reader") else relation.fetch_arrow_reader(rows)
+    for batch in reader:
+        yield ({c: batch.column(k).to_numpy(zero_copy_only=False) for k, c in enumerate(numeric)},
+               [np.array(batch.column(len(numeric) + k).to_pylist(), dtype=object) for k in range(len(group_by))])
 
 
 def _column_kind(values, stats) -> tuple[str, float | None]:

@@ -414,6 +414,10 @@ class Engine:
         (one range column, no GROUP BY or IN), "sample", "totals" (no numeric predicate),
         "regression" or "exact".  A histogram query (``SELECT FLOOR(x / w) * w AS bin, ... GROUP BY bin``,
         :mod:`parzen.aqp.histogram`) answers one row per bin, each bin a range on x answered as above.
+        VAR/STDDEV, MIN/MAX, quantiles, COUNT(DISTINCT), SUM/AVG of arithmetic of
+        columns and OR / NOT are answered too (:mod:`parzen.aqp.aggregates`, :mod:`parzen.aqp.unions`;
+        docs/aqp.md, "More aggregates"); ``df.attrs["bounds"]`` then names the MIN / MAX answers that are
+        bounds (under a range: the sample's extreme, with a guaranteed interval).
 
         ``method``: "density" (default) integrates the joint density (grid, sample or totals, as
         above); "regression" answers from a regression y ~ x built with ``build(regression=...)``:
@@ -523,16 +527,20 @@ class Engine:
         def stored(name: str) -> str:
             return name if name in has else folded.get(name.casefold(), name)
 
-        ranges: dict[str, Range] = {}
-        for column, r in query.ranges.items():
-            r = replace(r, column=stored(column))
-            ranges[r.column] = ranges[r.column].intersect(r) if r.column in ranges else r
-        members: dict[str, frozenset] = {}
-        for column, values in query.members.items():
-            members[stored(column)] = members.get(stored(column), values) & values
-        select = tuple(stored(item) if isinstance(item, str) else
-                       replace(item, column=item.column and stored(item.column)) for item in query.select)
-        return AggregateQuery(table, select, ranges, members, tuple(stored(g) for g in query.group_by))
+        def box(query_ranges: dict[str, Range], query_members: dict[str, frozenset]):
+            ranges: dict[str, Range] = {}
+            for column, r in query_ranges.items():
+                r = replace(r, column=stored(column))
+                ranges[r.column] = ranges[r.column].intersect(r) if r.column in ranges else r
+            members: dict[str, frozenset] = {}
+            for column, values in query_members.items():
+                members[stored(column)] = members.get(stored(column), values) & values
+            return ranges, members
+
+        select = tuple(stored(item) if isinstance(item, str) else item.renamed(stored) for item in query.select)
+        ranges, members = box(query.ranges, query.members)
+        return AggregateQuery(table, select, ranges, members, tuple(stored(g) for g in query.group_by),
+                              boxes=tuple(box(*b) for b in query.boxes))
 
     def _synopsis_name(self, table: str) -> str:
         """The name under which ``table``'s synopsis is kept, matched case-insensitively as DuckDB
@@ -750,6 +758,8 @@ def _catalog_tables(con: duckdb.DuckDBPyConnection) -> tuple[set[tuple[str, ...]
 
 
 def _check_columns(query: AggregateQuery, synopsis: Synopsis) -> None:
+    for ranges, members in query.boxes:
+        _check_columns(AggregateQuery(query.table, (), ranges, members), synopsis)
     categorical = set(synopsis.group_by)
     for column in set(query.group_by) | set(query.members):
         if column not in categorical:
@@ -762,6 +772,7 @@ def _check_columns(query: AggregateQuery, synopsis: Synopsis) -> None:
             raise ValueError(f"the synopsis of {synopsis.table!r} has no column {column!r}; "
                              f"modelled: {', '.join(synopsis.models)}")
     for a in query.aggregates:
-        if a.column is not None and a.column not in synopsis.models:
-            raise ValueError(f"{a.func.upper()}({a.column}): the synopsis of {synopsis.table!r} models no numeric "
-                             f"column {a.column!r}; modelled: {', '.join(synopsis.models)}")
+        for column in a.inputs:
+            if column not in synopsis.models and not (a.func == "count_distinct" and column in categorical):
+                raise ValueError(f"{a.name}: the synopsis of {synopsis.table!r} models no numeric column {column!r}; "
+                                 f"modelled: {', '.join(synopsis.models)}")

@@ -233,6 +233,10 @@ def warm_up() -> None:
                       groups=1, aggregated=one, constrained=one - 1, reach=_REACH, moments=np.zeros(1, dtype=np.bool_),
                       repeats=np.ones(1, dtype=np.bool_)))
     sorted_mass(np.zeros(1), np.ones(1), np.zeros(2), 0.0, 1.0, 1.0, 0.0, True, _REACH)
+    from .quantiles import weighted_cdf  # quantiles imports this module (through grid)
+
+    weighted_cdf(np.zeros(1), np.ones(1), np.ones(1), np.zeros(1, dtype=np.intp), 0.0, 1.0, np.ones(1), 0.0, True,
+                 _REACH, 1)
 
 
 def z_value(confidence: float) -> float:

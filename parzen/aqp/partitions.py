@@ -26,7 +26,7 @@ float column, or Arrow's null; Arrow decimals are cast by Arrow (no Python objec
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -34,7 +34,9 @@ import pandas as pd
 from ..binned.grid import BinCounts, GridSpec, linear_bin
 from ..binned.source import Chunk, Moments
 from .build import plain_key
+from .column_summary import ColumnSummary
 from .grid import ColumnGrid, GridBuckets
+from .sketches import DistinctSketches
 
 #: Column type names (DuckDB's spelling) given to a DataFrame's dtypes (:func:`frame_types`).
 INTEGER, FLOATING, DECIMAL, BOOLEAN, OTHER = "BIGINT", "DOUBLE", "DECIMAL", "BOOLEAN", "VARCHAR"
@@ -182,12 +184,16 @@ class GroupScan:
 
 @dataclass(frozen=True)
 class TableScan:
-    """The scan of a part (or, added, of the table): rows, :class:`ColumnScan` per column and
-    :class:`GroupScan` per group key."""
+    """The scan of a part (or, added, of the table): rows, :class:`ColumnScan` per column,
+    :class:`GroupScan` per group key, and the column summaries and distinct-count sketches per
+    group (:class:`parzen.aqp.column_summary.ColumnSummary`,
+    :class:`parzen.aqp.sketches.DistinctSketches`: VAR, MIN/MAX, COUNT(DISTINCT))."""
 
     rows: int
     columns: dict[str, ColumnScan]
-    groups: dict[tuple, GroupScan] = field(default_factory=dict)
+    groups: dict[tuple, GroupScan]
+    summary: ColumnSummary
+    sketches: DistinctSketches
 
     @classmethod
     def of(cls, frame: pd.DataFrame, numeric: list[str], group_by: tuple[str, ...], cap: int) -> TableScan:
@@ -219,13 +225,16 @@ class TableScan:
                     present = part[~np.isnan(part)]
                     totals[c] = (int(present.size), float(present.sum()))
                 groups[key] = GroupScan(int(rows.size), totals)
-        return cls(len(frame), columns, groups)
+        keys = [frame[g].to_numpy(dtype=object, na_value=None) for g in group_by]
+        return cls(len(frame), columns, groups, ColumnSummary.of_batch(values, keys),
+                   DistinctSketches.of_batch(values, keys))
 
     def __add__(self, other: TableScan) -> TableScan:
         groups = dict(self.groups)
         for key, g in other.groups.items():
             groups[key] = groups[key] + g if key in groups else g
-        return TableScan(self.rows + other.rows, {c: s + other.columns[c] for c, s in self.columns.items()}, groups)
+        return TableScan(self.rows + other.rows, {c: s + other.columns[c] for c, s in self.columns.items()}, groups,
+                         self.summary + other.summary, self.sketches + other.sketches)
 
 
 @dataclass(frozen=True)

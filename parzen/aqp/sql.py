@@ -1,9 +1,12 @@
 """The SQL subset that density synopses answer, parsed with sqlglot and re-generated.
 
     SELECT [g, ...,] COUNT(*) | COUNT(col) | SUM(col) | AVG(col) [AS alias], ...
+                     (or VAR/STDDEV/MIN/MAX(col), SUM/AVG(polynomial of columns), sums of
+                      multiples of those: :class:`Aggregate`)
     FROM table
     [WHERE p AND p AND ...]     p: col BETWEEN a AND b | col <, <=, >, >=, = number
                                    | col = 'text' | col IN (v, ...)
+                                (or OR / NOT / <> over ranges: a union of boxes, :func:`_boxes`)
     [GROUP BY g, ...]
 
 Anything else raises :class:`UnsupportedQuery`, which names the construct and suggests
@@ -16,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
@@ -37,19 +40,49 @@ class UnsupportedQuery(ValueError):
 
     def __init__(self, construct: str) -> None:
         super().__init__(
-            f"{construct} is not supported by the approximate engine (it answers SELECT COUNT/SUM/AVG "
-            "FROM one table WHERE range and IN predicates joined by AND, GROUP BY columns); "
+            f"{construct} is not supported by the approximate engine (it answers SELECT COUNT/SUM/AVG, "
+            "VAR/STDDEV, MIN/MAX and SUM/AVG of arithmetic of columns FROM one table WHERE range and IN "
+            "predicates joined by AND, OR and NOT, GROUP BY columns; docs/aqp.md); "
             "pass exact=True (CLI: --exact) to run it in the database"
         )
 
 
 @dataclass(frozen=True)
 class Aggregate:
-    """COUNT(*) (column None), COUNT(col), SUM(col) or AVG(col), named as in the answer."""
+    """One aggregate of the SELECT list, named as in the answer.
+
+    Plain ones (:attr:`plain`): COUNT(*) (column None), COUNT(col), SUM(col) or AVG(col).  The others
+    (:mod:`parzen.aqp.aggregates` answers them): ``func`` "var_samp", "var_pop", "stddev_samp",
+    "stddev_pop", "min", "max", "quantile" (``parameter`` p), "count_distinct" of ``column``;
+    "sum" / "avg" of a polynomial in columns (``polynomial``: (coefficient, columns multiplied) per
+    term, column None); "combination": sum_k coefficient_k part_k (``parts``), e.g. SUM(a) - SUM(b).
+    """
 
     func: str
     column: str | None
     name: str
+    polynomial: tuple[tuple[float, tuple[str, ...]], ...] = ()
+    parts: tuple[tuple[float, Aggregate], ...] = ()
+    parameter: float | None = None
+
+    @property
+    def plain(self) -> bool:
+        """COUNT(*), COUNT/SUM/AVG of one column: what :mod:`parzen.aqp.answers` answers itself."""
+        return self.func in _DEFAULT_NAME and not self.polynomial
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Every column the aggregate reads."""
+        read = [] if self.column is None else [self.column]
+        read += [c for _, columns in self.polynomial for c in columns]
+        read += [c for _, part in self.parts for c in part.inputs]
+        return tuple(dict.fromkeys(read))
+
+    def renamed(self, stored) -> Aggregate:
+        """The aggregate with every column name ``c`` replaced by ``stored(c)``."""
+        return replace(self, column=self.column and stored(self.column),
+                       polynomial=tuple((k, tuple(stored(c) for c in cs)) for k, cs in self.polynomial),
+                       parts=tuple((k, part.renamed(stored)) for k, part in self.parts))
 
 
 @dataclass(frozen=True)
@@ -90,6 +123,9 @@ class AggregateQuery:
     ranges: dict[str, Range] = field(default_factory=dict)
     members: dict[str, frozenset] = field(default_factory=dict)
     group_by: tuple[str, ...] = ()
+    #: A WHERE with OR / NOT: the union of these boxes (ranges, members), each a conjunction
+    #: (:func:`_boxes`); ``ranges`` and ``members`` are then empty.  :mod:`parzen.aqp.unions` answers it.
+    boxes: tuple[tuple[dict[str, Range], dict[str, frozenset]], ...] = ()
 
     @property
     def aggregates(self) -> tuple[Aggregate, ...]:
@@ -99,7 +135,8 @@ class AggregateQuery:
     def columns(self) -> set[str]:
         """Every column the query reads."""
         used = set(self.ranges) | set(self.members) | set(self.group_by)
-        return used | {a.column for a in self.aggregates if a.column is not None}
+        used |= {c for ranges, members in self.boxes for c in [*ranges, *members]}
+        return used | {c for a in self.aggregates for c in a.inputs}
 
 
 #: Number literals and quoted identifiers outside quoted text: text (group 1) is matched first and
@@ -186,12 +223,18 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
     table = _table(tree)
     group_by = tuple(_column(g, "GROUP BY", names)
                      for g in (tree.args["group"].expressions if tree.args.get("group") else ()))
-    select = tuple(_select_item(item, group_by, names) for item in tree.expressions)
+    select = tuple(_select_item(item, group_by, names, numbers) for item in tree.expressions)
     if not any(isinstance(item, Aggregate) for item in select):
-        raise UnsupportedQuery("a SELECT without COUNT, SUM or AVG")
+        raise UnsupportedQuery("a SELECT without an aggregate")
     ranges: dict[str, Range] = {}
     members: dict[str, frozenset] = {}
     where = tree.args.get("where")
+    if where is not None and where.this.find(exp.Or, exp.Not, exp.NEQ) is not None:
+        boxes = _boxes(where.this, numbers, names)
+        if len(boxes) > 1:
+            return AggregateQuery(table, select, {}, {}, group_by, boxes=boxes)
+        ranges, members = boxes[0] if boxes else ({}, {})
+        return AggregateQuery(table, select, ranges, members, group_by)
     for predicate in _conjuncts(where.this) if where else ():
         _add_predicate(predicate, ranges, members, numbers, names)
     return AggregateQuery(table, select, ranges, members, group_by)
@@ -221,7 +264,7 @@ def _column(node: exp.Expr, where: str, names=()) -> str:
     return node.name
 
 
-def _select_item(item: exp.Expr, group_by: tuple[str, ...], names=()) -> str | Aggregate:
+def _select_item(item: exp.Expr, group_by: tuple[str, ...], names=(), numbers=()) -> str | Aggregate:
     alias = None
     if isinstance(item, exp.Alias):
         alias, item = item.alias, item.this
@@ -234,11 +277,10 @@ def _select_item(item: exp.Expr, group_by: tuple[str, ...], names=()) -> str | A
             raise UnsupportedQuery(f"renaming the group column {name} AS {alias}")
         return grouped
     func = _AGGREGATES.get(type(item))
-    if func is None:
-        raise UnsupportedQuery(f"{item.sql(dialect='duckdb')} in SELECT")
+    if func is None or isinstance(item.this, exp.Distinct) or (func != "count" and not _is_column(item.this)
+                                                                and not isinstance(item.this, exp.Star)):
+        return _extended_aggregate(item, alias, names, numbers)
     argument = item.this
-    if isinstance(argument, exp.Distinct):
-        raise UnsupportedQuery(f"{func.upper()}(DISTINCT ...)")
     if isinstance(argument, exp.Star):
         if func != "count":
             raise UnsupportedQuery(f"{func.upper()}(*)")
@@ -247,13 +289,228 @@ def _select_item(item: exp.Expr, group_by: tuple[str, ...], names=()) -> str | A
     return Aggregate(func, column, alias or _DEFAULT_NAME[func].format(column))
 
 
+# --- aggregates beyond COUNT/SUM/AVG of a column (answered by parzen.aqp.aggregates) ---------
+
+#: One-column aggregates by sqlglot's node: (func, DuckDB's name of the output column's function).
+_ONE_COLUMN: dict[type[exp.Expr], tuple[str, str]] = {
+    exp.Variance: ("var_samp", "var_samp"), exp.VariancePop: ("var_pop", "var_pop"),
+    exp.Stddev: ("stddev_samp", "stddev"), exp.StddevSamp: ("stddev_samp", "stddev_samp"),
+    exp.StddevPop: ("stddev_pop", "stddev_pop"), exp.Min: ("min", "min"), exp.Max: ("max", "max"),
+    exp.Median: ("quantile", "median"),
+}
+#: Highest total degree of a polynomial under SUM / AVG.
+MAX_DEGREE = 4
+
+
+def _extended_aggregate(item: exp.Expr, alias: str | None, names, numbers) -> Aggregate:
+    """The :class:`Aggregate` of a SELECT item that is not COUNT(*), COUNT/SUM/AVG(column): VAR_SAMP,
+    VAR_POP, VARIANCE, STDDEV[_SAMP|_POP], MIN, MAX, MEDIAN, QUANTILE_CONT(x, p), PERCENTILE_CONT(p)
+    WITHIN GROUP (ORDER BY x), COUNT(DISTINCT x), SUM / AVG of a polynomial in columns, and sums of
+    multiples of aggregates (``SUM(a) - 2 * SUM(b)``); anything else raises :class:`UnsupportedQuery`."""
+    shown = _shown(item, names, numbers)
+    if isinstance(item, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Paren)):
+        parts = _linear_parts(item, names, numbers, shown)
+        return Aggregate("combination", None, alias or shown, parts=tuple((k, a) for a, k in parts.items()))
+    if type(item) in _ONE_COLUMN:
+        func, function_name = _ONE_COLUMN[type(item)]
+        if any(v for k, v in item.args.items() if k != "this"):
+            raise UnsupportedQuery(f"{shown} in SELECT (one column as the only argument)")
+        column = _column(item.this, f"{function_name.upper()}(...)", names)
+        return Aggregate(func, column, alias or f"{function_name}({column})", parameter=0.5 if func == "quantile" else None)
+    if isinstance(item, exp.PercentileCont) and item.args.get("expression") is not None:  # QUANTILE_CONT(x, p)
+        column = _column(item.this, "QUANTILE_CONT(...)", names)
+        name = f"quantile_cont({column}, {_shown(item.expression, names, numbers)})"
+        return Aggregate("quantile", column, alias or name, parameter=_fraction(item.expression, item, numbers))
+    if isinstance(item, exp.WithinGroup) and isinstance(item.this, exp.PercentileCont):
+        ordered = item.expression.expressions if isinstance(item.expression, exp.Order) else []
+        if len(ordered) != 1 or item.this.args.get("expression") is not None:
+            raise UnsupportedQuery(f"{shown} (PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY one column))")
+        p = _fraction(item.this.this, item, numbers)
+        column = _column(ordered[0].this, "PERCENTILE_CONT(...) WITHIN GROUP (ORDER BY ...)", names)
+        name = f"quantile_cont({_shown(item.this.this, names, numbers)} ORDER BY {column})"
+        return Aggregate("quantile", column, alias or name, parameter=1.0 - p if ordered[0].args.get("desc") else p)
+    if isinstance(item, exp.Count) and isinstance(item.this, exp.Distinct):
+        arguments = item.this.expressions
+        if len(arguments) != 1:
+            raise UnsupportedQuery(f"{shown} (COUNT(DISTINCT one column))")
+        column = _column(arguments[0], "COUNT(DISTINCT ...)", names)
+        return Aggregate("count_distinct", column, alias or f"count(DISTINCT {column})")
+    if isinstance(item, (exp.Sum, exp.Avg)) and not isinstance(item.this, (exp.Star, exp.Distinct)):
+        terms = _polynomial(item.this, names, numbers, shown)
+        if max(len(columns) for columns in terms) > MAX_DEGREE:
+            raise UnsupportedQuery(f"{shown} (a polynomial of degree above {MAX_DEGREE})")
+        if not any(columns for columns in terms):
+            raise UnsupportedQuery(f"{shown} (SUM / AVG of a constant: use COUNT(*))")
+        func = "sum" if isinstance(item, exp.Sum) else "avg"
+        return Aggregate(func, None, alias or shown, polynomial=tuple((k, m) for m, k in terms.items()))
+    if isinstance(item, (exp.Sum, exp.Avg, exp.Count)) and isinstance(item.this, exp.Distinct):
+        raise UnsupportedQuery(f"{type(item).__name__.upper()}(DISTINCT ...)")
+    raise UnsupportedQuery(f"{shown} in SELECT")
+
+
+def _shown(node: exp.Expr, names, numbers) -> str:
+    """``node``'s DuckDB text with the cut numbers and names put back (for names and messages)."""
+    def back(n: exp.Expr) -> exp.Expr:
+        if isinstance(n, exp.Placeholder) and n.name.startswith("parzen_c") and names:
+            return _ident(names[int(n.name.removeprefix("parzen_c"))])
+        if isinstance(n, exp.Placeholder) and n.name.removeprefix("parzen_").isdigit() and numbers:
+            return exp.Literal.number(numbers[int(n.name.removeprefix("parzen_"))])
+        return n
+    return node.transform(back).sql(dialect="duckdb") if (names or numbers) else node.sql(dialect="duckdb")
+
+
+def _is_number(node: exp.Expr) -> bool:
+    node = node.this if isinstance(node, exp.Neg) else node
+    return (isinstance(node, exp.Literal) and not node.is_string) or (
+        isinstance(node, exp.Placeholder) and node.name.removeprefix("parzen_").isdigit())
+
+
+def _fraction(node: exp.Expr, item: exp.Expr, numbers) -> float:
+    p = _number(node, item, numbers)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"the quantile's fraction in {_text(item)} must be between 0 and 1, got {p}")
+    return p
+
+
+def _linear_parts(node: exp.Expr, names, numbers, shown: str) -> dict[Aggregate, float]:
+    """``node`` (aggregates added, subtracted, multiplied or divided by numbers) as aggregate -> coefficient."""
+    if isinstance(node, exp.Paren):
+        return _linear_parts(node.this, names, numbers, shown)
+    if isinstance(node, exp.Neg):
+        return {a: -k for a, k in _linear_parts(node.this, names, numbers, shown).items()}
+    if isinstance(node, (exp.Add, exp.Sub)):
+        sign = 1.0 if isinstance(node, exp.Add) else -1.0
+        parts = _linear_parts(node.this, names, numbers, shown)
+        for a, k in _linear_parts(node.expression, names, numbers, shown).items():
+            parts[a] = parts.get(a, 0.0) + sign * k
+        return parts
+    if isinstance(node, exp.Mul) and _is_number(node.this) != _is_number(node.expression):
+        number, other = (node.this, node.expression) if _is_number(node.this) else (node.expression, node.this)
+        k = _number(number, node, numbers)
+        return {a: k * c for a, c in _linear_parts(other, names, numbers, shown).items()}
+    if isinstance(node, exp.Div) and _is_number(node.expression) and not _is_number(node.this):
+        k = _number(node.expression, node, numbers)
+        if k == 0:
+            raise ValueError(f"{shown} divides by 0")
+        return {a: c / k for a, c in _linear_parts(node.this, names, numbers, shown).items()}
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg)) or _is_number(node) or _is_column(node):
+        raise UnsupportedQuery(f"{shown} in SELECT (aggregates combine by +, -, and * or / by a number only)")
+    aggregate = _select_item(node, (), names, numbers)
+    assert isinstance(aggregate, Aggregate)  # a column without GROUP BY raised above
+    return {aggregate: 1.0}
+
+
+def _polynomial(node: exp.Expr, names, numbers, shown: str) -> dict[tuple[str, ...], float]:
+    """``node``, an arithmetic expression of columns and numbers, as monomial (sorted columns) -> coefficient.
+    Zero coefficients stay: a column's NULL makes the whole expression NULL, as in SQL."""
+    if isinstance(node, exp.Paren):
+        return _polynomial(node.this, names, numbers, shown)
+    if _is_number(node):
+        return {(): _number(node, node, numbers)}
+    if _is_column(node):
+        return {(_column(node, "SUM / AVG", names),): 1.0}
+    if isinstance(node, exp.Neg):
+        return {m: -k for m, k in _polynomial(node.this, names, numbers, shown).items()}
+    if isinstance(node, (exp.Add, exp.Sub)):
+        sign = 1.0 if isinstance(node, exp.Add) else -1.0
+        terms = _polynomial(node.this, names, numbers, shown)
+        for m, k in _polynomial(node.expression, names, numbers, shown).items():
+            terms[m] = terms.get(m, 0.0) + sign * k
+        return terms
+    if isinstance(node, exp.Mul):
+        left = _polynomial(node.this, names, numbers, shown)
+        right = _polynomial(node.expression, names, numbers, shown)
+        product: dict[tuple[str, ...], float] = {}
+        for m1, k1 in left.items():
+            for m2, k2 in right.items():
+                m = tuple(sorted(m1 + m2))
+                product[m] = product.get(m, 0.0) + k1 * k2
+        return product
+    if isinstance(node, exp.Div) and _is_number(node.expression):
+        k = _number(node.expression, node, numbers)
+        if k == 0:
+            raise ValueError(f"{shown} divides by 0")
+        return {m: c / k for m, c in _polynomial(node.this, names, numbers, shown).items()}
+    raise UnsupportedQuery(f"{_shown(node, names, numbers)} in {shown} (SUM / AVG of columns and numbers "
+                           "joined by +, -, * and / by a number)")
+
+
+def aggregate_sql(a: Aggregate) -> str:
+    """DuckDB SQL text of the aggregate ``a`` (identifiers quoted), built from its structure."""
+    if a.func == "combination":
+        return " + ".join(f"({k!r}) * ({aggregate_sql(part)})" for k, part in a.parts)
+    if a.polynomial:
+        terms = " + ".join(f"({k!r})" + "".join(f" * {_ident(c).sql(dialect='duckdb')}" for c in columns)
+                           for k, columns in a.polynomial)
+        return f"{a.func.upper()}({terms})"
+    argument = "*" if a.column is None else _ident(a.column).sql(dialect="duckdb")
+    if a.func == "count_distinct":
+        return f"COUNT(DISTINCT {argument})"
+    if a.func == "quantile":
+        return f"quantile_cont({argument}, {a.parameter!r})"
+    return f"{a.func.upper()}({argument})"
+
+
+# --- OR and NOT: a union of boxes (answered by parzen.aqp.unions) --------------------------------
+
+#: At most this many boxes in a WHERE's union (inclusion-exclusion integrates up to 2^k - 1 intersections).
+MAX_BOXES = 6
+#: NOT of a comparison: the comparison of the complement (the column's side kept).
+_NEGATED: dict[type[exp.Expr], type[exp.Expr]] = {exp.GT: exp.LTE, exp.GTE: exp.LT, exp.LT: exp.GTE, exp.LTE: exp.GT}
+
+
+def _boxes(node: exp.Expr, numbers, names) -> tuple[tuple[dict[str, Range], dict[str, frozenset]], ...]:
+    """A WHERE with OR / NOT as a union of boxes: NOT pushed down to the predicates (De Morgan;
+    NOT BETWEEN and <> become two ranges), then the disjunctive normal form, each conjunction a box
+    (ranges, members) as :func:`_add_predicate` makes them; boxes that are empty on their face
+    (a low end above the high end) are left out."""
+    boxes, first = [], None
+    for conjunction in _disjuncts(node, False):
+        ranges: dict[str, Range] = {}
+        members: dict[str, frozenset] = {}
+        for predicate in conjunction:
+            _add_predicate(predicate, ranges, members, numbers, names)
+        first = first or (ranges, members)
+        if all(r.low is None or r.high is None or r.low <= r.high for r in ranges.values()) and \
+                all(members.values()):
+            boxes.append((ranges, members))
+    if len(boxes) > MAX_BOXES:
+        raise UnsupportedQuery(f"a WHERE whose OR / NOT expand to {len(boxes)} boxes (at most {MAX_BOXES})")
+    return tuple(boxes) if boxes or first is None else (first,)  # every box empty: one of them answers 0
+
+
+def _disjuncts(node: exp.Expr, negate: bool) -> list[list[exp.Expr]]:
+    """``node`` (negated if ``negate``) in disjunctive normal form: a list of conjunctions of predicates."""
+    node = node.unnest()
+    if isinstance(node, exp.Not):
+        return _disjuncts(node.this, not negate)
+    if isinstance(node, (exp.And, exp.Or)):
+        left, right = _disjuncts(node.left, negate), _disjuncts(node.right, negate)
+        if isinstance(node, exp.Or) != negate:  # OR, or NOT of AND
+            return left + right
+        if len(left) * len(right) > MAX_BOXES * MAX_BOXES:
+            raise UnsupportedQuery(f"a WHERE whose OR / NOT expand to over {MAX_BOXES} boxes")
+        return [a + b for a in left for b in right]
+    if isinstance(node, exp.NEQ):
+        node, negate = exp.EQ(this=node.this, expression=node.expression), not negate
+    if not negate:
+        return [[node]]
+    if type(node) in _NEGATED:
+        return [[_NEGATED[type(node)](this=node.this, expression=node.expression)]]
+    if isinstance(node, exp.Between):
+        return [[exp.LT(this=node.this, expression=node.args["low"])],
+                [exp.GT(this=node.this, expression=node.args["high"])]]
+    if isinstance(node, exp.EQ) and not any(isinstance(side, exp.Literal) and side.is_string
+                                            for side in (node.this, node.expression)):
+        return [[exp.LT(this=node.this, expression=node.expression)], [exp.GT(this=node.this, expression=node.expression)]]
+    raise UnsupportedQuery(f"NOT / <> on {_text(node)} (negated ranges only: not IN or = on a group column)")
+
+
 def _conjuncts(node: exp.Expr):
     node = node.unnest()
-    if isinstance(node, exp.And):
+    if isinstance(node, exp.And):  # OR and NOT went to _boxes
         yield from _conjuncts(node.left)
         yield from _conjuncts(node.right)
-    elif isinstance(node, exp.Or):
-        raise UnsupportedQuery("OR in WHERE (split the query into one per branch)")
     else:
         yield node
 
@@ -336,20 +593,28 @@ def to_sql(query: AggregateQuery) -> str:
         if isinstance(item, str):
             items.append(_ident(item))
             continue
+        if not item.plain:
+            items.append(exp.alias_(exp.maybe_parse(aggregate_sql(item), dialect="duckdb"), item.name, quoted=True))
+            continue
         argument = exp.Star() if item.column is None else _ident(item.column)
         call = {"count": exp.Count, "sum": exp.Sum, "avg": exp.Avg}[item.func](this=argument)
         items.append(exp.alias_(call, item.name, quoted=True))
     select = exp.select(*items).from_(_table_ident(query.table))
-    conditions = [_range_sql(r) for r in query.ranges.values()]
-    conditions += [
-        exp.In(this=_ident(column), expressions=[_literal(v) for v in sorted(values, key=str)])
-        for column, values in query.members.items()
-    ]
+    conditions = _box_conditions(query.ranges, query.members)
+    if query.boxes:
+        conditions = [exp.or_(*(exp.paren(exp.and_(*_box_conditions(*box)) if box[0] or box[1] else exp.true())
+                                for box in query.boxes))]
     if conditions:
         select = select.where(exp.and_(*conditions))
     if query.group_by:
         select = select.group_by(*(_ident(g) for g in query.group_by))
     return select.sql(dialect="duckdb")
+
+
+def _box_conditions(ranges: dict[str, Range], members: dict[str, frozenset]) -> list[exp.Expr]:
+    conditions = [_range_sql(r) for r in ranges.values()]
+    return conditions + [exp.In(this=_ident(column), expressions=[_literal(v) for v in sorted(values, key=str)])
+                         for column, values in members.items()]
 
 
 def _ident(name: str) -> exp.Column:

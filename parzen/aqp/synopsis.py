@@ -8,8 +8,12 @@ totals).  Optionally, its gridded form (:mod:`parzen.aqp.grid`): per column, cum
 of the density on a grid, which answer one-column range queries without the sample.
 Optionally, regressions y ~ x (:mod:`parzen.aqp.regression`): SUM/AVG(y) under a range on x as
 the integral of r(x) against the gridded density of x.
-Bytes: 8 per sampled value, 32 per grid point, 8 per regression coefficient, a few hundred for
-the rest; :meth:`Synopsis.nbytes`.
+Per group and column, a mergeable summary (COUNT, mean, M2, MIN, MAX: :mod:`parzen.aqp.column_summary`)
+and an HLL sketch of the distinct values (:mod:`parzen.aqp.sketches`), for VAR/STDDEV, MIN/MAX and
+COUNT(DISTINCT) (:mod:`parzen.aqp.aggregates`).
+Bytes: 8 per sampled value, 32 per grid point, 8 per regression coefficient, 40 per group and column
+of the summary, up to 2 kB per group and column of the sketches, a few hundred for the rest;
+:meth:`Synopsis.nbytes`.
 It also keeps what judges its staleness, the table's row count and content fingerprint when it was
 built (:func:`parzen.aqp.build.fingerprint_sql`), or for one built from Parquet files those files'
 sizes and modification times (:func:`parzen.distributed.synopsis.parquet_source`), and what rebuilds it alike: the requested sample
@@ -26,9 +30,11 @@ from typing import Any, cast
 
 import numpy as np
 
+from .column_summary import ColumnSummary
 from .estimate import ColumnModel
 from .grid import ColumnGrid
 from .regression import Regression
+from .sketches import DistinctSketches
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
 FORMAT_VERSION = 8
@@ -68,6 +74,13 @@ class Synopsis:
     bandwidth: str | float | dict = "plugin"  # build(bandwidth=...)
     seed: int = 0
     source: dict = field(default_factory=dict)  # {}: the database table; else Parquet files or a dask DataFrame
+    summary: ColumnSummary | None = None  # per group and column: COUNT, mean, M2, MIN, MAX (column_summary.py)
+    sketches: DistinctSketches | None = None  # per group and column: HLL of the distinct values (sketches.py)
+
+    @property
+    def group_keys(self) -> list[tuple]:
+        """The groups' keys in order (``[()]`` for an ungrouped synopsis): the rows of :attr:`summary`."""
+        return [g.key for g in self.groups] or [()]
 
     @property
     def sample_size(self) -> int:
@@ -125,6 +138,12 @@ class Synopsis:
         for column, grid in self.grids.items():
             arrays.update({f"grid/{name}/{column}": v for name, v in grid.arrays().items()})
         arrays.update({f"regression/{k}": r.coef for k, r in enumerate(self.regressions.values())})
+        if self.summary is not None:
+            meta["summary_columns"] = list(self.summary.columns)
+            arrays.update({f"summary/{name}": v for name, v in self.summary.arrays().items()})
+        if self.sketches is not None:
+            meta["sketch_columns"] = list(self.sketches.columns)
+            arrays.update({f"sketch/{name}": v for name, v in self.sketches.to_arrays().items()})
         buffer = io.BytesIO()
         # cast: the stub lets a key of **arrays be allow_pickle (bool); these keys are "sample/...", "grid/...", ...
         np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **cast(dict[str, Any], arrays))
@@ -143,6 +162,8 @@ class Synopsis:
                         grid_arrays.setdefault(column, {})[name] = arrays[k]
                 grids = {c: ColumnGrid.from_arrays(a) for c, a in grid_arrays.items()}
                 coefficients = [arrays[f"regression/{k}"] for k in range(len(meta.get("regressions", ())))]
+                summary_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("summary/")}
+                sketch_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("sketch/")}
         except Exception as err:  # any decoding failure means the bytes are not a synopsis
             raise CorruptSynopsis(f"the synopsis{where} cannot be decoded ({err}); rebuild it") from err
         if meta.get("format_version") != FORMAT_VERSION:
@@ -150,7 +171,7 @@ class Synopsis:
                 f"the synopsis{where} has format {meta.get('format_version')}, this parzen reads "
                 f"{FORMAT_VERSION}; rebuild it"
             )
-        return cls(
+        synopsis = cls(
             table=meta["table"],
             row_count=meta["row_count"],
             models={m["name"]: ColumnModel(**m) for m in meta["models"]},
@@ -168,8 +189,17 @@ class Synopsis:
             requested_sample=meta["requested_sample"],
             bandwidth=meta["bandwidth"],
             seed=meta["seed"],
-            source=meta["source"],
+            source=meta.get("source", {}),
         )
+        if "summary_columns" in meta:
+            synopsis.summary = ColumnSummary.from_arrays(meta["summary_columns"], synopsis.group_keys, summary_arrays)
+        if "sketch_columns" in meta:
+            try:
+                synopsis.sketches = DistinctSketches.from_arrays(meta["sketch_columns"], synopsis.group_keys, sketch_arrays)
+            except Exception as err:  # a sketch that does not deserialise means the bytes are not a synopsis
+                raise CorruptSynopsis(f"the synopsis{where}'s distinct-count sketches cannot be decoded ({err}); "
+                                      "rebuild it") from err
+        return synopsis
 
 
 def checksum(payload: bytes) -> str:

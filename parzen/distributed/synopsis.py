@@ -5,7 +5,8 @@ summaries are added by a tree of tasks (:func:`parzen.distributed.tree.tree_sum`
 come back (:mod:`parzen.aqp.partitions`):
 
 1. the scan: rows, exact COUNT / SUM / MIN / MAX per column and per group, the distinct values
-   (up to a cap), the standard deviations;
+   (up to a cap), the standard deviations, and the column summaries and distinct-count sketches
+   per group (VAR, MIN/MAX, COUNT(DISTINCT));
 2. the sample: bottom-k on random keys per stratum, each stratum's quota fixed by the scan as
    the database build fixes it (proportional, at least 1000 rows or all of the group); and, in
    the same read, PLUGIN's functionals: each column that may be smoothed linearly binned on a grid
@@ -195,7 +196,8 @@ def build_partitioned(frame, table: str, *, columns=None, sample: int = 100_000,
             return run("binning", ColumnCounts.of, specs).counts
 
         passes = TablePasses(bin_columns=bin_columns,
-                             cumulate=lambda grids: run("gridding", part_buckets, grids).cumulated(grids))
+                             cumulate=lambda grids: run("gridding", part_buckets, grids).cumulated(grids),
+                             statistics=lambda: (scan.summary, scan.sketches))
         synopsis = assemble_synopsis(options, Scan(scan.rows, totals, stats, groups, drawn, 0), passes, bar)
     synopsis.source = source or {"kind": DASK}
     synopsis.build_seconds = time.perf_counter() - started

@@ -261,3 +261,17 @@ def test_a_build_reads_the_rows_three_times(data, threads, monkeypatch):
     _, glob, _ = data
     Engine(":memory:").build("t", source=glob, client=threads, sample=2_000)
     assert passes == ["scanning", "sampling and binning", "gridding"]
+
+
+def test_summaries_and_sketches_of_the_parts_answer_as_the_database_builds_do(data, processes):
+    """VAR, MIN/MAX and COUNT(DISTINCT) without a numeric predicate, per group too, answer from the
+    parts' merged summaries and sketches as from the table build's (exact parts: to round-off; the
+    HLL sketches of the same values alike)."""
+    _, glob, reference = data
+    engine = Engine(":memory:")
+    engine.build("t", source=glob, client=processes, group_by=["g"], sample=4_000)
+    for sql in ["SELECT MIN(x), MAX(k), VAR_SAMP(x), COUNT(DISTINCT k) FROM t",
+                "SELECT g, MAX(x), STDDEV(k) FROM t GROUP BY g"]:
+        got, want = engine.query(sql), reference.query(sql)
+        pd.testing.assert_frame_equal(got.sort_values(list(got.columns[:1])).reset_index(drop=True),
+                                      want.sort_values(list(want.columns[:1])).reset_index(drop=True), rtol=1e-9)
