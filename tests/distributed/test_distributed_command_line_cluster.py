@@ -122,8 +122,8 @@ def test_a_worker_killed_during_a_pair_sum_costs_a_retry_not_the_answer(cluster,
     assert victim.poll() is not None and len(scatters) == 2  # killed, and the blocks were scattered again
 
 
-def test_a_worker_killed_during_a_reduce_is_recomputed_by_dask(cluster, client):
-    """Partitions come from a graph: Dask recomputes what a lost worker held."""
+def added_victim(cluster, client):
+    """(a third worker's process, a function that kills it once it is busy with a task)."""
     address, workers = cluster
     before = set(client.nthreads())
     victim = start_worker(address)
@@ -137,6 +137,12 @@ def test_a_worker_killed_during_a_reduce_is_recomputed_by_dask(cluster, client):
             time.sleep(0.01)
         victim.kill()
 
+    return victim, kill_when_busy
+
+
+def test_a_worker_killed_during_a_reduce_is_recomputed_by_dask(cluster, client):
+    """Partitions come from a graph: Dask recomputes what a lost worker held."""
+    victim, kill_when_busy = added_victim(cluster, client)
     X = np.random.default_rng(6).normal(size=(200_000, 2))
     data = DaskData(da.from_array(X, chunks=(5_000, 2)), client=client)
     spec = GridSpec(tuple(X.min(axis=0)), tuple(X.max(axis=0)), (201, 201))
@@ -157,23 +163,11 @@ def test_a_worker_killed_during_a_synopsis_build_changes_nothing_in_it(cluster, 
 
     from parzen.aqp import Engine
 
-    address, workers = cluster
     rng = np.random.default_rng(9)
     frame = pd.DataFrame({"x": rng.gamma(2.0, 3.0, 120_000), "k": rng.integers(0, 300, 120_000)})
     source = dd.from_pandas(frame, npartitions=24)
     want = Engine(":memory:").build("t", source=source, client=client, sample=5_000)
-    before = set(client.nthreads())
-    victim = start_worker(address)
-    workers.append(victim)
-    client.wait_for_workers(len(before) + 1, timeout=STARTUP_S)
-    (victim_address,) = set(client.nthreads()) - before
-
-    def kill_when_busy():
-        deadline = time.monotonic() + STARTUP_S
-        while not client.processing(workers=[victim_address]).get(victim_address) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        victim.kill()
-
+    victim, kill_when_busy = added_victim(cluster, client)
     killer = threading.Thread(target=kill_when_busy)
     killer.start()
     got = Engine(":memory:").build("t", source=source, client=client, sample=5_000)
