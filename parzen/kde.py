@@ -38,7 +38,7 @@ class KDE(Parameters):
     ----------
     bandwidth : str, float or array_like, default "auto"
         A name of :data:`parzen.bandwidth.SELECTORS` ("plugin", "lscv_h", "lscv_H", "lscv_diag",
-        "scott", "silverman", "normal_scale") calls that selector; "auto" is "plugin" for 1-D
+        "scott", "silverman", "normal_scale", "isj") calls that selector; "auto" is "plugin" for 1-D
         data and "normal_scale" for d > 1 (:func:`parzen.bandwidth.default_selector`).  A float
         h means H = h^2 I (h in data units); a length-d vector means H = diag(h^2); a d x d
         matrix is H.

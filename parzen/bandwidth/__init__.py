@@ -2,6 +2,7 @@
 
 - rules of thumb: :func:`scott`, :func:`silverman`, :func:`normal_scale`;
 - :func:`plugin`: two-stage direct plug-in (univariate);
+- :func:`isj`: the improved Sheather-Jones fixed point of Botev et al. (univariate, binned DCT);
 - :func:`lscv_h`, :func:`lscv_H`, :func:`lscv_diag`: least-squares cross-validation,
   with their criteria :func:`lscv_h_objective` and :func:`lscv_H_objective`, and LSCV_h's
   multiplier of Sigma, :func:`lscv_h_factor`.
@@ -11,11 +12,12 @@ standard deviation), a d x d matrix H otherwise (the kernel's covariance); see
 :mod:`parzen.bandwidth.convention`.  :data:`SELECTORS` registers them by name
 (:mod:`parzen.bandwidth.registry`) for ``KDE``, the command line and AQP; :func:`selection` runs
 one and says how it computed (exact or binned, the grid: :mod:`parzen.bandwidth.method`).  Every
-selector takes data served in chunks (:class:`parzen.binned.ChunkedData`: Parquet datasets,
-DuckDB tables, ...) as well as arrays, and bins them.
+selector but :func:`isj` takes data served in chunks (:class:`parzen.binned.ChunkedData`: Parquet
+datasets, DuckDB tables, ...) as well as arrays, and bins them.
 """
 
 from .convention import bandwidth_matrix
+from .isj import isj
 from .lscv import (
     CostWarning,
     LSCVWarning,
@@ -46,6 +48,7 @@ __all__ = [
     "bandwidth_matrix",
     "choose_method",
     "default_selector",
+    "isj",
     "lscv_H",
     "lscv_H_objective",
     "lscv_diag",
