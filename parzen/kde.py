@@ -14,18 +14,20 @@ from numbers import Real
 from typing import ClassVar
 
 import numpy as np
-from scipy import linalg
+from scipy import linalg, special
 
 from ._params import Parameters
 from ._threads import single_threaded_blas
 from ._validate import as_data, as_queries, check_spd, check_weights, choose
 from .backends import resolve_backend
 from .bandwidth.convention import bandwidth_matrix
+from .bandwidth.distribution import plugin_cdf
 from .bandwidth.method import choose_method
 from .bandwidth.registry import AUTO, SELECTORS, default_selector, select
 from .binned.chunked import checked_moments, chunked_density
 from .binned.density import FLOOR, BinnedDensity, binned_cost_wins, density_at_nodes, density_on_grid
 from .binned.source import ChunkedData, as_chunked
+from .distribution import mixture_cdf, mixture_cdf_pdf_1d, quantile_1d
 from .kernels import KERNELS, get_kernel
 
 
@@ -66,6 +68,11 @@ class KDE(Parameters):
         Relative error of the binned density sought where it is at least 1e-3 of its maximum
         (measured for the Gaussian kernel; ``docs/algorithms.md``, "Binned estimation: KDE
         evaluation", gives the compact kernels' errors).
+    cdf_bandwidth : "auto", "density", float or array_like, default "auto"
+        The bandwidth of :meth:`cdf` and :meth:`quantile` (a distribution function is best
+        estimated with less smoothing than the density, h of order n^(-1/3)): "auto" is
+        :func:`parzen.bandwidth.plugin_cdf` (``ks::kcde``'s choice) for unweighted 1-D data and
+        the density's H otherwise; "density" is the density's H; numbers as for ``bandwidth``.
 
     Attributes
     ----------
@@ -84,6 +91,9 @@ class KDE(Parameters):
         "exact" or "binned": how this fit evaluates.
     grid_size_ : tuple of int or None
         The binned grid's nodes per axis (None for exact).
+    cdf_bandwidth_ : float or ndarray
+        The bandwidth of :meth:`cdf` (h in 1-D, else H), set by the first call of :meth:`cdf` or
+        :meth:`quantile`.
     """
 
     _parameter_constraints: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -103,6 +113,7 @@ class KDE(Parameters):
         method: str = "auto",
         grid_size=None,
         tolerance: float = 1e-4,
+        cdf_bandwidth="auto",
     ):
         self.bandwidth = bandwidth
         self.kernel = kernel
@@ -112,6 +123,7 @@ class KDE(Parameters):
         self.method = method
         self.grid_size = grid_size
         self.tolerance = tolerance
+        self.cdf_bandwidth = cdf_bandwidth
 
     # -- fitting --------------------------------------------------------------------------
     def fit(self, X, y=None, *, weights=None) -> KDE:
@@ -145,6 +157,7 @@ class KDE(Parameters):
         """
         choose(self.kernel, self._parameter_constraints["kernel"], what="kernel")
         choose(self.method, self._parameter_constraints["method"], what="method")
+        self.__dict__.pop("cdf_bandwidth_", None)  # chosen again, from these data, by the next cdf()
         resolve_backend(self.backend, self.dtype)  # fail early on a bad backend or dtype
         named = isinstance(self.bandwidth, str)
         if named:
@@ -394,6 +407,101 @@ class KDE(Parameters):
 
     def _evaluation_backend(self, Qz: np.ndarray):
         return resolve_backend(self.backend, self.dtype, work=float(self._Z.shape[0]) * Qz.shape[0])
+
+    # -- the distribution function ---------------------------------------------------------
+    def _cdf_scales(self) -> np.ndarray:
+        """(d,) the kernel's standard deviation on each axis for :meth:`cdf` (``cdf_bandwidth_``)."""
+        self._check_fitted()
+        if self._source is not None:
+            raise ValueError("cdf() and quantile() sum over the rows, and this KDE was fitted on data read in chunks, "
+                             "whose rows it does not keep; fit on an array (or a sample of the data)")
+        if self.kernel != "gaussian":
+            raise ValueError(f"cdf() and quantile() are those of the Gaussian kernel; this KDE has kernel={self.kernel!r}: "
+                             "fit with kernel='gaussian'")
+        if not hasattr(self, "cdf_bandwidth_"):
+            choice = self.cdf_bandwidth
+            if isinstance(choice, str):
+                choose(choice, ("auto", "density"), what="cdf_bandwidth")
+                uniform = bool(np.all(self.weights_ == self.weights_[0]))
+                if choice == "auto" and self.n_features_in_ == 1 and uniform:
+                    h = plugin_cdf(self._data[:, 0], backend=self.backend, dtype=self.dtype)
+                    self.cdf_bandwidth_, self._cdf_H = h, np.array([[h * h]])
+                else:
+                    self.cdf_bandwidth_, self._cdf_H = self.bandwidth_, self.H_
+            else:
+                self.cdf_bandwidth_, self._cdf_H = _explicit_bandwidth(choice, self.n_features_in_)
+        H = self._cdf_H
+        if np.any(H[~np.eye(H.shape[0], dtype=bool)] != 0.0):
+            raise ValueError("cdf() needs a diagonal bandwidth matrix (a product of normal distribution functions); "
+                             "pass cdf_bandwidth= per-column bandwidths, or fit with bandwidth='lscv_diag' or a vector")
+        return np.sqrt(np.diag(H))
+
+    @single_threaded_blas
+    def cdf(self, Q) -> np.ndarray:
+        """The kernel distribution function at the query points: the estimate's mass below each.
+
+        F(q) = sum_i w_i prod_k Phi((q_k - X_ik) / h_k) for the Gaussian kernel and a diagonal
+        H = diag(h_k^2) of bandwidth ``cdf_bandwidth`` (Azzalini 1981; R's ``ks::kcde``;
+        docs/statistics.md, "The kernel distribution function"), summed exactly over the rows in
+        chunks of queries.
+
+        Parameters
+        ----------
+        Q : array_like of shape (m, d), or (m,) for 1-D data
+            The query points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            F(q), in [0, 1].
+
+        Raises
+        ------
+        ValueError
+            If the KDE is not fitted, was fitted on data read in chunks, its kernel is not
+            Gaussian or the cdf's bandwidth matrix is not diagonal.
+        """
+        scales = self._cdf_scales()
+        Q = as_queries(Q, self.n_features_in_)
+        return mixture_cdf(self._data, self.weights_, scales, Q)
+
+    def quantile(self, p) -> np.ndarray | float:
+        """The quantiles of the kernel distribution function of 1-D data: x with F(x) = p.
+
+        Bracketed Newton steps on :meth:`cdf` and its derivative (vectorised over p), to
+        1e-12 of the data's spread.
+
+        Parameters
+        ----------
+        p : float or array_like
+            Probabilities in [0, 1] (0 and 1 give -inf and inf).
+
+        Returns
+        -------
+        float or ndarray
+            The quantiles, of p's shape.
+
+        Raises
+        ------
+        ValueError
+            If the data are not 1-D, p is outside [0, 1] or not finite, or as :meth:`cdf`.
+        """
+        h = float(self._cdf_scales()[0])
+        if self.n_features_in_ != 1:
+            raise ValueError(f"quantile() is for 1-D data; this KDE has {self.n_features_in_} columns")
+        probs = np.asarray(p, dtype=np.float64)
+        if not np.all((probs >= 0) & (probs <= 1)):
+            raise ValueError("p must hold probabilities in [0, 1]")
+        flat = probs.ravel()
+        out = np.where(flat <= 0, -np.inf, np.inf)
+        inner = (flat > 0) & (flat < 1)
+        if inner.any():
+            x, w = self._data[:, 0], self.weights_
+            reach = h * float(-special.ndtri(min(flat[inner].min(), 1 - flat[inner].max()) / 2)) + h
+            out[inner] = quantile_1d(lambda q: mixture_cdf_pdf_1d(x, w, h, q), flat[inner],
+                                     float(x.min()) - reach, float(x.max()) + reach,
+                                     xtol=1e-12 * (float(x.max() - x.min()) + h))
+        return out.reshape(probs.shape) if probs.ndim else float(out[0])
 
     def sample(self, n_samples: int = 1, seed=None) -> np.ndarray:
         """Draw from the estimate: a data point (by weight) plus a kernel draw scaled by H.

@@ -2,6 +2,7 @@
 
 - rules of thumb: :func:`scott`, :func:`silverman`, :func:`normal_scale`;
 - :func:`plugin`: two-stage direct plug-in (univariate);
+- :func:`plugin_cdf`: the plug-in bandwidth of the kernel distribution function (univariate);
 - :func:`isj`: the improved Sheather-Jones fixed point of Botev et al. (univariate, binned DCT);
 - :func:`lscv_h`, :func:`lscv_H`, :func:`lscv_diag`: least-squares cross-validation,
   with their criteria :func:`lscv_h_objective` and :func:`lscv_H_objective`, and LSCV_h's
@@ -17,6 +18,7 @@ datasets, DuckDB tables, ...) as well as arrays, and bins them.
 """
 
 from .convention import bandwidth_matrix
+from .distribution import plugin_cdf
 from .isj import isj
 from .lscv import (
     CostWarning,
@@ -58,6 +60,7 @@ __all__ = [
     "lscv_method",
     "normal_scale",
     "plugin",
+    "plugin_cdf",
     "plugin_stages",
     "predicted_evaluations",
     "psi_functional",
