@@ -27,6 +27,7 @@ from .bandwidth.registry import AUTO, SELECTORS, default_selector, select
 from .binned.chunked import checked_moments, chunked_density
 from .binned.density import FLOOR, BinnedDensity, binned_cost_wins, density_at_nodes, density_on_grid
 from .binned.source import ChunkedData, as_chunked
+from .boundary import Reflection
 from .distribution import mixture_cdf, mixture_cdf_pdf_1d, quantile_1d
 from .kernels import KERNELS, get_kernel
 
@@ -73,6 +74,11 @@ class KDE(Parameters):
         estimated with less smoothing than the density, h of order n^(-1/3)): "auto" is
         :func:`parzen.bandwidth.plugin_cdf` (``ks::kcde``'s choice) for unweighted 1-D data and
         the density's H otherwise; "density" is the density's H; numbers as for ``bandwidth``.
+    boundary : None or (low, high), default None
+        Edges of a bounded 1-D variable (either may be None): :meth:`pdf`, :meth:`score_samples`,
+        :meth:`cdf`, :meth:`quantile` and :meth:`sample` are those of the estimate reflected in
+        them (:mod:`parzen.boundary`; 0 density outside), so that no mass leaks past an edge.
+        The bandwidth is selected as without edges.
 
     Attributes
     ----------
@@ -114,6 +120,7 @@ class KDE(Parameters):
         grid_size=None,
         tolerance: float = 1e-4,
         cdf_bandwidth="auto",
+        boundary=None,
     ):
         self.bandwidth = bandwidth
         self.kernel = kernel
@@ -124,6 +131,7 @@ class KDE(Parameters):
         self.grid_size = grid_size
         self.tolerance = tolerance
         self.cdf_bandwidth = cdf_bandwidth
+        self.boundary = boundary
 
     # -- fitting --------------------------------------------------------------------------
     def fit(self, X, y=None, *, weights=None) -> KDE:
@@ -166,6 +174,9 @@ class KDE(Parameters):
         if chunked is not None:
             return self._fit_chunked(chunked, weights, named)
         data = as_data(X, min_rows=2 if named else 1)
+        self._reflection = Reflection.of(self.boundary, data.d)
+        if self._reflection is not None:
+            self._reflection.check(data.values[:, 0])
         w = None if weights is None else check_weights(weights, data.n)
         self.bandwidth_, H = self._select(data, w) if named else _explicit_bandwidth(self.bandwidth, data.d)
         self.H_ = H
@@ -192,6 +203,10 @@ class KDE(Parameters):
     def _fit_chunked(self, data: ChunkedData, weights, named: bool) -> KDE:
         """:meth:`fit` for data served in chunks: the bandwidth from the selector's passes, then
         the binned estimate from a pass for the grid and one for the counts; the rows are not kept."""
+        if self.boundary is not None:
+            raise ValueError(f"boundary= needs the rows in memory, and {data.description} is read in chunks; load the "
+                             "column into an array (or a sample of it)")
+        self._reflection = None
         if weights is not None:
             raise ValueError(f"weights= was given for {data.description}, which is read in chunks: serve the "
                              "weights as a column of the data instead (weights= of ParquetData, DuckDBData or ArrayChunks)")
@@ -263,6 +278,8 @@ class KDE(Parameters):
             If the KDE is not fitted, d > 4 or the grid is too large.
         """
         self._check_fitted()
+        if self._reflection is not None:
+            raise ValueError("grid() is the estimate without edges; with boundary= evaluate pdf() at your nodes")
         if nodes is not None:
             if grid_size is not None:
                 raise ValueError("pass grid_size= or nodes=, not both")
@@ -332,9 +349,20 @@ class KDE(Parameters):
             f(q) for each query point (Andrzejewski et al., paper 000 in docs/statistics.md, eq. 6).
         """
         self._check_fitted()
+        points = as_queries(Q, self.n_features_in_)
+        reflection = self._reflection
+        if reflection is None:
+            return self._unbounded_pdf(points)
+        q = points[:, 0]
+        images = reflection.images(q)
+        density = self._unbounded_pdf(images.reshape(-1, 1)).reshape(images.shape).sum(axis=0)
+        return np.where(reflection.inside(q), density, 0.0)
+
+    def _unbounded_pdf(self, points: np.ndarray) -> np.ndarray:
+        """:meth:`pdf` without the boundary, at validated (m, d) points."""
         if self._binned is not None:
-            return self._binned(as_queries(Q, self.n_features_in_))
-        Qz = self._queries(Q)
+            return self._binned(points)
+        Qz = self._transform(points)
         if Qz.shape[0] == 0:
             return np.empty(0)
         sums = self._evaluation_backend(Qz).kernel_sum(self._Z, Qz, self.kernel, self.weights_, dtype=self.dtype)
@@ -363,12 +391,24 @@ class KDE(Parameters):
         ndarray of shape (m,)
             log f(q) for each query point.
         """
-        Qz = self._queries(Q)
+        self._check_fitted()
+        points = as_queries(Q, self.n_features_in_)
+        reflection = self._reflection
+        if reflection is None:
+            return self._unbounded_log_density(points)
+        q = points[:, 0]
+        images = reflection.images(q)
+        logs = self._unbounded_log_density(images.reshape(-1, 1)).reshape(images.shape)
+        return np.where(reflection.inside(q), np.logaddexp.reduce(logs, axis=0), -np.inf)
+
+    def _unbounded_log_density(self, points: np.ndarray) -> np.ndarray:
+        """:meth:`score_samples` without the boundary, at validated (m, d) points."""
+        Qz = self._transform(points)
         if Qz.shape[0] == 0:
             return np.empty(0)
         if self._binned is None:
             return self._exact_log_density(Qz)
-        density = self._binned(as_queries(Q, self.n_features_in_))
+        density = self._binned(points)
         out = np.empty(len(density))
         tail = density < FLOOR * float(self._binned.values.max())
         if self._source is not None:  # data served in chunks: no rows for the tails
@@ -399,11 +439,6 @@ class KDE(Parameters):
             sum_q log f(q).
         """
         return float(self.score_samples(Q).sum())
-
-    def _queries(self, Q) -> np.ndarray:
-        """Validated query points (m, d), whitened like the data."""
-        self._check_fitted()
-        return self._transform(as_queries(Q, self.n_features_in_))
 
     def _evaluation_backend(self, Qz: np.ndarray):
         return resolve_backend(self.backend, self.dtype, work=float(self._Z.shape[0]) * Qz.shape[0])
@@ -463,7 +498,12 @@ class KDE(Parameters):
         """
         scales = self._cdf_scales()
         Q = as_queries(Q, self.n_features_in_)
-        return mixture_cdf(self._data, self.weights_, scales, Q)
+        reflection = self._reflection
+        if reflection is None:
+            return mixture_cdf(self._data, self.weights_, scales, Q)
+        plus, minus = reflection.cdf_points(Q[:, 0])
+        G = mixture_cdf(self._data, self.weights_, scales, np.concatenate([plus, minus]).reshape(-1, 1)).reshape(4, -1)
+        return np.clip(G[0] + G[1] - G[2] - G[3], 0.0, 1.0)
 
     def quantile(self, p) -> np.ndarray | float:
         """The quantiles of the kernel distribution function of 1-D data: x with F(x) = p.
@@ -493,15 +533,29 @@ class KDE(Parameters):
         if not np.all((probs >= 0) & (probs <= 1)):
             raise ValueError("p must hold probabilities in [0, 1]")
         flat = probs.ravel()
-        out = np.where(flat <= 0, -np.inf, np.inf)
+        reflection = self._reflection
+        low, high = (-np.inf, np.inf) if reflection is None else (reflection.low, reflection.high)
+        out = np.where(flat <= 0, low, high)
         inner = (flat > 0) & (flat < 1)
         if inner.any():
-            x, w = self._data[:, 0], self.weights_
+            x = self._data[:, 0]
             reach = h * float(-special.ndtri(min(flat[inner].min(), 1 - flat[inner].max()) / 2)) + h
-            out[inner] = quantile_1d(lambda q: mixture_cdf_pdf_1d(x, w, h, q), flat[inner],
-                                     float(x.min()) - reach, float(x.max()) + reach,
+            out[inner] = quantile_1d(lambda q: self._cdf_pdf_1d(h, q), flat[inner],
+                                     max(low, float(x.min()) - reach), min(high, float(x.max()) + reach),
                                      xtol=1e-12 * (float(x.max() - x.min()) + h))
         return out.reshape(probs.shape) if probs.ndim else float(out[0])
+
+    def _cdf_pdf_1d(self, h: float, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """F(q) and its derivative at bandwidth h, reflected in the boundary if there is one."""
+        x, w, reflection = self._data[:, 0], self.weights_, self._reflection
+        if reflection is None:
+            return mixture_cdf_pdf_1d(x, w, h, q)
+        plus, minus = reflection.cdf_points(q)
+        G, _ = mixture_cdf_pdf_1d(x, w, h, np.concatenate([plus, minus]).ravel())
+        images = reflection.images(q)
+        _, f = mixture_cdf_pdf_1d(x, w, h, images.ravel())
+        G = G.reshape(4, -1)
+        return G[0] + G[1] - G[2] - G[3], f.reshape(images.shape).sum(axis=0)
 
     def sample(self, n_samples: int = 1, seed=None) -> np.ndarray:
         """Draw from the estimate: a data point (by weight) plus a kernel draw scaled by H.
@@ -530,8 +584,21 @@ class KDE(Parameters):
         if int(n_samples) != n_samples or n_samples < 0:
             raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}")
         rng = np.random.default_rng(seed)
-        idx = rng.choice(self.n_samples_, size=int(n_samples), p=self.weights_)
-        u = _radial_draws(get_kernel(self.kernel), self.n_features_in_, int(n_samples), rng) / self._scale
+        draws = self._unbounded_draws(int(n_samples), rng)
+        reflection = self._reflection
+        if reflection is None:
+            return draws
+        draws = reflection.fold(draws)  # the images' mass, folded back inside
+        lost = ~reflection.inside(draws[:, 0])  # beyond both edges: the mass f_R leaves out, drawn again
+        while lost.any():
+            draws[lost] = reflection.fold(self._unbounded_draws(int(lost.sum()), rng))
+            lost = ~reflection.inside(draws[:, 0])
+        return draws
+
+    def _unbounded_draws(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """Draws from the estimate without the boundary: a row by weight plus a kernel draw scaled by H."""
+        idx = rng.choice(self.n_samples_, size=size, p=self.weights_)
+        u = _radial_draws(get_kernel(self.kernel), self.n_features_in_, size, rng) / self._scale
         return self._data[idx] + u @ self._chol.T
 
 
