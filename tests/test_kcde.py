@@ -110,3 +110,19 @@ def test_cdf_and_quantile_errors():
         KDE(bandwidth=0.5).fit(ArrayChunks(X[:, :1])).cdf([0.0])
     with pytest.raises(ValueError, match="univariate"):
         bw.plugin_cdf(X)
+
+
+@pytest.mark.parametrize("boundary", [None, (0.0, None)])
+def test_binned_cdf_is_within_tolerance_of_the_exact_one(boundary):
+    """method_ "binned": F from the counts on a grid of spacing h sqrt(tolerance / 0.0302), within
+    ``tolerance`` (absolute) of the sum over every row, and so are its quantiles' probabilities."""
+    rng = np.random.default_rng(8)
+    x = rng.gamma(2.0, size=60_000)
+    w = rng.random(60_000)
+    q = np.linspace(0.0, 12.0, 301)
+    binned = KDE(bandwidth=0.3, method="binned", boundary=boundary, tolerance=1e-5).fit(x, weights=w)
+    exact = KDE(bandwidth=0.3, method="exact", boundary=boundary).fit(x, weights=w)
+    assert binned._cdf_support(np.array([binned.bandwidth_]))[0].shape[0] < 30_000  # summed over the nodes
+    np.testing.assert_allclose(binned.cdf(q), exact.cdf(q), rtol=0, atol=1e-5)
+    p = np.array([0.01, 0.5, 0.99])
+    np.testing.assert_allclose(exact.cdf(binned.quantile(p)), p, rtol=0, atol=1e-5)
