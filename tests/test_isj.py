@@ -58,6 +58,12 @@ def test_isj_is_registered_and_in_data_units():
     assert h < 0.6 * bw.silverman(x)
 
 
+def test_isj_of_data_served_in_chunks_is_that_of_the_array():
+    """count="rows": the range and the counts from two passes over the chunks, the same h."""
+    x = np.random.default_rng(9).standard_t(4, size=5000)
+    assert bw.isj(ArrayChunks(x, chunk_rows=700), count="rows") == pytest.approx(bw.isj(x, count="rows"), rel=1e-12)
+
+
 def test_isj_counts_rows_or_distinct_values():
     """On rounded data N = distinct values (the authors' code) gives a wider h than N = rows."""
     x = load("faithful")["waiting"].to_numpy(dtype=np.float64)
@@ -73,7 +79,9 @@ def test_isj_errors_say_what_to_use():
         bw.isj(np.arange(10.0), grid_size=16)
     with pytest.raises(ValueError, match="padding must be a non-negative number"):
         bw.isj(np.arange(10.0), padding=-1)
-    with pytest.raises(ValueError, match="isj needs the data in memory.*bandwidth='plugin'"):
+    with pytest.raises(ValueError, match="isj counts distinct values.*pass count='rows'"):
         bw.isj(ArrayChunks(np.arange(10.0)))
+    with pytest.raises(ValueError, match="isj is defined for unweighted data"):
+        bw.isj(ArrayChunks(np.arange(10.0), weights=np.arange(1.0, 11.0)), count="rows")
     with pytest.raises(ValueError, match=r"no root below t = 1 \(N = 2\).*use bandwidth='plugin'"):
         bw.isj(np.array([0.0, 1.0] * 20))

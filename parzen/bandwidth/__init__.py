@@ -13,8 +13,8 @@ standard deviation), a d x d matrix H otherwise (the kernel's covariance); see
 :mod:`parzen.bandwidth.convention`.  :data:`SELECTORS` registers them by name
 (:mod:`parzen.bandwidth.registry`) for ``KDE``, the command line and AQP; :func:`selection` runs
 one and says how it computed (exact or binned, the grid: :mod:`parzen.bandwidth.method`).  Every
-selector but :func:`isj` takes data served in chunks (:class:`parzen.binned.ChunkedData`: Parquet
-datasets, DuckDB tables, ...) as well as arrays, and bins them.
+selector takes data served in chunks (:class:`parzen.binned.ChunkedData`: Parquet datasets,
+DuckDB tables, ...; :func:`isj` with ``count="rows"``) as well as arrays, and bins them.
 """
 
 from .convention import bandwidth_matrix

@@ -39,8 +39,9 @@ import numpy as np
 from scipy import fft, optimize
 
 from .._validate import as_data, choose
+from ..binned.chunked import checked_moments, chunked_binner, is_weighted
 from ..binned.grid import GridSpec, linear_bin
-from ..binned.source import as_chunked
+from ..binned.source import ChunkedData, as_chunked
 from .method import report
 
 #: l, the number of stages of the fixed-point map (the paper's recommended 7: 5 plug-in steps).
@@ -53,7 +54,8 @@ COUNTS = ("distinct", "rows")
 DEFAULT_GRID_SIZE = 1024
 
 
-def isj(x, *, grid_size: int = DEFAULT_GRID_SIZE, padding: float = 0.5, count: str = "distinct") -> float:
+def isj(x, *, grid_size: int = DEFAULT_GRID_SIZE, padding: float = 0.5, count: str = "distinct",
+        progress: bool = False) -> float:
     """The improved Sheather-Jones bandwidth (Botev, Grotowski & Kroese 2010) of a 1-D sample.
 
     The fixed point t* of t = xi gamma_7(t) on the binned DCT of the data (module docstring;
@@ -62,8 +64,9 @@ def isj(x, *, grid_size: int = DEFAULT_GRID_SIZE, padding: float = 0.5, count: s
 
     Parameters
     ----------
-    x : array_like of shape (n,) or (n, 1)
-        The univariate sample (NumPy, pandas or polars), in memory.
+    x : array_like of shape (n,) or (n, 1), or ChunkedData
+        The univariate sample (NumPy, pandas or polars), or one unweighted column served in chunks
+        (then ``count="rows"``: two passes, for the range and the counts).
     grid_size : int, default 1024
         Nodes of the grid the data are linearly binned on (at least 64).
     padding : float, default 0.5
@@ -71,6 +74,8 @@ def isj(x, *, grid_size: int = DEFAULT_GRID_SIZE, padding: float = 0.5, count: s
     count : {"distinct", "rows"}, default "distinct"
         N in the fixed-point equation: the number of distinct values (the authors' and KDEpy's
         code) or of rows (the paper).
+    progress : bool, default False
+        Show a progress bar over the passes of data served in chunks.
 
     Returns
     -------
@@ -80,34 +85,55 @@ def isj(x, *, grid_size: int = DEFAULT_GRID_SIZE, padding: float = 0.5, count: s
     Raises
     ------
     ValueError
-        If x is not one column of at least two distinct finite values, is served in chunks, an
-        option is invalid, or the fixed-point equation has no root below t = 1 (too few data:
+        If x is not one column of at least two distinct finite values, is served in chunks with
+        ``count="distinct"`` or with weights, an option is invalid, or the fixed-point equation has no root below t = 1 (too few data:
         use ``plugin`` or ``silverman``).
     """
-    if as_chunked(x) is not None:
-        raise ValueError("isj needs the data in memory (it counts their distinct values); load the column into an "
-                         "array, or use bandwidth='plugin', which bins data read in chunks")
-    data = as_data(x, name="x")
-    if data.d != 1:
-        raise ValueError(f"ISJ is univariate: x has {data.d} columns; select one column, or use lscv_H / "
-                         "normal_scale for multivariate data")
     if isinstance(grid_size, bool) or not isinstance(grid_size, (int, np.integer)) or grid_size < 64:
         raise ValueError(f"grid_size must be an integer of at least 64, got {grid_size!r}")
     if not (isinstance(padding, (int, float)) and math.isfinite(padding) and padding >= 0):
         raise ValueError(f"padding must be a non-negative number (a fraction of the data's range), got {padding!r}")
     choose(count, COUNTS, what="count")
-    values = data.values[:, 0]
-    low, high = float(values.min()), float(values.max())
+    chunked = as_chunked(x)
+    if chunked is not None:
+        rows, low, high, bin_on = _chunked_column(chunked, count, progress)
+        n = rows
+    else:
+        data = as_data(x, name="x")
+        if data.d != 1:
+            raise ValueError(f"ISJ is univariate: x has {data.d} columns; select one column, or use lscv_H / "
+                             "normal_scale for multivariate data")
+        values = data.values[:, 0]
+        rows, low, high = values.size, float(values.min()), float(values.max())
+        n = len(np.unique(values)) if count == "distinct" else rows
+
+        def bin_on(spec: GridSpec) -> np.ndarray:
+            return linear_bin(values, spec, backend="numpy").counts
     if high <= low:
         raise ValueError("ISJ needs at least two distinct values, but every value of x is the same")
-    n = len(np.unique(values)) if count == "distinct" else values.size
     span = high - low
     spec = GridSpec.covering(low - padding * span, high + padding * span, int(grid_size))
-    counts = linear_bin(values, spec, backend="numpy").counts
+    counts = bin_on(spec)
     a = fft.dct(counts / counts.sum(), type=2)
     t = fixed_point_time(a[1:] ** 2, n)
-    report("isj", "binned", n=values.size, grid_size=int(grid_size))
+    report("isj", "binned", n=rows, grid_size=int(grid_size))
     return math.sqrt(t) * (spec.highs[0] - spec.lows[0])
+
+
+def _chunked_column(data: ChunkedData, count: str, progress: bool):
+    """(rows, low, high, spec -> counts) of one unweighted column served in chunks: two passes."""
+    if count == "distinct":
+        raise ValueError(f"isj counts distinct values, which {data.description}, read in chunks, cannot give in one "
+                         "pass; pass count='rows' (the paper's N), load the column into an array, or use "
+                         "bandwidth='plugin'")
+    if data.d != 1:
+        raise ValueError(f"ISJ is univariate: {data.description} has {data.d} columns; select one column")
+    moments = checked_moments(data, progress=progress)
+    if is_weighted(moments):
+        raise ValueError(f"isj is defined for unweighted data and {data.description} carries weights; use "
+                         "bandwidth='scott', 'silverman' or 'normal_scale'")
+    bin_on = chunked_binner(data, np.ones(1), progress=progress)
+    return moments.rows, float(moments.lows[0]), float(moments.highs[0]), lambda spec: bin_on(spec).counts
 
 
 def fixed_point_time(a2: np.ndarray, n: int) -> float:

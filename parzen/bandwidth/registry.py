@@ -114,7 +114,7 @@ def select(name: str, X, *, weights=None, **options) -> float | np.ndarray:
     X : array_like of shape (n,) or (n, d), or ChunkedData
         The sample (NumPy, pandas, polars or a validated ``Data``), or data served in chunks
         (:class:`parzen.binned.ParquetData`, :class:`parzen.binned.DuckDBData`, ...), which every
-        selector but isj takes (binned).
+        selector takes (binned; isj with ``count="rows"`` only).
     weights : array_like of shape (n,), optional
         Weights of the rows, for the selectors that take them (``Selector.weighted``).
     **options
