@@ -105,6 +105,8 @@ def as_data(X, *, name: str = "X", min_rows: int = 2) -> Data:
         For complex, non-numeric, 3-D or empty-column input, NaN or infinite values (naming the
         first one's row and column), fewer than ``min_rows`` rows, or data served in chunks
         (:class:`parzen.binned.ChunkedData`: the functions that take them check first).
+    TypeError
+        For a SciPy sparse matrix (as scikit-learn raises).
     """
     from .binned.source import ChunkedData  # the binned package imports this module
 
@@ -113,10 +115,12 @@ def as_data(X, *, name: str = "X", min_rows: int = 2) -> Data:
             f"{name} is {X.description}, read in chunks, and this function needs its rows in memory; load them "
             "into an array (or a sample of them), or use a selector or KDE, which bin data read in chunks"
         )
+    if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # a SciPy sparse matrix or array
+        raise TypeError(f"{name} is a sparse matrix; parzen needs dense data: pass {name}.toarray()")
     arr, columns = _to_numpy(X)
     if np.iscomplexobj(arr):
         raise ValueError(
-            f"{name} has complex values; a density needs real numbers: pass the real "
+            f"Complex data not supported: {name} has complex values; a density needs real numbers: pass the real "
             "and imaginary parts as two columns (np.c_[z.real, z.imag])"
         )
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
@@ -133,7 +137,7 @@ def as_data(X, *, name: str = "X", min_rows: int = 2) -> Data:
     arr = np.ascontiguousarray(arr, dtype=np.float64)
     n, d = arr.shape
     if d == 0:
-        raise ValueError(f"{name} has no columns")
+        raise ValueError(f"{name} has no columns: 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required.")
     if columns is None:
         columns = tuple(f"x{k}" for k in range(d)) if d > 1 else ("x",)
     bad = ~np.isfinite(arr)
@@ -145,7 +149,7 @@ def as_data(X, *, name: str = "X", min_rows: int = 2) -> Data:
         )
     if n < min_rows:
         raise ValueError(
-            f"{name} has {n} row(s); this needs at least {min_rows} observations"
+            f"{name} has {n} row(s); this needs at least {min_rows} observations (n_samples = {n})"
         )
     return Data(arr, columns)
 

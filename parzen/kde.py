@@ -14,18 +14,22 @@ from numbers import Real
 from typing import ClassVar
 
 import numpy as np
-from scipy import linalg
+from scipy import linalg, special
 
 from ._params import Parameters
 from ._threads import single_threaded_blas
 from ._validate import as_data, as_queries, check_spd, check_weights, choose
 from .backends import resolve_backend
 from .bandwidth.convention import bandwidth_matrix
+from .bandwidth.distribution import plugin_cdf
 from .bandwidth.method import choose_method
 from .bandwidth.registry import AUTO, SELECTORS, default_selector, select
 from .binned.chunked import checked_moments, chunked_density
 from .binned.density import FLOOR, BinnedDensity, binned_cost_wins, density_at_nodes, density_on_grid
+from .binned.grid import GridSpec, linear_bin
 from .binned.source import ChunkedData, as_chunked
+from .boundary import Reflection
+from .distribution import mixture_cdf, mixture_cdf_pdf_1d, quantile_1d
 from .kernels import KERNELS, get_kernel
 
 
@@ -38,7 +42,7 @@ class KDE(Parameters):
     ----------
     bandwidth : str, float or array_like, default "auto"
         A name of :data:`parzen.bandwidth.SELECTORS` ("plugin", "lscv_h", "lscv_H", "lscv_diag",
-        "scott", "silverman", "normal_scale") calls that selector; "auto" is "plugin" for 1-D
+        "scott", "silverman", "normal_scale", "isj") calls that selector; "auto" is "plugin" for 1-D
         data and "normal_scale" for d > 1 (:func:`parzen.bandwidth.default_selector`).  A float
         h means H = h^2 I (h in data units); a length-d vector means H = diag(h^2); a d x d
         matrix is H.
@@ -66,6 +70,16 @@ class KDE(Parameters):
         Relative error of the binned density sought where it is at least 1e-3 of its maximum
         (measured for the Gaussian kernel; ``docs/algorithms.md``, "Binned estimation: KDE
         evaluation", gives the compact kernels' errors).
+    cdf_bandwidth : "auto", "density", float or array_like, default "auto"
+        The bandwidth of :meth:`cdf` and :meth:`quantile` (a distribution function is best
+        estimated with less smoothing than the density, h of order n^(-1/3)): "auto" is
+        :func:`parzen.bandwidth.plugin_cdf` (``ks::kcde``'s choice) for unweighted 1-D data and
+        the density's H otherwise; "density" is the density's H; numbers as for ``bandwidth``.
+    boundary : None or (low, high), default None
+        Edges of a bounded 1-D variable (either may be None): :meth:`pdf`, :meth:`score_samples`,
+        :meth:`cdf`, :meth:`quantile` and :meth:`sample` are those of the estimate reflected in
+        them (:mod:`parzen.boundary`; 0 density outside), so that no mass leaks past an edge.
+        The bandwidth is selected as without edges.
 
     Attributes
     ----------
@@ -84,6 +98,9 @@ class KDE(Parameters):
         "exact" or "binned": how this fit evaluates.
     grid_size_ : tuple of int or None
         The binned grid's nodes per axis (None for exact).
+    cdf_bandwidth_ : float or ndarray
+        The bandwidth of :meth:`cdf` (h in 1-D, else H), set by the first call of :meth:`cdf` or
+        :meth:`quantile`.
     """
 
     _parameter_constraints: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -103,6 +120,8 @@ class KDE(Parameters):
         method: str = "auto",
         grid_size=None,
         tolerance: float = 1e-4,
+        cdf_bandwidth="auto",
+        boundary=None,
     ):
         self.bandwidth = bandwidth
         self.kernel = kernel
@@ -112,6 +131,15 @@ class KDE(Parameters):
         self.method = method
         self.grid_size = grid_size
         self.tolerance = tolerance
+        self.cdf_bandwidth = cdf_bandwidth
+        self.boundary = boundary
+
+    def __sklearn_tags__(self):
+        """scikit-learn's tags (read by scikit-learn only, which is imported here, not by parzen):
+        a density estimator of 2-D numeric input (1-D input is one column here), no target."""
+        from sklearn.utils import InputTags, Tags, TargetTags
+
+        return Tags(estimator_type="density_estimator", target_tags=TargetTags(required=False), input_tags=InputTags())
 
     # -- fitting --------------------------------------------------------------------------
     def fit(self, X, y=None, *, weights=None) -> KDE:
@@ -145,6 +173,7 @@ class KDE(Parameters):
         """
         choose(self.kernel, self._parameter_constraints["kernel"], what="kernel")
         choose(self.method, self._parameter_constraints["method"], what="method")
+        self.__dict__.pop("cdf_bandwidth_", None)  # chosen again, from these data, by the next cdf()
         resolve_backend(self.backend, self.dtype)  # fail early on a bad backend or dtype
         named = isinstance(self.bandwidth, str)
         if named:
@@ -153,6 +182,9 @@ class KDE(Parameters):
         if chunked is not None:
             return self._fit_chunked(chunked, weights, named)
         data = as_data(X, min_rows=2 if named else 1)
+        self._reflection = Reflection.of(self.boundary, data.d)
+        if self._reflection is not None:
+            self._reflection.check(data.values[:, 0])
         w = None if weights is None else check_weights(weights, data.n)
         self.bandwidth_, H = self._select(data, w) if named else _explicit_bandwidth(self.bandwidth, data.d)
         self.H_ = H
@@ -179,6 +211,10 @@ class KDE(Parameters):
     def _fit_chunked(self, data: ChunkedData, weights, named: bool) -> KDE:
         """:meth:`fit` for data served in chunks: the bandwidth from the selector's passes, then
         the binned estimate from a pass for the grid and one for the counts; the rows are not kept."""
+        if self.boundary is not None:
+            raise ValueError(f"boundary= needs the rows in memory, and {data.description} is read in chunks; load the "
+                             "column into an array (or a sample of it)")
+        self._reflection = None
         if weights is not None:
             raise ValueError(f"weights= was given for {data.description}, which is read in chunks: serve the "
                              "weights as a column of the data instead (weights= of ParquetData, DuckDBData or ArrayChunks)")
@@ -250,6 +286,8 @@ class KDE(Parameters):
             If the KDE is not fitted, d > 4 or the grid is too large.
         """
         self._check_fitted()
+        if self._reflection is not None:
+            raise ValueError("grid() is the estimate without edges; with boundary= evaluate pdf() at your nodes")
         if nodes is not None:
             if grid_size is not None:
                 raise ValueError("pass grid_size= or nodes=, not both")
@@ -319,9 +357,20 @@ class KDE(Parameters):
             f(q) for each query point (Andrzejewski et al., paper 000 in docs/statistics.md, eq. 6).
         """
         self._check_fitted()
+        points = as_queries(Q, self.n_features_in_)
+        reflection = self._reflection
+        if reflection is None:
+            return self._unbounded_pdf(points)
+        q = points[:, 0]
+        images = reflection.images(q)
+        density = self._unbounded_pdf(images.reshape(-1, 1)).reshape(images.shape).sum(axis=0)
+        return np.where(reflection.inside(q), density, 0.0)
+
+    def _unbounded_pdf(self, points: np.ndarray) -> np.ndarray:
+        """:meth:`pdf` without the boundary, at validated (m, d) points."""
         if self._binned is not None:
-            return self._binned(as_queries(Q, self.n_features_in_))
-        Qz = self._queries(Q)
+            return self._binned(points)
+        Qz = self._transform(points)
         if Qz.shape[0] == 0:
             return np.empty(0)
         sums = self._evaluation_backend(Qz).kernel_sum(self._Z, Qz, self.kernel, self.weights_, dtype=self.dtype)
@@ -350,12 +399,24 @@ class KDE(Parameters):
         ndarray of shape (m,)
             log f(q) for each query point.
         """
-        Qz = self._queries(Q)
+        self._check_fitted()
+        points = as_queries(Q, self.n_features_in_)
+        reflection = self._reflection
+        if reflection is None:
+            return self._unbounded_log_density(points)
+        q = points[:, 0]
+        images = reflection.images(q)
+        logs = self._unbounded_log_density(images.reshape(-1, 1)).reshape(images.shape)
+        return np.where(reflection.inside(q), np.logaddexp.reduce(logs, axis=0), -np.inf)
+
+    def _unbounded_log_density(self, points: np.ndarray) -> np.ndarray:
+        """:meth:`score_samples` without the boundary, at validated (m, d) points."""
+        Qz = self._transform(points)
         if Qz.shape[0] == 0:
             return np.empty(0)
         if self._binned is None:
             return self._exact_log_density(Qz)
-        density = self._binned(as_queries(Q, self.n_features_in_))
+        density = self._binned(points)
         out = np.empty(len(density))
         tail = density < FLOOR * float(self._binned.values.max())
         if self._source is not None:  # data served in chunks: no rows for the tails
@@ -387,13 +448,148 @@ class KDE(Parameters):
         """
         return float(self.score_samples(Q).sum())
 
-    def _queries(self, Q) -> np.ndarray:
-        """Validated query points (m, d), whitened like the data."""
-        self._check_fitted()
-        return self._transform(as_queries(Q, self.n_features_in_))
-
     def _evaluation_backend(self, Qz: np.ndarray):
         return resolve_backend(self.backend, self.dtype, work=float(self._Z.shape[0]) * Qz.shape[0])
+
+    # -- the distribution function ---------------------------------------------------------
+    def _cdf_scales(self) -> np.ndarray:
+        """(d,) the kernel's standard deviation on each axis for :meth:`cdf` (``cdf_bandwidth_``)."""
+        self._check_fitted()
+        if self._source is not None:
+            raise ValueError("cdf() and quantile() sum over the rows, and this KDE was fitted on data read in chunks, "
+                             "whose rows it does not keep; fit on an array (or a sample of the data)")
+        if self.kernel != "gaussian":
+            raise ValueError(f"cdf() and quantile() are those of the Gaussian kernel; this KDE has kernel={self.kernel!r}: "
+                             "fit with kernel='gaussian'")
+        if not hasattr(self, "cdf_bandwidth_"):
+            choice = self.cdf_bandwidth
+            if isinstance(choice, str):
+                choose(choice, ("auto", "density"), what="cdf_bandwidth")
+                uniform = bool(np.all(self.weights_ == self.weights_[0]))
+                if choice == "auto" and self.n_features_in_ == 1 and uniform:
+                    h = plugin_cdf(self._data[:, 0], backend=self.backend, dtype=self.dtype)
+                    self.cdf_bandwidth_, self._cdf_H = h, np.array([[h * h]])
+                else:
+                    self.cdf_bandwidth_, self._cdf_H = self.bandwidth_, self.H_
+            else:
+                self.cdf_bandwidth_, self._cdf_H = _explicit_bandwidth(choice, self.n_features_in_)
+        H = self._cdf_H
+        if np.any(H[~np.eye(H.shape[0], dtype=bool)] != 0.0):
+            raise ValueError("cdf() needs a diagonal bandwidth matrix (a product of normal distribution functions); "
+                             "pass cdf_bandwidth= per-column bandwidths, or fit with bandwidth='lscv_diag' or a vector")
+        return np.sqrt(np.diag(H))
+
+    @single_threaded_blas
+    def cdf(self, Q) -> np.ndarray:
+        """The kernel distribution function at the query points: the estimate's mass below each.
+
+        F(q) = sum_i w_i prod_k Phi((q_k - X_ik) / h_k) for the Gaussian kernel and a diagonal
+        H = diag(h_k^2) of bandwidth ``cdf_bandwidth`` (Azzalini 1981; R's ``ks::kcde``;
+        docs/statistics.md, "The kernel distribution function"), summed exactly over the rows in
+        chunks of queries; when ``method_`` is "binned" and the data are 1-D, over their linear-
+        binning counts on a grid of spacing h sqrt(tolerance / 0.0302), which bounds the absolute
+        error of F by ``tolerance`` (:meth:`_cdf_support`).
+
+        Parameters
+        ----------
+        Q : array_like of shape (m, d), or (m,) for 1-D data
+            The query points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            F(q), in [0, 1].
+
+        Raises
+        ------
+        ValueError
+            If the KDE is not fitted, was fitted on data read in chunks, its kernel is not
+            Gaussian or the cdf's bandwidth matrix is not diagonal.
+        """
+        scales = self._cdf_scales()
+        Q = as_queries(Q, self.n_features_in_)
+        points, weights = self._cdf_support(scales)
+        reflection = self._reflection
+        if reflection is None:
+            return mixture_cdf(points, weights, scales, Q)
+        plus, minus = reflection.cdf_points(Q[:, 0])
+        G = mixture_cdf(points, weights, scales, np.concatenate([plus, minus]).reshape(-1, 1)).reshape(4, -1)
+        return np.clip(G[0] + G[1] - G[2] - G[3], 0.0, 1.0)
+
+    def quantile(self, p) -> np.ndarray | float:
+        """The quantiles of the kernel distribution function of 1-D data: x with F(x) = p.
+
+        Bracketed Newton steps on :meth:`cdf` and its derivative (vectorised over p), to
+        1e-12 of the data's spread.
+
+        Parameters
+        ----------
+        p : float or array_like
+            Probabilities in [0, 1] (0 and 1 give -inf and inf).
+
+        Returns
+        -------
+        float or ndarray
+            The quantiles, of p's shape.
+
+        Raises
+        ------
+        ValueError
+            If the data are not 1-D, p is outside [0, 1] or not finite, or as :meth:`cdf`.
+        """
+        h = float(self._cdf_scales()[0])
+        if self.n_features_in_ != 1:
+            raise ValueError(f"quantile() is for 1-D data; this KDE has {self.n_features_in_} columns")
+        probs = np.asarray(p, dtype=np.float64)
+        if not np.all((probs >= 0) & (probs <= 1)):
+            raise ValueError("p must hold probabilities in [0, 1]")
+        flat = probs.ravel()
+        reflection = self._reflection
+        low, high = (-np.inf, np.inf) if reflection is None else (reflection.low, reflection.high)
+        out = np.where(flat <= 0, low, high)
+        inner = (flat > 0) & (flat < 1)
+        if inner.any():
+            x = self._data[:, 0]
+            points, weights = self._cdf_support(np.array([h]))
+            reach = h * float(-special.ndtri(min(flat[inner].min(), 1 - flat[inner].max()) / 2)) + h
+            out[inner] = quantile_1d(lambda q: self._cdf_pdf_1d(points[:, 0], weights, h, q), flat[inner],
+                                     max(low, float(x.min()) - reach), min(high, float(x.max()) + reach),
+                                     xtol=1e-12 * (float(x.max() - x.min()) + h))
+        return out.reshape(probs.shape) if probs.ndim else float(out[0])
+
+    def _cdf_support(self, scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The points and weights :meth:`cdf` sums over: the rows, or for binned 1-D estimates the
+        nodes of their linear-binning counts where that grid has fewer nodes than half the rows.
+
+        Linear binning replaces Phi((q - x_i) / h) by its linear interpolant between the nodes
+        around x_i, wrong by at most (delta^2 / 8) max |phi'| / h^2 = 0.0302 (delta / h)^2; the
+        spacing delta = h sqrt(tolerance / 0.0302) keeps F within ``tolerance``.
+        """
+        if self.method_ != "binned" or self.n_features_in_ != 1:
+            return self._data, self.weights_
+        x = self._data[:, 0]
+        low, high = float(x.min()), float(x.max())
+        delta = float(scales[0]) * math.sqrt(self.tolerance / 0.0302)
+        nodes = math.ceil((high - low) / delta) + 1
+        if nodes < 2 or 2 * nodes > x.size:
+            return self._data, self.weights_
+        spec = GridSpec.covering(low, high, nodes)
+        counts = linear_bin(x, spec, weights=self.weights_, backend="numpy").counts
+        keep = counts > 0
+        return spec.nodes(0)[keep, None], counts[keep] / counts.sum()
+
+    def _cdf_pdf_1d(self, x: np.ndarray, w: np.ndarray, h: float, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """F(q) and its derivative at bandwidth h for points x of weights w, reflected in the
+        boundary if there is one."""
+        reflection = self._reflection
+        if reflection is None:
+            return mixture_cdf_pdf_1d(x, w, h, q)
+        plus, minus = reflection.cdf_points(q)
+        G, _ = mixture_cdf_pdf_1d(x, w, h, np.concatenate([plus, minus]).ravel())
+        images = reflection.images(q)
+        _, f = mixture_cdf_pdf_1d(x, w, h, images.ravel())
+        G = G.reshape(4, -1)
+        return G[0] + G[1] - G[2] - G[3], f.reshape(images.shape).sum(axis=0)
 
     def sample(self, n_samples: int = 1, seed=None) -> np.ndarray:
         """Draw from the estimate: a data point (by weight) plus a kernel draw scaled by H.
@@ -422,9 +618,55 @@ class KDE(Parameters):
         if int(n_samples) != n_samples or n_samples < 0:
             raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}")
         rng = np.random.default_rng(seed)
-        idx = rng.choice(self.n_samples_, size=int(n_samples), p=self.weights_)
-        u = _radial_draws(get_kernel(self.kernel), self.n_features_in_, int(n_samples), rng) / self._scale
+        draws = self._unbounded_draws(int(n_samples), rng)
+        reflection = self._reflection
+        if reflection is None:
+            return draws
+        draws = reflection.fold(draws)  # the images' mass, folded back inside
+        lost = ~reflection.inside(draws[:, 0])  # beyond both edges: the mass f_R leaves out, drawn again
+        while lost.any():
+            draws[lost] = reflection.fold(self._unbounded_draws(int(lost.sum()), rng))
+            lost = ~reflection.inside(draws[:, 0])
+        return draws
+
+    def _unbounded_draws(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """Draws from the estimate without the boundary: a row by weight plus a kernel draw scaled by H."""
+        idx = rng.choice(self.n_samples_, size=size, p=self.weights_)
+        u = _radial_draws(get_kernel(self.kernel), self.n_features_in_, size, rng) / self._scale
         return self._data[idx] + u @ self._chol.T
+
+
+def mean_log_likelihood(estimator: KDE, X, y=None) -> float:
+    """The mean log density of held-out points, a scorer for scikit-learn's model selection.
+
+    ``GridSearchCV(KDE(), {"bandwidth": [...]}, scoring=mean_log_likelihood)`` ranks bandwidths by
+    the mean of :meth:`KDE.score_samples` over each held-out fold (likelihood cross-validation);
+    the default scoring, :meth:`KDE.score`, is the fold's total, which ranks the same where the folds
+    are equal in size.
+
+    Parameters
+    ----------
+    estimator : KDE
+        A fitted KDE.
+    X : array_like of shape (m, d), or (m,) for 1-D data
+        The held-out points (at least one).
+    y : None
+        Ignored (scikit-learn API).
+
+    Returns
+    -------
+    float
+        mean_q log f(q).
+
+    Raises
+    ------
+    ValueError
+        If X has no points, or as :meth:`KDE.score_samples`.
+    """
+    logs = estimator.score_samples(X)
+    if logs.size == 0:
+        raise ValueError("mean_log_likelihood needs at least one held-out point")
+    return float(logs.mean())
 
 
 def _explicit_bandwidth(value, d: int):

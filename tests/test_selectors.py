@@ -27,13 +27,13 @@ def quiet(f, *args, **kwargs):
 
 
 def test_registry_records():
-    assert list(SELECTORS) == ["plugin", "lscv_h", "lscv_H", "lscv_diag", "scott", "silverman", "normal_scale"]
+    assert list(SELECTORS) == ["plugin", "lscv_h", "lscv_H", "lscv_diag", "scott", "silverman", "normal_scale", "isj"]
     for name, selector in SELECTORS.items():
         assert selector.name == name and selector.description
         assert selector.function is getattr(bw, name)
         assert selector.supports(1)
         assert selector.form in (*FORMS, None)
-    assert [n for n, s in SELECTORS.items() if not s.supports(2)] == ["plugin"]
+    assert [n for n, s in SELECTORS.items() if not s.supports(2)] == ["plugin", "isj"]
     assert [n for n, s in SELECTORS.items() if s.weighted] == ["scott", "silverman", "normal_scale"]
     assert SELECTORS["lscv_H"].options >= {"backend", "dtype", "progress", "start", "max_evaluations"}
     assert SELECTORS["scott"].options == {"weights", "progress"}  # progress: over the passes of chunked data
@@ -144,7 +144,7 @@ def test_kde_accepts_exactly_the_registry_names():
 
 @pytest.mark.parametrize("name", [AUTO, *SELECTORS])
 def test_kde_bandwidth_is_the_selectors_answer(name):
-    X = X1 if name in (AUTO, "plugin") else X2
+    X = X1 if name == AUTO or not SELECTORS[name].supports(2) else X2
     kde = quiet(KDE(bandwidth=name).fit, X)
     expected = quiet(bw.select, bw.default_selector(X.ndim) if name == AUTO else name, X)
     np.testing.assert_allclose(kde.bandwidth_, expected, rtol=1e-12)

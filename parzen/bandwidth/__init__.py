@@ -2,6 +2,8 @@
 
 - rules of thumb: :func:`scott`, :func:`silverman`, :func:`normal_scale`;
 - :func:`plugin`: two-stage direct plug-in (univariate);
+- :func:`plugin_cdf`: the plug-in bandwidth of the kernel distribution function (univariate);
+- :func:`isj`: the improved Sheather-Jones fixed point of Botev et al. (univariate, binned DCT);
 - :func:`lscv_h`, :func:`lscv_H`, :func:`lscv_diag`: least-squares cross-validation,
   with their criteria :func:`lscv_h_objective` and :func:`lscv_H_objective`, and LSCV_h's
   multiplier of Sigma, :func:`lscv_h_factor`.
@@ -12,10 +14,12 @@ standard deviation), a d x d matrix H otherwise (the kernel's covariance); see
 (:mod:`parzen.bandwidth.registry`) for ``KDE``, the command line and AQP; :func:`selection` runs
 one and says how it computed (exact or binned, the grid: :mod:`parzen.bandwidth.method`).  Every
 selector takes data served in chunks (:class:`parzen.binned.ChunkedData`: Parquet datasets,
-DuckDB tables, ...) as well as arrays, and bins them.
+DuckDB tables, ...; :func:`isj` with ``count="rows"``) as well as arrays, and bins them.
 """
 
 from .convention import bandwidth_matrix
+from .distribution import plugin_cdf
+from .isj import isj
 from .lscv import (
     CostWarning,
     LSCVWarning,
@@ -46,6 +50,7 @@ __all__ = [
     "bandwidth_matrix",
     "choose_method",
     "default_selector",
+    "isj",
     "lscv_H",
     "lscv_H_objective",
     "lscv_diag",
@@ -55,6 +60,7 @@ __all__ = [
     "lscv_method",
     "normal_scale",
     "plugin",
+    "plugin_cdf",
     "plugin_stages",
     "predicted_evaluations",
     "psi_functional",

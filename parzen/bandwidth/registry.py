@@ -17,6 +17,7 @@ import numpy as np
 
 from .._validate import as_data
 from ..binned.source import as_chunked
+from .isj import isj
 from .lscv import lscv_diag, lscv_H, lscv_h
 from .method import recording
 from .plugin import plugin
@@ -79,6 +80,8 @@ SELECTORS: dict[str, Selector] = {
         Selector("scott", scott, "Scott's rule of thumb, n^(-2/(d+4)) Sigma", "sigma", weighted=True),
         Selector("silverman", silverman, "Silverman's rule of thumb (robust spread in 1-D)", "sigma", weighted=True),
         Selector("normal_scale", normal_scale, "normal-scale rule, AMISE-optimal for normal data", "sigma", weighted=True),
+        Selector("isj", isj, "improved Sheather-Jones (Botev et al. 2010), univariate, for multimodal data", None,
+                 max_d=1),
     )
 }
 """The registered selectors by name, in the order they are listed to users: the names
@@ -111,7 +114,7 @@ def select(name: str, X, *, weights=None, **options) -> float | np.ndarray:
     X : array_like of shape (n,) or (n, d), or ChunkedData
         The sample (NumPy, pandas, polars or a validated ``Data``), or data served in chunks
         (:class:`parzen.binned.ParquetData`, :class:`parzen.binned.DuckDBData`, ...), which every
-        selector takes (binned).
+        selector takes (binned; isj with ``count="rows"`` only).
     weights : array_like of shape (n,), optional
         Weights of the rows, for the selectors that take them (``Selector.weighted``).
     **options
