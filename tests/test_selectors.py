@@ -27,7 +27,9 @@ def quiet(f, *args, **kwargs):
 
 
 def test_registry_records():
-    assert list(SELECTORS) == ["plugin", "lscv_h", "lscv_H", "lscv_diag", "scott", "silverman", "normal_scale"]
+    assert list(SELECTORS) == [
+        "plugin", "lscv_h", "lscv_H", "lscv_diag", "plugin_H", "plugin_diag", "scv_H", "scott", "silverman", "normal_scale",
+    ]
     for name, selector in SELECTORS.items():
         assert selector.name == name and selector.description
         assert selector.function is getattr(bw, name)
@@ -112,8 +114,8 @@ def test_select_errors_name_what_would_work():
         bw.select("magic", X1)
     with pytest.raises(
         ValueError,
-        match=r"bandwidth='plugin' is univariate but X has 2 columns; use 'lscv_H', 'lscv_diag', 'lscv_h', 'scott', "
-        r"'silverman' or 'normal_scale'",
+        match=r"bandwidth='plugin' is univariate but X has 2 columns; use 'lscv_H', 'plugin_H', 'scv_H', 'lscv_diag', "
+        r"'plugin_diag', 'lscv_h', 'scott', 'silverman' or 'normal_scale'",
     ):
         bw.select("plugin", X2)
     with pytest.raises(ValueError, match=r"with weights use 'scott', 'silverman', 'normal_scale' or a numeric bandwidth"):

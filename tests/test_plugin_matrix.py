@@ -1,0 +1,130 @@
+"""The multivariate plug-in (plugin_H, plugin_diag) and SCV (scv_H) selectors: their pair-sum
+primitive on every host backend against the float64 reference, their functionals against closed
+forms, and their answers against R ks 1.14 (tests/refdata/ks_plugin_reference.json, made by
+tests/refdata/ks_plugin_reference.R)."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from parzen import bandwidth as bw
+from parzen.backends import resolve_backend
+from parzen.backends.cpu import CpuBackend
+from parzen.backends.reference import NumpyBackend
+from parzen.bandwidth import functionals as F
+from parzen.bandwidth import plugin_matrix as P
+from parzen.bandwidth import scv as S
+from parzen.datasets import load
+
+REFERENCE = json.loads((Path(__file__).parent / "refdata" / "ks_plugin_reference.json").read_text())
+_rng = np.random.default_rng(20)
+Y3 = _rng.normal(size=(300, 3)) @ np.array([[1.0, 0.3, 0.0], [0.0, 1.0, 0.5], [0.0, 0.0, 0.7]])
+ALPHAS3 = np.array([[6, 0, 0], [2, 2, 2], [0, 1, 1], [4, 2, 0], [0, 0, 0], [3, 1, 0], [1, 1, 6]])
+
+
+def data(name: str) -> np.ndarray:
+    return load(name).to_numpy()[: REFERENCE[name]["rows"]]
+
+
+def test_hermite_pair_sums_of_the_cpu_backend_equal_the_reference():
+    w = _rng.random(len(Y3))
+    reference = NumpyBackend().pair_sum_hermite(Y3, ALPHAS3, w)
+    scale = np.abs(reference).max()
+    np.testing.assert_allclose(CpuBackend().pair_sum_hermite(Y3, ALPHAS3, w), reference, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(
+        CpuBackend().pair_sum_hermite(Y3, ALPHAS3, w, dtype=np.float32), reference, rtol=0, atol=1e-5 * scale
+    )
+    unweighted = NumpyBackend().pair_sum_hermite(Y3, ALPHAS3)
+    np.testing.assert_allclose(CpuBackend().pair_sum_hermite(Y3, ALPHAS3), unweighted, rtol=0, atol=1e-12 * scale)
+
+
+def test_hermite_pair_sums_are_the_pairs_sum():
+    """A brute-force sum over i < j of w_i w_j exp(-|u|^2/2) prod He_alpha_k(u_k) (He_4 = u^4 - 6u^2 + 3)."""
+    Y, w = Y3[:30], _rng.random(30)
+    expected = sum(
+        w[i] * w[j] * math.exp(-0.5 * float(u @ u)) * (u[0] ** 4 - 6 * u[0] ** 2 + 3) * (u[1] ** 2 - 1)
+        for i in range(30) for j in range(i + 1, 30) for u in [Y[i] - Y[j]]
+    )
+    for backend in (NumpyBackend(), CpuBackend()):
+        assert backend.pair_sum_hermite(Y, np.array([[4, 2, 0]]), w)[0] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("alphas", [[[3, 0, 0]], [[10, 0, 0]], [[2, 0]], [[-2, 2, 2]]])
+def test_hermite_pair_sums_reject_bad_multi_indices(alphas):
+    with pytest.raises(ValueError, match="even total order at most 8"):
+        CpuBackend().pair_sum_hermite(Y3, np.array(alphas))
+
+
+def test_psi_hat_is_the_mean_of_the_derivative_of_the_pilot_density():
+    """Psi_(2,0) with G = g^2 I: n^-2 sum_{i,j} phi_G(z) (z_1^2 / g^4 - 1 / g^2), z = x_i - x_j."""
+    X, g = Y3[:50, :2], 0.7
+    z = X[:, None, :] - X[None, :, :]
+    phi = np.exp(-0.5 * (z * z).sum(axis=2) / g**2) / (2 * np.pi * g * g)
+    expected = (phi * (z[..., 0] ** 2 / g**4 - 1 / g**2)).mean()
+    assert F.psi_hat(NumpyBackend(), X, g, np.array([[2, 0]]))[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_multi_indices_are_listed_in_the_order_of_ks():
+    assert F.multi_indices(2, 6).tolist() == [[6, 0], [5, 1], [4, 2], [3, 3], [2, 4], [1, 5], [0, 6]]
+    assert len(F.multi_indices(4, 8)) == math.comb(11, 3)
+    tensor = F.full_tensor(np.arange(5.0), 2, 4)
+    assert tensor[0, 1, 0, 1] == tensor[1, 1, 0, 0] == 2.0 and tensor[1, 1, 1, 0] == 3.0
+
+
+def test_normal_functionals_and_nu_have_their_closed_forms():
+    """Psi_(4,0) of N(0, I_2) = 3 / (16 pi) (Wand & Jones 1995, eq. 4.?); nu_2(I_d) = d^2 + 2d."""
+    assert F.psi_normal_scale(np.array([[4, 0]]), np.eye(2))[0] == pytest.approx(3 / (16 * np.pi), rel=1e-14)
+    assert F.psi_normal_scale(np.array([[2, 2]]), np.eye(2))[0] == pytest.approx(1 / (16 * np.pi), rel=1e-14)
+    assert F.nu(2, np.eye(3)) == pytest.approx(15.0)
+    assert F.nu(4, np.eye(1)) == pytest.approx(105.0)  # E z^8 for z ~ N(0, 1) is 105 = nu_4(1) with r! 2^r scaling
+
+
+@pytest.mark.parametrize("follow_ks", [True, False])
+def test_the_functionals_and_objectives_on_the_cpu_backend_equal_the_reference(follow_ks):
+    X = data("faithful")
+    sample = P._sample(X, "sphere")
+    cpu, ref = resolve_backend("cpu"), resolve_backend("numpy")
+    psi_cpu = P.psi4_matrix(sample, backend=cpu, dtype=None, follow_ks=follow_ks)
+    psi_ref = P.psi4_matrix(sample, backend=ref, dtype=None, follow_ks=follow_ks)
+    np.testing.assert_allclose(psi_cpu, psi_ref, rtol=1e-10)
+    H = P.normal_scale_start(sample)
+    G = 0.3 * np.eye(2)
+    assert S.scv_objective(H, G, cpu, sample.Y, sample.n) == pytest.approx(S.scv_objective(H, G, ref, sample.Y, sample.n), rel=1e-10)
+    Y4 = P._sample(data("quakes")[:200], "sphere").Y
+    assert F.dscalar_pilot(cpu, Y4, 200) == pytest.approx(F.dscalar_pilot(ref, Y4, 200), rel=1e-10)
+
+
+@pytest.mark.parametrize("name", ["faithful", "quakes", "tempb"])
+@pytest.mark.parametrize(("selector", "key"), [("plugin_H", "Hpi"), ("plugin_diag", "Hpi_diag")])
+def test_plugin_matrices_are_those_of_ks(name, selector, key):
+    """Within 1 % of ks::Hpi / ks::Hpi.diag (binned = FALSE), entry by entry relative to the diagonal scale."""
+    expected = np.array(REFERENCE[name][key])
+    H = bw.select(selector, data(name), backend="cpu")
+    scale = np.sqrt(np.outer(np.diag(expected), np.diag(expected)))
+    np.testing.assert_allclose(H / scale, expected / scale, rtol=0, atol=1e-2)
+
+
+@pytest.mark.parametrize("name", ["faithful", "tempb"])
+def test_the_formula_pilot_is_that_of_ks_with_its_stage_two_index_corrected(name):
+    """follow_ks=False against ks with gsamse reading Psi_(alpha + 2 e_j) (the R script's gsamse_formula)."""
+    for selector, key in ((bw.plugin_H, "Hpi_formula"), (bw.plugin_diag, "Hpi_diag_formula")):
+        expected = np.array(REFERENCE[name][key])
+        scale = np.sqrt(np.outer(np.diag(expected), np.diag(expected)))
+        np.testing.assert_allclose(selector(data(name), follow_ks=False) / scale, expected / scale, rtol=0, atol=1e-2)
+
+
+@pytest.mark.parametrize("name", ["faithful", "tempb"])
+def test_scv_matrix_is_that_of_ks(name):
+    """Within 1 % of ks::Hscv (binned = FALSE; ks's d = 2 pilot matrix is binned, parzen's exact)."""
+    expected = np.array(REFERENCE[name]["Hscv"])
+    H = bw.select("scv_H", data(name), backend="cpu")
+    scale = np.sqrt(np.outer(np.diag(expected), np.diag(expected)))
+    np.testing.assert_allclose(H / scale, expected / scale, rtol=0, atol=1e-2)
+
+
+def test_selectors_need_d_plus_2_rows():
+    with pytest.raises(ValueError, match="at least d \\+ 2 = 4 rows"):
+        bw.plugin_H(Y3[:3, :2])
