@@ -85,15 +85,15 @@ def test_normal_functionals_and_nu_have_their_closed_forms():
 @pytest.mark.parametrize("follow_ks", [True, False])
 def test_the_functionals_and_objectives_on_the_cpu_backend_equal_the_reference(follow_ks):
     X = data("faithful")
-    sample = P._sample(X, "sphere")
+    sample = P._sample(X, None, "sphere")
     cpu, ref = resolve_backend("cpu"), resolve_backend("numpy")
     psi_cpu = P.psi4_matrix(sample, backend=cpu, dtype=None, follow_ks=follow_ks)
     psi_ref = P.psi4_matrix(sample, backend=ref, dtype=None, follow_ks=follow_ks)
     np.testing.assert_allclose(psi_cpu, psi_ref, rtol=1e-10)
     H = P.normal_scale_start(sample)
     G = 0.3 * np.eye(2)
-    assert S.scv_objective(H, G, cpu, sample.Y, sample.n) == pytest.approx(S.scv_objective(H, G, ref, sample.Y, sample.n), rel=1e-10)
-    Y4 = P._sample(data("quakes")[:200], "sphere").Y
+    assert S.scv_objective(H, G, cpu, sample) == pytest.approx(S.scv_objective(H, G, ref, sample), rel=1e-10)
+    Y4 = P._sample(data("quakes")[:200], None, "sphere").Y
     assert F.dscalar_pilot(cpu, Y4, 200) == pytest.approx(F.dscalar_pilot(ref, Y4, 200), rel=1e-10)
 
 
@@ -128,3 +128,45 @@ def test_scv_matrix_is_that_of_ks(name):
 def test_selectors_need_d_plus_2_rows():
     with pytest.raises(ValueError, match="at least d \\+ 2 = 4 rows"):
         bw.plugin_H(Y3[:3, :2])
+
+
+COUNTS = np.random.default_rng(5).integers(0, 4, size=120)
+X_SMALL = load("faithful").to_numpy()[:120]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "cpu"])
+def test_weighted_functionals_equal_those_of_rows_repeated_by_integer_weights(backend):
+    """Psi_hat (orders 4 and 6) and SCV's Q with integer weights equal the unweighted ones of the data
+    with each row repeated that many times (exact path, 1e-10).  The selectors differ from the
+    repeated data's through n and the covariance's ddof correction, both Kish's effective size with
+    weights (as the weighted rules of thumb), not the number of repeated rows."""
+    be = resolve_backend(backend)
+    Y = X_SMALL / X_SMALL.std(axis=0)
+    repeated = np.repeat(Y, COUNTS, axis=0)
+    w = COUNTS.astype(float)
+    for order, g in ((4, 0.6), (6, 0.8)):
+        alphas = F.multi_indices(2, order)
+        np.testing.assert_allclose(F.psi_hat(be, Y, g, alphas, w), F.psi_hat(be, repeated, g, alphas), rtol=1e-10)
+    Sigma = np.array([[0.3, 0.1], [0.1, 0.2]])
+    assert S.gaussian_pair_mean(be, Y, Sigma, w) == pytest.approx(S.gaussian_pair_mean(be, repeated, Sigma), rel=1e-10)
+
+
+@pytest.mark.parametrize("selector", [bw.plugin_H, bw.plugin_diag, bw.scv_H])
+def test_equal_weights_change_nothing_and_zero_weights_drop_rows(selector):
+    X = X_SMALL[:60]
+    plain = selector(X, backend="cpu")
+    np.testing.assert_allclose(selector(X, weights=np.full(60, 2.5), backend="cpu"), plain, rtol=1e-6)
+    w = np.ones(70)
+    w[60:] = 0.0
+    padded = np.vstack([X, X_SMALL[60:70] + 50.0])
+    np.testing.assert_allclose(selector(padded, weights=w, backend="cpu"), plain, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [(-np.ones(60), "finite and non-negative"), (np.full(60, np.nan), "finite and non-negative"),
+     (np.ones(59), "one per row"), (np.r_[np.ones(3), np.zeros(57)], "only 3 rows have a positive weight")],
+)
+def test_bad_weights_are_named(weights, message):
+    with pytest.raises(ValueError, match=message):
+        bw.plugin_H(X_SMALL[:60], weights=weights)

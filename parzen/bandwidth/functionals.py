@@ -274,7 +274,7 @@ def laplacian_cubed_indices(d: int) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(2 * betas), multiplicity(betas)
 
 
-def dscalar_pilot(backend, Y: np.ndarray, n: float, *, scv: bool = False, dtype=None) -> float:
+def dscalar_pilot(backend, Y: np.ndarray, n: float, weights: np.ndarray | None = None, *, scv: bool = False, dtype=None) -> float:
     """The two-stage scalar pilot g for Psi_4 (Chacon & Duong 2010, section 3.3; R ``ks:::gdscalar``
     with ``r = 0, nstage = 2``; ``scv`` as ``ks::Hscv`` asks for it).
 
@@ -291,6 +291,8 @@ def dscalar_pilot(backend, Y: np.ndarray, n: float, *, scv: bool = False, dtype=
         (n, d) the pre-transformed data.
     n : float
         Sample size.
+    weights : numpy.ndarray, optional
+        Positive weights of the rows (None: equal): the weighted covariance and functionals.
     scv : bool, default False
         The pilot for smoothed cross-validation.
     dtype : None or dtype
@@ -300,7 +302,7 @@ def dscalar_pilot(backend, Y: np.ndarray, n: float, *, scv: bool = False, dtype=
     float
     """
     d = Y.shape[1]
-    S = np.atleast_2d(np.cov(Y, rowvar=False))
+    S = np.atleast_2d(np.cov(Y, rowvar=False, aweights=weights))
     alphas6 = multi_indices(d, 6)
     lap = np.sum([psi_normal_scale(alphas6 + 2 * np.eye(d, dtype=np.int64)[j], S) for j in range(d)], axis=0)
     B3 = float(multiplicity(alphas6) @ lap**2)
@@ -316,7 +318,7 @@ def dscalar_pilot(backend, Y: np.ndarray, n: float, *, scv: bool = False, dtype=
         c1, c2, c3 = 1.0, 1.0, 1.0
     g6 = (2 * B1 / (-B2 + math.sqrt(B2 * B2 + 4 * B1 * B3))) ** (1.0 / (d + 8)) * n ** (-1.0 / (d + 8))
     indices, counts = laplacian_cubed_indices(d)
-    eta6 = float(counts @ psi_hat(backend, Y, g6, indices, dtype=dtype))
+    eta6 = float(counts @ psi_hat(backend, Y, g6, indices, weights, dtype=dtype))
     L0 = (2 * np.pi) ** (-d / 2)
     A1 = c1 * (2 * d + 8) * L0 * L0 * odd_factorial(4) * nu(2, np.eye(d))
     A2 = c2 * (d + 2) * L0 * odd_factorial(4) * eta6

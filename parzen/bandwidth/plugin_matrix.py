@@ -19,7 +19,7 @@ import math
 import numpy as np
 from scipy import optimize
 
-from .._validate import Data, as_data, check_spd, check_variance
+from .._validate import Data, as_data, check_spd, check_variance, check_weights
 from ..backends import resolve_backend
 from .convention import from_matrix
 from .functionals import dscalar_pilot, full_tensor, multi_indices, pairs_of, psi_hat, samse_pilot
@@ -35,21 +35,31 @@ class PreTransformed:
         (n, d) x*.
     root : numpy.ndarray
         (d, d) S^1/2 (symmetric square root by SVD, as R ``ks:::matrix.sqrt``) or diag(sd).
-    n : int
-        The rows.
+    weights : numpy.ndarray or None
+        The positive weights of the rows kept (rows of weight 0 are left out), or None.
+    n : float
+        The rows, or with weights Kish's effective sample size (sum w)^2 / sum w^2.
     """
 
-    def __init__(self, data: Data, how: str) -> None:
-        X = data.values
-        sigma = np.atleast_2d(np.cov(X, rowvar=False))
+    def __init__(self, data: Data, weights, how: str) -> None:
+        X, w = data.values, None
+        if weights is not None:
+            w = check_weights(weights, data.n)
+            X, w = X[w > 0], w[w > 0]
+            if len(X) < data.d + 2:
+                raise ValueError(
+                    f"only {len(X)} rows have a positive weight; a plug-in bandwidth matrix needs at least d + 2 = {data.d + 2}"
+                )
+        sigma = np.atleast_2d(np.cov(X, rowvar=False, aweights=w))
         check_spd(sigma, what="the covariance matrix of X", columns=data.columns)
         if how == "sphere":
             self.root = symmetric_root(sigma)
         else:
             self.root = np.diag(np.sqrt(np.diag(sigma)))
         self.Y = X @ np.linalg.inv(self.root)
-        self.n = data.n
-        self.sigma_star = np.atleast_2d(np.cov(self.Y, rowvar=False))
+        self.weights = w
+        self.n = float(len(X)) if w is None else float(w.sum() ** 2 / (w @ w))
+        self.sigma_star = np.atleast_2d(np.cov(self.Y, rowvar=False, aweights=w))
 
     def back(self, H_star: np.ndarray) -> np.ndarray:
         """S^1/2 H* S^1/2: the matrix in data units."""
@@ -81,15 +91,15 @@ def psi4_matrix(sample: PreTransformed, *, backend, dtype, follow_ks: bool = Tru
     numpy.ndarray
         shape (d, d, d, d).
     """
-    Y, n = sample.Y, sample.n
+    Y, w, n = sample.Y, sample.weights, sample.n
     d = Y.shape[1]
     if d == 2:
         g6 = samse_pilot(sample.sigma_star, n, 6)
-        psi6 = psi_hat(backend, Y, g6, multi_indices(d, 6), dtype=dtype)
+        psi6 = psi_hat(backend, Y, g6, multi_indices(d, 6), w, dtype=dtype)
         g4 = samse_pilot(sample.sigma_star, n, 4, psi6, follow_ks=follow_ks)
     else:
-        g4 = dscalar_pilot(backend, Y, n, dtype=dtype)
-    return full_tensor(psi_hat(backend, Y, g4, multi_indices(d, 4), dtype=dtype), d, 4)
+        g4 = dscalar_pilot(backend, Y, n, w, dtype=dtype)
+    return full_tensor(psi_hat(backend, Y, g4, multi_indices(d, 4), w, dtype=dtype), d, 4)
 
 
 def amise(H: np.ndarray, psi4: np.ndarray, n: float) -> float:
@@ -151,15 +161,15 @@ def minimise_diagonal(objective, start: np.ndarray) -> np.ndarray:
     return np.diag(_bfgs(lambda t: objective(np.diag(t * t)), theta0) ** 2)
 
 
-def _sample(X, how: str) -> PreTransformed:
+def _sample(X, weights, how: str) -> PreTransformed:
     data = as_data(X)
     if data.n < data.d + 2:
         raise ValueError(f"a plug-in bandwidth matrix needs at least d + 2 = {data.d + 2} rows for {data.d}-column X, got {data.n}")
     check_variance(data)
-    return PreTransformed(data, how)
+    return PreTransformed(data, weights, how)
 
 
-def plugin_H(X, *, backend: str = "auto", dtype=None, follow_ks: bool = True) -> float | np.ndarray:
+def plugin_H(X, *, weights=None, backend: str = "auto", dtype=None, follow_ks: bool = True) -> float | np.ndarray:
     """Plug-in bandwidth matrix H (full): argmin of the estimated AMISE PI(H) (Duong & Hazelton
     2003; Chacon & Duong 2010, TEST 19, 375-398), as R ``ks::Hpi(x, binned = FALSE)``.
 
@@ -172,6 +182,10 @@ def plugin_H(X, *, backend: str = "auto", dtype=None, follow_ks: bool = True) ->
     ----------
     X : array_like of shape (n,) or (n, d)
         The sample (at least d + 2 rows, finite, covariance positive definite).
+    weights : array_like of shape (n,), optional
+        Non-negative weights of the rows (any positive scale): the functionals become the weighted
+        sums sum_{i,j} w_i w_j D phi_G(x_i - x_j) / (sum w)^2, the covariance the weighted one, and n
+        Kish's effective sample size (sum w)^2 / sum w^2, as for the weighted rules of thumb.
     backend : str, default "auto"
         Backend of the pair sums (``parzen.backends``).
     dtype : None or numpy float type
@@ -189,16 +203,17 @@ def plugin_H(X, *, backend: str = "auto", dtype=None, follow_ks: bool = True) ->
     ------
     ValueError
         If X or the weights are invalid (fewer than d + 2 rows, non-finite values, a constant column,
-        a singular covariance).
+        a singular covariance), or the weights are (negative or non-finite values, another number
+        than rows, fewer than d + 2 positive ones).
     """
-    sample = _sample(X, "sphere")
+    sample = _sample(X, weights, "sphere")
     psi4 = psi4_matrix(sample, backend=resolve_backend(backend), dtype=dtype, follow_ks=follow_ks)
     H_star = minimise_full(lambda H: amise(H, psi4, sample.n), normal_scale_start(sample))
-    report("plugin_H", "exact", n=len(sample.Y))
+    report("plugin_H", "exact", n=round(sample.n))
     return from_matrix(sample.back(H_star))
 
 
-def plugin_diag(X, *, backend: str = "auto", dtype=None, follow_ks: bool = True) -> float | np.ndarray:
+def plugin_diag(X, *, weights=None, backend: str = "auto", dtype=None, follow_ks: bool = True) -> float | np.ndarray:
     """Plug-in diagonal bandwidth matrix: argmin over diagonal H of the estimated AMISE PI(H)
     (Duong & Hazelton 2003; Chacon & Duong 2010), as R ``ks::Hpi.diag(x, binned = FALSE)``.
 
@@ -209,7 +224,7 @@ def plugin_diag(X, *, backend: str = "auto", dtype=None, follow_ks: bool = True)
 
     Parameters
     ----------
-    X, backend, dtype, follow_ks
+    X, weights, backend, dtype, follow_ks
         As in :func:`plugin_H`.
 
     Returns
@@ -222,7 +237,7 @@ def plugin_diag(X, *, backend: str = "auto", dtype=None, follow_ks: bool = True)
     ValueError
         As :func:`plugin_H`.
     """
-    sample = _sample(X, "scale")
+    sample = _sample(X, weights, "scale")
     psi4 = psi4_matrix(sample, backend=resolve_backend(backend), dtype=dtype, follow_ks=follow_ks)
     if psi4.shape[0] == 2:
         psi40, psi22, psi04 = psi4[0, 0, 0, 0], psi4[0, 0, 1, 1], psi4[1, 1, 1, 1]
@@ -232,5 +247,5 @@ def plugin_diag(X, *, backend: str = "auto", dtype=None, follow_ks: bool = True)
         H_star = np.diag([h1 * h1, h2 * h2])
     else:
         H_star = minimise_diagonal(lambda H: amise(H, psi4, sample.n), normal_scale_start(sample))
-    report("plugin_diag", "exact", n=len(sample.Y))
+    report("plugin_diag", "exact", n=round(sample.n))
     return from_matrix(sample.back(H_star))

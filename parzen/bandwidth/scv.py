@@ -25,8 +25,9 @@ from .method import report
 from .plugin_matrix import PreTransformed, _sample, amise, minimise_full, normal_scale_start
 
 
-def gaussian_pair_mean(backend, Y: np.ndarray, Sigma: np.ndarray, *, dtype=None) -> float:
-    """Q(Sigma) = n^-2 sum_{i,j} phi_Sigma(y_i - y_j), the pairs i = j included.
+def gaussian_pair_mean(backend, Y: np.ndarray, Sigma: np.ndarray, weights: np.ndarray | None = None, *, dtype=None) -> float:
+    """Q(Sigma) = sum_{i,j} w_i w_j phi_Sigma(y_i - y_j), the pairs i = j included, w_i = 1/n or the
+    weights divided by their sum.
 
     Parameters
     ----------
@@ -35,6 +36,8 @@ def gaussian_pair_mean(backend, Y: np.ndarray, Sigma: np.ndarray, *, dtype=None)
         (n, d).
     Sigma : numpy.ndarray
         (d, d) positive definite.
+    weights : numpy.ndarray, optional
+        Positive weights of the rows (None: equal).
     dtype : None or dtype
 
     Returns
@@ -42,23 +45,25 @@ def gaussian_pair_mean(backend, Y: np.ndarray, Sigma: np.ndarray, *, dtype=None)
     float
     """
     n, d = Y.shape
+    w = np.full(n, 1.0 / n) if weights is None else weights / weights.sum()
     L = linalg.cholesky(Sigma, lower=True)
     Z = linalg.solve_triangular(L, Y.T, lower=True).T
-    pairs = float(backend.pair_sum_hermite(Z, np.zeros((1, d), dtype=np.int64), dtype=dtype)[0])
-    return (2.0 * pairs + n) / (n * n) * (2 * np.pi) ** (-d / 2) / float(np.prod(np.diag(L)))
+    pairs = float(backend.pair_sum_hermite(Z, np.zeros((1, d), dtype=np.int64), w, dtype=dtype)[0])
+    return (2.0 * pairs + float(w @ w)) * (2 * np.pi) ** (-d / 2) / float(np.prod(np.diag(L)))
 
 
-def scv_objective(H: np.ndarray, G: np.ndarray, backend, Y: np.ndarray, n: float, *, dtype=None) -> float:
+def scv_objective(H: np.ndarray, G: np.ndarray, backend, sample: PreTransformed, *, dtype=None) -> float:
     """SCV(H) of the module docstring (``ks:::scv.mat``, ``r = 0``); inf where H is not positive definite."""
     d = H.shape[0]
     if not np.all(np.linalg.eigvalsh(H) > 0):
         return math.inf
+    Y, w = sample.Y, sample.weights
     bias = (
-        gaussian_pair_mean(backend, Y, 2 * H + 2 * G, dtype=dtype)
-        - 2 * gaussian_pair_mean(backend, Y, H + 2 * G, dtype=dtype)
-        + gaussian_pair_mean(backend, Y, 2 * G, dtype=dtype)
+        gaussian_pair_mean(backend, Y, 2 * H + 2 * G, w, dtype=dtype)
+        - 2 * gaussian_pair_mean(backend, Y, H + 2 * G, w, dtype=dtype)
+        + gaussian_pair_mean(backend, Y, 2 * G, w, dtype=dtype)
     )
-    return (4 * np.pi) ** (-d / 2) / (n * math.sqrt(np.linalg.det(H))) + max(bias, 0.0)
+    return (4 * np.pi) ** (-d / 2) / (sample.n * math.sqrt(np.linalg.det(H))) + max(bias, 0.0)
 
 
 def amse_pilot(sample: PreTransformed, backend, *, dtype=None) -> float:
@@ -69,14 +74,14 @@ def amse_pilot(sample: PreTransformed, backend, *, dtype=None) -> float:
     C12 = 3/4 (4 pi)^(-d/2) vec(H (x) I_d (x) H)^T Psi_6, C22 = (4 pi)^(-d) (4 tr H^2 + (d + 8) (tr H)^2) / 64,
     g = (2 (d + 4) C22 / (n (-(d + 2) C12 + sqrt((d + 2)^2 C12^2 + 8 (d + 4) C11 C22))))^(1/(d+6)).
     """
-    Y, n = sample.Y, sample.n
+    Y, w, n = sample.Y, sample.weights, sample.n
     d = Y.shape[1]
     sigma = sample.sigma_star
     g4 = samse_pilot(sigma, n, 4)
-    psi4 = full_tensor(psi_hat(backend, Y, g4, multi_indices(d, 4), dtype=dtype), d, 4)
+    psi4 = full_tensor(psi_hat(backend, Y, g4, multi_indices(d, 4), w, dtype=dtype), d, 4)
     H = minimise_full(lambda A: amise(A, psi4, n), normal_scale_start(sample))
     g6 = samse_pilot(sigma, n, 6)
-    psi6 = full_tensor(psi_hat(backend, Y, g6, multi_indices(d, 6), dtype=dtype), d, 6)
+    psi6 = full_tensor(psi_hat(backend, Y, g6, multi_indices(d, 6), w, dtype=dtype), d, 6)
     C11 = 0.25 * float(np.einsum("abcdef,ag,fh,gbcdeh->", psi6, H, H, psi6))
     C12 = 0.75 * (4 * np.pi) ** (-d / 2) * float(np.einsum("abckke,ab,ce->", psi6, H, H))
     C22 = (4 * np.pi) ** (-d) * (4 * np.trace(H @ H) + (d + 8) * np.trace(H) ** 2) / 64
@@ -84,7 +89,7 @@ def amse_pilot(sample: PreTransformed, backend, *, dtype=None) -> float:
     return (2 * (d + 4) * C22 / (den * n)) ** (1.0 / (d + 6))
 
 
-def scv_H(X, *, backend: str = "auto", dtype=None) -> float | np.ndarray:
+def scv_H(X, *, weights=None, backend: str = "auto", dtype=None) -> float | np.ndarray:
     """Smoothed cross-validation bandwidth matrix H (full): argmin of SCV(H) (Chacon & Duong 2011,
     Electronic Journal of Statistics 5, 1-23), as R ``ks::Hscv(x, binned = FALSE)``.
 
@@ -98,6 +103,9 @@ def scv_H(X, *, backend: str = "auto", dtype=None) -> float | np.ndarray:
     ----------
     X : array_like of shape (n,) or (n, d)
         The sample (at least d + 2 rows, finite, covariance positive definite).
+    weights : array_like of shape (n,), optional
+        Non-negative weights of the rows: weighted pair sums, covariance and Kish's n, as in
+        :func:`parzen.bandwidth.plugin_H`.
     backend : str, default "auto"
         Backend of the pair sums (``parzen.backends``).
     dtype : None or numpy float type
@@ -111,13 +119,14 @@ def scv_H(X, *, backend: str = "auto", dtype=None) -> float | np.ndarray:
     Raises
     ------
     ValueError
-        If X is invalid (fewer than d + 2 rows, non-finite values, a constant column, a singular covariance).
+        If X is invalid (fewer than d + 2 rows, non-finite values, a constant column, a singular
+        covariance) or the weights are (as :func:`parzen.bandwidth.plugin_H`).
     """
-    sample = _sample(X, "sphere")
+    sample = _sample(X, weights, "sphere")
     be = resolve_backend(backend)
     d = sample.Y.shape[1]
-    g = amse_pilot(sample, be, dtype=dtype) if d == 2 else dscalar_pilot(be, sample.Y, sample.n, scv=True, dtype=dtype)
+    g = amse_pilot(sample, be, dtype=dtype) if d == 2 else dscalar_pilot(be, sample.Y, sample.n, sample.weights, scv=True, dtype=dtype)
     G = g * g * np.eye(d)
-    H_star = minimise_full(lambda H: scv_objective(H, G, be, sample.Y, sample.n, dtype=dtype), normal_scale_start(sample))
-    report("scv_H", "exact", n=sample.n)
+    H_star = minimise_full(lambda H: scv_objective(H, G, be, sample, dtype=dtype), normal_scale_start(sample))
+    report("scv_H", "exact", n=round(sample.n))
     return from_matrix(sample.back(H_star))
