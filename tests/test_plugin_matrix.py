@@ -170,3 +170,31 @@ def test_equal_weights_change_nothing_and_zero_weights_drop_rows(selector):
 def test_bad_weights_are_named(weights, message):
     with pytest.raises(ValueError, match=message):
         bw.plugin_H(X_SMALL[:60], weights=weights)
+
+
+@pytest.mark.parametrize("scale", ["sd", "minim"])
+def test_weighted_plugin_with_equal_weights_is_the_unweighted_one_and_zero_weights_drop_rows(scale):
+    x = load("faithful")["waiting"].to_numpy()
+    plain = bw.plugin(x, scale=scale, method="exact", backend="cpu")
+    assert bw.plugin(x, weights=np.full(x.size, 0.3), scale=scale, method="exact", backend="cpu") == pytest.approx(plain, rel=1e-10)
+    w = np.r_[np.ones(x.size), np.zeros(5)]
+    padded = np.r_[x, np.full(5, 500.0)]
+    assert bw.plugin(padded, weights=w, scale="sd", method="exact", backend="numpy") == pytest.approx(bw.plugin(x, method="exact"), rel=1e-10)
+
+
+def test_weighted_plugin_functionals_are_those_of_repeated_rows():
+    """With integer weights, the weighted Psi_6 and Psi_4 (at the stages' pilots) equal psi_functional
+    of the rows repeated that many times (1e-10): sum_{a,b} c_a c_b K(x_a - x_b) = N^2 sum w_a w_b K.
+    The stages' pilots and h differ from the repeated rows' through n (Kish's, not N)."""
+    x = load("faithful")["eruptions"].to_numpy()[:100]
+    counts = np.random.default_rng(3).integers(1, 4, size=100)
+    stages = bw.plugin_stages(x, weights=counts, method="exact", backend="cpu")
+    repeated = np.repeat(x, counts)
+    assert stages.psi6 == pytest.approx(bw.psi_functional(repeated, 6, stages.g1, backend="numpy"), rel=1e-10)
+    assert stages.psi4 == pytest.approx(bw.psi_functional(repeated, 4, stages.g2, backend="numpy"), rel=1e-10)
+
+
+def test_weighted_plugin_refuses_the_binned_path():
+    x = load("faithful")["waiting"].to_numpy()
+    with pytest.raises(ValueError, match="weighted PLUGIN is computed exactly"):
+        bw.plugin(x, weights=np.ones(x.size), method="binned")
