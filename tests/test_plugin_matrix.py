@@ -198,3 +198,27 @@ def test_weighted_plugin_refuses_the_binned_path():
     x = load("faithful")["waiting"].to_numpy()
     with pytest.raises(ValueError, match="weighted PLUGIN is computed exactly"):
         bw.plugin(x, weights=np.ones(x.size), method="binned")
+
+
+@pytest.mark.parametrize("X", [load("faithful")["waiting"].to_numpy()[:150], load("faithful").to_numpy()[:150]], ids=["1-D", "2-D"])
+def test_weighted_lscv_h_with_equal_weights_is_the_unweighted_one_and_zero_weights_drop_rows(X):
+    plain = bw.lscv_h(X, method="exact", backend="cpu")
+    np.testing.assert_allclose(bw.lscv_h(X, weights=np.full(len(X), 4.0), method="exact", backend="cpu"), plain, rtol=1e-8)
+    w = np.r_[np.ones(len(X)), np.zeros(3)]
+    padded = np.r_[X, X[:3] + 100.0]
+    np.testing.assert_allclose(bw.lscv_h(padded, weights=w, method="exact", backend="numpy"), plain, rtol=1e-8)
+
+
+def test_weighted_lscv_h_weights_count_against_the_rest():
+    """Doubling the weight of one half moves h towards what that half alone gives (h is not the unweighted one)."""
+    x = load("faithful")["waiting"].to_numpy()[:150]
+    w = np.where(np.arange(150) < 75, 5.0, 1.0)
+    assert bw.lscv_h(x, weights=w, method="exact") != pytest.approx(bw.lscv_h(x, method="exact"), rel=1e-3)
+
+
+def test_weighted_lscv_h_refuses_the_binned_path_and_chunked_data():
+    x = load("faithful")["waiting"].to_numpy()
+    with pytest.raises(ValueError, match="weighted LSCV_h is computed exactly"):
+        bw.lscv_h(x, weights=np.ones(x.size), method="binned")
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        bw.lscv_h(x, weights=-np.ones(x.size))
