@@ -6,4 +6,7 @@ tests/test_cold_start.py checks that they are the keys of :data:`parzen.bandwidt
 """
 
 #: The keys of :data:`parzen.bandwidth.SELECTORS`, in the same order.
-SELECTOR_NAMES = ("plugin", "lscv_h", "lscv_H", "lscv_diag", "scott", "silverman", "normal_scale", "isj")
+SELECTOR_NAMES = (
+    "plugin", "lscv_h", "lscv_H", "lscv_diag", "plugin_H", "plugin_diag", "scv_H", "scott", "silverman", "normal_scale",
+    "isj",
+)

@@ -27,14 +27,19 @@ def quiet(f, *args, **kwargs):
 
 
 def test_registry_records():
-    assert list(SELECTORS) == ["plugin", "lscv_h", "lscv_H", "lscv_diag", "scott", "silverman", "normal_scale", "isj"]
+    assert list(SELECTORS) == [
+        "plugin", "lscv_h", "lscv_H", "lscv_diag", "plugin_H", "plugin_diag", "scv_H", "scott", "silverman", "normal_scale",
+        "isj",
+    ]
     for name, selector in SELECTORS.items():
         assert selector.name == name and selector.description
         assert selector.function is getattr(bw, name)
         assert selector.supports(1)
         assert selector.form in (*FORMS, None)
     assert [n for n, s in SELECTORS.items() if not s.supports(2)] == ["plugin", "isj"]
-    assert [n for n, s in SELECTORS.items() if s.weighted] == ["scott", "silverman", "normal_scale"]
+    assert [n for n, s in SELECTORS.items() if s.weighted] == [
+        "plugin", "lscv_h", "plugin_H", "plugin_diag", "scv_H", "scott", "silverman", "normal_scale",
+    ]
     assert SELECTORS["lscv_H"].options >= {"backend", "dtype", "progress", "start", "max_evaluations"}
     assert SELECTORS["scott"].options == {"weights", "progress"}  # progress: over the passes of chunked data
 
@@ -112,12 +117,12 @@ def test_select_errors_name_what_would_work():
         bw.select("magic", X1)
     with pytest.raises(
         ValueError,
-        match=r"bandwidth='plugin' is univariate but X has 2 columns; use 'lscv_H', 'lscv_diag', 'lscv_h', 'scott', "
-        r"'silverman' or 'normal_scale'",
+        match=r"bandwidth='plugin' is univariate but X has 2 columns; use 'lscv_H', 'plugin_H', 'scv_H', 'lscv_diag', "
+        r"'plugin_diag', 'lscv_h', 'scott', 'silverman' or 'normal_scale'",
     ):
         bw.select("plugin", X2)
-    with pytest.raises(ValueError, match=r"with weights use 'scott', 'silverman', 'normal_scale' or a numeric bandwidth"):
-        bw.select("lscv_h", X1, weights=np.ones(40))
+    with pytest.raises(ValueError, match=r"with weights use 'plugin', 'lscv_h', 'plugin_H', 'plugin_diag', 'scv_H', 'scott', 'silverman', 'normal_scale' or a numeric bandwidth"):
+        bw.select("lscv_H", X2, weights=np.ones(40))
     w = np.linspace(1.0, 2.0, 40)
     assert bw.select("scott", X1, weights=w) == bw.scott(X1, weights=w)
 

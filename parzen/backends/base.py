@@ -265,6 +265,63 @@ class KDEBackend(abc.ABC):
         union = self.pair_sum_sq(np.concatenate([X, Y]), kind, params, dtype=dtype)
         return union - self.pair_sum_sq(X, kind, params, dtype=dtype) - self.pair_sum_sq(Y, kind, params, dtype=dtype)
 
+    def pair_sum_hermite(self, Y: np.ndarray, alphas: np.ndarray, weights: np.ndarray | None = None, *, dtype=None) -> np.ndarray:
+        """For each multi-index alpha: sum_{i<j} w_i w_j exp(-|u|^2 / 2) prod_k He_{alpha_k}(u_k),
+        u = y_i - y_j, He_m the probabilists' Hermite polynomials.
+
+        The pair sums of the multivariate density-derivative functionals Psi_alpha (Chacon &
+        Duong 2010, eq. 5; docs/statistics.md, "Multivariate plug-in"): with a pilot G = g^2 I and
+        y = x / g, the alpha-th partial derivative of phi_G at x_i - x_j is
+        (2 pi)^(-d/2) g^(-d-|alpha|) (-1)^|alpha| exp(-|u|^2/2) prod_k He_{alpha_k}(u_k).  Only
+        even |alpha| (the term is then symmetric in i, j); the caller adds the diagonal i = j and
+        the constants (:mod:`parzen.bandwidth.functionals`).  Here in float64 NumPy over tiles of
+        the pair triangle (never an n x n array), as :class:`parzen.backends.NumpyBackend`'s sums;
+        the cpu backend sums it in Numba.
+
+        Parameters
+        ----------
+        Y : ndarray of shape (n, d)
+            Rows already divided by the pilot scale g.
+        alphas : ndarray of shape (m, d)
+            Non-negative integer multi-indices, each of even total order at most 8.
+        weights : ndarray of shape (n,), optional
+            w_i (None: all 1).
+        dtype : None or dtype
+            Compute type (None: the backend's default).
+
+        Returns
+        -------
+        ndarray of shape (m,), float64
+
+        Raises
+        ------
+        ValueError
+            For a multi-index of odd or too high order, or one with another number of columns than Y.
+        """
+        Y, alphas = hermite_arguments(Y, alphas)
+        w = None if weights is None else np.asarray(weights, dtype=np.float64)
+        tile = 512
+        n = len(Y)
+        out = np.zeros(len(alphas))
+        for i0 in range(0, n, tile):
+            rows = slice(i0, min(i0 + tile, n))
+            for j0 in range(i0, n, tile):
+                cols = slice(j0, min(j0 + tile, n))
+                U = Y[rows, None, :] - Y[None, cols, :]
+                keep = np.triu(np.ones(U.shape[:2], dtype=bool), 1) if i0 == j0 else np.ones(U.shape[:2], dtype=bool)
+                U = U[keep]
+                base = np.exp(-0.5 * (U * U).sum(axis=1))
+                if w is not None:
+                    base = base * (w[rows, None] * w[None, cols])[keep]
+                table = hermite_table(U, int(alphas.max(initial=0)))
+                for m, alpha in enumerate(alphas):
+                    term = base.copy()
+                    for k, a in enumerate(alpha):
+                        if a:
+                            term *= table[a, :, k]
+                    out[m] += term.sum()
+        return out
+
     def prepare_pair_sum_1d(self, x: np.ndarray, *, dtype=None) -> PairSums1D:
         """:class:`PairSums1D` over x, for a computation that sums over the same data at several
         scales (PLUGIN's two stages).  Here: :meth:`pair_sum_1d` at each call; the GPU keeps
@@ -446,3 +503,64 @@ def binning_rows(X, spec: GridSpec, weights=None) -> tuple[np.ndarray, np.ndarra
     if w.shape != (len(values),):
         raise ValueError(f"weights must have one value per row ({len(values)}), got shape {w.shape}")
     return np.ascontiguousarray(values), w
+
+
+#: Highest total order of a multi-index that :meth:`KDEBackend.pair_sum_hermite` sums.
+MAX_HERMITE_ORDER = 8
+
+
+def hermite_arguments(Y, alphas) -> tuple[np.ndarray, np.ndarray]:
+    """The rows and multi-indices of a :meth:`KDEBackend.pair_sum_hermite` call, checked.
+
+    Parameters
+    ----------
+    Y, alphas
+        As in :meth:`KDEBackend.pair_sum_hermite`.
+
+    Returns
+    -------
+    Y : numpy.ndarray
+        (n, d) C-contiguous float64.
+    alphas : numpy.ndarray
+        (m, d) C-contiguous int64.
+
+    Raises
+    ------
+    ValueError
+        For a multi-index of odd or too high total order, a negative entry, or another number of columns than Y.
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    Y = np.ascontiguousarray(Y.reshape(len(Y), -1))
+    alphas = np.ascontiguousarray(np.atleast_2d(np.asarray(alphas, dtype=np.int64)))
+    orders = alphas.sum(axis=1)
+    if alphas.shape[1] != Y.shape[1] or np.any(alphas < 0) or np.any(orders % 2) or np.any(orders > MAX_HERMITE_ORDER):
+        raise ValueError(
+            f"alphas must be multi-indices of {Y.shape[1]} non-negative integers of even total order at most "
+            f"{MAX_HERMITE_ORDER}; got {alphas.tolist()}"
+        )
+    return Y, alphas
+
+
+def hermite_table(U: np.ndarray, order: int) -> np.ndarray:
+    """He_0..He_order (probabilists' Hermite polynomials) at every entry of U, by the recurrence
+    He_{m+1}(u) = u He_m(u) - m He_{m-1}(u).
+
+    Parameters
+    ----------
+    U : numpy.ndarray
+        Any shape.
+    order : int
+        The highest degree.
+
+    Returns
+    -------
+    numpy.ndarray
+        (order + 1, *U.shape).
+    """
+    table = np.empty((order + 1, *U.shape))
+    table[0] = 1.0
+    if order >= 1:
+        table[1] = U
+    for m in range(1, order):
+        table[m + 1] = U * table[m] - m * table[m - 1]
+    return table

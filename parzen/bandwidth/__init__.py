@@ -6,7 +6,9 @@
 - :func:`isj`: the improved Sheather-Jones fixed point of Botev et al. (univariate, binned DCT);
 - :func:`lscv_h`, :func:`lscv_H`, :func:`lscv_diag`: least-squares cross-validation,
   with their criteria :func:`lscv_h_objective` and :func:`lscv_H_objective`, and LSCV_h's
-  multiplier of Sigma, :func:`lscv_h_factor`.
+  multiplier of Sigma, :func:`lscv_h_factor`;
+- :func:`plugin_H`, :func:`plugin_diag`: multivariate plug-in matrices (R ``ks::Hpi``,
+  ``ks::Hpi.diag``), and :func:`scv_H`: smoothed cross-validation (``ks::Hscv``), exact.
 
 Every selector returns the bandwidth in data units: a float h for 1-D data (the kernel's
 standard deviation), a d x d matrix H otherwise (the kernel's covariance); see
@@ -35,8 +37,10 @@ from .lscv import (
 )
 from .method import METHODS, MethodUsed, choose_method
 from .plugin import PluginStages, plugin, plugin_stages, psi_functional
+from .plugin_matrix import plugin_diag, plugin_H
 from .registry import SELECTORS, Selection, Selector, default_selector, select, selection
 from .rules import normal_scale, scott, silverman
+from .scv import scv_H
 
 __all__ = [
     "METHODS",
@@ -60,12 +64,15 @@ __all__ = [
     "lscv_method",
     "normal_scale",
     "plugin",
+    "plugin_H",
     "plugin_cdf",
+    "plugin_diag",
     "plugin_stages",
     "predicted_evaluations",
     "psi_functional",
     "reference_h0",
     "scott",
+    "scv_H",
     "select",
     "selection",
     "silverman",

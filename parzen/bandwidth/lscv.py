@@ -26,6 +26,8 @@ from .._validate import (
     Data,
     as_data,
     check_spd,
+    check_variance,
+    check_weights,
     covariance,
     covariance_factor,
     standardised,
@@ -179,6 +181,41 @@ def lscv_h_objective(
     return float(values[0]) if np.ndim(h) == 0 else values
 
 
+def _weighted_lscv_sample(X, weights, method: str, backend, dtype):
+    """(n_e, d, Sigma, units, L, pair_sums) of weighted data for LSCV_h, exact.
+
+    With w normalised to sum 1 and Kish's n_e = 1 / sum w_i^2, the weighted criterion
+    h^-d |S|^-1/2 [2 sum_{i<j} w_i w_j T + sum w_i^2 R(K)] is :func:`_criterion` with n = n_e and
+    the pair sums n_e^2 sum_{i<j} w_i w_j e^(-s/(4h^2)) (and e^(-s/(2h^2))), summed by
+    :meth:`parzen.backends.KDEBackend.pair_sum_hermite` (alpha = 0) on the rows scaled by
+    1/(sqrt(2) h) and 1/h; Sigma is the weighted covariance.  Equal weights give the unweighted criterion."""
+    data = as_data(X)
+    w = check_weights(weights, data.n)
+    data = Data(data.values[w > 0], data.columns)
+    w = w[w > 0] / w[w > 0].sum()
+    if data.n < 2:
+        raise ValueError("only one row has a positive weight; a weighted bandwidth needs at least 2 rows with positive weights")
+    if lscv_method(method, data.n, data.d) == "binned":
+        raise ValueError(f"weighted LSCV_h is computed exactly (every pair), and n = {data.n} is past the exact limit of "
+                         "method='auto'; pass method='exact', or use normal_scale, scott or silverman")
+    warn_if_repeated_rows(data, method="LSCV_h")
+    check_variance(data, name="the rows with positive weights of X")
+    data, units = standardised(data)
+    sigma = np.atleast_2d(np.cov(data.values, rowvar=False, aweights=w))
+    L = check_spd(sigma, what="the weighted covariance matrix of X", columns=data.columns)
+    Y = _whiten(data.values, L)
+    n_e = 1.0 / float(w @ w)
+    be = resolve_backend(backend, dtype, work=0.5 * data.n * data.n)
+    zero = np.zeros((1, data.d), dtype=np.int64)
+
+    def pair_sums(_L: np.ndarray, h) -> np.ndarray:
+        h = np.atleast_1d(np.asarray(h, dtype=np.float64))
+        sums = [[be.pair_sum_hermite(Y / (scale * hk), zero, w, dtype=dtype)[0] for scale in (math.sqrt(2.0), 1.0)] for hk in h]
+        return n_e * n_e * np.array(sums)
+
+    return n_e, data.d, sigma, units, L, pair_sums
+
+
 def _lscv_h_values(Y: np.ndarray, h: np.ndarray, sqrt_det: float, backend, dtype) -> np.ndarray:
     n, d = Y.shape
     sums = resolve_backend(backend, dtype, work=0.5 * n * n * h.size).pair_sum_sq(Y, "lscv", h, dtype=dtype)
@@ -237,7 +274,7 @@ def lscv_H_objective(
     return float(_lscv_h_values(_whiten(data.values, L), np.ones(1), float(np.prod(np.diag(L))), backend, dtype)[0])
 
 
-def reference_h0(n: int, d: int) -> float:
+def reference_h0(n: float, d: int) -> float:
     """Normal-reference scalar bandwidth for sphered data: (4 / ((d + 2) n))^(1/(d+4)).
 
     Centres the LSCV_h search range [h0/4, 4 h0] (paper 000 in docs/statistics.md, eqs. 28-29;
@@ -245,8 +282,10 @@ def reference_h0(n: int, d: int) -> float:
 
     Parameters
     ----------
-    n, d : int
-        Rows and columns of the data.
+    n : float
+        Rows of the data (Kish's effective size for weighted data).
+    d : int
+        Columns.
 
     Returns
     -------
@@ -260,6 +299,7 @@ def reference_h0(n: int, d: int) -> float:
 def lscv_h_factor(
     X,
     *,
+    weights=None,
     grid: int = 150,
     refine: bool = True,
     backend: str = "auto",
@@ -289,6 +329,11 @@ def lscv_h_factor(
     ----------
     X : array_like of shape (n,) or (n, d)
         The sample (at least 2 rows, finite, covariance positive definite).
+    weights : array_like of shape (n,), optional
+        Non-negative weights of the rows (in memory, exact only): the criterion
+        h^-d |Sigma|^-1/2 [2 sum_{i<j} w_i w_j T + sum w_i^2 R(K)] with w normalised, Sigma the
+        weighted covariance and n (in h0) Kish's effective sample size (sum w)^2 / sum w^2; equal
+        weights give the unweighted answer.  ``method="binned"``, or "auto" past its exact limit, raises.
     grid : int, default 150
         Candidates of the first grid over [h0/4, 4 h0] (at least 3).
     refine : bool, default True
@@ -319,9 +364,9 @@ def lscv_h_factor(
     ------
     ValueError
         If ``grid`` < 3, X is invalid, ``method`` is unknown, or binned with d > 4 or a grid
-        too large.
+        too large; or the weights are invalid or come with the binned method or chunked data.
     """
-    return _lscv_h_search(X, grid, refine, backend, dtype, progress, method, grid_size, tolerance)[0]
+    return _lscv_h_search(X, grid, refine, backend, dtype, progress, method, grid_size, tolerance, weights)[0]
 
 
 @dataclass(frozen=True)
@@ -365,19 +410,26 @@ def _report_lscv(selector: str, binned: BinnedPairWeights | None, n: int, tolera
 
 def _lscv_h_search(
     X, grid: int, refine: bool, backend, dtype, progress: bool, method: str = "auto", grid_size=None,
-    tolerance: float = DEFAULT_TOLERANCE,
+    tolerance: float = DEFAULT_TOLERANCE, weights=None,
 ) -> tuple[float, np.ndarray, np.ndarray]:
     """LSCV_h's multiplier h, with the standardised data's Sigma and the units that scale it back
     (:func:`parzen._validate.standardised`): what :func:`lscv_h_factor` and :func:`lscv_h` share."""
     if grid < 3:
         raise ValueError(f"grid must have at least 3 points, got {grid}")
     chunked = as_chunked(X)
-    if chunked is not None:  # binned from the moments' pass and a binning pass (and one for the range, d > 1)
+    if weights is not None:
+        if chunked is not None:
+            raise ValueError(f"weights= was given for {chunked.description}, which is read in chunks; weighted LSCV_h "
+                             "needs the rows in memory (or use normal_scale, scott or silverman with a weights column)")
+        n, d, sigma, units, L, pair_sums = _weighted_lscv_sample(X, weights, method, backend, dtype)
+        h0 = reference_h0(n, d)
+        binned: BinnedPairWeights | None = None
+    elif chunked is not None:  # binned from the moments' pass and a binning pass (and one for the range, d > 1)
         sample = _chunked_sample(chunked, method, progress)
         n, d, units, sigma = sample.n, sample.d, sample.units, sample.sigma
         L = check_spd(sigma, what=f"the covariance matrix of {chunked.description}", columns=chunked.columns)
         h0 = reference_h0(n, d)
-        binned: BinnedPairWeights | None = chunked_pair_weights(
+        binned = chunked_pair_weights(
             chunked, sample.moments, L, L, h_ref=h0, tolerance=tolerance, grid_size=grid_size,
             shrink_to_fit=method == "auto", max_sd=4 * h0, progress=progress,
         )
@@ -392,10 +444,10 @@ def _lscv_h_search(
             method, n, d, centred, h_ref=h0, frame=L, tolerance=tolerance, grid_size=grid_size, max_sd=4 * h0
         )
     sqrt_det = float(np.prod(np.diag(L)))
-    _report_lscv("lscv_h", binned, n, tolerance if grid_size is None else None)
+    _report_lscv("lscv_h", binned, round(n), tolerance if grid_size is None else None)
     if binned is not None:
         pair_sums = binned.pair_sums
-    else:
+    elif weights is None:
         # the grid and the refinement share the rows y = L^-1 (x - mean), whitened once where the
         # backend computes (on the GPU: the centred data go up once and are whitened there)
         be = resolve_backend(backend, dtype, work=0.5 * n * n * grid)
@@ -428,7 +480,7 @@ def _lscv_h_search(
 
 @single_threaded_blas
 def lscv_h(
-    X, *, grid: int = 150, refine: bool = True, backend: str = "auto", dtype=None, progress: bool = False,
+    X, *, weights=None, grid: int = 150, refine: bool = True, backend: str = "auto", dtype=None, progress: bool = False,
     method: str = "auto", grid_size=None, tolerance: float = DEFAULT_TOLERANCE,
 ) -> float | np.ndarray:
     """LSCV_h bandwidth in data units: the minimiser of :func:`lscv_h_factor`, h, as h * sd (1-D)
@@ -442,7 +494,7 @@ def lscv_h(
     ----------
     X : array_like of shape (n,) or (n, d)
         The sample (at least 2 rows, finite, covariance positive definite).
-    grid, refine, backend, dtype, progress, method, grid_size, tolerance
+    weights, grid, refine, backend, dtype, progress, method, grid_size, tolerance
         As in :func:`lscv_h_factor`.
 
     Returns
@@ -455,7 +507,7 @@ def lscv_h(
     ValueError
         As :func:`lscv_h_factor`.
     """
-    h, sigma, units = _lscv_h_search(X, grid, refine, backend, dtype, progress, method, grid_size, tolerance)
+    h, sigma, units = _lscv_h_search(X, grid, refine, backend, dtype, progress, method, grid_size, tolerance, weights)
     return from_factor(h, sigma * np.outer(units, units))  # Sigma without overflow at any scale, scaled back exactly
 
 

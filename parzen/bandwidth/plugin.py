@@ -14,15 +14,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import as_data, check_variance, choose, power_of_two, standardised
+from .._validate import Data, as_data, check_variance, check_weights, choose, power_of_two, standardised
 from ..backends import resolve_backend
+from ..backends.reference import derivative_order
 from ..binned.chunked import binned_quantiles, checked_moments, chunked_binner, is_weighted, units_of
 from ..binned.grid import BinCounts, GridSpec
 from ..binned.plugin import binned_pilot_stages, check_grid_size, check_tolerance
 from ..binned.source import ChunkedData, as_chunked
 from ..kernels import GAUSS_MU2, GAUSS_RK, gauss_derivative_at_zero
 from .method import METHODS, choose_method, report
-from .rules import NORMAL_IQR
+from .rules import NORMAL_IQR, _weighted_quantiles
 
 #: Orders r of the functionals Psi_r = int f^(r) f that psi_functional estimates.
 _PSI_ORDERS = (0, 2, 4, 6, 8)
@@ -94,7 +95,7 @@ def psi_functional(x: np.ndarray, order: int, g: float, *, backend="auto", dtype
     return float(_psi(be.prepare_pair_sum_1d(x, dtype=dtype).sum, x.size, order, g))
 
 
-def _psi(pair_sum, n: int, order: int, g):
+def _psi(pair_sum, n: float, order: int, g):
     """Psi_r(g) from ``pair_sum(kind, g)``, the backend's 1-D pair sum over the data.
 
     Plain arithmetic on what ``pair_sum`` returns (a float, or a device number: see
@@ -106,6 +107,7 @@ def _psi(pair_sum, n: int, order: int, g):
 def plugin_stages(
     x,
     *,
+    weights=None,
     scale: str = "sd",
     backend: str = "auto",
     dtype=None,
@@ -120,7 +122,7 @@ def plugin_stages(
     ----------
     x : array_like of shape (n,), or ChunkedData
         The univariate sample.
-    scale, backend, dtype, method, grid_size, tolerance, progress
+    weights, scale, backend, dtype, method, grid_size, tolerance, progress
         As in :func:`plugin`.
 
     Returns
@@ -141,6 +143,11 @@ def plugin_stages(
     chunked = as_chunked(x)
     column = data = None
     sample: _Sample | None = None
+    if weights is not None:
+        if chunked is not None:
+            raise ValueError(f"weights= was given for {chunked.description}, which is read in chunks; weighted PLUGIN "
+                             "needs the rows in memory (or use normal_scale, scott or silverman with a weights column)")
+        return _weighted_stages(x, weights, scale, backend, dtype, method)
     if chunked is not None:
         sample = _chunked_sample(chunked, scale, progress)
         n = sample.n
@@ -314,6 +321,48 @@ def _chunked_sample(data: ChunkedData, scale: str, progress: bool) -> _Sample:
                    chunked_binner(data, [unit], progress=progress), None)
 
 
+def _weighted_stages(x, weights, scale: str, backend, dtype, method: str) -> PluginStages:
+    """PLUGIN of weighted data, exact: the stages of :func:`_pilot_stages` with weighted pair sums.
+
+    With w normalised to sum 1 and Kish's n_e = 1 / sum w_i^2, the weighted estimate
+    Psi_r(g) = g^-(r+1) [2 sum_{i<j} w_i w_j K^(r)((X_i - X_j)/g) + sum w_i^2 K^(r)(0)]
+    is eq. (16)'s formula with n = n_e and the pair sum n_e^2 sum_{i<j} w_i w_j K^(r)(...); sigma is
+    the weighted standard deviation (or min(sd, IQR/1.349) from the weighted quartiles) and n_e is
+    the n of eqs. (15), (17) and (19).  Equal weights give the unweighted h."""
+    data = _univariate(x)
+    w = check_weights(weights, data.n)
+    data = Data(data.values[w > 0], data.columns)
+    w = w[w > 0] / w[w > 0].sum()
+    if data.n < 2:
+        raise ValueError("only one row has a positive weight; a weighted bandwidth needs at least 2 rows with positive weights")
+    check_variance(data, name="the rows with positive weights of x")
+    n_e = 1.0 / float(w @ w)
+    be = resolve_backend(backend, dtype, work=0.5 * data.n * data.n)
+    method = choose_method(method, n=data.n, exact_up_to=AUTO_EXACT_MAX_N.get(be.name, AUTO_EXACT_MAX_N["cpu"]), what="PLUGIN")
+    if method == "binned":
+        raise ValueError(f"weighted PLUGIN is computed exactly (every pair), and n = {data.n} is past the exact limit of "
+                         "method='auto' on this backend; pass method='exact', or use normal_scale, scott or silverman")
+    data, units = standardised(data)
+    v = data.values[:, 0]
+    sigma = math.sqrt(float(np.cov(v, aweights=w)))
+    if scale == "minim":
+        q75, q25 = _weighted_quantiles(v, w, [0.75, 0.25])
+        sigma = _minim(sigma, float(q75), float(q25))
+    unit_sigma = float(power_of_two(sigma))
+    v, sigma, unit = v / unit_sigma, sigma / unit_sigma, float(units[0]) * unit_sigma
+    root_2pi = math.sqrt(2.0 * math.pi)
+
+    def pair_sum(kind: str, g):
+        alpha = np.array([[derivative_order(kind)]])
+        return n_e * n_e * float(be.pair_sum_hermite(v[:, None] / g, alpha, w, dtype=dtype)[0]) / root_2pi
+
+    g1 = first_pilot(sigma, n_e)
+    psi6, g2, psi4, h = _pilot_stages(pair_sum, n_e, g1)
+    report("plugin", "exact", n=round(n_e))
+    return PluginStages(h=h * unit, sigma=sigma * unit, g1=g1 * unit, psi6=psi6 / unit**7, g2=g2 * unit, psi4=psi4 / unit**5,
+                        method="exact", grid_size=None)
+
+
 def _scale_estimate(v: np.ndarray, scale: str) -> float:
     """sigma: the standard deviation, eqs. (12)-(13), or min(sd, IQR/1.349) for "minim"."""
     sigma = float(np.std(v, ddof=1))
@@ -328,7 +377,7 @@ def _minim(sd: float, q75: float, q25: float) -> float:
     return min(sd, (q75 - q25) / NORMAL_IQR) if q75 > q25 else sd
 
 
-def _pilot_stages(pair_sum, n: int, g1):
+def _pilot_stages(pair_sum, n: float, g1):
     """(psi6, g2, psi4, h) from the pair sums over n points, eqs. (16)-(19).
 
     Plain arithmetic on what ``pair_sum`` returns: on the GPU g2 follows from psi6 on the
@@ -344,6 +393,7 @@ def _pilot_stages(pair_sum, n: int, g1):
 def plugin(
     x,
     *,
+    weights=None,
     scale: str = "sd",
     backend: str = "auto",
     dtype=None,
@@ -378,6 +428,11 @@ def plugin(
         :class:`parzen.binned.ArrayChunks`, ...): then always binned, from a pass for the
         moments and one per binning (``scale="minim"``: one more, whose quartiles are within
         (max - min) / 2^16 of the exact ones; :func:`parzen.binned.chunked.binned_quantiles`).
+    weights : array_like of shape (n,), optional
+        Non-negative weights of the rows (any positive scale; in memory only): the functionals
+        become weighted pair sums, sigma the weighted standard deviation (quartiles), and n Kish's
+        effective sample size (sum w)^2 / sum w^2, as for the weighted rules of thumb.  Exact
+        only: ``method="auto"`` past its exact limit raises.
     scale : {"sd", "minim"}, default "sd"
         The scale estimate of the normal reference.
     backend : str, default "auto"
@@ -403,9 +458,10 @@ def plugin(
     ------
     ValueError
         If x has more than one column, is constant, or ``scale``, ``method``, ``grid_size`` or
-        ``tolerance`` is invalid; or ``method="exact"`` or weights for data served in chunks.
+        ``tolerance`` is invalid; or ``method="exact"`` or weights for data served in chunks;
+        or the weights are invalid, or given with ``method="binned"`` (or "auto" past the exact limit).
     """
     return plugin_stages(
-        x, scale=scale, backend=backend, dtype=dtype, method=method, grid_size=grid_size, tolerance=tolerance,
+        x, weights=weights, scale=scale, backend=backend, dtype=dtype, method=method, grid_size=grid_size, tolerance=tolerance,
         progress=progress,
     ).h

@@ -21,7 +21,9 @@ from .isj import isj
 from .lscv import lscv_diag, lscv_H, lscv_h
 from .method import recording
 from .plugin import plugin
+from .plugin_matrix import plugin_diag, plugin_H
 from .rules import normal_scale, scott, silverman
+from .scv import scv_H
 
 #: The name that picks :func:`default_selector` for the data.
 AUTO = "auto"
@@ -73,10 +75,13 @@ class Selector:
 SELECTORS: dict[str, Selector] = {
     s.name: s
     for s in (
-        Selector("plugin", plugin, "two-stage direct plug-in (Sheather & Jones), univariate", None, max_d=1),
-        Selector("lscv_h", lscv_h, "least-squares cross-validation over H = h^2 Sigma", "sigma"),
+        Selector("plugin", plugin, "two-stage direct plug-in (Sheather & Jones), univariate", None, max_d=1, weighted=True),
+        Selector("lscv_h", lscv_h, "least-squares cross-validation over H = h^2 Sigma", "sigma", weighted=True),
         Selector("lscv_H", lscv_H, "least-squares cross-validation over full matrices H", "full"),
         Selector("lscv_diag", lscv_diag, "least-squares cross-validation over diagonal H", "diagonal"),
+        Selector("plugin_H", plugin_H, "multivariate plug-in over full matrices H, as R ks::Hpi", "full", weighted=True),
+        Selector("plugin_diag", plugin_diag, "multivariate plug-in over diagonal H, as R ks::Hpi.diag", "diagonal", weighted=True),
+        Selector("scv_H", scv_H, "smoothed cross-validation over full matrices H, as R ks::Hscv", "full", weighted=True),
         Selector("scott", scott, "Scott's rule of thumb, n^(-2/(d+4)) Sigma", "sigma", weighted=True),
         Selector("silverman", silverman, "Silverman's rule of thumb (robust spread in 1-D)", "sigma", weighted=True),
         Selector("normal_scale", normal_scale, "normal-scale rule, AMISE-optimal for normal data", "sigma", weighted=True),
