@@ -46,6 +46,15 @@ def normal_key(values) -> tuple:
     return tuple(out)
 
 
+def batch_groups(columns: dict[str, np.ndarray], keys: Sequence[np.ndarray]) -> tuple[np.ndarray, tuple[tuple, ...]]:
+    """:func:`group_codes` of a batch's key arrays, after checking that the batch's columns and key
+    arrays have one length (a ValueError naming the lengths otherwise)."""
+    lengths = {np.asarray(v).shape[0] for v in [*columns.values(), *keys]}
+    if len(lengths) > 1:
+        raise ValueError(f"a batch's columns and key arrays must have one length, got lengths {sorted(lengths)}")
+    return group_codes(keys, lengths.pop() if lengths else 0)
+
+
 def group_codes(keys: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, tuple[tuple, ...]]:
     """Each of the ``n`` rows' group index and the groups' keys (normalised by :func:`normal_key`).
 
@@ -108,11 +117,8 @@ class ColumnSummary:
             Columns or key arrays of different lengths.
         """
         names = tuple(columns)
-        rows = {np.asarray(v).shape[0] for v in [*columns.values(), *keys]}
-        if len(rows) > 1:
-            raise ValueError(f"a batch's columns and key arrays must have one length, got lengths {sorted(rows)}")
-        n = rows.pop() if rows else 0
-        group, group_keys = group_codes(keys, n)
+        group, group_keys = batch_groups(columns, keys)
+        n = group.size
         order = np.argsort(group, kind="stable")
         starts = np.searchsorted(group[order], np.arange(len(group_keys)))
         shape = (len(group_keys), len(names))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import datasketches
 import numpy as np
 
-from .column_summary import ColumnSummary, group_codes, normal_key
+from .column_summary import ColumnSummary, batch_groups, normal_key
 
 #: log2 of the HLL sketches' registers: relative standard error about 1.04 / sqrt(2^LG_K) (1.6 %).
 LG_K = 12
@@ -59,11 +59,7 @@ class DistinctSketches:
             Columns or key arrays of different lengths.
         """
         names = tuple(columns)
-        lengths = {np.asarray(v).shape[0] for v in [*columns.values(), *keys]}
-        if len(lengths) > 1:
-            raise ValueError(f"a batch's columns and key arrays must have one length, got lengths {sorted(lengths)}")
-        n = lengths.pop() if lengths else 0
-        group, group_keys = group_codes(keys, n)
+        group, group_keys = batch_groups(columns, keys)
         sketches = [[datasketches.hll_sketch(LG_K) for _ in names] for _ in group_keys]
         for c, name in enumerate(names):
             values = np.asarray(columns[name], dtype=np.float64)
