@@ -135,6 +135,34 @@ def test_gpu_design_streams_chunks_and_forms_the_normal_product(resident):
     np.testing.assert_allclose(operator.mult_transpose(p), B.T @ p, rtol=1e-10)
 
 
+@pytest.mark.skipif("gpu" not in backends.available(), reason="needs the gpu backend (or the Triton interpreter)")
+@pytest.mark.parametrize("resident", [True, False])
+def test_gpu_design_deals_chunks_among_devices_and_adds_their_shares(resident):
+    """Two shares (the same device named twice, as two GPUs would be) give the one-device products,
+    and chunk c goes to share c mod 2."""
+    from parzen.backends import sparse_grid_gpu as gpu_grid
+
+    grid = SparseGrid(3, 3, "modlinear")
+    X = _points(75, 3, seed=6)  # chunks of 16: five chunks, the last one short
+    B = _dense_B(grid, X)
+    p, v = np.random.default_rng(4).normal(size=grid.size), np.random.default_rng(5).normal(size=len(X))
+    operator = gpu_grid.DeviceDesign(X, grid.codes, grid.offsets, grid.modified, np.float64, resident=resident,
+                                     chunk_points=16, devices=[0, 0])
+    assert [lane.chunks for lane in operator.lanes] == [[0, 2, 4], [1, 3]]
+    np.testing.assert_allclose(operator.normal(p), B @ (B.T @ p), rtol=1e-10)
+    np.testing.assert_allclose(operator.mult(v), B @ v, rtol=1e-10)
+    np.testing.assert_allclose(operator.mult_transpose(p), B.T @ p, rtol=1e-10)
+
+
+@pytest.mark.skipif("gpu" not in backends.available(), reason="needs the gpu backend (or the Triton interpreter)")
+@pytest.mark.parametrize("devices", [0, 99, [], [99], ["cuda"]])
+def test_gpu_sparse_grid_refuses_devices_it_cannot_see(devices):
+    from parzen.backends.sparse_grid_gpu import GpuSparseGrid
+
+    with pytest.raises(ValueError, match="devices|device"):
+        GpuSparseGrid(devices=devices)
+
+
 def friedman1(m, seed):
     """Friedman (1991) #1: y = 10 sin(pi x1 x2) + 20 (x3 - 0.5)^2 + 10 x4 + 5 x5 + N(0, 1), x in [0, 1]^10."""
     rng = np.random.default_rng(seed)

@@ -7,8 +7,10 @@ Data points are cut into chunks of :data:`CHUNK_POINTS`; each chunk is held tran
 across the calls of a CG solve; larger data stay in pinned host memory and are streamed at each
 product by the paper's second scheme (section 4.2.1): M = :data:`STREAMS` CUDA streams
 loop over the N chunks, each copying its next chunk while the others compute, into M device
-buffers.  With several GPUs the chunks are dealt out among them (each with its own streams)
-and the per-GPU results added on the host.  B B^T p, the product CG needs, is formed per
+buffers.  With several GPUs (every visible one, or those named by ``devices``) the chunks are
+dealt out among them in turn, chunk c to GPU c mod G, each GPU with its own streams and buffers,
+and the per-GPU results added on the host in float64: one process drives every GPU of its host,
+so the data are read from host memory once per product whatever the number of GPUs.  B B^T p, the product CG needs, is formed per
 chunk (B^T p of the chunk stays on the device), so each CG iteration moves the data once.
 
 Under the Triton interpreter (no GPU) the same code runs with CPU tensors and no streams.
@@ -114,14 +116,55 @@ class _Lane:
         return torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
 
 
+def compute_devices(devices=None) -> list:
+    """The devices that share a design's chunks.
+
+    Parameters
+    ----------
+    devices : None, int or sequence of int / torch.device
+        None: every visible GPU (the CPU under the Triton interpreter); an int k: the first k
+        GPUs; a sequence: those GPUs by index (a device may be named twice: it then gets two
+        shares, each with its own streams and buffers, which the tests use to check the dealing on one device).
+
+    Returns
+    -------
+    list of torch.device
+
+    Raises
+    ------
+    ValueError
+        For an empty selection, a count or index outside the visible GPUs.
+    """
+    visible = [DEVICE] if DEVICE.type != "cuda" else [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
+    if devices is None:
+        return visible
+    if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
+        if not 1 <= devices <= len(visible):
+            raise ValueError(f"devices={devices} GPUs asked for, but {len(visible)} are visible; give 1 to {len(visible)}")
+        return visible[: int(devices)]
+    chosen = []
+    for device in devices:
+        if isinstance(device, torch.device):
+            chosen.append(device)
+        elif isinstance(device, (int, np.integer)) and 0 <= device < len(visible):
+            chosen.append(visible[int(device)])
+        else:
+            raise ValueError(f"device {device!r} is not a visible GPU index (0 to {len(visible) - 1}) or a torch.device")
+    if not chosen:
+        raise ValueError("devices is empty; give None (every visible GPU), a count, or GPU indices")
+    return chosen
+
+
 class DeviceDesign:
     """B over data kept on the GPU(s) or streamed to them; see the module docstring.
 
     ``mult(v)`` = B v, ``mult_transpose(alpha)`` = B^T alpha, ``normal(p)`` = B B^T p.
+    ``devices`` picks the GPUs that share the chunks (:func:`compute_devices`; default: all).
     """
 
     def __init__(
-        self, X01: np.ndarray, codes, offsets, modified: bool, dtype=None, *, resident=None, chunk_points=CHUNK_POINTS
+        self, X01: np.ndarray, codes, offsets, modified: bool, dtype=None, *, resident=None, chunk_points=CHUNK_POINTS,
+        devices=None,
     ) -> None:
         self.fdtype = torch_dtype(dtype)
         X01 = np.asarray(X01)
@@ -130,7 +173,7 @@ class DeviceDesign:
         element = torch.tensor([], dtype=self.fdtype).element_size()
         if resident is None:
             resident = self.m * self.dim * element <= RESIDENT_MAX_BYTES
-        devices = [DEVICE] if DEVICE.type != "cuda" else [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
+        devices = compute_devices(devices)
         pin = not resident and DEVICE.type == "cuda"
         chunks: list[tuple[int, torch.Tensor]] = []
         for start in range(0, self.m, chunk_points):
@@ -225,31 +268,37 @@ class GpuSparseGrid(SparseGridBackend):
     ----------
     chunk_points : int, default :data:`CHUNK_POINTS`
         Data points per chunk (the unit of streaming and of one kernel launch).
+    devices : None, int or sequence, default None
+        The GPUs that share the chunks (:func:`compute_devices`): every visible one by default.
     """
 
     name = "gpu"
     dtypes = (np.dtype(np.float32), np.dtype(np.float64))
 
-    def __init__(self, chunk_points: int = CHUNK_POINTS) -> None:
+    def __init__(self, chunk_points: int = CHUNK_POINTS, devices=None) -> None:
         if chunk_points < 1:
             raise ValueError(f"chunk_points must be positive, got {chunk_points!r}")
         self.chunk_points = int(chunk_points)
+        self.devices = compute_devices(devices)
 
     def __repr__(self) -> str:
-        return f"GpuSparseGrid(chunk_points={self.chunk_points})"
+        return f"GpuSparseGrid(chunk_points={self.chunk_points}, devices={[str(d) for d in self.devices]})"
+
+    def _design(self, X01: np.ndarray, codes, offsets, modified: bool, dtype) -> DeviceDesign:
+        return DeviceDesign(X01, codes, offsets, modified, dtype, chunk_points=self.chunk_points, devices=self.devices)
 
     def design(self, X01: np.ndarray, grid, *, dtype=None) -> DeviceDesign:
-        """B for the points X01 (m, d) in [0, 1]^d on ``grid`` (a parzen.sparsegrid.SparseGrid), on the GPU."""
-        return DeviceDesign(X01, grid.codes, grid.offsets, grid.modified, dtype, chunk_points=self.chunk_points)
+        """B for the points X01 (m, d) in [0, 1]^d on ``grid`` (a parzen.sparsegrid.SparseGrid), on the GPU(s)."""
+        return self._design(X01, grid.codes, grid.offsets, grid.modified, dtype)
 
     def mult_transpose(
         self, X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, alpha: np.ndarray, *, modified: bool, dtype=None
     ) -> np.ndarray:
         """v = B^T alpha at every point; see :meth:`parzen.backends.sparse_grid_reference.NumpySparseGrid.mult_transpose`."""
-        return DeviceDesign(X, codes, offsets, modified, dtype, chunk_points=self.chunk_points).mult_transpose(alpha)
+        return self._design(X, codes, offsets, modified, dtype).mult_transpose(alpha)
 
     def mult(
         self, X: np.ndarray, codes: np.ndarray, offsets: np.ndarray, v: np.ndarray, *, modified: bool, dtype=None
     ) -> np.ndarray:
         """u = B v over the grid; see :meth:`parzen.backends.sparse_grid_reference.NumpySparseGrid.mult`."""
-        return DeviceDesign(X, codes, offsets, modified, dtype, chunk_points=self.chunk_points).mult(v)
+        return self._design(X, codes, offsets, modified, dtype).mult(v)
