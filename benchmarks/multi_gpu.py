@@ -68,8 +68,8 @@ def gpu_cluster(gpus: int, local: str):
         visible = ",".join(str(i) for i in range(gpus))
         return LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=1, dashboard_address=None), \
             "dask_cuda.LocalCUDACluster"
-    except ImportError:
-        pass
+    except (ImportError, RuntimeError, ValueError, TypeError) as exc:  # missing, or not working beside this Dask
+        print(f"note: dask_cuda.LocalCUDACluster unavailable ({type(exc).__name__}: {exc}); using a SpecCluster", flush=True)
     workers = {
         f"gpu{i}": {"cls": Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": str(i), **NO_MULTICAST}}}
         for i in range(gpus)
