@@ -213,7 +213,7 @@ def device_name(local: str) -> str:
 
 def write(section: str, rows: list[dict], args, device: str) -> None:
     args.output_dir.mkdir(parents=True, exist_ok=True)
-    command = "python benchmarks/multi_gpu.py " + " ".join(sys.argv[1:])
+    command = "python benchmarks/multi_gpu.py " + " ".join(args.argv)
     payload = {"device": device, "command": command, "rows": rows}
     (args.output_dir / f"multi_gpu_{section}.json").write_text(json.dumps(payload, indent=2) + "\n")
     lines = [f"# Multi-GPU scaling: {section}", "", f"Device: {device}. Command: `{command}`.", "",
@@ -245,6 +245,7 @@ def main(argv=None) -> None:
     parser.add_argument("--local", default="gpu", choices=["gpu", "cpu"])
     parser.add_argument("--output-dir", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else list(argv)
     if args.gpus is None:
         import torch
 
