@@ -250,3 +250,15 @@ def test_an_older_format_is_refused_with_a_rebuild_hint(engine):
     payload = buffer.getvalue()
     with pytest.raises(CorruptSynopsis, match="has format 8, this parzen reads 9; rebuild it"):
         Synopsis.from_bytes(payload)
+
+
+def test_a_range_on_a_categorical_column_that_is_not_modelled_filters():
+    con = duckdb.connect(":memory:")
+    _schema(con, rows=5000)
+    e = Engine(con)
+    e.build("sales", columns=["s_price"], sample=5000)  # s_quantity: categorical (50 integer values), not modelled
+    sql = "SELECT s_mode, COUNT(*) FROM sales WHERE s_quantity BETWEEN 10 AND 19 GROUP BY s_mode"
+    approx, exact = e.query(sql), con.execute(sql).df().sort_values("s_mode")
+    assert np.array_equal(approx["count_star()"].to_numpy(), exact["count_star()"].to_numpy(float))
+    assert e.query("SELECT COUNT(*) FROM sales WHERE s_quantity > 40").iloc[0, 0] == \
+        con.execute("SELECT COUNT(*) FROM sales WHERE s_quantity > 40").fetchone()[0]

@@ -54,7 +54,9 @@ def needed(query: AggregateQuery, synopsis: Synopsis) -> bool:
     """
     if synopsis.categories is None:
         return False
-    used = [*query.group_by, *query.members, *(c for _, members in query.boxes for c in members)]
+    used = [*query.group_by, *query.members, *(c for _, members in query.boxes for c in members),
+            *(c for c in query.ranges if c not in synopsis.models),  # a range on a categorical column only
+            *(c for ranges, _ in query.boxes for c in ranges if c not in synopsis.models)]
     return any(c not in synopsis.group_by and c in synopsis.categories.values for c in used)
 
 
@@ -88,7 +90,8 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
 
     categories = synopsis.categories
     assert categories is not None
-    outside = [c for c in [*query.group_by, *query.members] if c not in synopsis.group_by]
+    outside = [c for c in [*query.group_by, *query.members, *query.ranges, *(c for b in query.boxes for c in [*b[0], *b[1]])]
+               if c not in synopsis.group_by and c in categories.values]
     if query.boxes or not all(a.plain for a in query.aggregates):
         raise UnsupportedQuery(f"GROUP BY / IN / = on {outside[0]!r} (a categorical column outside the synopsis's "
                                f"group_by) with OR / NOT or aggregates other than COUNT/SUM/AVG; rebuild with "
