@@ -262,3 +262,22 @@ def test_a_range_on_a_categorical_column_that_is_not_modelled_filters():
     assert np.array_equal(approx["count_star()"].to_numpy(), exact["count_star()"].to_numpy(float))
     assert e.query("SELECT COUNT(*) FROM sales WHERE s_quantity > 40").iloc[0, 0] == \
         con.execute("SELECT COUNT(*) FROM sales WHERE s_quantity > 40").fetchone()[0]
+
+
+def test_cli_builds_a_join_synopsis(tmp_path):
+    from typer.testing import CliRunner
+
+    from parzen.cli import app
+
+    path = tmp_path / "star.duckdb"
+    with duckdb.connect(str(path)) as con:
+        _schema(con, rows=3000)
+    runner = CliRunner()
+    built = runner.invoke(app, ["aqp", "build", str(path), "sales", "--sample", "500", "--join", "s_orderkey=orders.o_orderkey",
+                                "--join", "orders.o_custkey=customer.c_custkey"])
+    assert built.exit_code == 0, built.output
+    assert [j["parent"] for j in Engine(path, read_only=True).synopsis("sales").joins] == ["orders", "customer"]
+    bad = runner.invoke(app, ["aqp", "build", str(path), "sales", "--join", "s_orderkey"])
+    assert bad.exit_code != 0 and "FK=DIMENSION.KEY" in bad.output
+    declared = runner.invoke(app, ["aqp", "build", str(path), "sales", "--sample", "500", "--join", "declared"])
+    assert declared.exit_code == 0, declared.output
