@@ -229,6 +229,7 @@ def test_a_changed_dimension_makes_the_synopsis_stale_and_refresh_keeps_the_join
     assert e.check("sales") == "contents changed (same row count)"
     rebuilt = e.refresh("sales")
     assert [j["parent"] for j in rebuilt.joins] == ["orders", "product", "customer", "nation"]
+    assert e.list().loc[0, "joins"] == "orders, product, customer, nation"
     assert e.check("sales") == ""
     del e
     reader = Engine(path, read_only=True)  # a new engine re-creates the join view to check staleness

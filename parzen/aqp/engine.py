@@ -414,6 +414,7 @@ class Engine:
             size = s.nbytes()
             rows.append({
                 "table": table, "columns": len(s.models), "group_by": ", ".join(s.group_by),
+                "joins": ", ".join(j["parent"] for j in s.joins),
                 "sample rows": s.sample_size, "rows at build": s.row_count, "rows now": current,
                 "stale": bool(why), "why stale": why, "bytes": size["total"], "grid bytes": size["grid"],
                 "regressions": ", ".join(r.name for r in s.regressions.values()),
