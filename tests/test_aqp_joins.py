@@ -282,3 +282,9 @@ def test_cli_builds_a_join_synopsis(tmp_path):
     assert bad.exit_code != 0 and "FK=DIMENSION.KEY" in bad.output
     declared = runner.invoke(app, ["aqp", "build", str(path), "sales", "--sample", "500", "--join", "declared"])
     assert declared.exit_code == 0, declared.output
+
+
+def test_a_filter_no_row_passes_gives_zero_without_group_by(engine):
+    answer = engine.query(f"SELECT COUNT(*), SUM(s_price), AVG(s_price) {JOIN} WHERE c_segment = 'NOPE'", with_error=True)
+    assert answer.loc[0, "count_star()"] == 0 and answer.loc[0, "count_star() high"] == 0
+    assert answer.loc[0, "sum(s_price)"] == 0 and np.isnan(answer.loc[0, "avg(s_price)"])

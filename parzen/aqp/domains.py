@@ -126,7 +126,7 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
 
     ones = np.ones(kept.size)
     size_estimate = total(ones)
-    exact_rows = np.array([np.nan if exact is None else exact.get(k, np.nan) for k in keys], dtype=np.float64)
+    exact_rows = np.array([np.nan if exact is None else exact.get(k, 0.0) for k in keys], dtype=np.float64)
     known = ~np.isnan(exact_rows) & (size_estimate > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(known, exact_rows / size_estimate, 1.0)
@@ -273,7 +273,7 @@ def _unsampled(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, flo
         low = -math.inf if model is None or model.minimum is None else model.minimum
         high = math.inf if model is None or model.maximum is None else model.maximum
         if a.func == "avg":
-            value, bounds = overall[a.name], (low, high)
+            value, bounds = (overall[a.name], (low, high)) if rows > 0 else (math.nan, (math.nan, math.nan))
         elif a.column is None and not ranged:
             value, bounds = rows, (rows, rows)
         elif a.column is None or a.func == "count":
