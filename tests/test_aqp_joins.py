@@ -288,3 +288,24 @@ def test_a_filter_no_row_passes_gives_zero_without_group_by(engine):
     answer = engine.query(f"SELECT COUNT(*), SUM(s_price), AVG(s_price) {JOIN} WHERE c_segment = 'NOPE'", with_error=True)
     assert answer.loc[0, "count_star()"] == 0 and answer.loc[0, "count_star() high"] == 0
     assert answer.loc[0, "sum(s_price)"] == 0 and np.isnan(answer.loc[0, "avg(s_price)"])
+
+
+def test_domain_totals_of_the_compiled_pass_equal_the_per_row_terms(engine):
+    from parzen.aqp import domains
+    from parzen.aqp.sql import parse
+
+    synopsis, layout = engine.synopsis("sales"), engine._layouts["sales"]
+    query = engine._resolved(parse("SELECT o_priority, COUNT(*), SUM(s_price) FROM sales JOIN orders ON s_orderkey = o_orderkey "
+                                   "WHERE s_quantity < 30 AND o_total > 500 AND c_segment IN ('AUTO') GROUP BY o_priority"
+                                   .replace("WHERE", "JOIN customer ON o_custkey = c_custkey WHERE")))
+    codes = synopsis.categories.codes
+    keep = (codes["c_segment"] == synopsis.categories.values["c_segment"].index("AUTO"))
+    kept = np.flatnonzero(keep)
+    group = codes["o_priority"][kept].astype(np.intp)
+    weight = layout.weight[layout.stratum_of_row[kept]]
+    ranges = dict(query.ranges)
+    compiled = domains._point_totals(synopsis, layout, ranges, ["s_price"], keep, kept, group, weight, 3)
+    terms = domains._dense_terms(synopsis, layout, ranges, ["s_price"], keep, kept)
+    for name in ("count", "count s_price", "sum s_price"):
+        np.testing.assert_allclose(compiled[name], np.bincount(group, weights=weight * terms[name], minlength=3), rtol=1e-9)
+    assert compiled["count"].min() > 100
