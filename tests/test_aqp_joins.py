@@ -159,6 +159,12 @@ def test_declared_foreign_keys_give_the_same_synopsis(engine):
     assert {(j["child"], j["column"], j["parent"], j["key"]) for j in declared.joins} == \
         {(c.split(".")[0] if "." in c else "sales", c.split(".")[-1], *p.split(".")) for c, p in KEYS.items()}
     assert declared.dimension_rows == {"orders": 4000, "product": 50, "customer": 400, "nation": 6}
+    # foreign keys into dimensions of <= 1000 rows are categorical: exact rows per key (not those into orders)
+    categorical = declared.categories.values
+    assert {"s_productkey", "o_custkey", "c_nationkey"} <= set(categorical) and "s_orderkey" not in categorical
+    per_product = dict(con.execute("SELECT s_productkey, COUNT(*) FROM sales GROUP BY ALL").fetchall())
+    table = declared.categories.covering(["s_productkey"])
+    assert {categorical["s_productkey"][c]: int(n) for (c,), n in zip(table.codes, table.rows)} == per_product
     sql = QUERIES[2]
     pd.testing.assert_frame_equal(other.query(sql), engine.query(sql))
     engine.build("sales", joins=KEYS, sample=8000, group_by=["s_mode"], seed=1)  # the module's synopsis again

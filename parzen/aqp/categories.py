@@ -122,7 +122,8 @@ def discover(con, table: str, types: dict[str, str], group_by) -> list[str]:
     types : dict of str to str
         Column -> DuckDB type name.
     group_by : sequence of str
-        The build's group columns (always categorical).
+        Columns that are categorical whatever their number of values (the build's group columns,
+        a join's foreign keys into small dimensions).
 
     Returns
     -------

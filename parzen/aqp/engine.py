@@ -142,7 +142,10 @@ class Engine:
         KEY constraints reachable from ``table``.  The sample's rows carry their dimensions' columns,
         which ``columns``, ``group_by`` and queries (``FROM fact JOIN dim ON fk = pk``, or
         ``FROM fact, dim WHERE fk = pk``) then use like the fact's own.  Keys must be unique in their
-        dimension and every fact row must have its match (a ValueError says how many do not).  ``grid``: points of the gridded form of each column
+        dimension and every fact row must have its match (a ValueError says how many do not).  The
+        synopsis keeps each dimension's exact rows (``Synopsis.dimension_rows``), and foreign keys
+        into dimensions of at most 1000 rows are categorical columns (exact rows per key).
+        ``grid``: points of the gridded form of each column
         (:mod:`parzen.aqp.grid`; 0: none), which answers one-column range queries without GROUP BY
         in microseconds.  ``regression``: pairs ``(y, x)`` of modelled numeric columns, e.g.
         ``[("arr_delay", "dep_delay")]``: a regression r(x) = E[y | x] on a 1-D sparse grid
@@ -195,7 +198,8 @@ class Engine:
                 raise ValueError("joins= joins the database's tables; it cannot read a source= (Parquet files or a "
                                  "dask DataFrame): load them into tables first")
             view, edges, dimension_rows = join_synopses.prepare(self.con, table, joins)
-            synopsis = build_synopsis(self.con, view, hidden=(join_synopses.ROWID,), **options)
+            small_keys = [e["column"] for e in edges if dimension_rows[e["parent"]] <= CATEGORY_LIMIT]
+            synopsis = build_synopsis(self.con, view, hidden=(join_synopses.ROWID,), categorical=small_keys, **options)
             synopsis.table, synopsis.joins, synopsis.dimension_rows = table, edges, dimension_rows
         elif source is None:
             if client is not None:
