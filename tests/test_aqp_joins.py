@@ -315,3 +315,15 @@ def test_domain_totals_of_the_compiled_pass_equal_the_per_row_terms(engine):
     for name in ("count", "count s_price", "sum s_price"):
         np.testing.assert_allclose(compiled[name], np.bincount(group, weights=weight * terms[name], minlength=3), rtol=1e-9)
     assert compiled["count"].min() > 100
+
+
+def test_the_synopsis_holding_the_join_answers_it_whatever_the_from_order():
+    con = duckdb.connect(":memory:")
+    _schema(con, rows=3000)
+    e = Engine(con)
+    e.build("orders", sample=500)  # a synopsis of the dimension alone
+    e.build("sales", joins={"s_orderkey": "orders.o_orderkey"}, sample=3000)
+    sql = "SELECT o_priority, COUNT(*) FROM orders JOIN sales ON s_orderkey = o_orderkey GROUP BY o_priority"
+    assert e.query(sql)["count_star()"].sum() == 3000
+    with pytest.raises(UnsupportedQuery, match="the join with product"):
+        e.query("SELECT COUNT(*) FROM orders JOIN sales ON s_orderkey = o_orderkey JOIN product ON s_productkey = p_productkey")

@@ -582,11 +582,15 @@ class Engine:
         """The synopsis that answers ``query``: its FROM table's, or for a join the first of its
         tables that has one (a join synopsis is stored under its fact table)."""
         if query.joined:
-            stored = None
-            for t in (query.table, *query.joined):
-                name = self._synopsis_name(t)
-                if name in self._cache or name in (stored := stored or store.stored_tables(self.con)):
-                    return name
+            stored = store.stored_tables(self.con)
+            tables = [query.table, *query.joined]
+            found = [name for name in map(self._synopsis_name, tables) if name in self._cache or name in stored]
+            def held(name: str) -> int:  # how many of the query's tables its synopsis holds
+                joined = {j["parent"].casefold() for j in self._loaded(name).joins} | {name.casefold()}
+                return sum(t.casefold() in joined for t in tables)
+
+            if found:  # the one holding most of them (the first of those): its refusal names what it lacks
+                return max(found, key=held)
         return self._synopsis_name(query.table)
 
     def _synopsis_name(self, table: str) -> str:
