@@ -327,3 +327,15 @@ def test_the_synopsis_holding_the_join_answers_it_whatever_the_from_order():
     assert e.query(sql)["count_star()"].sum() == 3000
     with pytest.raises(UnsupportedQuery, match="the join with product"):
         e.query("SELECT COUNT(*) FROM orders JOIN sales ON s_orderkey = o_orderkey JOIN product ON s_productkey = p_productkey")
+
+
+def test_sums_of_arithmetic_grouped_by_a_dimension_column(engine):
+    sql = (f"SELECT n_region, SUM(s_price * (1 - s_quantity / 100)) AS revenue, AVG(s_price * s_quantity) AS mean, "
+           f"COUNT(*) {JOIN} JOIN nation ON c_nationkey = n_nationkey WHERE o_total > 300 GROUP BY n_region")
+    approx, exact = engine.query(sql, with_error=True), engine.query(sql, exact=True).sort_values("n_region")
+    for name in ("revenue", "mean", "count_star()"):
+        e = exact[name].to_numpy(float)
+        assert np.all(np.abs(approx[name].to_numpy() / e - 1) < 0.05), name
+        assert np.mean((approx[f"{name} low"] <= e) & (e <= approx[f"{name} high"])) >= 2 / 3, name
+    with pytest.raises(UnsupportedQuery, match="rebuild with group_by=\\['n_region'"):
+        engine.query(f"SELECT n_region, MAX(s_price) {JOIN} JOIN nation ON c_nationkey = n_nationkey GROUP BY n_region")

@@ -28,6 +28,7 @@ AVG in [MIN, MAX] (the column's exact MIN and MAX).  docs/aqp.md, "GROUP BY any 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -94,9 +95,10 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     assert categories is not None
     outside = [c for c in [*query.group_by, *query.members, *query.ranges, *(c for b in query.boxes for c in [*b[0], *b[1]])]
                if c not in synopsis.group_by and c in categories.values]
-    if query.boxes or not all(a.plain for a in query.aggregates):
+    if query.boxes or not all(a.plain or (a.polynomial and a.func in ("sum", "avg")) for a in query.aggregates):
         raise UnsupportedQuery(f"GROUP BY / IN / = on {outside[0]!r} (a categorical column outside the synopsis's "
-                               f"group_by) with OR / NOT or aggregates other than COUNT/SUM/AVG; rebuild with "
+                               f"group_by) with OR / NOT or aggregates other than COUNT/SUM/AVG (of columns or "
+                               f"of arithmetic of columns); rebuild with "
                                f"group_by=[{outside[0]!r}, ...] for those")
     read = list(dict.fromkeys([*query.group_by, *query.members,
                                *(c for c in query.ranges if c not in synopsis.models)]))
@@ -113,17 +115,21 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
         keys = [0]
     sizes = len(keys)
     ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
-    aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None))
+    aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None and a.plain))
     stratum = layout.stratum_of_row[kept]
     weight = layout.weight[stratum]
     size_estimate = np.bincount(group, weights=weight, minlength=sizes)
     totals = _point_totals(synopsis, layout, ranges, aggregated, keep, kept, group, weight, sizes)
+    polynomials = [a for a in query.aggregates if a.polynomial]
+    dense = _polynomial_terms(query, synopsis, layout, ranges, polynomials, keep, kept) if polynomials else {}
+    for name, values in dense.items():
+        totals[name] = np.bincount(group, weights=weight * values, minlength=sizes)
     exact_rows = np.array([np.nan if exact is None else exact.get(k, 0.0) for k in keys], dtype=np.float64)
     known = ~np.isnan(exact_rows) & (size_estimate > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(known, exact_rows / size_estimate, 1.0)
     sampled_rows = float(size_estimate.sum())
-    terms = None if z is None else _dense_terms(synopsis, layout, ranges, aggregated, keep, kept)
+    terms = None if z is None else {**_dense_terms(synopsis, layout, ranges, aggregated, keep, kept), **dense}
     strata = len(layout.keys)
 
     def se(values):
@@ -132,14 +138,18 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     overall: dict[str, float] = {}  # per aggregate: the whole query's rate per row (AVG: its average)
     answers: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
     for a in query.aggregates:
-        name = "count" if a.column is None else f"{'count' if a.func == 'count' else 'sum'} {a.column}"
+        if a.polynomial:
+            name, num_name, den_name = f"sum {a.name}", f"sum {a.name}", f"count {a.name}"
+        else:
+            name = "count" if a.column is None else f"{'count' if a.func == 'count' else 'sum'} {a.column}"
+            num_name, den_name = f"sum {a.column}", f"count {a.column}"
         if a.func == "avg":
-            num_total, den_total = totals[f"sum {a.column}"], totals[f"count {a.column}"]
+            num_total, den_total = totals[num_name], totals[den_name]
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratio = np.where(den_total > 0, num_total / den_total, np.nan)
                 overall[a.name] = float(num_total.sum() / den_total.sum()) if den_total.sum() > 0 else math.nan
                 error = None if terms is None else \
-                    se(terms[f"sum {a.column}"] - np.nan_to_num(ratio)[group] * terms[f"count {a.column}"]) / den_total
+                    se(terms[num_name] - np.nan_to_num(ratio)[group] * terms[den_name]) / den_total
             answers[a.name] = ratio, error
             continue
         t = totals[name]  # COUNT / SUM: the ratio estimate where the domain's size is known
@@ -302,6 +312,35 @@ def _dense_terms(synopsis: Synopsis, layout: Layout, ranges, aggregated, keep: n
     return out
 
 
+def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges, polynomials,
+                      keep: np.ndarray, kept: np.ndarray) -> dict[str, np.ndarray]:
+    """Per kept sampled row, for each SUM / AVG of a polynomial: its SUM term ("sum <name>": the
+    polynomial's kernel moments, :class:`parzen.aqp.aggregates._SampleTerms`) and, for AVG, its
+    COUNT term ("count <name>": the masses of the rows where no input is NULL)."""
+    from .aggregates import _SampleTerms
+
+    sample = _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1)
+    inside = keep[sample.rows]
+    position = np.zeros(keep.size, dtype=np.intp)
+    position[kept] = np.arange(kept.size)
+    at = position[sample.rows[inside]]
+
+    def dense(values):
+        full = np.zeros(kept.size)
+        full[at] = values[inside]
+        return full
+
+    out = {}
+    for a in polynomials:
+        valid = sample.valid(a.inputs)
+        terms = np.zeros(sample.rows.size)
+        for k, monomial in a.polynomial:
+            terms = terms + k * sample.monomial(Counter(monomial), valid)
+        out[f"sum {a.name}"] = dense(terms)
+        out[f"count {a.name}"] = dense(sample.p * valid)
+    return out
+
+
 def _domain_variance(values, stratum, group, layout: Layout, strata: int, groups: int) -> np.ndarray:
     """Per group (domain): the variance of its stratified total of ``values`` (zero outside it)."""
     cell = stratum * groups + group
@@ -330,9 +369,9 @@ def _unsampled(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, flo
         high = math.inf if model is None or model.maximum is None else model.maximum
         if a.func == "avg":
             value, bounds = (overall[a.name], (low, high)) if rows > 0 else (math.nan, (math.nan, math.nan))
-        elif a.column is None and not ranged:
+        elif a.func == "count" and a.column is None and not ranged:
             value, bounds = rows, (rows, rows)
-        elif a.column is None or a.func == "count":
+        elif a.func == "count":
             value, bounds = rows * overall[a.name], (0.0, rows)
         else:
             value, bounds = rows * overall[a.name], (rows * min(0.0, low), rows * max(0.0, high))
