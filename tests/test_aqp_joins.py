@@ -7,6 +7,8 @@ join synopsis are compared with DuckDB's exact answers over the same joins.
 
 from __future__ import annotations
 
+import itertools
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -339,3 +341,16 @@ def test_sums_of_arithmetic_grouped_by_a_dimension_column(engine):
         assert np.mean((approx[f"{name} low"] <= e) & (e <= approx[f"{name} high"])) >= 2 / 3, name
     with pytest.raises(UnsupportedQuery, match="rebuild with group_by=\\['n_region'"):
         engine.query(f"SELECT n_region, MAX(s_price) {JOIN} JOIN nation ON c_nationkey = n_nationkey GROUP BY n_region")
+
+
+def test_pair_tables_are_the_smallest_products_within_the_cap(monkeypatch):
+    from parzen.aqp import categories
+
+    con = duckdb.connect(":memory:")
+    _schema(con, rows=2000)
+    monkeypatch.setattr(categories, "MAX_PAIRS", 2)
+    synopsis = Engine(con).build("sales", joins=KEYS, sample=500)
+    values = synopsis.categories.values
+    pairs = [t.columns for t in synopsis.categories.tables if len(t.columns) == 2]
+    products = sorted(len(values[a]) * len(values[b]) for a, b in itertools.combinations(values, 2))
+    assert len(pairs) == 2 and sorted(len(values[a]) * len(values[b]) for a, b in pairs) == products[:2]

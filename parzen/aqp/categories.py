@@ -6,7 +6,8 @@ stratify its sample.  For that the build keeps, per categorical column:
 
 - its exact distinct values and the table's rows per value (a GROUP BY of every row);
 - per pair of categorical columns whose cardinality product is at most :data:`PAIR_LIMIT`, the
-  table's rows per existing combination (one GROUPING SETS pass);
+  table's rows per existing combination (one GROUPING SETS pass; at most :data:`MAX_PAIRS` pairs,
+  those of the smallest products);
 - the value of every sampled row (a code into the values), drawn with the sample.
 
 The exact tables say which groups exist: a query's answer has one row per group that exists in
@@ -34,8 +35,11 @@ import pandas as pd
 CATEGORY_LIMIT = 1_000
 #: Integer columns with at most this many distinct values are categorical too (their density model stays).
 INTEGER_CATEGORY_LIMIT = 64
-#: Pairs of categorical columns whose cardinality product is at most this keep exact counts per combination.
+#: Pairs of categorical columns whose cardinality product is at most this keep exact counts per combination ...
 PAIR_LIMIT = 20_000
+#: ... at most this many pairs, those of the smallest products first (a wide star schema has hundreds of
+#: pairs, and each is one more aggregate of the build's GROUPING SETS pass over every row).
+MAX_PAIRS = 64
 _TEXT_TYPES = ("VARCHAR", "BOOLEAN")
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
 
@@ -161,7 +165,10 @@ def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], 
         tables.append(ExactTable((c,), np.arange(len(found), dtype=np.int32).reshape(-1, 1),
                                  np.array([n for _, n in found], dtype=np.int64)))
     kept = list(values)
-    pairs = [p for p in combinations(kept, 2) if len(values[p[0]]) * len(values[p[1]]) <= PAIR_LIMIT]
+    def product(pair):
+        return len(values[pair[0]]) * len(values[pair[1]])
+
+    pairs = sorted((p for p in combinations(kept, 2) if product(p) <= PAIR_LIMIT), key=product)[:MAX_PAIRS]
     if pairs:
         found_pairs = _grouping_sets(con, table, kept, pairs)
         code = {c: {v: k for k, v in enumerate(values[c])} for c in kept}
@@ -174,6 +181,7 @@ def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], 
 
 def _grouping_sets(con, table: str, columns: list[str], sets: Sequence[tuple[str, ...]]) -> dict[tuple, list]:
     """Per grouping set, its (key, rows) pairs: one GROUP BY GROUPING SETS pass over ``table``."""
+    columns = [c for c in columns if any(c in s for s in sets)]  # GROUPING() takes grouped columns only
     position = {c: k for k, c in enumerate(columns)}
     listed = ", ".join(_quote(c) for c in columns)
     grouping = ", ".join("(" + ", ".join(_quote(c) for c in s) + ")" for s in sets)
