@@ -339,6 +339,10 @@ def test_sums_of_arithmetic_grouped_by_a_dimension_column(engine):
         e = exact[name].to_numpy(float)
         assert np.all(np.abs(approx[name].to_numpy() / e - 1) < 0.05), name
         assert np.mean((approx[f"{name} low"] <= e) & (e <= approx[f"{name} high"])) >= 2 / 3, name
+    unranged = f"SELECT o_priority, SUM(s_price * s_quantity) AS v, COUNT(*) {JOIN} GROUP BY o_priority"
+    approx, exact = engine.query(unranged), engine.query(unranged, exact=True).sort_values("o_priority")
+    assert np.all(np.abs(approx["v"].to_numpy() / exact["v"].to_numpy(float) - 1) < 0.05)
+    assert np.array_equal(approx["count_star()"].to_numpy(), exact["count_star()"].to_numpy(float))
     with pytest.raises(UnsupportedQuery, match="rebuild with group_by=\\['n_region'"):
         engine.query(f"SELECT n_region, MAX(s_price) {JOIN} JOIN nation ON c_nationkey = n_nationkey GROUP BY n_region")
 

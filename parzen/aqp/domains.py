@@ -159,7 +159,7 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
             with np.errstate(invalid="ignore", divide="ignore"):
                 mean = np.where(size_estimate > 0, t / size_estimate, 0.0)
             error = share * se(np.where(known[group], terms[name] - mean[group], terms[name]))
-        if a.column is None and not ranges:  # the domain's exact rows, where known (not a product that rounds)
+        if a.func == "count" and a.column is None and not ranges:  # the domain's exact rows, where known (not a product that rounds)
             value = np.where(known, exact_rows, value)
             error = None if error is None else np.where(known, 0.0, error)
         answers[a.name] = value, error
