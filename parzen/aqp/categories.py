@@ -85,10 +85,6 @@ class Categories:
     codes: dict[str, np.ndarray] = field(default_factory=dict)
     tables: list[ExactTable] = field(default_factory=list)
 
-    def code_of(self, column: str) -> dict:
-        """Value -> code of ``column`` (text compares as text, numbers as numbers)."""
-        return {v: k for k, v in enumerate(self.values[column])}
-
     def covering(self, columns) -> ExactTable | None:
         """The smallest exact table whose columns include all of ``columns`` (None: none does)."""
         wanted = set(columns)
