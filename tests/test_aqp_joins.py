@@ -246,6 +246,19 @@ def test_a_changed_dimension_makes_the_synopsis_stale_and_refresh_keeps_the_join
     assert answer["count_star()"].sum() == 3000
 
 
+def test_a_dropped_dimension_makes_the_synopsis_stale():
+    con = duckdb.connect(":memory:")
+    _schema(con, rows=2000)
+    con.execute("CREATE TABLE brands AS SELECT * FROM product")
+    e = Engine(con)
+    e.build("sales", joins={"s_productkey": "brands.p_productkey"}, sample=500)
+    assert e.check("sales") == ""
+    con.execute("DROP TABLE brands")
+    assert e.check("sales").startswith("its join no longer holds (no table 'brands'")
+    with pytest.warns(UserWarning, match="stale"):
+        e.query("SELECT COUNT(*) FROM sales")
+
+
 def test_an_older_format_is_refused_with_a_rebuild_hint(engine):
     import io
     import json

@@ -736,6 +736,9 @@ def _table_now(con, synopsis: Synopsis) -> tuple[int | None, str]:
         return source_now(synopsis.source)
     try:
         relation = join_synopses.ensure_view(con, table, synopsis.joins) if synopsis.joins else table
+    except (ValueError, duckdb.Error) as err:  # a joined table or column gone, or a new column name clash
+        return None, f"its join no longer holds ({err})"
+    try:
         categorical = synopsis.categories.values if synopsis.categories is not None else ()
         rows, fingerprint = content_fingerprint(con, relation,
                                                 fingerprint_columns(synopsis.models, synopsis.group_by, categorical))
