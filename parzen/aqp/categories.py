@@ -76,7 +76,8 @@ class Categories:
     values : dict of str to list
         Per column, its distinct values (None for NULL), in the order of its codes.
     codes : dict of str to numpy.ndarray
-        Per column, the code of each sampled row (int32, the synopsis's sample order).
+        Per column, the code of each sampled row (int16, int32 for a column of more than 32 766
+        values; the synopsis's sample order).
     tables : list of ExactTable
         One per column (its values' rows), then one per pair within :data:`PAIR_LIMIT`.
     """
@@ -199,7 +200,7 @@ def sample_codes(values: dict[str, list], sampled: dict[str, np.ndarray]) -> dic
         code = {v: k for k, v in enumerate(known)}
         nan_code = code.get(None, -1)
         codes[c] = np.array([nan_code if (v := plain_value(x)) is None else code.get(v, -1) for x in sampled[c]],
-                            dtype=np.int32)
+                            dtype=np.int16 if len(known) < np.iinfo(np.int16).max else np.int32)  # 2 bytes a row
         if (codes[c] < 0).any():  # a value the exact pass did not see: the table changed while building
             raise RuntimeError(f"column {c!r}: a sampled value is missing from its exact values (did the table "
                                "change during the build?); build again")
