@@ -195,12 +195,13 @@ def _grouping_sets(con, table: str, columns: list[str], sets: Sequence[tuple[str
 
 def sample_codes(values: dict[str, list], sampled: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Per column, the code of each sampled row's value (``sampled``: column -> its values in the sample's order)."""
-    codes = {}
+    codes: dict[str, np.ndarray] = {}
     for c, known in values.items():
         code = {v: k for k, v in enumerate(known)}
         nan_code = code.get(None, -1)
+        dtype = np.int16 if len(known) < np.iinfo(np.int16).max else np.int32  # 2 bytes a row
         codes[c] = np.array([nan_code if (v := plain_value(x)) is None else code.get(v, -1) for x in sampled[c]],
-                            dtype=np.int16 if len(known) < np.iinfo(np.int16).max else np.int32)  # 2 bytes a row
+                            dtype=dtype)
         if (codes[c] < 0).any():  # a value the exact pass did not see: the table changed while building
             raise RuntimeError(f"column {c!r}: a sampled value is missing from its exact values (did the table "
                                "change during the build?); build again")
