@@ -195,3 +195,37 @@ def test_exact_sql_runs_in_duckdb(engine):
     assert "IS NULL" in text and "ORDER BY" in text
     answer = engine.con.execute(text).df()
     assert list(answer.columns) == ["bin", "m"] and answer["bin"].is_monotonic_increasing
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT FLOOR(x / 10) * 10 AS bin, COUNT(*), SUM(x), AVG(x) FROM t GROUP BY bin",
+    "SELECT FLOOR(x / 5) * 5 AS bin, COUNT(*), AVG(y), SUM(x) FROM t WHERE y > 0.5 GROUP BY bin",
+    "SELECT FLOOR(x / 7) AS bin, COUNT(*), SUM(y) FROM t WHERE y BETWEEN -1 AND 1 AND k < 20 AND x > 3 GROUP BY bin",
+    "SELECT FLOOR(y / 0.25) * 0.25 AS bin, COUNT(*), AVG(x) FROM t WHERE g = 'a' AND x < 40 GROUP BY bin",
+    "SELECT FLOOR(k / 3) * 3 AS bin, COUNT(*), SUM(k) FROM t WHERE x BETWEEN 10 AND 30 GROUP BY bin ORDER BY bin DESC",
+    "SELECT FLOOR(d / 0.1) * 0.1 AS bin, COUNT(*) FROM t WHERE y < 0 AND g IN ('b') GROUP BY bin",
+    "SELECT FLOOR(k / 0.5) * 0.5 AS bin, COUNT(*) FROM t WHERE y < 0 GROUP BY bin",
+    "SELECT FLOOR(x / 10) * 10 AS bin, COUNT(*) FROM t WHERE y > 9 GROUP BY bin",
+])
+@pytest.mark.parametrize("z", [None, 1.96])
+def test_one_pass_over_the_sample_equals_one_query_per_bin(engine, sql, z):
+    from parzen.aqp import histogram
+
+    binned = engine._resolved_histogram(parse_histogram(sql))
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    fast, fast_form = histogram.answer(binned, synopsis, layout, z)
+    slow, slow_form = histogram.answer(binned, synopsis, layout, z, one_pass=False)
+    assert fast_form == slow_form
+    assert list(fast.columns) == list(slow.columns)
+    np.testing.assert_allclose(fast.to_numpy(float), slow.to_numpy(float), rtol=1e-12, atol=0.0, equal_nan=True)
+
+
+def test_one_pass_leaves_other_aggregates_to_the_per_bin_path(engine):
+    from parzen.aqp import histogram_pass
+
+    sql = "SELECT FLOOR(x / 10) * 10 AS bin, MAX(y) FROM t WHERE y > 0 GROUP BY bin"
+    binned = engine._resolved_histogram(parse_histogram(sql))
+    boxes = [binned.base.ranges[binned.column]]
+    assert histogram_pass.one_pass_answers(binned.base, binned.column, boxes, engine.synopsis("t"),
+                                           engine._layouts["t"], None) is None
+    assert len(engine.query(sql)) > 0

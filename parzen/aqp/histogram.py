@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from sqlglot import exp
 
-from . import answers
+from . import answers, histogram_pass
 from .sql import (
     AggregateQuery,
     Range,
@@ -300,8 +300,14 @@ def bins(query: HistogramQuery, synopsis: Synopsis) -> np.ndarray:
     return np.arange(first, last + 1, dtype=np.float64)
 
 
-def answer(query: HistogramQuery, synopsis: Synopsis, layout: Layout, z: float | None) -> tuple[pd.DataFrame, str]:
+def answer(query: HistogramQuery, synopsis: Synopsis, layout: Layout, z: float | None, *,
+           one_pass: bool = True) -> tuple[pd.DataFrame, str]:
     """One row per bin: the bin's label, then each aggregate (and its interval when ``z`` is given).
+
+    Bin k's answer is that of the query with the range x in [e_k, e_{k+1}) added
+    (:func:`parzen.aqp.answers.approximate`); every bin is answered in one pass over the sample
+    (:func:`parzen.aqp.histogram_pass.one_pass_answers`, equal to the per-bin answers to 1e-12),
+    or, for an aggregate other than COUNT / SUM / AVG, one query per bin.
 
     Parameters
     ----------
@@ -313,6 +319,9 @@ def answer(query: HistogramQuery, synopsis: Synopsis, layout: Layout, z: float |
         Its strata.
     z : float or None
         The normal quantile of the intervals; None: no intervals.
+    one_pass : bool
+        Answer every bin in one pass where the query allows (False: one query per bin, which the
+        tests compare it with).
 
     Returns
     -------
@@ -326,14 +335,21 @@ def answer(query: HistogramQuery, synopsis: Synopsis, layout: Layout, z: float |
     where = query.base.ranges[query.column]
     names = [a.name for a in query.base.aggregates]
     columns = [n for name in names for n in ((name, f"{name} low", f"{name} high") if z is not None else (name,))]
-    values = np.empty((ks.size, len(columns)))
-    forms = set()
-    for row, k in enumerate(ks):
-        box = Range(query.column, bin_edge(k, query.width), bin_edge(k + 1, query.width), True, False)
-        one = replace(query.base, ranges={**query.base.ranges, query.column: where.intersect(box)})
-        frame, form = answers.approximate(one, synopsis, layout, z)
-        values[row] = frame.to_numpy(dtype=np.float64)[0]  # its one row: the aggregates (and intervals) in order
-        forms.add(form)
+    boxes = [where.intersect(Range(query.column, bin_edge(k, query.width), bin_edge(k + 1, query.width), True, False))
+             for k in ks]
+    binned = histogram_pass.one_pass_answers(query.base, query.column, boxes, synopsis, layout, z) \
+        if one_pass else None
+    if binned is not None:
+        values, form = binned.values, binned.form
+    else:
+        values = np.empty((ks.size, len(columns)))
+        forms = set()
+        for row, box in enumerate(boxes):
+            one = replace(query.base, ranges={**query.base.ranges, query.column: box})
+            frame, one_form = answers.approximate(one, synopsis, layout, z)
+            values[row] = frame.to_numpy(dtype=np.float64)[0]  # its one row: the aggregates (and intervals) in order
+            forms.add(one_form)
+        form = "+".join(sorted(forms)) or "none"
     point = values[:, ::3] if z is not None else values  # the answers, without their intervals
     held = ~((point == 0.0) | np.isnan(point)).all(axis=1)  # a bin the synopsis gives no rows: as DuckDB, no row
     ks, values = ks[held], values[held]
@@ -342,7 +358,7 @@ def answer(query: HistogramQuery, synopsis: Synopsis, layout: Layout, z: float |
     out.insert(query.position * (3 if z is not None else 1), query.label, labels)  # aggregates only before it
     if query.descending:
         out = out.iloc[::-1].reset_index(drop=True)
-    return out, "+".join(sorted(forms)) or "none"
+    return out, form
 
 
 def exact_sql(query: HistogramQuery) -> str:
