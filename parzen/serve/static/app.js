@@ -1,7 +1,8 @@
 // parzen serve's page: one histogram per numeric column and one bar chart per group column of a
 // table with a synopsis; brushing one chart asks POST /brush for every other chart (one request),
 // which the server answers from the synopsis.  Plain JavaScript and SVG, nothing fetched but
-// this server's own API.  ?table=NAME picks the table, ?charts=a,b,c the charts shown.  The numbers drawn are kept on the elements (data-value, data-exact) and
+// this server's own API.  ?table=NAME picks the table, ?charts=a,b,c the charts shown.
+// <body data-busy="0"> once every brush made so far is drawn.  The numbers drawn are kept on the elements (data-value, data-exact) and
 // the page's state on <body> (data-updates, data-last-ms) for tests.
 "use strict";
 
@@ -147,6 +148,7 @@ function toggleGroup(chart, label) {
 async function request() {
   if (state.inFlight) { state.pending = true; return; }
   state.inFlight = true;
+  document.body.dataset.busy = "1";
   const started = performance.now();
   try {
     const answer = await api("/brush", { table: state.table, filters: state.filters, exact: state.exact,
@@ -163,7 +165,7 @@ async function request() {
     setStatus(String(error.message || error), true);
   } finally {
     state.inFlight = false;
-    if (state.pending) { state.pending = false; request(); }
+    if (state.pending) { state.pending = false; request(); } else { document.body.dataset.busy = "0"; }
   }
 }
 
