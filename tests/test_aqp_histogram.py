@@ -229,3 +229,20 @@ def test_one_pass_leaves_other_aggregates_to_the_per_bin_path(engine):
     assert histogram_pass.one_pass_answers(binned.base, binned.column, boxes, engine.synopsis("t"),
                                            engine._layouts["t"], None) is None
     assert len(engine.query(sql)) > 0
+
+
+def test_density_is_the_samples_kernel_mass_per_bin(engine):
+    from parzen.aqp import histogram
+
+    sql = "SELECT FLOOR(x / 4) * 4 AS bin, COUNT(*) FROM t WHERE y BETWEEN -0.5 AND 1.5 GROUP BY bin"
+    binned = engine._resolved_histogram(parse_histogram(sql))
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    labels, masses = histogram.density(binned, synopsis, layout)
+    assert np.array_equal(labels, histogram.bins(binned, synopsis) * 4)
+    weights = layout.weight[layout.stratum_of_row]  # a whole-table query: every kernel at its bandwidth
+    models = synopsis.models
+    y_mass, _ = models["y"].mass_and_moment(synopsis.sample["y"], *models["y"].interval(binned.base.ranges["y"]))
+    for label, mass, box in zip(labels, masses, histogram.bin_ranges(binned, labels / 4)):
+        x_mass, _ = models["x"].mass_and_moment(synopsis.sample["x"], *models["x"].interval(box))
+        assert mass == pytest.approx(float(np.sum(weights * x_mass * y_mass)), rel=1e-9, abs=1e-9), label
+    assert masses.sum() == pytest.approx(float(np.sum(weights * y_mass * ~np.isnan(synopsis.sample["x"]))), rel=1e-6)

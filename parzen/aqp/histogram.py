@@ -332,11 +332,9 @@ def answer(query: HistogramQuery, synopsis: Synopsis, layout: Layout, z: float |
         What answered each bin ("grid" or "sample"; "none" for no bins).
     """
     ks = bins(query, synopsis)
-    where = query.base.ranges[query.column]
     names = [a.name for a in query.base.aggregates]
     columns = [n for name in names for n in ((name, f"{name} low", f"{name} high") if z is not None else (name,))]
-    boxes = [where.intersect(Range(query.column, bin_edge(k, query.width), bin_edge(k + 1, query.width), True, False))
-             for k in ks]
+    boxes = bin_ranges(query, ks)
     binned = histogram_pass.one_pass_answers(query.base, query.column, boxes, synopsis, layout, z) \
         if one_pass else None
     if binned is not None:
@@ -359,6 +357,49 @@ def answer(query: HistogramQuery, synopsis: Synopsis, layout: Layout, z: float |
     if query.descending:
         out = out.iloc[::-1].reset_index(drop=True)
     return out, form
+
+
+def bin_ranges(query: HistogramQuery, ks: np.ndarray) -> list[Range]:
+    """Bin k's range on x, [e_k, e_{k+1}) (:func:`bin_edge`), within the query's own range on x.
+
+    Parameters
+    ----------
+    query : HistogramQuery
+    ks : numpy.ndarray
+        Bin indices (:func:`bins`).
+
+    Returns
+    -------
+    list of Range
+    """
+    where = query.base.ranges[query.column]
+    return [where.intersect(Range(query.column, bin_edge(k, query.width), bin_edge(k + 1, query.width), True, False))
+            for k in ks]
+
+
+def density(query: HistogramQuery, synopsis: Synopsis, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """The synopsis's density estimate integrated over the query's bins, not calibrated: per bin,
+    sum_i w_i P_x,i(bin) prod_{c != x} P_c,i over the sampled rows (stratified weights w_i, kernel
+    masses P), in one pass (:func:`parzen.aqp.histogram_pass.kernel_masses`).  ``parzen serve``
+    draws it as the density curve over a chart's bars, at a finer width.
+
+    Parameters
+    ----------
+    query : HistogramQuery
+        With names spelled as in the synopsis; its aggregates are not read.
+    synopsis : Synopsis
+    layout : Layout
+
+    Returns
+    -------
+    labels : numpy.ndarray
+        The bins' labels, as :func:`answer` gives them.
+    masses : numpy.ndarray
+        The estimated rows per bin.
+    """
+    ks = bins(query, synopsis)
+    masses = histogram_pass.kernel_masses(query.base, query.column, bin_ranges(query, ks), synopsis, layout)
+    return (ks if query.index else ks * query.width), masses
 
 
 def exact_sql(query: HistogramQuery) -> str:

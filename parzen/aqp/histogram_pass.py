@@ -110,57 +110,106 @@ def one_pass_answers(base: AggregateQuery, column: str, boxes: list[Range], syno
     return BinnedAnswer(out, form)
 
 
-def _sample_values(base: AggregateQuery, column: str, queries: list[AggregateQuery], synopsis: Synopsis,
-                   layout: Layout, output_of_stratum: np.ndarray, names: list[str]) -> np.ndarray:
-    """Per bin, :func:`parzen.aqp.answers.calibrated_values` of its query, the sums from one pass."""
+@dataclass(frozen=True)
+class _Pass:
+    """One pass's sums and what the calibration of each bin reads of it."""
+
+    sums: np.ndarray  # bins x (1 + 2 aggregated): box_sums's columns per bin
+    bins: np.ndarray  # bins x 2: each bin's interval [a, b] on x
+    others: dict  # the other range columns' intervals
+    found: dict  # the other range columns' candidate rows
+    held: np.ndarray  # per bin: its interval is not empty
+    reach: float  # how far from a box x's kernels reach (6 h times the widest bandwidth factor)
+    aggregated: list  # the aggregated columns
+
+
+def _one_pass(base: AggregateQuery, column: str, boxes: list[Range], synopsis: Synopsis, layout: Layout,
+              output_of_stratum: np.ndarray) -> _Pass:
+    """The sums of :func:`parzen.aqp._box.box_sums` for every bin's query, from one pass over the rows."""
     models = synopsis.models
     model = models[column]
-    others = {c: models[c].interval(r) for c, r in queries[0].ranges.items() if c in models and c != column}
-    bins = np.array([model.interval(q.ranges[column]) for q in queries], dtype=np.float64).reshape(-1, 2)
+    others = {c: models[c].interval(r) for c, r in base.ranges.items() if c in models and c != column}
+    bins = np.array([model.interval(box) for box in boxes], dtype=np.float64).reshape(-1, 2)
     aggregated = list(dict.fromkeys(a.column for a in base.aggregates if a.column is not None))
-    width = 1 + 2 * len(aggregated)
     whole = answers.whole_table(base, output_of_stratum)
     widest = 1.0 if whole or layout.row_scale is None else float(layout.row_scale.max(initial=1.0))
     reach_x = _REACH * model.bandwidth * widest
     found = {c: layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest) for c, (a, b) in others.items()}
     held = bins[:, 1] >= bins[:, 0]
-    sums = np.zeros((len(queries), width))
+    sums = np.zeros((len(boxes), 1 + 2 * len(aggregated)))
     if held.any() and not any(b < a for a, b in others.values()):
         span = layout.view.candidates(column, float(bins[held, 0].min()), float(bins[held, 1].max()), reach_x)
         rows = _reached(list(found.values()) + [span], layout.data.shape[1])
-        other_columns = list(others)
-        scale = answers._NO_SCALE if whole else layout.scale_of_row
+        names = list(others)
         sums = _binned_sums(
             rows, layout.data, layout.position[column], bins[:, 0].copy(), bins[:, 1].copy(),
             bins[:, 0] - reach_x, bins[:, 1] + reach_x, held,
             model.bandwidth, 0.0 if model.lower is None else model.lower, model.lower is not None,
-            np.array([layout.position[c] for c in other_columns], dtype=np.intp),
-            np.array([others[c][0] for c in other_columns]), np.array([others[c][1] for c in other_columns]),
-            np.array([models[c].bandwidth for c in other_columns]),
-            np.array([0.0 if models[c].lower is None else models[c].lower for c in other_columns]),
-            np.array([models[c].lower is not None for c in other_columns], dtype=np.bool_),
-            np.array([c in aggregated for c in other_columns], dtype=np.bool_), column in aggregated, scale, layout.stratum_of_row, output_of_stratum, layout.weight,
-            np.array([layout.position[y] for y in aggregated], dtype=np.intp),
-            np.array([-1 if y == column else (other_columns.index(y) if y in others else -2) for y in aggregated],
+            np.array([layout.position[c] for c in names], dtype=np.intp),
+            np.array([others[c][0] for c in names]), np.array([others[c][1] for c in names]),
+            np.array([models[c].bandwidth for c in names]),
+            np.array([0.0 if models[c].lower is None else models[c].lower for c in names]),
+            np.array([models[c].lower is not None for c in names], dtype=np.bool_),
+            np.array([c in aggregated for c in names], dtype=np.bool_), column in aggregated,
+            answers._NO_SCALE if whole else layout.scale_of_row, layout.stratum_of_row, output_of_stratum,
+            layout.weight, np.array([layout.position[y] for y in aggregated], dtype=np.intp),
+            np.array([-1 if y == column else (names.index(y) if y in others else -2) for y in aggregated],
                      dtype=np.intp),
             _REACH)
+    return _Pass(sums, bins, others, found, held, reach_x, aggregated)
+
+
+def kernel_masses(base: AggregateQuery, column: str, boxes: list[Range], synopsis: Synopsis,
+                  layout: Layout) -> np.ndarray:
+    """Per box on ``column``, the sample's stratified kernel mass under ``base``'s other predicates,
+    sum_i w_i P_x,i(B_k) prod_{c != x} P_c,i, not calibrated: the synopsis's density estimate of the
+    rows in each box (``parzen serve``'s density curves, drawn at a finer width than the bars).
+
+    Parameters
+    ----------
+    base : AggregateQuery
+        The predicates (names spelled as in the synopsis); its aggregates are not read.
+    column : str
+        The modelled column x.
+    boxes : list of Range
+        Ranges on x, ascending and disjoint.
+    synopsis : Synopsis
+    layout : Layout
+
+    Returns
+    -------
+    numpy.ndarray
+        One mass (estimated rows) per box.
+    """
+    _, output_of_stratum = output_groups(base, synopsis, layout)
+    counting = replace(base, select=())
+    return _one_pass(counting, column, boxes, synopsis, layout, output_of_stratum).sums[:, 0].copy()
+
+
+def _sample_values(base: AggregateQuery, column: str, queries: list[AggregateQuery], synopsis: Synopsis,
+                   layout: Layout, output_of_stratum: np.ndarray, names: list[str]) -> np.ndarray:
+    """Per bin, :func:`parzen.aqp.answers.calibrated_values` of its query, the sums from one pass."""
+    models = synopsis.models
+    found = _one_pass(base, column, [q.ranges[column] for q in queries], synopsis, layout, output_of_stratum)
+    width = found.sums.shape[1]
     values = np.empty((len(queries), len(names)))
     values_of = answers._aggregate_values
-    sizes = _candidate_counts(layout, column, bins, reach_x)
+    sizes = _candidate_counts(layout, column, found.bins, found.reach)
+    empty = any(b < a for a, b in found.others.values())
     for k, q in enumerate(queries):
-        if not held[k] or any(b < a for a, b in others.values()):
+        if not found.held[k] or empty:
             out = np.zeros((1, width))
-            found_values = values_of(q, out, aggregated, 1.0)
+            result = values_of(q, out, found.aggregated, 1.0)
         else:
-            boxes = {c: (float(bins[k, 0]), float(bins[k, 1])) if c == column else others[c]
+            boxes = {c: (float(found.bins[k, 0]), float(found.bins[k, 1])) if c == column else found.others[c]
                      for c in q.ranges if c in models}
-            counts = {c: sizes[k] if c == column else found[c].size for c in boxes}
+            counts = {c: sizes[k] if c == column else found.found[c].size for c in boxes}
             order = sorted(counts, key=counts.__getitem__)  # as calibrated_values orders them
-            out = sums[k:k + 1]
+            out = found.sums[k:k + 1]
             factor = answers.calibration_factor(q, synopsis, layout, boxes, order, out, output_of_stratum,
                                                 _no_groups)
-            found_values = values_of(q, out, aggregated, factor)
-        values[k] = [float(np.asarray(found_values[name])[0]) for name in names]
+            result = values_of(q, out, found.aggregated, factor)
+        values[k] = [float(np.asarray(result[name])[0]) for name in names]
     return values
 
 

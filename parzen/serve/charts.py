@@ -9,9 +9,10 @@ chart shows the rows that the other brushes select, so its own brush can still b
 Bins are fixed per column when the page is laid out (from the column's minimum and maximum kept in
 the synopsis), so that the bars of every answer line up: w = (max - min) / :data:`BINS` rounded up
 to an integer for integer-valued columns (each bin then holds whole values), else to 3 significant
-digits.  A smoothed column's density curve is the same histogram at a finer width w / m (m = 4 for
-continuous columns, the largest of 4, 3, 2 dividing w for integer ones, so every fine bin holds as
-many integers), scaled by m to the bars' units: the synopsis's estimate of the rows per bar width.
+digits.  A smoothed column's density curve is the synopsis's kernel density under the other brushes,
+integrated over bins of a finer width w / m (m = 4 for continuous columns, the largest of 4, 3, 2
+dividing w for integer ones, so every fine bin holds as many integers) and scaled by m to the bars'
+units, rows per bar width (:func:`parzen.aqp.histogram.density`; not calibrated, unlike the bars).
 """
 
 from __future__ import annotations
