@@ -246,3 +246,15 @@ def test_density_is_the_samples_kernel_mass_per_bin(engine):
         x_mass, _ = models["x"].mass_and_moment(synopsis.sample["x"], *models["x"].interval(box))
         assert mass == pytest.approx(float(np.sum(weights * x_mass * y_mass)), rel=1e-9, abs=1e-9), label
     assert masses.sum() == pytest.approx(float(np.sum(weights * y_mass * ~np.isnan(synopsis.sample["x"]))), rel=1e-6)
+
+
+def test_density_without_other_predicates_is_the_grid_forms_histogram(engine):
+    from parzen.aqp import histogram
+
+    sql = "SELECT FLOOR(x / 2.5) * 2.5 AS bin, COUNT(*) AS n FROM t WHERE x < 60 GROUP BY bin"
+    binned = engine._resolved_histogram(parse_histogram(sql))
+    labels, masses = histogram.density(binned, engine.synopsis("t"), engine._layouts["t"])
+    answer = engine.query(sql)
+    assert answer.attrs["form"] == "grid"
+    by_label = dict(zip(labels, masses))
+    np.testing.assert_allclose([by_label[b] for b in answer["bin"]], answer["n"], rtol=1e-12)

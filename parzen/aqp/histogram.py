@@ -378,10 +378,11 @@ def bin_ranges(query: HistogramQuery, ks: np.ndarray) -> list[Range]:
 
 
 def density(query: HistogramQuery, synopsis: Synopsis, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
-    """The synopsis's density estimate integrated over the query's bins, not calibrated: per bin,
-    sum_i w_i P_x,i(bin) prod_{c != x} P_c,i over the sampled rows (stratified weights w_i, kernel
-    masses P), in one pass (:func:`parzen.aqp.histogram_pass.kernel_masses`).  ``parzen serve``
-    draws it as the density curve over a chart's bars, at a finer width.
+    """The synopsis's density estimate integrated over the query's bins: with no predicate but on x,
+    the gridded form's C(b) - C(a) (the table's kernel density, as :func:`answer` gives it); otherwise,
+    not calibrated, sum_i w_i P_x,i(bin) prod_{c != x} P_c,i over the sampled rows (stratified
+    weights w_i, kernel masses P) in one pass (:func:`parzen.aqp.histogram_pass.kernel_masses`).
+    ``parzen serve`` draws it as the density curve over a chart's bars, at a finer width.
 
     Parameters
     ----------
@@ -398,7 +399,14 @@ def density(query: HistogramQuery, synopsis: Synopsis, layout: Layout) -> tuple[
         The estimated rows per bin.
     """
     ks = bins(query, synopsis)
-    masses = histogram_pass.kernel_masses(query.base, query.column, bin_ranges(query, ks), synopsis, layout)
+    boxes = bin_ranges(query, ks)
+    alone = not query.base.members and set(query.base.ranges) == {query.column}
+    if alone and query.column in synopsis.grids:  # the gridded form: the table's own, C(b) - C(a)
+        model = synopsis.models[query.column]
+        ends = np.array([model.interval(box) for box in boxes], dtype=np.float64).reshape(-1, 2)
+        masses = synopsis.grids[query.column].boxes(ends[:, 0], ends[:, 1])[0]
+    else:
+        masses = histogram_pass.kernel_masses(query.base, query.column, boxes, synopsis, layout)
     return (ks if query.index else ks * query.width), masses
 
 

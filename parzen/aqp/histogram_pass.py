@@ -89,8 +89,7 @@ def one_pass_answers(base: AggregateQuery, column: str, boxes: list[Range], syno
     names = [a.name for a in base.aggregates]
     grid = answers._grid_for(first, synopsis)
     if grid is not None:
-        point = np.array([[answers._grid_values(q, synopsis, grid)[name][0] for name in names] for q in queries],
-                         dtype=np.float64).reshape(len(queries), len(names))
+        point = _grid_values(base, column, boxes, synopsis, grid)
         output_of_stratum, form = layout.whole, "grid"
     else:
         keys, output_of_stratum = output_groups(first, synopsis, layout)
@@ -108,6 +107,18 @@ def one_pass_answers(base: AggregateQuery, column: str, boxes: list[Range], syno
             half = z * float(errors[name][0])
             out[k, 3 * j:3 * j + 3] = point[k, j], point[k, j] - half, point[k, j] + half
     return BinnedAnswer(out, form)
+
+
+def _grid_values(base: AggregateQuery, column: str, boxes: list[Range], synopsis: Synopsis, grid) -> np.ndarray:
+    """Per bin, the grid form's COUNT = C(b) - C(a), SUM = S(b) - S(a), AVG their ratio
+    (:func:`parzen.aqp.answers.approximate`), every bin at once (:meth:`ColumnGrid.boxes`)."""
+    model = synopsis.models[column]
+    ends = np.array([model.interval(box) for box in boxes], dtype=np.float64).reshape(-1, 2)
+    rows, total = grid.boxes(ends[:, 0], ends[:, 1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(rows > 0, total / rows, np.nan)
+    value = {"count": rows, "sum": total, "avg": mean}
+    return np.stack([value[a.func] for a in base.aggregates], axis=1)
 
 
 @dataclass(frozen=True)
