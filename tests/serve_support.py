@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,29 +48,31 @@ def serving(database: Path, *options: str, ready_seconds: float = 120.0):
 
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    process = subprocess.Popen(
-        [sys.executable, "-c", "from parzen.cli import app; app()", "serve", str(database), "--port", str(port),
-         *options], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + ready_seconds
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"parzen serve exited: {process.stderr.read().decode()[-2000:]}")
-            try:
-                if httpx.get(url + "/tables", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"parzen serve did not answer within {ready_seconds} s")
-            time.sleep(0.2)
-        yield url
-    finally:
-        process.terminate()
+    # uvicorn logs every request: to a file, as a pipe nobody reads would fill and block the server
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(
+            [sys.executable, "-c", "from parzen.cli import app; app()", "serve", str(database), "--port", str(port),
+             *options], env=env, stdout=subprocess.DEVNULL, stderr=log)
         try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stderr.close()
+            deadline = time.monotonic() + ready_seconds
+            while True:
+                if process.poll() is not None:
+                    log.seek(0)
+                    raise RuntimeError(f"parzen serve exited: {log.read().decode()[-2000:]}")
+                try:
+                    if httpx.get(url + "/tables", timeout=5).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"parzen serve did not answer within {ready_seconds} s")
+                time.sleep(0.2)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

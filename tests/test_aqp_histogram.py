@@ -258,3 +258,16 @@ def test_density_without_other_predicates_is_the_grid_forms_histogram(engine):
     assert answer.attrs["form"] == "grid"
     by_label = dict(zip(labels, masses))
     np.testing.assert_allclose([by_label[b] for b in answer["bin"]], answer["n"], rtol=1e-12)
+
+
+def test_grid_boxes_are_kept_and_bounded(engine):
+    from parzen.aqp import grid as grid_module
+
+    grid = engine.synopsis("t").grids["x"]
+    first = grid.box(3.0, 17.5)
+    assert grid.box(3.0, 17.5) == first and (3.0, 17.5) in grid._boxes
+    rows, total = grid.boxes(np.array([3.0]), np.array([17.5]))
+    assert (rows[0], total[0]) == first
+    for k in range(grid_module.BOXES_KEPT + 10):
+        grid.box(float(k), float(k) + 0.5)
+    assert len(grid._boxes) <= grid_module.BOXES_KEPT

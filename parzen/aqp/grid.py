@@ -33,7 +33,7 @@ table keeps them (the same integrals as the sample form).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
@@ -41,6 +41,8 @@ from numba import njit
 from ._box import _INV_SQRT_2PI, _phi_cdf
 from .estimate import _REACH, ColumnModel
 
+#: Boxes whose answers a ColumnGrid keeps (:meth:`ColumnGrid.box`).
+BOXES_KEPT = 4096
 #: Grid points per column unless the build asks otherwise.
 GRID_POINTS = 2048
 
@@ -54,6 +56,7 @@ class ColumnGrid:
     moment: np.ndarray
     density: np.ndarray  # empty for a step function
     steps: bool
+    _boxes: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # (a, b) -> box(a, b)
 
     def cumulative(self, t: float, *, below: bool = False) -> tuple[float, float]:
         """(C(t), S(t)); for a step function ``below`` excludes a value equal to t (C(t-))."""
@@ -83,12 +86,21 @@ class ColumnGrid:
                 + (3 * u * u - 4 * u + 1) * self.density[k] + (3 * u * u - 2 * u) * self.density[k + 1])
 
     def box(self, a: float, b: float) -> tuple[float, float]:
-        """(rows, SUM(x)) with a <= x <= b."""
+        """(rows, SUM(x)) with a <= x <= b; the last :data:`BOXES_KEPT` boxes asked for are kept, as
+        histograms and brushes ask for the same bins again."""
+        key = (a, b)
+        found = self._boxes.get(key)
+        if found is not None:
+            return found
         if b < a:
             return 0.0, 0.0
         count_b, moment_b = self.cumulative(b)
         count_a, moment_a = self.cumulative(a, below=True)
-        return max(count_b - count_a, 0.0), moment_b - moment_a
+        found = max(count_b - count_a, 0.0), moment_b - moment_a
+        if len(self._boxes) >= BOXES_KEPT:
+            self._boxes.clear()
+        self._boxes[key] = found
+        return found
 
     def boxes(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`box` of many boxes [a_k, b_k] at once, the same operations elementwise (so the same

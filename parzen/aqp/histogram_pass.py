@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from . import answers
-from ._box import _CACHE_MAX, row_box
+from ._box import _CACHE_MAX, _reached_rows, row_box
 from .estimate import _REACH
 from .sql import AggregateQuery, Range
 from .strata import Layout, output_groups
@@ -241,14 +241,9 @@ def _candidate_counts(layout: Layout, column: str, bins: np.ndarray, reach: floa
 
 
 def _reached(candidates: list[np.ndarray], n: int) -> np.ndarray:
-    """The rows (ascending) in every candidate set."""
-    keep = np.zeros(n, dtype=np.bool_)
-    keep[candidates[0]] = True
-    for rows in candidates[1:]:
-        mask = np.zeros(n, dtype=np.bool_)
-        mask[rows] = True
-        keep &= mask
-    return np.flatnonzero(keep)
+    """The rows (ascending) in every candidate set (:func:`parzen.aqp._box._reached_rows`)."""
+    starts = np.cumsum([0] + [c.size for c in candidates])
+    return _reached_rows(np.concatenate(candidates).astype(np.intp, copy=False), starts.astype(np.intp), n)
 
 
 @njit(cache=True, inline="always")

@@ -47,6 +47,7 @@ def run(database, *, host: str = "127.0.0.1", port: int = 8000, timeout: float =
     service = Service(database, timeout=timeout, allow_exact=allow_exact, on_stale=on_stale)
     try:
         app = create_app(service, max_body=MAX_BODY if max_body is None else max_body)
-        uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=2)
+        # keep-alive connections idle up to 30 s (uvicorn's 5 s races clients that reuse one just then)
+        uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_keep_alive=30, timeout_graceful_shutdown=2)
     finally:
         service.close()
