@@ -271,3 +271,11 @@ def test_grid_boxes_are_kept_and_bounded(engine):
     for k in range(grid_module.BOXES_KEPT + 10):
         grid.box(float(k), float(k) + 0.5)
     assert len(grid._boxes) <= grid_module.BOXES_KEPT
+
+
+def test_bin_edges_are_bin_edge_elementwise():
+    from parzen.aqp.histogram import bin_edges
+
+    ks = np.arange(-60.0, 60.0)
+    for width in (0.1, 0.3, 1.0, 2.5, 1e-3, 7.0 / 3.0):
+        assert bin_edges(ks, width).tolist() == [bin_edge(k, width) for k in ks]

@@ -25,6 +25,7 @@ it is refused with the FLOOR form to use instead.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass, replace
 
@@ -373,8 +374,31 @@ def bin_ranges(query: HistogramQuery, ks: np.ndarray) -> list[Range]:
     list of Range
     """
     where = query.base.ranges[query.column]
-    return [where.intersect(Range(query.column, bin_edge(k, query.width), bin_edge(k + 1, query.width), True, False))
-            for k in ks]
+    edges = bin_edges(np.append(ks, ks[-1] + 1) if ks.size else ks, query.width).tolist()
+    return [where.intersect(Range(query.column, low, high, True, False)) for low, high in itertools.pairwise(edges)]
+
+
+def bin_edges(ks: np.ndarray, width: float) -> np.ndarray:
+    """:func:`bin_edge` of every k, elementwise (the same steps, so the same doubles).
+
+    Parameters
+    ----------
+    ks : numpy.ndarray
+        Bin indices (integer values).
+    width : float
+        The bin width w > 0.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    ks = np.asarray(ks, dtype=np.float64)
+    edges = ks * width
+    while (down := edges / width >= ks).any():
+        edges[down] = np.nextafter(edges[down], -np.inf)
+    while (up := edges / width < ks).any():
+        edges[up] = np.nextafter(edges[up], np.inf)
+    return edges
 
 
 def density(query: HistogramQuery, synopsis: Synopsis, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
