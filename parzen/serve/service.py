@@ -82,6 +82,7 @@ class Service:
         for _ in range(EXACT_CURSORS):
             self._cursors.put(Engine(self.engine.con.cursor(), on_stale=on_stale))
         self._passes_max_rel_error = "max_rel_error" in inspect.signature(Engine.query).parameters
+        self._tables: list[dict] | None = None
 
     def close(self) -> None:
         """Close the cursors and the database."""
@@ -147,6 +148,11 @@ class Service:
         -------
         list of dict
         """
+        if self._tables is None:  # the synopses do not change while the server runs
+            self._tables = self._list_tables()
+        return self._tables
+
+    def _list_tables(self) -> list[dict]:
         listed = []
         for table, layout in self.layouts.items():
             synopsis = self.engine.synopsis(table)
