@@ -279,3 +279,17 @@ def test_bin_edges_are_bin_edge_elementwise():
     ks = np.arange(-60.0, 60.0)
     for width in (0.1, 0.3, 1.0, 2.5, 1e-3, 7.0 / 3.0):
         assert bin_edges(ks, width).tolist() == [bin_edge(k, width) for k in ks]
+
+
+@pytest.mark.parametrize("where", ["", "WHERE x > 10", "WHERE x >= 10 AND x < 35.5", "WHERE x BETWEEN 0.3 AND 20",
+                                   "WHERE x < 40 AND y > 0"])
+def test_bin_ranges_are_the_bins_within_the_querys_range(engine, where):
+    from parzen.aqp import histogram
+    from parzen.aqp.sql import Range
+
+    binned = engine._resolved_histogram(parse_histogram(f"SELECT FLOOR(x / 2.5) * 2.5 AS b, COUNT(*) FROM t {where} "
+                                                        "GROUP BY b"))
+    ks = histogram.bins(binned, engine.synopsis("t"))
+    own = binned.base.ranges["x"]
+    assert histogram.bin_ranges(binned, ks) == [own.intersect(Range("x", bin_edge(k, 2.5), bin_edge(k + 1, 2.5),
+                                                                    True, False)) for k in ks]

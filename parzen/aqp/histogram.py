@@ -375,7 +375,12 @@ def bin_ranges(query: HistogramQuery, ks: np.ndarray) -> list[Range]:
     """
     where = query.base.ranges[query.column]
     edges = bin_edges(np.append(ks, ks[-1] + 1) if ks.size else ks, query.width).tolist()
-    return [where.intersect(Range(query.column, low, high, True, False)) for low, high in itertools.pairwise(edges)]
+    boxes = []
+    for low, high in itertools.pairwise(edges):
+        box = Range(query.column, low, high, True, False)
+        inside = (where.low is None or where.low < low) and (where.high is None or high <= where.high)
+        boxes.append(box if inside else where.intersect(box))  # inside: the intersection is the bin itself
+    return boxes
 
 
 def bin_edges(ks: np.ndarray, width: float) -> np.ndarray:

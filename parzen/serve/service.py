@@ -300,12 +300,10 @@ def _aligned(plan: dict, frame: pd.DataFrame) -> np.ndarray:
     values = np.zeros(len(plan["labels"]))
     if plan["type"] == "histogram":
         width, first = plan["width"], plan["first"]
-        for label, count in zip(frame["bin"], frame["n"]):
-            if label is None or pd.isna(label):
-                continue
-            k = round(float(label) / width) - first
-            if 0 <= k < plan["count"]:
-                values[k] = float(count)
+        labels, counts = frame["bin"].to_numpy(dtype=np.float64, na_value=np.nan), frame["n"].to_numpy(np.float64)
+        k = np.round(labels / width) - first  # NaN for the NULL bin
+        kept = (k >= 0) & (k < plan["count"])
+        values[k[kept].astype(np.intp)] = counts[kept]
         return values
     position = {v: k for k, v in enumerate(plan["labels"])}
     for label, count in zip(frame.iloc[:, 0], frame["n"]):  # the group column, as the answer names it
