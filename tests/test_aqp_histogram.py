@@ -277,8 +277,10 @@ def test_bin_edges_are_bin_edge_elementwise():
     from parzen.aqp.histogram import bin_edges
 
     ks = np.arange(-60.0, 60.0)
-    for width in (0.1, 0.3, 1.0, 2.5, 1e-3, 7.0 / 3.0):
+    for width in (0.1, 0.3, 1.0, 2.5, 1e-3, 7.0 / 3.0, 4000.0, 522.5, 1e-300):
         assert bin_edges(ks, width).tolist() == [bin_edge(k, width) for k in ks]
+    far = np.array([-1e6, 3e5, 123456.0])
+    assert bin_edges(far, 4000.0).tolist() == [bin_edge(k, 4000.0) for k in far]
 
 
 @pytest.mark.parametrize("where", ["", "WHERE x > 10", "WHERE x >= 10 AND x < 35.5", "WHERE x BETWEEN 0.3 AND 20",
