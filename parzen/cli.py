@@ -690,7 +690,6 @@ def serve(
     with _user_errors():
         if not database.exists():
             raise ValueError(f"no database file {str(database)!r}")
-        out.print(f"serving the synopses of {database} at http://{host}:{port}/ (Ctrl-C stops)")
         run(database, host=host, port=port, timeout=timeout, allow_exact=exact, max_body=max_body, on_stale=on_stale)
 
 

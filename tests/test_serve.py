@@ -290,3 +290,17 @@ def test_engine_and_service_answer_alike_on_a_fresh_engine(database, service):
         np.testing.assert_allclose(engine.query(sql).to_numpy(float), service.engine.query(sql).to_numpy(float))
     finally:
         engine.con.close()
+
+
+def test_the_command_refuses_a_database_without_synopses(tmp_path):
+    from typer.testing import CliRunner
+
+    from parzen.cli import app
+
+    path = tmp_path / "empty.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE a (x INTEGER)")
+    result = CliRunner().invoke(app, ["serve", str(path)])
+    assert result.exit_code == 2 and "holds no synopsis" in result.output
+    result = CliRunner().invoke(app, ["serve", str(tmp_path / "missing.duckdb")])
+    assert result.exit_code == 2 and "no database file" in result.output
