@@ -295,3 +295,16 @@ def test_bin_ranges_are_the_bins_within_the_querys_range(engine, where):
     own = binned.base.ranges["x"]
     assert histogram.bin_ranges(binned, ks) == [own.intersect(Range("x", bin_edge(k, 2.5), bin_edge(k + 1, 2.5),
                                                                     True, False)) for k in ks]
+
+
+def test_marginals_are_kept_and_bounded(engine):
+    from parzen.aqp import estimate
+
+    view, model = engine._layouts["t"].view, engine.synopsis("t").models["x"]
+    first = view.marginal(model, 3.0, 17.5)
+    assert view.marginal(model, 3.0, 17.5) == first and (model, 3.0, 17.5) in view._marginals
+    view._marginals.clear()
+    assert view.marginal(model, 3.0, 17.5) == first  # computed again: the same
+    for k in range(estimate.MARGINALS_KEPT + 10):
+        view.marginal(model, float(k), float(k) + 0.5)
+    assert len(view._marginals) <= estimate.MARGINALS_KEPT

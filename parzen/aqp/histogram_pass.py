@@ -205,26 +205,19 @@ def _sample_values(base: AggregateQuery, column: str, queries: list[AggregateQue
     """Per bin, :func:`parzen.aqp.answers.calibrated_values` of its query, the sums from one pass."""
     models = synopsis.models
     found = _one_pass(base, column, [q.ranges[column] for q in queries], synopsis, layout, output_of_stratum)
-    width = found.sums.shape[1]
-    values = np.empty((len(queries), len(names)))
-    values_of = answers._aggregate_values
+    factors = np.ones(len(queries))
     sizes = _candidate_counts(layout, column, found.bins, found.reach)
     empty = any(b < a for a, b in found.others.values())
     for k, q in enumerate(queries):
-        if not found.held[k] or empty:
-            out = np.zeros((1, width))
-            result = values_of(q, out, found.aggregated, 1.0)
-        else:
+        if found.held[k] and not empty:  # else every sum is 0, and so is the answer (factor 1)
             boxes = {c: (float(found.bins[k, 0]), float(found.bins[k, 1])) if c == column else found.others[c]
                      for c in q.ranges if c in models}
             counts = {c: sizes[k] if c == column else found.found[c].size for c in boxes}
             order = sorted(counts, key=counts.__getitem__)  # as calibrated_values orders them
-            out = found.sums[k:k + 1]
-            factor = answers.calibration_factor(q, synopsis, layout, boxes, order, out, output_of_stratum,
-                                                _no_groups)
-            result = values_of(q, out, found.aggregated, factor)
-        values[k] = [float(np.asarray(result[name])[0]) for name in names]
-    return values
+            factors[k] = answers.calibration_factor(q, synopsis, layout, boxes, order, found.sums[k:k + 1],
+                                                    output_of_stratum, _no_groups)
+    result = answers._aggregate_values(base, found.sums, found.aggregated, factors)  # elementwise, as per bin
+    return np.stack([np.asarray(result[name], dtype=np.float64) for name in names], axis=1)
 
 
 def _no_groups() -> np.ndarray:
