@@ -384,10 +384,8 @@ def bin_ranges(query: HistogramQuery, ks: np.ndarray) -> list[Range]:
 
 
 def bin_edges(ks: np.ndarray, width: float) -> np.ndarray:
-    """:func:`bin_edge` of every k at once: the least double v with v / w >= k, found by bisection over
-    the doubles between k w (1 -+ 1e-12) (ordered as 64-bit integers), so that a bin far from 0 (where
-    thousands of doubles below k w still divide to k) costs about 50 steps, not thousands; a k whose
-    bracket does not hold falls back to :func:`bin_edge`.
+    """:func:`bin_edge` of every k at once: its steps elementwise, a few at a time over the array; a k
+    that needs more (k = 0 with a wide bin steps through the subnormal doubles) gets :func:`bin_edge`.
 
     Parameters
     ----------
@@ -401,29 +399,26 @@ def bin_edges(ks: np.ndarray, width: float) -> np.ndarray:
     numpy.ndarray
     """
     ks = np.asarray(ks, dtype=np.float64)
-    guess = ks * width
-    slack = np.abs(guess) * 1e-12 + 1e-300
-    low, high = _ordered(guess - slack), _ordered(guess + slack)  # low / w < k <= high / w
-    bracketed = (_from_ordered(low) / width < ks) & (_from_ordered(high) / width >= ks)
-    while ((high - low > 1) & bracketed).any():
-        middle = low + (high - low) // 2
-        reaches = _from_ordered(middle) / width >= ks
-        high, low = np.where(reaches, middle, high), np.where(reaches, low, middle)
-    edges = _from_ordered(high)
-    for k in np.flatnonzero(~bracketed):
+    edges = ks * width
+    for _ in range(_VECTOR_STEPS):
+        down = edges / width >= ks
+        if not down.any():
+            break
+        edges[down] = np.nextafter(edges[down], -np.inf)
+    unsettled = edges / width >= ks
+    for _ in range(_VECTOR_STEPS):
+        up = (edges / width < ks) & ~unsettled
+        if not up.any():
+            break
+        edges[up] = np.nextafter(edges[up], np.inf)
+    unsettled |= edges / width < ks
+    for k in np.flatnonzero(unsettled):
         edges[k] = bin_edge(float(ks[k]), width)
     return edges
 
 
-def _ordered(values: np.ndarray) -> np.ndarray:
-    """Doubles as int64 keys in the doubles' order (negative ones' bits reversed)."""
-    bits = np.ascontiguousarray(values, dtype=np.float64).view(np.int64)
-    return bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
-
-
-def _from_ordered(keys: np.ndarray) -> np.ndarray:
-    """The doubles of :func:`_ordered`'s keys (the map is its own inverse)."""
-    return (keys ^ ((keys >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))).view(np.float64)
+#: Steps of :func:`bin_edges` taken over the whole array before the stragglers go one by one.
+_VECTOR_STEPS = 4
 
 
 def density(query: HistogramQuery, synopsis: Synopsis, layout: Layout) -> tuple[np.ndarray, np.ndarray]:

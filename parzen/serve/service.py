@@ -271,7 +271,8 @@ def _plan(layout: Layout, name: str, filters: dict) -> dict:
 def _chart_answer(engine: Engine, plan: dict) -> dict:
     frame = engine.query(plan["sql"])
     chart = {"column": plan["column"], "type": plan["type"], "sql": plan["sql"],
-             "labels": [_json_value(v) for v in plan["labels"]], "values": _floats(_aligned(plan, frame)),
+             "labels": _floats(plan["labels"]) if plan["type"] == "histogram" else [_json_value(v) for v in plan["labels"]],
+             "values": _floats(_aligned(plan, frame)),
              "form": frame.attrs["form"], "ms": 1e3 * frame.attrs["seconds"], "curve": None}
     if plan.get("curve_sql"):
         started = time.perf_counter()
