@@ -84,26 +84,24 @@ def one_pass_answers(base: AggregateQuery, column: str, boxes: list[Range], syno
     """
     if not all(a.plain for a in base.aggregates):
         return None
-    queries = [replace(base, ranges={**base.ranges, column: box}) for box in boxes]
-    if not queries:
+    if not boxes:
         return BinnedAnswer(np.zeros((0, len(base.aggregates) * (3 if z is not None else 1))), "none")
     models = synopsis.models
-    first = queries[0]
     names = [a.name for a in base.aggregates]
-    grid = answers._grid_for(first, synopsis)
+    # a bin's query differs from base only in its range on x: the same form, strata and calibration branch
+    grid = answers._grid_for(base, synopsis)
     if grid is not None:
         point = _grid_values(base, column, boxes, synopsis, grid)
         output_of_stratum, form = layout.whole, "grid"
     else:
-        keys, output_of_stratum = output_groups(first, synopsis, layout)
-        if len(keys) != 1:  # a histogram has no GROUP BY but its bin: one answer row per bin
-            return None
-        point = _sample_values(base, column, queries, synopsis, layout, output_of_stratum, names)
+        _, output_of_stratum = output_groups(base, synopsis, layout)  # one answer row: no GROUP BY but the bin
+        point = _sample_values(base, column, boxes, synopsis, layout, output_of_stratum, names)
         form = "sample"
     if z is None:
         return BinnedAnswer(point, form)
-    out = np.empty((len(queries), 3 * len(names)))
-    for k, q in enumerate(queries):
+    out = np.empty((len(boxes), 3 * len(names)))
+    for k, box in enumerate(boxes):
+        q = replace(base, ranges={**base.ranges, column: box})
         errors = answers._standard_errors(q, synopsis, layout, {c: r for c, r in q.ranges.items() if c in models},
                                           output_of_stratum, 1)
         for j, name in enumerate(names):
@@ -200,21 +198,23 @@ def kernel_masses(base: AggregateQuery, column: str, boxes: list[Range], synopsi
     return _one_pass(counting, column, boxes, synopsis, layout, output_of_stratum).sums[:, 0].copy()
 
 
-def _sample_values(base: AggregateQuery, column: str, queries: list[AggregateQuery], synopsis: Synopsis,
-                   layout: Layout, output_of_stratum: np.ndarray, names: list[str]) -> np.ndarray:
-    """Per bin, :func:`parzen.aqp.answers.calibrated_values` of its query, the sums from one pass."""
+def _sample_values(base: AggregateQuery, column: str, boxes: list[Range], synopsis: Synopsis, layout: Layout,
+                   output_of_stratum: np.ndarray, names: list[str]) -> np.ndarray:
+    """Per bin, :func:`parzen.aqp.answers.calibrated_values` of its query (``base`` with x in the
+    bin), the sums from one pass, each bin's calibration factor as its query's."""
     models = synopsis.models
-    found = _one_pass(base, column, [q.ranges[column] for q in queries], synopsis, layout, output_of_stratum)
-    factors = np.ones(len(queries))
+    found = _one_pass(base, column, boxes, synopsis, layout, output_of_stratum)
+    factors = np.ones(len(boxes))
     sizes = _candidate_counts(layout, column, found.bins, found.reach)
     empty = any(b < a for a, b in found.others.values())
-    for k, q in enumerate(queries):
+    ranged = [c for c in base.ranges if c in models]  # a bin's range columns, in its query's order
+    for k in range(len(boxes)):
         if found.held[k] and not empty:  # else every sum is 0, and so is the answer (factor 1)
-            boxes = {c: (float(found.bins[k, 0]), float(found.bins[k, 1])) if c == column else found.others[c]
-                     for c in q.ranges if c in models}
-            counts = {c: sizes[k] if c == column else found.found[c].size for c in boxes}
+            bin_box = (float(found.bins[k, 0]), float(found.bins[k, 1]))
+            ends = {c: bin_box if c == column else found.others[c] for c in ranged}
+            counts = {c: sizes[k] if c == column else found.found[c].size for c in ranged}
             order = sorted(counts, key=counts.__getitem__)  # as calibrated_values orders them
-            factors[k] = answers.calibration_factor(q, synopsis, layout, boxes, order, found.sums[k:k + 1],
+            factors[k] = answers.calibration_factor(base, synopsis, layout, ends, order, found.sums[k:k + 1],
                                                     output_of_stratum, _no_groups)
     result = answers._aggregate_values(base, found.sums, found.aggregated, factors)  # elementwise, as per bin
     return np.stack([np.asarray(result[name], dtype=np.float64) for name in names], axis=1)

@@ -299,15 +299,15 @@ def _aligned(plan: dict, frame: pd.DataFrame) -> np.ndarray:
     """A chart's answer as one count per bar of the layout (0 for a bar the answer leaves out; a
     histogram's NULL bin and values outside the layout's bins dropped)."""
     values = np.zeros(len(plan["labels"]))
+    rows = frame.to_numpy()  # [label, count] per row, by position (the answer's names differ from DuckDB's)
     if plan["type"] == "histogram":
-        width, first = plan["width"], plan["first"]
-        labels, counts = frame["bin"].to_numpy(dtype=np.float64, na_value=np.nan), frame["n"].to_numpy(np.float64)
-        k = np.round(labels / width) - first  # NaN for the NULL bin
+        labels, counts = rows[:, 0].astype(np.float64), rows[:, 1].astype(np.float64)
+        k = np.round(labels / plan["width"]) - plan["first"]  # NaN for the NULL bin
         kept = (k >= 0) & (k < plan["count"])
         values[k[kept].astype(np.intp)] = counts[kept]
         return values
     position = {v: k for k, v in enumerate(plan["labels"])}
-    for label, count in zip(frame.iloc[:, 0], frame["n"]):  # the group column, as the answer names it
+    for label, count in rows:
         if label in position:
             values[position[label]] = float(count)
     return values
