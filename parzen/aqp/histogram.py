@@ -353,11 +353,11 @@ def answer(query: HistogramQuery, synopsis: Synopsis, layout: Layout, z: float |
     held = ~((point == 0.0) | np.isnan(point)).all(axis=1)  # a bin the synopsis gives no rows: as DuckDB, no row
     ks, values = ks[held], values[held]
     labels = ks if query.index else ks * query.width
-    out = pd.DataFrame(values, columns=pd.Index(columns))
-    out.insert(query.position * (3 if z is not None else 1), query.label, labels)  # aggregates only before it
     if query.descending:
-        out = out.iloc[::-1].reset_index(drop=True)
-    return out, form
+        labels, values = labels[::-1], values[::-1]
+    at = query.position * (3 if z is not None else 1)  # aggregates only before the bin
+    table = np.column_stack([values[:, :at], labels, values[:, at:]])
+    return pd.DataFrame(table, columns=pd.Index([*columns[:at], query.label, *columns[at:]])), form
 
 
 def bin_ranges(query: HistogramQuery, ks: np.ndarray) -> list[Range]:
