@@ -687,6 +687,32 @@ def aqp_list(database: Database) -> None:
     out.print(_frame_view(frame, out.width))
 
 
+@app.command("serve")
+def serve(
+    database: Database,
+    host: Annotated[str, typer.Option(help="Address to listen on; the default answers this machine only (the "
+                                           "server has no authentication: see docs/serve.md).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
+    timeout: Annotated[float, typer.Option(min=0.001, help="Seconds a request may take: an exact query is "
+                                                           "stopped then (HTTP 504).")] = 10.0,
+    exact: Annotated[bool, typer.Option("--exact/--no-exact", help="Serve exact answers from DuckDB beside the "
+                                                                   "approximate ones (any read-only SELECT).")] = True,
+    max_body: Annotated[int, typer.Option(min=256, help="Largest request body in bytes (HTTP 413 above).")]
+    = 64 * 1024,
+    on_stale: Annotated[str, typer.Option(
+        help="warn (answer, with a warning) or error (refuse) when a table changed since its synopsis was built.")]
+    = "warn",
+) -> None:
+    """Serve DB's synopses over HTTP: a JSON API (POST /query, POST /brush, GET /tables) and a page at / whose
+    charts crossfilter from the synopses (needs the serve extra: pip install "parzen\\[serve]")."""
+    from .serve import run
+
+    with _user_errors():
+        if not database.exists():
+            raise ValueError(f"no database file {str(database)!r}")
+        run(database, host=host, port=port, timeout=timeout, allow_exact=exact, max_body=max_body, on_stale=on_stale)
+
+
 def _regression_pair(text: str) -> tuple[str, str]:
     """"y~x" -> ("y", "x")."""
     y, tilde, x = text.partition("~")

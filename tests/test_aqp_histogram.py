@@ -195,3 +195,116 @@ def test_exact_sql_runs_in_duckdb(engine):
     assert "IS NULL" in text and "ORDER BY" in text
     answer = engine.con.execute(text).df()
     assert list(answer.columns) == ["bin", "m"] and answer["bin"].is_monotonic_increasing
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT FLOOR(x / 10) * 10 AS bin, COUNT(*), SUM(x), AVG(x) FROM t GROUP BY bin",
+    "SELECT FLOOR(x / 5) * 5 AS bin, COUNT(*), AVG(y), SUM(x) FROM t WHERE y > 0.5 GROUP BY bin",
+    "SELECT FLOOR(x / 7) AS bin, COUNT(*), SUM(y) FROM t WHERE y BETWEEN -1 AND 1 AND k < 20 AND x > 3 GROUP BY bin",
+    "SELECT FLOOR(y / 0.25) * 0.25 AS bin, COUNT(*), AVG(x) FROM t WHERE g = 'a' AND x < 40 GROUP BY bin",
+    "SELECT FLOOR(k / 3) * 3 AS bin, COUNT(*), SUM(k) FROM t WHERE x BETWEEN 10 AND 30 GROUP BY bin ORDER BY bin DESC",
+    "SELECT FLOOR(d / 0.1) * 0.1 AS bin, COUNT(*) FROM t WHERE y < 0 AND g IN ('b') GROUP BY bin",
+    "SELECT FLOOR(k / 0.5) * 0.5 AS bin, COUNT(*) FROM t WHERE y < 0 GROUP BY bin",
+    "SELECT FLOOR(x / 10) * 10 AS bin, COUNT(*) FROM t WHERE y > 9 GROUP BY bin",
+])
+@pytest.mark.parametrize("z", [None, 1.96])
+def test_one_pass_over_the_sample_equals_one_query_per_bin(engine, sql, z):
+    from parzen.aqp import histogram
+
+    binned = engine._resolved_histogram(parse_histogram(sql))
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    fast, fast_form = histogram.answer(binned, synopsis, layout, z)
+    slow, slow_form = histogram.answer(binned, synopsis, layout, z, one_pass=False)
+    assert fast_form == slow_form
+    assert list(fast.columns) == list(slow.columns)
+    np.testing.assert_allclose(fast.to_numpy(float), slow.to_numpy(float), rtol=1e-12, atol=0.0, equal_nan=True)
+
+
+def test_one_pass_leaves_other_aggregates_to_the_per_bin_path(engine):
+    from parzen.aqp import histogram_pass
+
+    sql = "SELECT FLOOR(x / 10) * 10 AS bin, MAX(y) FROM t WHERE y > 0 GROUP BY bin"
+    binned = engine._resolved_histogram(parse_histogram(sql))
+    boxes = [binned.base.ranges[binned.column]]
+    assert histogram_pass.one_pass_answers(binned.base, binned.column, boxes, engine.synopsis("t"),
+                                           engine._layouts["t"], None) is None
+    assert len(engine.query(sql)) > 0
+
+
+def test_density_is_the_samples_kernel_mass_per_bin(engine):
+    from parzen.aqp import histogram
+
+    sql = "SELECT FLOOR(x / 4) * 4 AS bin, COUNT(*) FROM t WHERE y BETWEEN -0.5 AND 1.5 GROUP BY bin"
+    binned = engine._resolved_histogram(parse_histogram(sql))
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    labels, masses = histogram.density(binned, synopsis, layout)
+    assert np.array_equal(labels, histogram.bins(binned, synopsis) * 4)
+    weights = layout.weight[layout.stratum_of_row]  # a whole-table query: every kernel at its bandwidth
+    models = synopsis.models
+    y_mass, _ = models["y"].mass_and_moment(synopsis.sample["y"], *models["y"].interval(binned.base.ranges["y"]))
+    for label, mass, box in zip(labels, masses, histogram.bin_ranges(binned, labels / 4)):
+        x_mass, _ = models["x"].mass_and_moment(synopsis.sample["x"], *models["x"].interval(box))
+        assert mass == pytest.approx(float(np.sum(weights * x_mass * y_mass)), rel=1e-9, abs=1e-9), label
+    assert masses.sum() == pytest.approx(float(np.sum(weights * y_mass * ~np.isnan(synopsis.sample["x"]))), rel=1e-6)
+
+
+def test_density_without_other_predicates_is_the_grid_forms_histogram(engine):
+    from parzen.aqp import histogram
+
+    sql = "SELECT FLOOR(x / 2.5) * 2.5 AS bin, COUNT(*) AS n FROM t WHERE x < 60 GROUP BY bin"
+    binned = engine._resolved_histogram(parse_histogram(sql))
+    labels, masses = histogram.density(binned, engine.synopsis("t"), engine._layouts["t"])
+    answer = engine.query(sql)
+    assert answer.attrs["form"] == "grid"
+    by_label = dict(zip(labels, masses))
+    np.testing.assert_allclose([by_label[b] for b in answer["bin"]], answer["n"], rtol=1e-12)
+
+
+def test_grid_boxes_are_kept_and_bounded(engine):
+    from parzen.aqp import grid as grid_module
+
+    grid = engine.synopsis("t").grids["x"]
+    first = grid.box(3.0, 17.5)
+    assert grid.box(3.0, 17.5) == first and (3.0, 17.5) in grid._boxes
+    rows, total = grid.boxes(np.array([3.0]), np.array([17.5]))
+    assert (rows[0], total[0]) == first
+    for k in range(grid_module.BOXES_KEPT + 10):
+        grid.box(float(k), float(k) + 0.5)
+    assert len(grid._boxes) <= grid_module.BOXES_KEPT
+
+
+def test_bin_edges_are_bin_edge_elementwise():
+    from parzen.aqp.histogram import bin_edges
+
+    ks = np.arange(-60.0, 60.0)
+    for width in (0.1, 0.3, 1.0, 2.5, 1e-3, 7.0 / 3.0, 4000.0, 522.5, 1e-300):
+        assert bin_edges(ks, width).tolist() == [bin_edge(k, width) for k in ks]
+    far = np.array([-1e6, 3e5, 123456.0])
+    assert bin_edges(far, 4000.0).tolist() == [bin_edge(k, 4000.0) for k in far]
+
+
+@pytest.mark.parametrize("where", ["", "WHERE x > 10", "WHERE x >= 10 AND x < 35.5", "WHERE x BETWEEN 0.3 AND 20",
+                                   "WHERE x < 40 AND y > 0"])
+def test_bin_ranges_are_the_bins_within_the_querys_range(engine, where):
+    from parzen.aqp import histogram
+    from parzen.aqp.sql import Range
+
+    binned = engine._resolved_histogram(parse_histogram(f"SELECT FLOOR(x / 2.5) * 2.5 AS b, COUNT(*) FROM t {where} "
+                                                        "GROUP BY b"))
+    ks = histogram.bins(binned, engine.synopsis("t"))
+    own = binned.base.ranges["x"]
+    assert histogram.bin_ranges(binned, ks) == [own.intersect(Range("x", bin_edge(k, 2.5), bin_edge(k + 1, 2.5),
+                                                                    True, False)) for k in ks]
+
+
+def test_marginals_are_kept_and_bounded(engine):
+    from parzen.aqp import estimate
+
+    view, model = engine._layouts["t"].view, engine.synopsis("t").models["x"]
+    first = view.marginal(model, 3.0, 17.5)
+    assert view.marginal(model, 3.0, 17.5) == first and (model, 3.0, 17.5) in view._marginals
+    view._marginals.clear()
+    assert view.marginal(model, 3.0, 17.5) == first  # computed again: the same
+    for k in range(estimate.MARGINALS_KEPT + 10):
+        view.marginal(model, float(k), float(k) + 0.5)
+    assert len(view._marginals) <= estimate.MARGINALS_KEPT

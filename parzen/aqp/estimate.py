@@ -94,6 +94,10 @@ class ColumnModel:
                           self.lower if reflect else 0.0, reflect, _REACH)
 
 
+#: Answers of :meth:`SampleView.marginal` a view keeps.
+MARGINALS_KEPT = 4096
+
+
 class SampleView:
     """Sampled rows of some columns (NaN = NULL) with lazily built sorted orders per column.
 
@@ -109,6 +113,7 @@ class SampleView:
         self._sorted: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._weights: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._repeats: dict[str, bool] = {}
+        self._marginals: dict[tuple, float] = {}  # (model, a, b) -> marginal(model, a, b)
         if sort_now:  # pay the sorting when the synopsis is loaded, not in the first queries
             for column in columns:
                 self._sort(column)
@@ -148,13 +153,22 @@ class SampleView:
 
     def marginal(self, model: ColumnModel, a: float, b: float) -> float:
         """sum_i w_i P(x_i): the sample's (weighted) kernel mass in [a, b] of ``model``'s column
-        (bandwidth factor 1), in O(log n + rows near the ends)."""
+        (bandwidth factor 1), in O(log n + rows near the ends); the last :data:`MARGINALS_KEPT`
+        answers are kept (histograms and brushes ask for the same bins again)."""
         if b < a:
             return 0.0
+        key = (model, a, b)
+        found = self._marginals.get(key)
+        if found is not None:
+            return found
         values, weights, cumulative = self._sorted_weights(model.name)
         reflect = model.lower is not None
-        return float(sorted_mass(values, weights, cumulative, a, b, model.bandwidth,
-                                 model.lower if reflect else 0.0, reflect, _REACH))
+        found = float(sorted_mass(values, weights, cumulative, a, b, model.bandwidth,
+                                  model.lower if reflect else 0.0, reflect, _REACH))
+        if len(self._marginals) >= MARGINALS_KEPT:
+            self._marginals.clear()
+        self._marginals[key] = found
+        return found
 
     def candidates(self, column: str, a: float, b: float, reach: float) -> np.ndarray:
         values, order = self._sort(column)

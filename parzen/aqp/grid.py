@@ -33,7 +33,7 @@ table keeps them (the same integrals as the sample form).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
@@ -41,6 +41,8 @@ from numba import njit
 from ._box import _INV_SQRT_2PI, _phi_cdf
 from .estimate import _REACH, ColumnModel
 
+#: Boxes whose answers a ColumnGrid keeps (:meth:`ColumnGrid.box`).
+BOXES_KEPT = 4096
 #: Grid points per column unless the build asks otherwise.
 GRID_POINTS = 2048
 
@@ -54,6 +56,7 @@ class ColumnGrid:
     moment: np.ndarray
     density: np.ndarray  # empty for a step function
     steps: bool
+    _boxes: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # (a, b) -> box(a, b)
 
     def cumulative(self, t: float, *, below: bool = False) -> tuple[float, float]:
         """(C(t), S(t)); for a step function ``below`` excludes a value equal to t (C(t-))."""
@@ -83,12 +86,59 @@ class ColumnGrid:
                 + (3 * u * u - 4 * u + 1) * self.density[k] + (3 * u * u - 2 * u) * self.density[k + 1])
 
     def box(self, a: float, b: float) -> tuple[float, float]:
-        """(rows, SUM(x)) with a <= x <= b."""
+        """(rows, SUM(x)) with a <= x <= b; the last :data:`BOXES_KEPT` boxes asked for are kept, as
+        histograms and brushes ask for the same bins again."""
+        key = (a, b)
+        found = self._boxes.get(key)
+        if found is not None:
+            return found
         if b < a:
             return 0.0, 0.0
         count_b, moment_b = self.cumulative(b)
         count_a, moment_a = self.cumulative(a, below=True)
-        return max(count_b - count_a, 0.0), moment_b - moment_a
+        found = max(count_b - count_a, 0.0), moment_b - moment_a
+        if len(self._boxes) >= BOXES_KEPT:
+            self._boxes.clear()
+        self._boxes[key] = found
+        return found
+
+    def boxes(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`box` of many boxes [a_k, b_k] at once, the same operations elementwise (so the same
+        numbers), for histograms' bins.
+
+        Parameters
+        ----------
+        a, b : numpy.ndarray
+            The boxes' ends.
+
+        Returns
+        -------
+        rows, total : numpy.ndarray
+            Per box, its rows and SUM(x).
+        """
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        count_b, moment_b = self._cumulatives(b, below=False)
+        count_a, moment_a = self._cumulatives(a, below=True)
+        empty = b < a
+        rows = np.where(empty, 0.0, np.maximum(count_b - count_a, 0.0))
+        return rows, np.where(empty, 0.0, moment_b - moment_a)
+
+    def _cumulatives(self, t: np.ndarray, *, below: bool) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`cumulative` at every t."""
+        p = self.points
+        if self.steps:
+            k = np.searchsorted(p, t, side="left" if below else "right") - 1
+            safe = np.maximum(k, 0)
+            return np.where(k < 0, 0.0, self.count[safe]), np.where(k < 0, 0.0, self.moment[safe])
+        k = np.clip(np.searchsorted(p, t, side="right") - 1, 0, p.size - 2)
+        t0, t1 = p[k], p[k + 1]
+        c0, c1 = self.density[k], self.density[k + 1]
+        count = _hermite_array(t, t0, t1, self.count[k], self.count[k + 1], c0, c1)
+        moment = _hermite_array(t, t0, t1, self.moment[k], self.moment[k + 1], t0 * c0, t1 * c1)
+        low, high = t <= p[0], t >= p[-1]
+        count = np.where(low, self.count[0], np.where(high, self.count[-1], count))
+        moment = np.where(low, self.moment[0], np.where(high, self.moment[-1], moment))
+        return count, moment
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {"points": self.points, "count": self.count, "moment": self.moment, "density": self.density}
@@ -109,6 +159,16 @@ def _hermite(t, t0, t1, y0, y1, d0, d1) -> float:
     u2, u3 = u * u, u * u * u
     return float((2 * u3 - 3 * u2 + 1) * y0 + (u3 - 2 * u2 + u) * width * d0
                  + (-2 * u3 + 3 * u2) * y1 + (u3 - u2) * width * d1)
+
+
+def _hermite_array(t, t0, t1, y0, y1, d0, d1) -> np.ndarray:
+    """:func:`_hermite` elementwise (the same operations in the same order)."""
+    width = t1 - t0
+    u = (t - t0) / width
+    u2, u3 = u * u, u * u * u
+    with np.errstate(invalid="ignore", over="ignore"):  # t outside the points: replaced by the caller
+        return ((2 * u3 - 3 * u2 + 1) * y0 + (u3 - 2 * u2 + u) * width * d0
+                + (-2 * u3 + 3 * u2) * y1 + (u3 - u2) * width * d1)
 
 
 def column_grid(model: ColumnModel, values: np.ndarray, weights: np.ndarray, scale: np.ndarray,

@@ -25,6 +25,7 @@ it is refused with the FLOOR form to use instead.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass, replace
 
@@ -32,7 +33,7 @@ import numpy as np
 import pandas as pd
 from sqlglot import exp
 
-from . import answers
+from . import answers, histogram_pass
 from .sql import (
     AggregateQuery,
     Range,
@@ -300,8 +301,14 @@ def bins(query: HistogramQuery, synopsis: Synopsis) -> np.ndarray:
     return np.arange(first, last + 1, dtype=np.float64)
 
 
-def answer(query: HistogramQuery, synopsis: Synopsis, layout: Layout, z: float | None) -> tuple[pd.DataFrame, str]:
+def answer(query: HistogramQuery, synopsis: Synopsis, layout: Layout, z: float | None, *,
+           one_pass: bool = True) -> tuple[pd.DataFrame, str]:
     """One row per bin: the bin's label, then each aggregate (and its interval when ``z`` is given).
+
+    Bin k's answer is that of the query with the range x in [e_k, e_{k+1}) added
+    (:func:`parzen.aqp.answers.approximate`); every bin is answered in one pass over the sample
+    (:func:`parzen.aqp.histogram_pass.one_pass_answers`, equal to the per-bin answers to 1e-12),
+    or, for an aggregate other than COUNT / SUM / AVG, one query per bin.
 
     Parameters
     ----------
@@ -313,6 +320,9 @@ def answer(query: HistogramQuery, synopsis: Synopsis, layout: Layout, z: float |
         Its strata.
     z : float or None
         The normal quantile of the intervals; None: no intervals.
+    one_pass : bool
+        Answer every bin in one pass where the query allows (False: one query per bin, which the
+        tests compare it with).
 
     Returns
     -------
@@ -323,26 +333,125 @@ def answer(query: HistogramQuery, synopsis: Synopsis, layout: Layout, z: float |
         What answered each bin ("grid" or "sample"; "none" for no bins).
     """
     ks = bins(query, synopsis)
-    where = query.base.ranges[query.column]
     names = [a.name for a in query.base.aggregates]
     columns = [n for name in names for n in ((name, f"{name} low", f"{name} high") if z is not None else (name,))]
-    values = np.empty((ks.size, len(columns)))
-    forms = set()
-    for row, k in enumerate(ks):
-        box = Range(query.column, bin_edge(k, query.width), bin_edge(k + 1, query.width), True, False)
-        one = replace(query.base, ranges={**query.base.ranges, query.column: where.intersect(box)})
-        frame, form = answers.approximate(one, synopsis, layout, z)
-        values[row] = frame.to_numpy(dtype=np.float64)[0]  # its one row: the aggregates (and intervals) in order
-        forms.add(form)
+    boxes = bin_ranges(query, ks)
+    binned = histogram_pass.one_pass_answers(query.base, query.column, boxes, synopsis, layout, z) \
+        if one_pass else None
+    if binned is not None:
+        values, form = binned.values, binned.form
+    else:
+        values = np.empty((ks.size, len(columns)))
+        forms = set()
+        for row, box in enumerate(boxes):
+            one = replace(query.base, ranges={**query.base.ranges, query.column: box})
+            frame, one_form = answers.approximate(one, synopsis, layout, z)
+            values[row] = frame.to_numpy(dtype=np.float64)[0]  # its one row: the aggregates (and intervals) in order
+            forms.add(one_form)
+        form = "+".join(sorted(forms)) or "none"
     point = values[:, ::3] if z is not None else values  # the answers, without their intervals
     held = ~((point == 0.0) | np.isnan(point)).all(axis=1)  # a bin the synopsis gives no rows: as DuckDB, no row
     ks, values = ks[held], values[held]
     labels = ks if query.index else ks * query.width
-    out = pd.DataFrame(values, columns=pd.Index(columns))
-    out.insert(query.position * (3 if z is not None else 1), query.label, labels)  # aggregates only before it
     if query.descending:
-        out = out.iloc[::-1].reset_index(drop=True)
-    return out, "+".join(sorted(forms)) or "none"
+        labels, values = labels[::-1], values[::-1]
+    at = query.position * (3 if z is not None else 1)  # aggregates only before the bin
+    table = np.column_stack([values[:, :at], labels, values[:, at:]])
+    return pd.DataFrame(table, columns=pd.Index([*columns[:at], query.label, *columns[at:]])), form
+
+
+def bin_ranges(query: HistogramQuery, ks: np.ndarray) -> list[Range]:
+    """Bin k's range on x, [e_k, e_{k+1}) (:func:`bin_edge`), within the query's own range on x.
+
+    Parameters
+    ----------
+    query : HistogramQuery
+    ks : numpy.ndarray
+        Bin indices (:func:`bins`).
+
+    Returns
+    -------
+    list of Range
+    """
+    where = query.base.ranges[query.column]
+    edges = bin_edges(np.append(ks, ks[-1] + 1) if ks.size else ks, query.width).tolist()
+    boxes = []
+    for low, high in itertools.pairwise(edges):
+        box = Range(query.column, low, high, True, False)
+        inside = (where.low is None or where.low < low) and (where.high is None or high <= where.high)
+        boxes.append(box if inside else where.intersect(box))  # inside: the intersection is the bin itself
+    return boxes
+
+
+def bin_edges(ks: np.ndarray, width: float) -> np.ndarray:
+    """:func:`bin_edge` of every k at once: its steps elementwise, a few at a time over the array; a k
+    that needs more (k = 0 with a wide bin steps through the subnormal doubles) gets :func:`bin_edge`.
+
+    Parameters
+    ----------
+    ks : numpy.ndarray
+        Bin indices (integer values).
+    width : float
+        The bin width w > 0.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    ks = np.asarray(ks, dtype=np.float64)
+    edges = ks * width
+    for _ in range(_VECTOR_STEPS):
+        down = edges / width >= ks
+        if not down.any():
+            break
+        edges[down] = np.nextafter(edges[down], -np.inf)
+    unsettled = edges / width >= ks
+    for _ in range(_VECTOR_STEPS):
+        up = (edges / width < ks) & ~unsettled
+        if not up.any():
+            break
+        edges[up] = np.nextafter(edges[up], np.inf)
+    unsettled |= edges / width < ks
+    for k in np.flatnonzero(unsettled):
+        edges[k] = bin_edge(float(ks[k]), width)
+    return edges
+
+
+#: Steps of :func:`bin_edges` taken over the whole array before the stragglers go one by one.
+_VECTOR_STEPS = 4
+
+
+def density(query: HistogramQuery, synopsis: Synopsis, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """The synopsis's density estimate integrated over the query's bins: with no predicate but on x,
+    the gridded form's C(b) - C(a) (the table's kernel density, as :func:`answer` gives it); otherwise,
+    not calibrated, sum_i w_i P_x,i(bin) prod_{c != x} P_c,i over the sampled rows (stratified
+    weights w_i, kernel masses P) in one pass (:func:`parzen.aqp.histogram_pass.kernel_masses`).
+    ``parzen serve`` draws it as the density curve over a chart's bars, at a finer width.
+
+    Parameters
+    ----------
+    query : HistogramQuery
+        With names spelled as in the synopsis; its aggregates are not read.
+    synopsis : Synopsis
+    layout : Layout
+
+    Returns
+    -------
+    labels : numpy.ndarray
+        The bins' labels, as :func:`answer` gives them.
+    masses : numpy.ndarray
+        The estimated rows per bin.
+    """
+    ks = bins(query, synopsis)
+    boxes = bin_ranges(query, ks)
+    alone = not query.base.members and set(query.base.ranges) == {query.column}
+    if alone and query.column in synopsis.grids:  # the gridded form: the table's own, C(b) - C(a)
+        model = synopsis.models[query.column]
+        ends = np.array([model.interval(box) for box in boxes], dtype=np.float64).reshape(-1, 2)
+        masses = synopsis.grids[query.column].boxes(ends[:, 0], ends[:, 1])[0]
+    else:
+        masses = histogram_pass.kernel_masses(query.base, query.column, boxes, synopsis, layout)
+    return (ks if query.index else ks * query.width), masses
 
 
 def exact_sql(query: HistogramQuery) -> str:
