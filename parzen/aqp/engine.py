@@ -121,7 +121,8 @@ class Engine:
         its data, nor answer exactly (a warning says so when it is loaded).
 
         ``columns``: numeric columns to model (default: all numeric ones).  ``sample``: rows in
-        the uniform sample (DuckDB's reservoir sampling).  ``bandwidth``: a selector's name
+        the uniform sample (the rows of the smallest keys hash(rowid, seed): a merge of appended rows
+        keeps it uniform, :meth:`refresh`).  ``bandwidth``: a selector's name
         from :data:`parzen.bandwidth.SELECTORS` ("plugin", the default, "lscv_h", "scott", ...), a
         number, or a dict column -> number (columns left out get "plugin").  "plugin" estimates
         PLUGIN's density functionals Psi_6 and Psi_4 from the binned counts of every row of the
