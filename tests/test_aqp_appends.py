@@ -12,6 +12,7 @@ import pytest
 
 from parzen.aqp import Engine, StaleSynopsisWarning, SynopsisRebuiltWarning
 from parzen.aqp import appends as appends_module
+from parzen.aqp.grid import kernel_cumulative
 
 ROWS = 30_000
 
@@ -88,7 +89,11 @@ def test_refresh_after_an_append_has_the_exact_parts_and_sample_of_a_rebuild(con
             (rebuilt.models[c].kind, rebuilt.models[c].lower, rebuilt.models[c].integer, rebuilt.models[c].minimum,
              rebuilt.models[c].maximum)
         assert m.bandwidth == pytest.approx(rebuilt.models[c].bandwidth, rel=0.05)  # kept, not re-selected
+    _, weights, scale = refreshed.strata()
     for c, grid in refreshed.grids.items():
+        if not grid.steps:  # c(t), updated from the kernels that left and joined: as recomputed, to 1 %
+            recomputed = kernel_cumulative(refreshed.models[c], refreshed.sample[c], weights, scale, grid.points)[2]
+            assert np.abs(grid.density - recomputed).max() < 0.01 * recomputed.max(), c
         for k in [*range(0, grid.points.size, 7), grid.points.size - 1]:
             count, total = _exact_below(con, c, grid.points[k])
             assert grid.count[k] == count and grid.moment[k] == pytest.approx(total, rel=1e-12, abs=1e-9), (c, k)

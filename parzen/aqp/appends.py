@@ -29,8 +29,9 @@ the partitioned build (:mod:`parzen.aqp.partitions`), and :func:`merged` adds th
   density functionals are not estimated again: appended rows move Psi_4 by about their share of the
   rows, and h by a fifth of that (h ~ Psi_4^(-1/5)); so after :data:`MAX_APPENDED` of the rows of the
   last full build have been appended, refresh rebuilds instead;
-- the kernel density c(t) at the grid points and the regressions are computed again from the merged
-  sample (they are functions of the sample).
+- the kernel density c(t) at the grid points (the slopes of the interpolation between exact C(t)) is
+  updated by the kernels of the rows that left the sample and of those that joined
+  (:func:`_updated_density`); the regressions are fitted again on the merged sample.
 
 A refresh rebuilds (and says why: :class:`Refresh`) when rows the synopsis read were deleted or
 updated, when a column that held only integers gets fractions, a reflected column (non-negative at
@@ -401,7 +402,7 @@ def merged(synopsis: Synopsis, appended: AppendedRows) -> Refresh:
     why = _model_changes(synopsis, scan)
     if why:
         return Refresh(None, why)
-    groups, sample, keys = _merged_sample(synopsis, appended, rows)
+    groups, sample, keys, origin = _merged_sample(synopsis, appended, rows)
     models = _merged_models(synopsis, scan, sample)
     out = replace(synopsis, row_count=rows, models=models, sample=sample, sample_keys=keys, groups=groups,
                   totals={c: (n + scan.columns[c].moments.rows, s + scan.columns[c].total)
@@ -410,6 +411,12 @@ def merged(synopsis: Synopsis, appended: AppendedRows) -> Refresh:
                   regressions={})
     if synopsis.grids:
         _, weights, scale = out.strata()
+        _, old_weights, old_scale = synopsis.strata()
+        kept = origin >= 0
+        stays = np.zeros(synopsis.sample_size, dtype=bool)
+        stays[origin[kept]] = True
+        removed = np.flatnonzero(~stays)
+        rho = float(weights[kept].sum() / old_weights[origin[kept]].sum()) if kept.any() else 1.0
         grids = {}
         for c, grid in synopsis.grids.items():
             outside = np.concatenate(appended.outside[c]) if appended.outside[c] else np.zeros(0)
@@ -418,7 +425,13 @@ def merged(synopsis: Synopsis, appended: AppendedRows) -> Refresh:
             if extended is None:
                 return Refresh(None, f"new values of column {c!r} reach beyond its grid by more than "
                                      f"{MAX_GRID_GROWTH:.0%} of its points")
-            grids[c] = _with_density(extended, models[c], sample[c], weights, scale)
+            if extended.steps:
+                grids[c] = extended
+                continue
+            old = synopsis.models[c], synopsis.sample[c], old_weights, old_scale
+            density = _updated_density(extended, grid, old, removed, rho,
+                                       (models[c], sample[c][~kept], weights[~kept], scale[~kept]))
+            grids[c] = ColumnGrid(extended.points, extended.count, extended.moment, density, False)
         out.grids = grids
     group_keys = out.group_keys
     if synopsis.summary is not None:
@@ -447,9 +460,11 @@ def _model_changes(synopsis: Synopsis, scan: TableScan) -> str:
     return ""
 
 
-def _merged_sample(synopsis: Synopsis, appended: AppendedRows, rows: int) -> tuple[list[Group], dict, np.ndarray]:
-    """The groups (old and new, in DuckDB's ORDER BY order) with their new rows and totals, and the
-    merged sample: per stratum the rows of the smallest keys up to its quota, in key order."""
+def _merged_sample(synopsis: Synopsis, appended: AppendedRows,
+                   rows: int) -> tuple[list[Group], dict, np.ndarray, np.ndarray]:
+    """The groups (old and new, in DuckDB's ORDER BY order) with their new rows and totals, the merged
+    sample (per stratum the rows of the smallest keys up to its quota, in key order), its keys, and per
+    merged row its row in the old sample (-1: an appended row)."""
     scan = appended.scan
     assert scan is not None and synopsis.sample_keys is not None
     numeric = list(synopsis.models)
@@ -458,11 +473,12 @@ def _merged_sample(synopsis: Synopsis, appended: AppendedRows, rows: int) -> tup
     old_groups = {normal_key(g.key): g for g in synopsis.groups}
     for key, start, stop, count in _strata(synopsis):
         totals = old_groups[normal_key(key)].totals if synopsis.groups else {}
-        strata[normal_key(key)] = (key, count, totals, synopsis.sample_keys[start:stop], old_table[start:stop])
+        strata[normal_key(key)] = (key, count, totals, synopsis.sample_keys[start:stop], old_table[start:stop],
+                                   np.arange(start, stop))
     new_groups = {normal_key(k): g for k, g in scan.groups.items()}
     for normal, found in appended.candidates.items():
-        key, count, totals, keys, values = strata.get(normal, (found.key, 0, {}, np.zeros(0, np.uint64),
-                                                               np.zeros((0, len(numeric)))))
+        key, count, totals, keys, values, origin = strata.get(
+            normal, (found.key, 0, {}, np.zeros(0, np.uint64), np.zeros((0, len(numeric))), np.zeros(0, np.intp)))
         if synopsis.group_by:
             added = new_groups[normal]
             count += added.rows
@@ -470,19 +486,22 @@ def _merged_sample(synopsis: Synopsis, appended: AppendedRows, rows: int) -> tup
                       for c, (n, s) in added.totals.items()}
         else:
             count += scan.rows
-        strata[normal] = (key, count, totals, np.concatenate([keys, found.keys]), np.concatenate([values, found.values]))
+        strata[normal] = (key, count, totals, np.concatenate([keys, found.keys]), np.concatenate([values, found.values]),
+                          np.r_[origin, np.full(found.keys.size, -1, dtype=np.intp)])
     order = sorted(strata.values(), key=lambda s: group_sort_key(s[0]))
-    groups, blocks, kept_keys, start = [], [], [], 0
-    for key, count, totals, keys, values in order:
+    groups, blocks, kept_keys, kept_origin, start = [], [], [], [], 0
+    for key, count, totals, keys, values, origin in order:
         quota = _quota(count, rows, synopsis)
         kept = np.argsort(keys, kind="stable")[:quota]
         blocks.append(values[kept])
         kept_keys.append(keys[kept])
+        kept_origin.append(origin[kept])
         if synopsis.group_by:
             groups.append(Group(key=key, rows=count, totals=totals, start=start, stop=start + kept.size))
         start += kept.size
     table = np.concatenate(blocks)
-    return groups, {c: np.ascontiguousarray(table[:, k]) for k, c in enumerate(numeric)}, np.concatenate(kept_keys)
+    return (groups, {c: np.ascontiguousarray(table[:, k]) for k, c in enumerate(numeric)}, np.concatenate(kept_keys),
+            np.concatenate(kept_origin))
 
 
 def _quota(stratum_rows: int, rows: int, synopsis: Synopsis) -> int:
@@ -549,13 +568,35 @@ def _extended_grid(grid: ColumnGrid, buckets: GridBuckets, column: str, outside:
                       np.r_[low_moment, moment, high_moment], density, grid.steps)
 
 
-def _with_density(grid: ColumnGrid, model: ColumnModel, values: np.ndarray, weights: np.ndarray,
-                  scale: np.ndarray) -> ColumnGrid:
-    """``grid`` with c(t), the merged sample's kernel density at its points (a step function has none)."""
-    if grid.steps:
-        return grid
-    _, _, density = kernel_cumulative(model, values, weights, scale, grid.points)
-    return ColumnGrid(grid.points, grid.count, grid.moment, density, False)
+def _updated_density(grid: ColumnGrid, before: ColumnGrid, old: tuple, removed: np.ndarray, rho: float,
+                     added: tuple) -> np.ndarray:
+    """c(t) = sum_i w_i K_i(t) of the merged sample at ``grid``'s points, updated from ``before``'s:
+
+        c_new(t) = rho [c_old(t) - sum_{removed} w_i K_i(t)] + sum_{added} w'_j K'_j(t),
+
+    with rho = sum w' / sum w over the old rows kept (their weights rows_g / drawn_g move with the
+    strata's rows; exact for one stratum, a weighted mean of the strata's factors otherwise) and
+    c_old at the points added beyond ``before``'s the old rows' kernels there.  Only the kernels of
+    rows that left or joined the sample are evaluated (a recomputation evaluates every sampled
+    row's, about 0.4 s per column for 100 000 rows and 2048 points); the kept rows' kernels keep their
+    widths, which the merge moves by (n_old / n)^(1/3) and their stratum's (n / n_g)^(1/5): parts
+    in a thousand for 1 % appended.  c only shapes the interpolation between exact C(t), S(t).
+
+    ``old``: (model, values, weights, scale) of the old sample; ``added``: the same of the joined rows.
+    """
+    model, values, weights, scale = old
+    t, inside = grid.points, np.isin(grid.points, before.points)
+    density = np.zeros(t.size)
+    density[inside] = before.density
+    if not inside.all():
+        density[~inside] = kernel_cumulative(model, values, weights, scale, t[~inside])[2]
+    if removed.size:
+        density -= kernel_cumulative(model, values[removed], weights[removed], scale[removed], t)[2]
+    density *= rho
+    joined, joined_values, joined_weights, joined_scale = added
+    if joined_values.size:
+        density += kernel_cumulative(joined, joined_values, joined_weights, joined_scale, t)[2]
+    return np.maximum(density, 0.0)
 
 
 def refreshed_note(rows: int, seconds: float) -> str:
