@@ -42,7 +42,7 @@ from _common import machine  # benchmarks/_common.py (the scripts run from bench
 from aqp_accuracy import FAMILIES, random_queries, relative_errors
 
 from parzen.aqp import Engine, StaleSynopsisWarning, store
-from parzen.aqp.appends import table_changes
+from parzen.aqp.changes import table_changes
 from parzen.aqp.synopsis import Synopsis
 
 RESULTS = Path(__file__).resolve().parent / "results"

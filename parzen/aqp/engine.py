@@ -19,8 +19,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from . import answers, appends, histogram, store
+from . import answers, histogram, store
 from .build import build_synopsis, quote
+from .changes import table_changes
 from .estimate import warm_up, z_value
 from .grid import GRID_POINTS
 from .sql import AggregateQuery, Range, UnsupportedQuery, parse, read_only_sql, to_sql
@@ -233,6 +234,8 @@ class Engine:
                              f"again: engine.build({table!r}, source=frame) with the DataFrame")
         why = "full=True"
         if not full:
+            from . import appends  # the merge's summaries (parzen.binned): only when refreshing
+
             started = time.perf_counter()
             outcome = appends.refresh(self.con, synopsis)
             if outcome.synopsis is not None:
@@ -710,7 +713,7 @@ def _table_now(con, synopsis: Synopsis) -> tuple[int | None, str]:
     """The row count of the synopsis's table now (None if it was dropped) and why the synopsis is
     stale ("" if it is not): the table or a column it covers is gone, rows were appended (and
     nothing else changed), rows were deleted or updated ("rows changed"), or (same rows) the content
-    fingerprint changed (:func:`parzen.aqp.appends.table_changes`: one scan).  For a synopsis of Parquet files, their rows now
+    fingerprint changed (:func:`parzen.aqp.changes.table_changes`: one scan).  For a synopsis of Parquet files, their rows now
     and whether files came, went or changed (:func:`parzen.distributed.synopsis.source_now`); for
     one of a dask DataFrame, (None, ""): nothing to check against."""
     if synopsis.source:
@@ -720,7 +723,7 @@ def _table_now(con, synopsis: Synopsis) -> tuple[int | None, str]:
 
         return source_now(synopsis.source)
     try:
-        changes = appends.table_changes(con, synopsis)
+        changes = table_changes(con, synopsis)
     except duckdb.CatalogException:
         return None, "table dropped"
     except duckdb.BinderException:
