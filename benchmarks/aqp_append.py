@@ -117,6 +117,7 @@ def summary(errors: dict[str, list[float]]) -> dict[str, dict]:
 
 def run(args) -> dict:
     con = duckdb.connect(str(args.database))
+    con.execute(f"SET memory_limit = '{args.memory_limit}'")  # DuckDB spills beyond (a shared machine)
     con.execute("CREATE TABLE IF NOT EXISTS lineitem AS SELECT * FROM lineitem_base")
     base_rows = con.execute("SELECT COUNT(*) FROM lineitem_base").fetchall()[0][0]
     con.execute(f"DELETE FROM lineitem WHERE rowid >= {base_rows}")  # a former run's appended rows
@@ -248,6 +249,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memory-limit", default="4GB", help="DuckDB's memory_limit")
     parser.add_argument("--output-dir", type=Path, default=RESULTS)
     args = parser.parse_args()
     args.data_dir.mkdir(parents=True, exist_ok=True)
