@@ -132,9 +132,10 @@ def refresh(con, synopsis: Synopsis) -> Refresh:
         if why or not added:
             return Refresh(None if why else synopsis, why)
         out = merged(synopsis, AppendedRows.read(synopsis, parquet_batches(synopsis, added)))
-        if out.synopsis is not None:
-            out.synopsis.source = now
-        return out
+        if out.synopsis is None:
+            return out
+        merged_synopsis = replace(out.synopsis, source=now)  # a copy even when the files added no rows
+        return Refresh(merged_synopsis)
     changes = table_changes(con, synopsis)
     if not changes.appended_only(synopsis):
         return Refresh(None, changes.why(synopsis))
