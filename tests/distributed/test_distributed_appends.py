@@ -67,3 +67,18 @@ def test_added_parquet_files_are_read_alone_and_merge_as_a_rebuild(threads, tmp_
     with pytest.warns(SynopsisRebuiltWarning, match="file changed: .*part-1.parquet"):
         again = engine.refresh("t", client=threads)
     assert again.row_count == 12_500 and again.refreshed.startswith("rebuilt: file changed")
+
+
+def test_an_added_file_without_rows_is_recorded(threads, tmp_path):
+    folder = tmp_path / "t"
+    folder.mkdir()
+    _frame(3_000, seed=0).to_parquet(folder / "part-0.parquet")
+    engine = Engine(":memory:")
+    built = engine.build("t", source=str(folder / "*.parquet"), client=threads, sample=500, grid=0)
+    _frame(10, seed=1).head(0).to_parquet(folder / "part-1.parquet")
+    assert engine.check("t") == "files changed: 1 added, 0 removed"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SynopsisRebuiltWarning)
+        refreshed = engine.refresh("t", client=threads)
+    assert refreshed is not built and refreshed.row_count == 3_000 and len(refreshed.source["files"]) == 2
+    assert Engine(engine.con).check("t") == ""  # stored with the new file list
