@@ -645,6 +645,20 @@ def _build_on_dask(stack: contextlib.ExitStack, source: str, scheduler: str | No
     return connection.where
 
 
+@aqp_app.command("refresh")
+def aqp_refresh(
+    database: Database,
+    table: Annotated[str, typer.Argument(help="Table whose synopsis to bring up to date.")],
+    full: Annotated[bool, typer.Option("--full", help="Rebuild, without looking for appended rows.")] = False,
+) -> None:
+    """Add the rows appended to TABLE since its synopsis read it, or rebuild it (deleted or updated rows: a
+    warning says why)."""
+    with _user_errors(), _engine(database, read_only=False) as engine:
+        synopsis = engine.refresh(table, full=full, progress=out.is_terminal)
+    done = synopsis.refreshed or "unchanged: nothing to add"
+    out.print(f"synopsis of {table}: {done}; {synopsis.row_count} rows")
+
+
 @aqp_app.command("query")
 def aqp_query(
     database: Database,

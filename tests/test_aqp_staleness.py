@@ -73,8 +73,10 @@ def test_why_stale_names_rows_changed_dropped_tables_and_columns(con):
     con.execute("DROP TABLE u")
     con.execute("ALTER TABLE v DROP COLUMN b")
     listing = Engine(con).list().set_index("table")
-    assert listing.loc["t", "why stale"] == "rows changed: 20000 at build, 20010 now"
+    assert listing.loc["t", "why stale"] == "10 rows appended (20000 at build, 20010 now)"  # refresh adds them
     assert listing.loc["t", "rows now"] == 20_010
+    con.execute("DELETE FROM t WHERE a BETWEEN 100 AND 104")
+    assert Engine(con).check("t") == "rows changed: 20000 at build, 20005 now"  # deleted: refresh rebuilds
     assert listing.loc["u", "why stale"] == "table dropped"
     assert listing.loc["v", "why stale"].startswith("columns changed")
     assert listing["stale"].all()
@@ -196,15 +198,18 @@ def test_refresh_keeps_the_requested_sample_and_options(con):
                 "CASE WHEN i % 100 < 96 THEN 'big' ELSE 'small' || (i % 100 - 96) END AS g FROM range(50000) r(i)")
     built = engine.build("s", sample=5000, group_by=["g"], bandwidth="scott", seed=3, grid=64)
     assert built.sample_size > 5000  # drawn: the requested 5000 plus the top-ups
+    stored = Engine(con).synopsis("s")
+    assert _same_synopsis(stored, Engine(con).refresh("s"))  # unchanged data: the stored synopsis, as it is
     sizes = []
     for _ in range(3):
-        refreshed = Engine(con).refresh("s")
+        refreshed = Engine(con).refresh("s", full=True)
         sizes.append(refreshed.sample_size)
         assert refreshed.requested_sample == 5000 and refreshed.bandwidth == "scott" and refreshed.seed == 3
-        assert _same_synopsis(built, refreshed)  # unchanged data: the same synopsis
+        refreshed.refreshed = ""
+        assert _same_synopsis(built, refreshed)  # rebuilt from unchanged data: the same synopsis
     assert sizes == [built.sample_size] * 3
     engine.build("s", columns=["a"], sample=400, bandwidth={"a": 2.5}, grid=0)
-    refreshed = Engine(con).refresh("s")
+    refreshed = Engine(con).refresh("s", full=True)
     assert refreshed.models["a"].bandwidth == 2.5 and list(refreshed.models) == ["a"]
     assert refreshed.requested_sample == refreshed.sample_size == 400 and refreshed.grid_points == 0
 

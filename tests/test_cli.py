@@ -471,6 +471,26 @@ def test_aqp_query_on_a_stale_synopsis_warns_in_one_line_or_refuses(flights_db):
     listed = invoke("aqp", "list", flights_db, columns=200)
     assert "contents changed" in listed.stdout
 
+def test_aqp_refresh_adds_appended_rows_or_rebuilds_saying_why(flights_db):
+    import duckdb
+
+    assert invoke("aqp", "build", flights_db, "s", "--sample", 1000).exit_code == 0
+    same = invoke("aqp", "refresh", flights_db, "s")
+    assert same.exit_code == 0 and "synopsis of s: unchanged" in same.stdout
+    with duckdb.connect(str(flights_db)) as con:
+        con.execute("INSERT INTO s SELECT * FROM s LIMIT 30")
+    added = invoke("aqp", "refresh", flights_db, "s")
+    assert added.exit_code == 0 and "synopsis of s: 30 appended rows added in" in added.stdout, added.output
+    assert "3030 rows" in added.stdout and "warning" not in added.output
+    with duckdb.connect(str(flights_db)) as con:
+        con.execute("DELETE FROM s WHERE u > 5")
+    rebuilt = invoke("aqp", "refresh", flights_db, "s")
+    assert rebuilt.exit_code == 0 and "synopsis of s: rebuilt: rows changed: 3030 at build" in rebuilt.stdout
+    assert rebuilt.stderr.startswith("warning: refresh rebuilt the synopsis of 's': rows changed")
+    full = invoke("aqp", "refresh", flights_db, "s", "--full")
+    assert full.exit_code == 0 and "rebuilt: full=True" in full.stdout
+
+
 def test_aqp_regression_from_the_command_line(flights_db):
     built = invoke("aqp", "build", flights_db, "s", "--sample", 3000, "--regression", "u~v")
     assert built.exit_code == 0, built.output

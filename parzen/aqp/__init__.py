@@ -10,9 +10,15 @@ from .._extras import require
 
 require("duckdb", "sqlglot", "pyarrow", "datasketches", extra="aqp", what="parzen.aqp")
 
-from .engine import Engine, StaleSynopsisError, StaleSynopsisWarning, UncheckedSynopsisWarning
+from .engine import (
+    Engine,
+    StaleSynopsisError,
+    StaleSynopsisWarning,
+    SynopsisRebuiltWarning,
+    UncheckedSynopsisWarning,
+)
 from .sql import UnsupportedQuery
 from .synopsis import CorruptSynopsis
 
-__all__ = ["CorruptSynopsis", "Engine", "StaleSynopsisError", "StaleSynopsisWarning", "UncheckedSynopsisWarning",
-           "UnsupportedQuery"]
+__all__ = ["CorruptSynopsis", "Engine", "StaleSynopsisError", "StaleSynopsisWarning", "SynopsisRebuiltWarning",
+           "UncheckedSynopsisWarning", "UnsupportedQuery"]

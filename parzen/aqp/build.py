@@ -86,21 +86,24 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
     categorical = categories.discover(con, table, types, [*group_by, *(c for c in categorical if c not in group_by)])
     carried = [c for c in categorical if c not in group_by]  # drawn with the sample beside the group keys
     with progress_bar(progress, f"synopsis of {table}", total=options.steps) as bar:
-        rows, totals, stats, hashed = _totals(con, table, numeric, types, fingerprint_columns(numeric, group_by, carried))
+        rows, totals, stats, hashed, rowid_end = _totals(con, table, numeric, types,
+                                                         fingerprint_columns(numeric, group_by, carried))
         if rows < 2:
             raise ValueError(f"table {table!r} has {rows} rows; a synopsis needs at least 2")
         bar.advance(1)
         groups = []
         if group_by:  # one stratified sample serves grouped and whole-table queries alike
-            groups, drawn, sampled = _strata(con, table, numeric, group_by, rows, sample, seed, carried)
-        else:
+            groups, drawn, sampled, keys = _strata(con, table, numeric, group_by, rows, sample, seed, carried)
+        else:  # bottom-k on the rows' keys hash(rowid, seed): a uniform sample that refresh can merge
             cols = ", ".join([*(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric),
                               *(f"{quote(c)} AS {quote('parzen_carried_' + c)}" for c in carried)])
             values = con.execute(
-                f"SELECT {cols} FROM {quote(table)} USING SAMPLE reservoir({int(sample)} ROWS) REPEATABLE ({int(seed)})"
+                f"SELECT {cols}, hash(rowid, {int(seed)}) AS __key FROM {quote(table)} "
+                f"ORDER BY __key, rowid LIMIT {int(sample)}"
             ).fetchnumpy()
             drawn = {c: np.ma.filled(np.ma.asarray(values[c], dtype=np.float64), np.nan) for c in numeric}  # NULL: NaN
             sampled = {c: _objects(values["parzen_carried_" + c]) for c in carried}
+            keys = np.asarray(values["__key"], dtype=np.uint64)
         bar.advance(1)
         passes = TablePasses(
             bin_columns=lambda specs: column_counts(lambda cols: _batches(con, table, cols), specs),
@@ -110,6 +113,7 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
     if categorical:
         values, tables = categories.exact_tables(con, table, categorical)
         synopsis.categories = categories.Categories(values, categories.sample_codes(values, sampled), tables)
+    synopsis.sample_keys, synopsis.rowid_end = keys, rowid_end
     synopsis.build_seconds = time.perf_counter() - started
     return synopsis
 
@@ -247,10 +251,11 @@ def assemble_synopsis(options: BuildOptions, scan: Scan, passes: TablePasses, ba
 
 
 def _totals(con, table, numeric, types, hashed_columns):
-    """Row count, exact (COUNT, SUM) per column, (min, max, distinct, all-integer, standard deviation) per column and
-    the content fingerprint of ``hashed_columns`` (:func:`fingerprint_sql`), in one pass; a
+    """Row count, exact (COUNT, SUM) per column, (min, max, distinct, all-integer, standard deviation) per column,
+    the content fingerprint of ``hashed_columns`` (:func:`fingerprint_sql`) and one past the largest rowid
+    (rows appended later have rowids from there: :mod:`parzen.aqp.appends`), in one pass; a
     ValueError naming the column if a floating-point one holds inf, -inf or NaN."""
-    parts = ["COUNT(*)", fingerprint_sql(hashed_columns)]
+    parts = ["COUNT(*)", fingerprint_sql(hashed_columns), "COALESCE(MAX(rowid) + 1, 0)"]
     floating = [c for c in numeric if types[c] in _FLOAT_TYPES]
     parts += [f"COUNT(*) FILTER (WHERE NOT isfinite({quote(c)}))" for c in floating]
     for c in numeric:
@@ -259,13 +264,14 @@ def _totals(con, table, numeric, types, hashed_columns):
         parts += [f"COUNT({q})", f"SUM(CAST({q} AS DOUBLE))", f"MIN(CAST({q} AS DOUBLE))", f"MAX(CAST({q} AS DOUBLE))",
                   f"approx_count_distinct({q})", integral, f"stddev_samp(CAST({q} AS DOUBLE))"]
     row = con.execute(f"SELECT {', '.join(parts)} FROM {quote(table)}").fetchone()
-    refuse_non_finite(table, dict(zip(floating, row[2:2 + len(floating)])))
+    first = 3 + len(floating)  # the first column's aggregates
+    refuse_non_finite(table, dict(zip(floating, row[3:first])))
     totals, stats = {}, {}
     for k, c in enumerate(numeric):
-        count, total, low, high, distinct, integral, sd = row[2 + len(floating) + 7 * k: 9 + len(floating) + 7 * k]
+        count, total, low, high, distinct, integral, sd = row[first + 7 * k: first + 7 * (k + 1)]
         totals[c] = (int(count), float(total or 0.0))
         stats[c] = (low, high, int(distinct or 0), bool(integral), float(sd or 0.0))
-    return int(row[0]), totals, stats, int(row[1] or 0)
+    return int(row[0]), totals, stats, int(row[1] or 0), int(row[2])
 
 
 def refuse_non_finite(table: str, non_finite: dict[str, int]) -> None:
@@ -427,16 +433,18 @@ def integral_factor(n: int) -> float:
 
 
 def _strata(con, table, numeric, group_by, rows, sample, seed, carried=()):
-    """Exact per-group totals and a stratified sample (proportional, at least MIN_GROUP_SAMPLE), with
-    the sampled rows' values of the group columns and of the ``carried`` (categorical) columns."""
+    """Exact per-group totals and a stratified sample (proportional, at least MIN_GROUP_SAMPLE): each
+    stratum's rows of the smallest keys hash(rowid, seed), with the sampled rows' values of the group
+    columns and of the ``carried`` (categorical) columns, and their keys (uint64, in sample order)."""
     keys = ", ".join(quote(g) for g in group_by)
     parts = ["COUNT(*)"] + [f"COUNT({quote(c)}), SUM(CAST({quote(c)} AS DOUBLE))" for c in numeric]
     totals = con.execute(f"SELECT {keys}, {', '.join(parts)} FROM {quote(table)} GROUP BY {keys} ORDER BY {keys}").fetchall()
     cols = ", ".join([*(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric),
                       *(f"{quote(c)} AS {quote('parzen_carried_' + c)}" for c in carried)])
     drawn = con.execute(
-        f"SELECT {keys}, {cols} FROM (SELECT *, row_number() OVER (PARTITION BY {keys} ORDER BY hash(rowid, {int(seed)}), "
-        f"rowid) AS __rank, COUNT(*) OVER (PARTITION BY {keys}) AS __rows FROM {quote(table)}) "
+        f"SELECT {keys}, {cols}, __key FROM (SELECT *, hash(rowid, {int(seed)}) AS __key, row_number() OVER "
+        f"(PARTITION BY {keys} ORDER BY hash(rowid, {int(seed)}), rowid) AS __rank, "
+        f"COUNT(*) OVER (PARTITION BY {keys}) AS __rows FROM {quote(table)}) "
         f"WHERE __rank <= greatest(ceil({int(sample)} * __rows / {rows}), least(__rows, {MIN_GROUP_SAMPLE})) "
         f"ORDER BY {keys}, __rank"  # rows of a group in their rank order: the same sample in the same order each time
     ).df()
@@ -457,7 +465,7 @@ def _strata(con, table, numeric, group_by, rows, sample, seed, carried=()):
     sample = {c: drawn[c].to_numpy(dtype=np.float64, na_value=np.nan)[order] for c in numeric}
     values = {c: drawn[c].to_numpy(dtype=object)[order] for c in group_by}
     values.update({c: drawn["parzen_carried_" + c].to_numpy(dtype=object)[order] for c in carried})
-    return groups, sample, values
+    return groups, sample, values, drawn["__key"].to_numpy(dtype=np.uint64)[order]
 
 
 def _objects(values) -> np.ndarray:

@@ -142,6 +142,11 @@ def discover(con, table: str, types: dict[str, str], group_by) -> list[str]:
     return [c for c in types if c in chosen]
 
 
+def value_order(value) -> tuple:
+    """The order of a categorical column's values (its codes): NULL last, then by type, then by value."""
+    return value is None, str(type(value)), value
+
+
 def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], list[ExactTable]]:
     """The exact values of ``columns`` and their exact tables (one per column, one per pair within
     :data:`PAIR_LIMIT`), from two GROUPING SETS passes over ``table``.
@@ -157,7 +162,7 @@ def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], 
     tables = []
     for c in columns:  # kept even when the approximate count was low: the synopsis's fingerprint covers them
         found = singles[(c,)]
-        found.sort(key=lambda row: (row[0][0] is None, str(type(row[0][0])), row[0][0]))
+        found.sort(key=lambda row: value_order(row[0][0]))
         values[c] = [key[0] for key, _ in found]
         tables.append(ExactTable((c,), np.arange(len(found), dtype=np.int32).reshape(-1, 1),
                                  np.array([n for _, n in found], dtype=np.int64)))

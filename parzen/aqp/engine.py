@@ -21,8 +21,9 @@ import pandas as pd
 
 from . import answers, domains, histogram, store
 from . import joins as join_synopses
-from .build import build_synopsis, content_fingerprint, fingerprint_columns, quote
+from .build import build_synopsis, quote
 from .categories import CATEGORY_LIMIT
+from .changes import table_changes
 from .estimate import warm_up, z_value
 from .grid import GRID_POINTS
 from .sql import AggregateQuery, Range, UnsupportedQuery, parse, read_only_sql, to_sql
@@ -43,6 +44,10 @@ class UncheckedSynopsisWarning(UserWarning):
 
 class StaleSynopsisError(ValueError):
     """``Engine(on_stale="error")`` refuses to answer from a synopsis whose table changed since it was built."""
+
+
+class SynopsisRebuiltWarning(UserWarning):
+    """:meth:`Engine.refresh` rebuilt a synopsis instead of adding appended rows, and says why."""
 
 
 class Engine:
@@ -119,7 +124,8 @@ class Engine:
         its data, nor answer exactly (a warning says so when it is loaded).
 
         ``columns``: numeric columns to model (default: all numeric ones).  ``sample``: rows in
-        the uniform sample (DuckDB's reservoir sampling).  ``bandwidth``: a selector's name
+        the uniform sample (the rows of the smallest keys hash(rowid, seed): a merge of appended rows
+        keeps it uniform, :meth:`refresh`).  ``bandwidth``: a selector's name
         from :data:`parzen.bandwidth.SELECTORS` ("plugin", the default, "lscv_h", "scott", ...), a
         number, or a dict column -> number (columns left out get "plugin").  "plugin" estimates
         PLUGIN's density functionals Psi_6 and Psi_4 from the binned counts of every row of the
@@ -213,25 +219,38 @@ class Engine:
         self._stale.pop(table, None)
         return synopsis
 
-    def refresh(self, table: str, *, client=None, progress: bool = False) -> Synopsis:
-        """Rebuild ``table``'s synopsis with the options it was built with (columns, groups, requested
-        sample size, bandwidth, grid, regressions, seed, and the Parquet files it was read from):
-        on unchanged data, the same synopsis.  A corrupt one, or one of an older format, is rebuilt
-        from the database's table with the defaults.
+    def refresh(self, table: str, *, full: bool = False, client=None, progress: bool = False) -> Synopsis:
+        """Bring ``table``'s synopsis up to date: add the rows appended since it read the table, or
+        rebuild it with the options it was built with (columns, groups, requested sample size,
+        bandwidth, grid, regressions, seed, and the Parquet files it was read from).
+
+        Unless ``full``, one aggregate query (or, for Parquet files, their list and stamps) tells
+        what changed (:mod:`parzen.aqp.appends`): nothing (the synopsis is returned as it is); rows
+        appended to a DuckDB table, or Parquet files added, and nothing else (only the new rows are
+        read, and their summaries added: exact totals, grids, sketches and summaries add, the sample
+        merges by bottom-k on the rows' keys, bandwidths are kept, rescaled to the sample's size);
+        or anything else, deleted or updated rows above all, which rebuilds it, with a
+        :class:`SynopsisRebuiltWarning` saying why.  The returned synopsis's ``refreshed`` says which
+        happened.  ``full=True`` rebuilds whatever changed (on unchanged data, the same synopsis).
+        A corrupt one, or one of an older format, is rebuilt from the database's table with the
+        defaults.  docs/aqp.md, "Appends and refresh", lists what the check detects and what not.
 
         Parameters
         ----------
         table : str
             A table with a stored synopsis.
+        full : bool
+            Rebuild, without looking for appended rows.
         client : distributed.Client, optional
-            The Dask client for a synopsis built from Parquet files (default: the current one).
+            The Dask client for a synopsis rebuilt from Parquet files (default: the current one);
+            added files are read in this process.
         progress : bool
             Show a progress bar.
 
         Returns
         -------
         Synopsis
-            The new synopsis.
+            The up-to-date synopsis (stored).
 
         Raises
         ------
@@ -245,8 +264,30 @@ class Engine:
         if synopsis.source and "pattern" not in synopsis.source:
             raise ValueError(f"the synopsis of {table!r} was built from a dask DataFrame, which parzen cannot read "
                              f"again: engine.build({table!r}, source=frame) with the DataFrame")
-        return self.build(table, progress=progress, **({"client": client} if synopsis.source else {}),
-                          **synopsis.build_options())
+        why = "full=True"
+        if not full:
+            from . import appends  # the merge's summaries (parzen.binned): only when refreshing
+
+            started = time.perf_counter()
+            outcome = appends.refresh(self.con, synopsis)
+            if outcome.synopsis is not None:
+                if outcome.synopsis is not synopsis:
+                    outcome.synopsis.build_seconds = time.perf_counter() - started
+                    outcome.synopsis.refreshed = appends.refreshed_note(
+                        outcome.synopsis.row_count - synopsis.row_count, outcome.synopsis.build_seconds)
+                    store.save(self.con, outcome.synopsis)
+                    self._keep(outcome.synopsis)
+                    self._sources.pop(table, None)
+                self._stale.pop(table, None)
+                return outcome.synopsis
+            why = outcome.why
+            warnings.warn(f"refresh rebuilt the synopsis of {table!r}: {why}", SynopsisRebuiltWarning, stacklevel=2)
+        rebuilt = self.build(table, progress=progress, **({"client": client} if synopsis.source else {}),
+                             **synopsis.build_options())
+        rebuilt.refreshed = f"rebuilt: {why}"
+        store.save(self.con, rebuilt)
+        self._sources.pop(table, None)
+        return rebuilt
 
     def synopsis(self, table: str) -> Synopsis:
         """The stored synopsis of ``table``; loading it (once) checks it against the table (see the
@@ -723,34 +764,29 @@ def _warm_up_frames() -> None:
 
 def _table_now(con, synopsis: Synopsis) -> tuple[int | None, str]:
     """The row count of the synopsis's table now (None if it was dropped) and why the synopsis is
-    stale ("" if it is not): the table or a column it covers is gone, the row count changed, or
-    (same rows) the content fingerprint changed.  For a synopsis of Parquet files, their rows now
+    stale ("" if it is not): the table or a column it covers is gone, rows were appended (and
+    nothing else changed), rows were deleted or updated ("rows changed"), or (same rows) the content
+    fingerprint changed (:func:`parzen.aqp.changes.table_changes`: one scan).  For a synopsis of Parquet files, their rows now
     and whether files came, went or changed (:func:`parzen.distributed.synopsis.source_now`); for
     one of a dask DataFrame, (None, ""): nothing to check against."""
-    table = synopsis.table
     if synopsis.source:
         if "pattern" not in synopsis.source:
             return None, ""
         from ..distributed.synopsis import source_now
 
         return source_now(synopsis.source)
+    table = synopsis.table
     try:
         relation = join_synopses.ensure_view(con, table, synopsis.joins) if synopsis.joins else table
     except (ValueError, duckdb.Error) as err:  # a joined table or column gone, or a new column name clash
         return None, f"its join no longer holds ({err})"
     try:
-        categorical = synopsis.categories.values if synopsis.categories is not None else ()
-        rows, fingerprint = content_fingerprint(con, relation,
-                                                fingerprint_columns(synopsis.models, synopsis.group_by, categorical))
+        changes = table_changes(con, synopsis, relation)
     except duckdb.CatalogException:
         return None, "a joined table dropped" if synopsis.joins else "table dropped"
     except duckdb.BinderException:
         return None, "columns changed (a column it models or groups by is gone)"
-    if rows != synopsis.row_count:
-        return rows, f"rows changed: {synopsis.row_count} at build, {rows} now"
-    if fingerprint != synopsis.fingerprint:
-        return rows, "contents changed (same row count)"
-    return rows, ""
+    return changes.rows, changes.why(synopsis)
 
 
 #: The configuration of the DuckDB instance an Engine opens itself: no file access beyond the

@@ -207,10 +207,35 @@ def column_grid(model: ColumnModel, values: np.ndarray, weights: np.ndarray, sca
         if model.integer:
             t = np.floor(t) + 0.5
         t = np.unique(np.concatenate([t, extra]))
-    reflect = model.lower is not None
-    count, moment, density = _cumulative_integrals(x, w, model.bandwidth * s, t, model.lower if reflect else 0.0,
-                                                   reflect, _REACH)
+    count, moment, density = kernel_cumulative(model, x, w, s, t)
     return ColumnGrid(t, count, moment, density, False)
+
+
+def kernel_cumulative(model: ColumnModel, values: np.ndarray, weights: np.ndarray, scale: np.ndarray,
+                      t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sample's kernel integrals at the sorted points ``t``: sum_i w_i K_i(x <= t), the same with
+    x, and the density sum_i w_i K_i(t), for sampled ``values`` (NaN = NULL), row ``weights`` and
+    bandwidth factors ``scale`` (Gaussian kernels of bandwidth h scale_i, reflected at the model's
+    lower edge when it has one: :mod:`parzen.aqp.estimate`).
+
+    Parameters
+    ----------
+    model : ColumnModel
+        The column's model (bandwidth, reflection edge).
+    values, weights, scale : numpy.ndarray
+        Per sampled row.
+    t : numpy.ndarray
+        Sorted points.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray, numpy.ndarray)
+        C, S and c at ``t``.
+    """
+    present = ~np.isnan(values)
+    reflect = model.lower is not None
+    return _cumulative_integrals(values[present], weights[present], model.bandwidth * scale[present], t,
+                                 model.lower if reflect else 0.0, reflect, _REACH)
 
 
 @njit(cache=True)

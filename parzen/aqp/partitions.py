@@ -286,6 +286,18 @@ class SampleDraw:
             np.zeros((0, 0))
 
 
+def integer_keys(keys: np.ndarray) -> np.ndarray:
+    """Random keys in [0, 1) (multiples of 2^-53, as NumPy draws them) as the integers key 2^53, exactly
+    and in the same order: a synopsis keeps its sample's keys as uint64 (:mod:`parzen.aqp.appends`)."""
+    return np.ldexp(keys, 53).astype(np.uint64)
+
+
+def group_sort_key(key: tuple) -> tuple:
+    """A sort key that orders group keys as DuckDB's ORDER BY does: per value, numbers by value and text
+    by code points, NULL (None) last."""
+    return tuple((v is None, "" if v is None else (0, v) if isinstance(v, (int, float)) else (1, str(v))) for v in key)
+
+
 def _smallest(keys: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` smallest ``keys`` (all of them when there are at most k)."""
     if keys.size <= k:

@@ -18,6 +18,9 @@ It also keeps what judges its staleness, the table's row count and content finge
 built (:func:`parzen.aqp.build.fingerprint_sql`), or for one built from Parquet files those files'
 sizes and modification times (:func:`parzen.distributed.synopsis.parquet_source`), and what rebuilds it alike: the requested sample
 size, the bandwidth option and the seed (:meth:`Synopsis.build_options`).
+For :meth:`parzen.aqp.Engine.refresh` after appends (:mod:`parzen.aqp.appends`) it keeps each sampled
+row's random key (8 bytes per sampled row: the sample is each stratum's rows of the smallest keys),
+one past the table's largest rowid and the rows of its last full build.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from .regression import Regression
 from .sketches import DistinctSketches
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
-FORMAT_VERSION = 9  # 9: categorical columns (categories.py) and join synopses (joins.py)
+FORMAT_VERSION = 9  # 9: categorical columns (categories.py), join synopses (joins.py), and the sample's keys,
+#                      the rowid end and the rows of the last full build (appends.py)
 
 
 class CorruptSynopsis(ValueError):
@@ -81,6 +85,10 @@ class Synopsis:
     #: the join synopsis's foreign keys (joins.py): {"child", "column", "parent", "key"} per edge, fact table first
     joins: list[dict] = field(default_factory=list)
     dimension_rows: dict[str, int] = field(default_factory=dict)  # per joined dimension table, its exact rows
+    sample_keys: np.ndarray | None = None  # uint64 per sampled row: its random key (appends.py)
+    rowid_end: int = 0  # one past the table's largest rowid when the synopsis last read it (0: not kept)
+    full_build_rows: int = 0  # rows when it was last built in full (0: this one); appends.py
+    refreshed: str = ""  # what the last Engine.refresh did: "" (a build), rows appended, or why it rebuilt
 
     @property
     def group_keys(self) -> list[tuple]:
@@ -142,11 +150,16 @@ class Synopsis:
             "source": self.source,
             "joins": self.joins,
             "dimension_rows": self.dimension_rows,
+            "rowid_end": self.rowid_end,
+            "full_build_rows": self.full_build_rows,
+            "refreshed": self.refreshed,
         }
         arrays = {f"sample/{k}": v for k, v in self.sample.items()}
         for column, grid in self.grids.items():
             arrays.update({f"grid/{name}/{column}": v for name, v in grid.arrays().items()})
         arrays.update({f"regression/{k}": r.coef for k, r in enumerate(self.regressions.values())})
+        if self.sample_keys is not None:
+            arrays["sample_keys"] = self.sample_keys
         if self.summary is not None:
             meta["summary_columns"] = list(self.summary.columns)
             arrays.update({f"summary/{name}": v for name, v in self.summary.arrays().items()})
@@ -177,6 +190,7 @@ class Synopsis:
                 summary_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("summary/")}
                 sketch_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("sketch/")}
                 category_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("category/")}
+                sample_keys = arrays["sample_keys"] if "sample_keys" in arrays.files else None
         except Exception as err:  # any decoding failure means the bytes are not a synopsis
             raise CorruptSynopsis(f"the synopsis{where} cannot be decoded ({err}); rebuild it") from err
         if meta.get("format_version") != FORMAT_VERSION:
@@ -205,6 +219,10 @@ class Synopsis:
             source=meta.get("source", {}),
             joins=meta["joins"],
             dimension_rows=meta["dimension_rows"],
+            sample_keys=sample_keys,
+            rowid_end=meta["rowid_end"],
+            full_build_rows=meta["full_build_rows"],
+            refreshed=meta["refreshed"],
         )
         if "categories" in meta:
             synopsis.categories = Categories.from_stored(meta["categories"], category_arrays)

@@ -46,7 +46,16 @@ from ..aqp.build import (
     selector_of,
 )
 from ..aqp.grid import GRID_POINTS
-from ..aqp.partitions import ColumnCounts, DrawAndCounts, SampleDraw, TableScan, frame_types, part_buckets
+from ..aqp.partitions import (
+    ColumnCounts,
+    DrawAndCounts,
+    SampleDraw,
+    TableScan,
+    frame_types,
+    group_sort_key,
+    integer_keys,
+    part_buckets,
+)
 from ..aqp.synopsis import Group, Synopsis
 from .blocks import on_one_thread
 from .client import dask_client
@@ -184,7 +193,7 @@ def build_partitioned(frame, table: str, *, columns=None, sample: int = 100_000,
         first = first_grids(_plugin_candidates(scan, stats, options))
         both: DrawAndCounts = run("sampling and binning", _draw_and_count, numeric, group_by, quotas, seed, first,
                                   indexed=True)
-        groups, drawn = _strata(scan, both.draw, numeric, group_by)
+        groups, drawn, keys = _strata(scan, both.draw, numeric, group_by)
         bar.advance(1)
         totals = {c: (s.moments.rows, s.total) for c, s in scan.columns.items()}
 
@@ -200,6 +209,7 @@ def build_partitioned(frame, table: str, *, columns=None, sample: int = 100_000,
                              statistics=lambda: (scan.summary, scan.sketches))
         synopsis = assemble_synopsis(options, Scan(scan.rows, totals, stats, groups, drawn, 0), passes, bar)
     synopsis.source = source or {"kind": DASK}
+    synopsis.sample_keys = keys
     synopsis.build_seconds = time.perf_counter() - started
     return synopsis
 
@@ -257,21 +267,20 @@ def _quotas(scan: TableScan, group_by: tuple, sample: int) -> dict[tuple, int]:
             for key, g in scan.groups.items()}
 
 
-def _strata(scan: TableScan, draw: SampleDraw, numeric: list[str], group_by: tuple) -> tuple[list[Group], dict]:
-    """The groups (sorted by key, NULL last, as DuckDB's ORDER BY) and the sample (column -> values,
-    grouped by stratum, each stratum's rows in key order)."""
-    keys = sorted(scan.groups, key=_sort_key) if group_by else [()]
-    blocks, groups, start = [], [], 0
+def _strata(scan: TableScan, draw: SampleDraw, numeric: list[str],
+            group_by: tuple) -> tuple[list[Group], dict, np.ndarray]:
+    """The groups (sorted by key, NULL last, as DuckDB's ORDER BY), the sample (column -> values,
+    grouped by stratum, each stratum's rows in key order) and the sampled rows' keys in that order, as
+    uint64 (:func:`parzen.aqp.partitions.integer_keys`)."""
+    keys = sorted(scan.groups, key=group_sort_key) if group_by else [()]
+    blocks, groups, start, drawn_keys = [], [], 0, []
     for key in keys:
         rows = draw.in_key_order(key)
         blocks.append(rows.reshape(-1, len(numeric)))
+        drawn_keys.append(integer_keys(np.sort(draw.keys[key])) if key in draw.keys else np.zeros(0, np.uint64))
         if group_by:
             g = scan.groups[key]
             groups.append(Group(key=key, rows=g.rows, totals=g.totals, start=start, stop=start + len(rows)))
         start += len(rows)
     table = np.concatenate(blocks) if blocks else np.zeros((0, len(numeric)))
-    return groups, {c: np.ascontiguousarray(table[:, k]) for k, c in enumerate(numeric)}
-
-
-def _sort_key(key: tuple) -> tuple:
-    return tuple((v is None, "" if v is None else (0, v) if isinstance(v, (int, float)) else (1, str(v))) for v in key)
+    return groups, {c: np.ascontiguousarray(table[:, k]) for k, c in enumerate(numeric)}, np.concatenate(drawn_keys)

@@ -1,0 +1,105 @@
+"""What changed in a DuckDB table since a synopsis read it, from one aggregate query (issue 19, item 4).
+
+The staleness check of every synopsis load (:meth:`parzen.aqp.Engine.check`) and the first step of
+:meth:`parzen.aqp.Engine.refresh` (:mod:`parzen.aqp.appends`): a build records one past the table's
+largest rowid, and DuckDB gives appended rows the rowids after it, so the rows the synopsis read are
+those below it.  Their COUNT(*) and content fingerprint (:func:`parzen.aqp.build.fingerprint_sql`)
+as at build mean they are all there unchanged; rows beyond are appended.  Light to import: the query
+path loads it, not the merge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .build import fingerprint_columns, quote
+from .synopsis import Synopsis
+
+
+@dataclass(frozen=True)
+class TableChanges:
+    """A DuckDB table against its synopsis, from one aggregate query (:func:`table_changes`).
+
+    Parameters
+    ----------
+    kept_rows, kept_fingerprint : int
+        COUNT(*) and the content fingerprint (:func:`parzen.aqp.build.fingerprint_sql`) of the rows
+        whose rowid is below the synopsis's ``rowid_end`` (the rows it read).
+    new_rows, new_fingerprint : int
+        The same of the rows beyond (appended since).
+    rowid_end : int
+        One past the largest rowid now.
+    non_finite : dict
+        Floating-point column -> its inf, -inf or NaN values among the new rows.
+    """
+
+    kept_rows: int
+    kept_fingerprint: int
+    new_rows: int
+    new_fingerprint: int
+    rowid_end: int
+    non_finite: dict[str, int]
+
+    @property
+    def rows(self) -> int:
+        """The table's rows now."""
+        return self.kept_rows + self.new_rows
+
+    def appended_only(self, synopsis: Synopsis) -> bool:
+        """Whether every row the synopsis read is there unchanged (rows may have been added)."""
+        return self.kept_rows == synopsis.row_count and self.kept_fingerprint == synopsis.fingerprint
+
+    def why(self, synopsis: Synopsis) -> str:
+        """"" when the table is the one the synopsis read; "k rows appended (...)" when rows were only
+        added; otherwise "contents changed (same row count)" or "rows changed: ... at build, ... now"
+        (rows deleted or updated)."""
+        if self.appended_only(synopsis):
+            return f"{self.new_rows} rows appended ({synopsis.row_count} at build, {self.rows} now)" \
+                if self.new_rows else ""
+        if self.rows == synopsis.row_count:
+            return "contents changed (same row count)"
+        return f"rows changed: {synopsis.row_count} at build, {self.rows} now"
+
+
+def table_changes(con, synopsis: Synopsis, relation: str | None = None) -> TableChanges:
+    """What changed in a DuckDB table since ``synopsis`` read it, in one aggregate query (one scan of
+    the columns the synopsis covers): the rows below its ``rowid_end`` (count, fingerprint), those
+    beyond (count, fingerprint, non-finite values) and the rowid end now.
+
+    DuckDB gives appended rows rowids from one past the largest; a DELETE leaves the others' rowids
+    (until a checkpoint compacts them, which shows as rows missing or changed below the end: refresh
+    then rebuilds).
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The database.
+    synopsis : Synopsis
+        A synopsis of a table of that database.
+    relation : str, optional
+        What it was built from when not its table: a join synopsis's view (:func:`parzen.aqp.joins.ensure_view`),
+        whose ``rowid`` is the fact table's.
+
+    Returns
+    -------
+    TableChanges
+
+    Raises
+    ------
+    duckdb.CatalogException, duckdb.BinderException
+        The table, or a column the synopsis covers, is gone.
+    """
+    end = int(synopsis.rowid_end)
+    categorical = synopsis.categories.values if synopsis.categories is not None else ()
+    columns = fingerprint_columns(synopsis.models, synopsis.group_by, categorical)
+    hashed = f"CAST(hash({', '.join(quote(c) for c in columns)}) AS HUGEINT)"
+    source = quote(relation or synopsis.table)
+    types = {row[0]: row[1] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    floating = [c for c in synopsis.models if types.get(c) in ("FLOAT", "DOUBLE", "REAL")]
+    parts = [f"COUNT(*) FILTER (WHERE rowid < {end})", f"SUM({hashed}) FILTER (WHERE rowid < {end})",
+             f"COUNT(*) FILTER (WHERE rowid >= {end})", f"SUM({hashed}) FILTER (WHERE rowid >= {end})",
+             "COALESCE(MAX(rowid) + 1, 0)"]
+    parts += [f"COUNT(*) FILTER (WHERE rowid >= {end} AND NOT isfinite({quote(c)}))" for c in floating]
+    row = con.execute(f"SELECT {', '.join(parts)} FROM {source}").fetchall()[0]  # fetched to the end: the connection is free
+    return TableChanges(int(row[0]), int(row[1] or 0), int(row[2]), int(row[3] or 0), int(row[4]),
+                        {c: int(n) for c, n in zip(floating, row[5:])})
