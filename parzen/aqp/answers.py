@@ -61,7 +61,7 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     The interval is value +- z se, se the standard error of the plain stratified estimate
     (:func:`stratified_estimates`): sampling without replacement, finite-population corrected,
     added over strata, the delta method for AVG.  It covers the sampling error, not the smoothing
-    bias.  Calibrating to exact margins removes the part of that error which the margins explain
+    bias (:meth:`parzen.aqp.Engine.query` widens it by the bias's estimate: :mod:`parzen.aqp.contract`).  Calibrating to exact margins removes the part of that error which the margins explain
     (Deville and Saerndal 1992; for COUNT(*) of one range, all of it), so the interval is
     conservative for calibrated and grid answers.
     """
