@@ -91,7 +91,9 @@ def test_bias_term_shrinks_as_h_shrinks():
 
 
 def _sampling_only(engine, sql):
-    with mock.patch.object(contract, "cover_bias", lambda frame, *args, **kwargs: frame):
+    """The interval of the sampling error alone: no bias term, no grid bounds."""
+    with mock.patch.object(contract, "cover_bias", lambda frame, *args, **kwargs: frame), \
+            mock.patch.object(contract, "bracket_grid_counts", lambda frame, *args, **kwargs: frame):
         return engine.query(sql, with_error=True)
 
 
@@ -115,11 +117,29 @@ def test_interval_widens_by_the_bias_around_the_same_answer(engine, sql):
 
 
 @pytest.mark.parametrize("sql", [
-    "SELECT COUNT(*), SUM(x) FROM t WHERE x BETWEEN 8 AND 11",  # the grid: the table's exact C(t), S(t)
+    "SELECT SUM(x), AVG(x) FROM t WHERE x BETWEEN 8 AND 11",  # the grid: the table's exact C(t), S(t)
     "SELECT g, COUNT(*), AVG(x) FROM t WHERE g IN ('a', 'b') GROUP BY g",  # exact totals
 ])
 def test_no_bias_term_where_the_answer_does_not_depend_on_h(engine, sql):
     pd.testing.assert_frame_equal(engine.query(sql, with_error=True), _sampling_only(engine, sql))
+
+
+def test_gridded_counts_are_cut_to_the_bounds_the_grid_guarantees(engine):
+    """The grid's exact C at its points bounds a gridded COUNT: an integer column's (ends on points)
+    to the exact count, a continuous one's to a bracket that holds it, inside the sampling interval."""
+    sql = "SELECT COUNT(*) FROM t WHERE k BETWEEN 390 AND 412"
+    answer, exact = engine.query(sql, with_error=True), engine.query(sql, exact=True).iloc[0, 0]
+    assert answer.attrs["form"] == "grid"
+    assert answer["count_star() low"][0] == answer["count_star() high"][0] == answer["count_star()"][0] == exact
+    assert engine.query(sql, max_rel_error=1e-9).attrs["form"] == "grid"
+    for low, high in [(9.0, 9.6), (5.5, 13.25), (0.01, 2.0)]:
+        sql = f"SELECT COUNT(*) FROM t WHERE x BETWEEN {low} AND {high}"
+        answer, exact = engine.query(sql, with_error=True), engine.query(sql, exact=True).iloc[0, 0]
+        sampling = _sampling_only(engine, sql)
+        lower, upper = answer["count_star() low"][0], answer["count_star() high"][0]
+        assert lower <= exact <= upper and lower <= answer["count_star()"][0] <= upper
+        assert sampling["count_star() low"][0] <= lower and upper <= sampling["count_star() high"][0]
+        assert upper - lower < sampling["count_star() high"][0] - sampling["count_star() low"][0]
 
 
 def _random_query(rng, columns, quantiles):

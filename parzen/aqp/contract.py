@@ -20,7 +20,8 @@ which for the one-range COUNT is N h^2 / 2 (f_hat'(b) - f_hat'(a)), the formula 
 density's derivative estimated by the sample's kernels between bandwidths h and c h.  It needs no
 derivative code of its own, and it is 0 wherever the answer does not depend on h: exact totals, the
 gridded form (the table's exact C(t) and S(t)), point masses (discrete columns), the column
-summaries, sketches and MIN / MAX bounds.
+summaries, sketches and MIN / MAX bounds.  A gridded COUNT's interval is also cut to the bounds that
+the grid's exact C at its points guarantee (:func:`bracket_grid_counts`).
 
 **The interval.**  ``Engine.query(..., with_error=True)`` widens the sampling interval by the bias
 estimate's size, half width z se + |b_hat|, around the same answer (asking for an interval does not
@@ -50,6 +51,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from .grid import ColumnGrid
+from .sql import AggregateQuery
 from .synopsis import Synopsis
 
 #: c: the factor on every bandwidth of the second answer that the bias estimate compares with the first.
@@ -150,6 +153,85 @@ def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame
     for name in names:
         frame[f"{name} low"] = frame[f"{name} low"].to_numpy(dtype=np.float64) - bias[name]
         frame[f"{name} high"] = frame[f"{name} high"].to_numpy(dtype=np.float64) + bias[name]
+    return frame
+
+
+def count_bracket(grid: ColumnGrid, rows: float, a: float, b: float, *, integer: bool = False) -> tuple[float, float]:
+    """Guaranteed bounds on the table's rows with a <= x <= b, from a continuous column's grid.
+
+    C(t), the rows with x <= t, is exact at the grid's points t_0 < ... < t_{G-1} and does not
+    decrease, so C(b) lies between C at the last point <= b and C at the first point >= b (0 below
+    t_0, the column's non-NULL ``rows`` above t_{G-1}), and C(a-) between C at the last point < a and
+    at the first point >= a; the rows in [a, b] are C(b) - C(a-) (:mod:`parzen.aqp.grid`).  For an
+    integer column a is some k - 1/2, which no row equals, so C(a-) = C(a) lies between C at the last
+    point <= a and the first >= a (exact when a is a point, as the grid's k + 1/2 points make it).
+
+    Parameters
+    ----------
+    grid : ColumnGrid
+        A continuous column's grid (not a step function).
+    rows : float
+        The column's non-NULL rows in the table.
+    a, b : float
+        The interval (:meth:`parzen.aqp.estimate.ColumnModel.interval`).
+    integer : bool
+        The column holds integers only (and a is k - 1/2).
+
+    Returns
+    -------
+    (float, float)
+        The least and the greatest number of rows the table can have in [a, b].
+    """
+    if b < a:
+        return 0.0, 0.0
+    points, count = grid.points, grid.count
+
+    def at(k: int) -> float:
+        return 0.0 if k < 0 else rows if k >= points.size else float(count[k])
+
+    last_le_b = int(np.searchsorted(points, b, side="right")) - 1
+    first_ge_b = int(np.searchsorted(points, b, side="left"))
+    last_below_a = int(np.searchsorted(points, a, side="right" if integer else "left")) - 1
+    first_ge_a = int(np.searchsorted(points, a, side="left"))
+    return max(at(last_le_b) - at(first_ge_a), 0.0), at(first_ge_b) - at(last_below_a)
+
+
+def bracket_grid_counts(frame: pd.DataFrame, query: AggregateQuery, synopsis: Synopsis) -> pd.DataFrame:
+    """A gridded answer's COUNT intervals intersected with their guaranteed bounds (:func:`count_bracket`).
+
+    The interval of a gridded answer is the plain sample estimate's, wide beside the grid's error
+    (the table's exact C(t) interpolated between points).  The bounds always hold the table's count,
+    so the intersection holds it whenever the interval did, and is never wider; it is widened again
+    only to keep the answer inside.  SUM and AVG keep their intervals; step functions (discrete
+    columns) are left as they are.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The one-row answer of the gridded form, with intervals.
+    query : AggregateQuery
+        Its query: one range column, no GROUP BY or IN (names as in the synopsis).
+    synopsis : Synopsis
+        The synopsis, with the column's grid.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``frame`` itself, its COUNT intervals narrowed.
+    """
+    ((column, predicate),) = query.ranges.items()
+    grid = synopsis.grids[column]
+    if grid.steps:
+        return frame
+    model = synopsis.models[column]
+    low, high = count_bracket(grid, float(synopsis.totals[column][0]), *model.interval(predicate), integer=model.integer)
+    for a in query.aggregates:
+        if a.func != "count":
+            continue
+        value = frame[a.name].to_numpy(dtype=np.float64)
+        frame[f"{a.name} low"] = np.minimum(np.maximum(frame[f"{a.name} low"].to_numpy(dtype=np.float64), low), value)
+        frame[f"{a.name} high"] = np.maximum(np.minimum(frame[f"{a.name} high"].to_numpy(dtype=np.float64), high),
+                                             value)
     return frame
 
 

@@ -671,6 +671,8 @@ class Engine:
         if with_error:  # the smoothing bias's estimate widens the interval (parzen.aqp.contract)
             result = contract.cover_bias(result, lambda s: answers.approximate(query, s, layout, None)[0], synopsis,
                                          [a.name for a in query.aggregates], query.group_by)
+            if form == "grid":  # the grid's exact C bounds its COUNT
+                result = contract.bracket_grid_counts(result, query, synopsis)
         return result, form
 
     def _resolved_histogram(self, binned: histogram.HistogramQuery) -> histogram.HistogramQuery:
