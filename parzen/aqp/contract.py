@@ -102,7 +102,8 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str]
     -------
     dict of str to numpy.ndarray
         One array of sizes per aggregate, aligned with ``at_h``'s rows; inf where A(h) is a number
-        and A(c h) is not (nothing to say about its bias).
+        and A(c h) is not (nothing to say about its bias), 0 where A(h) is NULL (NaN: its interval,
+        e.g. a MIN's exact bounds, is kept).
     """
     if not step > 1.0:
         raise ValueError(f"the bandwidth step c must exceed 1, got {step!r}")
@@ -120,7 +121,7 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str]
     for name in names:
         value = at_h[name].to_numpy(dtype=np.float64)
         size = np.abs(other[name] - value) / (step * step - 1.0)
-        out[name] = np.where(np.isnan(size) & ~np.isnan(value), np.inf, size)
+        out[name] = np.where(np.isnan(value), 0.0, np.where(np.isnan(size), np.inf, size))
     return out
 
 
