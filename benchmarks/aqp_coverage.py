@@ -28,7 +28,7 @@ Writes ``<out>/aqp_coverage_<data>.json`` and ``.md``.  Usage::
 
     python benchmarks/aqp_coverage.py --data generated
     python benchmarks/aqp_coverage.py --data flights --queries 300 --seeds 0 1 2
-    python benchmarks/aqp_coverage.py --data lineitem --parquet /work/data/sf1/lineitem.parquet
+    python benchmarks/aqp_coverage.py --data lineitem --parquet '/work/data/sf1/lineitem/*.parquet'
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def run(args) -> dict:
         path = str(args.parquet).replace("'", "''")
         con.execute(f"CREATE TABLE lineitem AS SELECT * FROM read_parquet('{path}')")
         table, group = "lineitem", "l_shipmode"
-        columns = ["l_quantity", "l_extendedprice", "l_discount", "l_tax"]
+        columns = ["l_quantity", "l_extendedprice", "l_discount", "l_tax", "l_partkey", "l_suppkey"]
     rows = int(con.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0])
     q = {c: v for c, v in quantiles(con, table, columns).items() if v[10] < v[-11]}
     levels = [r[0] for r in con.execute(f'SELECT DISTINCT "{group}" FROM "{table}" ORDER BY 1').fetchall()]
@@ -248,7 +248,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", choices=["generated", "flights", "lineitem"], default="generated")
     parser.add_argument("--rows", type=int, default=400_000, help="rows of the generated table")
-    parser.add_argument("--parquet", type=Path, default=Path("/work/data/sf1/lineitem.parquet"))
+    parser.add_argument("--parquet", default="/work/data/sf1/lineitem/*.parquet", help="lineitem's Parquet files (a glob)")
     parser.add_argument("--sample", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=100, help="per family and synopsis")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
