@@ -116,7 +116,7 @@ def scored(approx: pd.DataFrame, exact: pd.DataFrame, keys: list[str]) -> pd.Dat
         merged = exact.merge(approx[[*keys, *columns]], on=keys, how="left", suffixes=(" exact", ""))
     else:
         merged = exact.rename(columns={"value": "value exact"}).join(approx[columns])
-    return merged[["value exact", *columns]]
+    return merged[[*keys, "value exact", *columns]]
 
 
 def run_family(engine: Engine, con, sql: str, keys: list[str]) -> tuple[pd.DataFrame, str, float] | None:

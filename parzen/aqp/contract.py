@@ -17,16 +17,23 @@ every bandwidth multiplied by c (:data:`BANDWIDTH_STEP`, c = sqrt 2), on the sam
     b_hat = (A(c h) - A(h)) / (c^2 - 1),
 
 which for the one-range COUNT is N h^2 / 2 (f_hat'(b) - f_hat'(a)), the formula above with the
-density's derivative estimated by the sample's kernels between bandwidths h and c h.  It needs no
-derivative code of its own, and it is 0 wherever the answer does not depend on h: exact totals, the
+density's derivative estimated by the sample's kernels between bandwidths h and c h.  The same
+formula at c = 0 is A(h) - A(0), A(0) the answer with every kernel a point mass: the plain weighted
+sample estimate, unbiased under the sampling design (Horvitz and Thompson 1952), so that A(h) - A(0)
+is an unbiased estimate of A(h)'s bias whatever its form, noisier than the jackknife where many rows
+lie near the box's faces but right where the h^2 expansion is not: wide kernels (small strata, whose
+bandwidths are widened by (n / n_g)^(1/5)), lumpy integer columns, strata sampled whole (whose plain
+estimate is exact).  The interval takes the larger of the two (:data:`BIAS_STEPS`).  Neither needs
+derivative code of its own, and both are 0 wherever the answer does not depend on h: exact totals, the
 gridded form (the table's exact C(t) and S(t)), point masses (discrete columns), the column
 summaries, sketches and MIN / MAX bounds.  A gridded COUNT's interval is also cut to the bounds that
 the grid's exact C at its points guarantee (:func:`bracket_grid_counts`).
 
 **The interval.**  ``Engine.query(..., with_error=True)`` widens the sampling interval by the bias
 estimate's size, half width z se + |b_hat|, around the same answer (asking for an interval does not
-change it).  This is the bias-aware interval of Armstrong and Kolesar (2020), with the worst-case
-bias replaced by its estimate and with their critical value cv(|b| / se) replaced by the larger
+change it), |b_hat| the larger of the two estimates.  This is the bias-aware interval of Armstrong
+and Kolesar (2020), with the worst-case bias replaced by its estimate and with their critical value
+cv(|b| / se) replaced by the larger
 z + |b| / se (conservative); Calonico, Cattaneo and Farrell (2018) show why a bias estimate must
 enter the interval rather than only the point (there: bias correction with the variance of the
 corrected estimate).  The point answer is left uncorrected, because b_hat is noisier than the
@@ -38,7 +45,7 @@ every returned value's interval at confidence p has half width <= e |value| (:fu
 otherwise exactly in DuckDB; ``df.attrs["form"]`` then says which ("exact", or the synopsis's form).
 
 Sources (full citations in docs/statistics.md, "Sources"): Wand and Jones (1995); Jones and Foster
-(1993), generalised jackknifing; Armstrong and Kolesar (2020), bias-aware intervals; Calonico,
+(1993), generalised jackknifing; Horvitz and Thompson (1952), the design-unbiased sample estimate; Armstrong and Kolesar (2020), bias-aware intervals; Calonico,
 Cattaneo and Farrell (2018), bias and coverage in nonparametric inference.
 """
 
@@ -55,8 +62,11 @@ from .grid import ColumnGrid
 from .sql import AggregateQuery
 from .synopsis import Synopsis
 
-#: c: the factor on every bandwidth of the second answer that the bias estimate compares with the first.
+#: c: the factor on every bandwidth of the second answer that the jackknife bias estimate compares with the first.
 BANDWIDTH_STEP = math.sqrt(2.0)
+#: The factors c of the answers A(c h) whose bias estimates |A(c h) - A(h)| / |c^2 - 1| the interval takes
+#: the larger of: the jackknife's sqrt 2, and 0, the unsmoothed sample estimate.
+BIAS_STEPS = (BANDWIDTH_STEP, 0.0)
 
 
 def with_bandwidths_scaled(synopsis: Synopsis, factor: float) -> Synopsis:
@@ -68,21 +78,21 @@ def with_bandwidths_scaled(synopsis: Synopsis, factor: float) -> Synopsis:
     synopsis : Synopsis
         The synopsis.
     factor : float
-        The factor, > 0.
+        The factor, >= 0 (0: every kernel a point mass, the plain weighted sample estimate).
 
     Returns
     -------
     Synopsis
     """
-    if not factor > 0.0:
-        raise ValueError(f"the bandwidth factor must be positive, got {factor!r}")
+    if not factor >= 0.0:
+        raise ValueError(f"the bandwidth factor must be >= 0, got {factor!r}")
     models = {name: replace(m, bandwidth=m.bandwidth * factor) for name, m in synopsis.models.items()}
     return replace(synopsis, models=models)
 
 
 def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str], keys: Sequence[str],
                    step: float = BANDWIDTH_STEP) -> dict[str, np.ndarray]:
-    """Per aggregate, per answer row of ``at_h``: |b_hat| = |A(c h) - A(h)| / (c^2 - 1).
+    """Per aggregate, per answer row of ``at_h``: |b_hat| = |A(c h) - A(h)| / |c^2 - 1|.
 
     Parameters
     ----------
@@ -96,7 +106,7 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str]
         The columns that key the answer rows (GROUP BY columns, a histogram's bin); rows of
         ``at_h`` missing from ``at_ch`` count their value as the whole bias.
     step : float
-        c > 1.
+        c >= 0, not 1 (c = 0: the difference from the unsmoothed estimate).
 
     Returns
     -------
@@ -105,8 +115,8 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str]
         and A(c h) is not (nothing to say about its bias), 0 where A(h) is NULL (NaN: its interval,
         e.g. a MIN's exact bounds, is kept).
     """
-    if not step > 1.0:
-        raise ValueError(f"the bandwidth step c must exceed 1, got {step!r}")
+    if not step >= 0.0 or step == 1.0:
+        raise ValueError(f"the bandwidth step c must be >= 0 and not 1, got {step!r}")
     keys = list(keys)
     if not keys or (len(at_h) == len(at_ch) and at_h[keys].reset_index(drop=True).equals(
             at_ch[keys].reset_index(drop=True))):
@@ -120,7 +130,7 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str]
     out = {}
     for name in names:
         value = at_h[name].to_numpy(dtype=np.float64)
-        size = np.abs(other[name] - value) / (step * step - 1.0)
+        size = np.abs(other[name] - value) / abs(step * step - 1.0)
         out[name] = np.where(np.isnan(value), 0.0, np.where(np.isnan(size), np.inf, size))
     return out
 
@@ -128,7 +138,8 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str]
 def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame], synopsis: Synopsis,
                names: Sequence[str], keys: Sequence[str]) -> pd.DataFrame:
     """``frame`` (an answer with ``<name> low`` / ``<name> high`` columns) with each interval widened
-    by the bias estimate's size |b_hat| on both sides (see the module).
+    on both sides by the larger bias estimate's size, max over c in :data:`BIAS_STEPS` of
+    |A(c h) - A(h)| / |c^2 - 1| (see the module).
 
     Parameters
     ----------
@@ -150,7 +161,9 @@ def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame
     """
     if frame.empty or not any(m.bandwidth > 0.0 for m in synopsis.models.values()):
         return frame
-    bias = bias_estimates(frame, answer_at(with_bandwidths_scaled(synopsis, BANDWIDTH_STEP)), names, keys)
+    estimates = [bias_estimates(frame, answer_at(with_bandwidths_scaled(synopsis, c)), names, keys, c)
+                 for c in BIAS_STEPS]
+    bias = {name: np.maximum.reduce([e[name] for e in estimates]) for name in names}
     for name in names:
         frame[f"{name} low"] = frame[f"{name} low"].to_numpy(dtype=np.float64) - bias[name]
         frame[f"{name} high"] = frame[f"{name} high"].to_numpy(dtype=np.float64) + bias[name]
