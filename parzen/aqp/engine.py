@@ -409,9 +409,10 @@ class Engine:
         does not change it): value +- z se at ``confidence``, se the standard error of the plain
         stratified estimate from the sample variance of the per-row kernel masses
         (finite-population corrected; stratified over groups; conservative for calibrated
-        answers), widened by the size of the smoothing bias's estimate, |A(c h) - A(h)| / (c^2 - 1)
-        from the same answer at bandwidths c h (:mod:`parzen.aqp.contract`; docs/aqp.md, "Error
-        contract", gives the coverage measured per query family).
+        answers), widened by the size of the smoothing bias's estimate, the larger of
+        |A(c h) - A(h)| / |c^2 - 1| for the same answer at bandwidths c h, c = sqrt 2 and c = 0
+        (:mod:`parzen.aqp.contract`; docs/aqp.md, "Error contract", gives the coverage measured per
+        query family).
         ``max_rel_error``: answer from the synopsis only when every returned value's interval at
         ``confidence`` has half width <= ``max_rel_error`` |value|, otherwise exactly in DuckDB (the
         query re-generated from its parse, read-only); ``df.attrs["form"]`` is then "exact",
