@@ -164,7 +164,7 @@ def _random_query(rng, columns, quantiles):
 
 def test_coverage_of_random_queries(engine):
     """200 random queries (fixed seed) on the generated table: the 95 % intervals hold DuckDB's
-    answer for at least 93 % of the returned values (measured: 334 of 346, 96.5 %)."""
+    answer for at least 93 % of the returned values (measured: 338 of 346, 97.7 %)."""
     columns = ["x", "w", "b", "k", "y"]
     con = engine.con
     quantiles = {c: np.quantile(con.execute(f"SELECT {c} FROM t").fetchnumpy()[c], np.linspace(0, 1, 101))
