@@ -673,21 +673,33 @@ def aqp_query(
     on_stale: Annotated[str, typer.Option(
         help="warn (answer, with a warning) or error (refuse) when the table changed since its synopsis was built.")]
     = "warn",
+    max_rel_error: Annotated[float | None, typer.Option(
+        "--max-rel-error", metavar="E",
+        help="Answer from the synopsis only when every value's 95 % interval has half width <= E x |value| "
+             "(e.g. 0.01), otherwise exactly in DuckDB; the last line says which answered.")] = None,
 ) -> None:
     """Answer SQL from the synopsis (approximately), or exactly in DuckDB (the file is opened read-only)."""
     with _user_errors(), _engine(database, read_only=True, on_stale=on_stale) as engine:
         if compare:
+            if max_rel_error is not None:
+                raise ValueError("--compare shows both answers; --max-rel-error chooses one: give one of them")
             frame = engine.compare(sql, method=method)
             out.print(_frame_view(frame, out.width))
             out.print(f"approximate {1e3 * frame.attrs['approximate_seconds']:.3f} ms, "
                       f"exact {1e3 * frame.attrs['exact_seconds']:.3f} ms")
             return
         loading = 0.0 if exact else engine.prepare(sql)
-        frame = engine.query(sql, exact=exact, with_error=with_error, **({} if exact else {"method": method}))
+        bound = {} if max_rel_error is None else {"max_rel_error": max_rel_error}
+        frame = engine.query(sql, exact=exact, with_error=with_error, **({} if exact else {"method": method}), **bound)
     out.print(_frame_view(frame, out.width))
     loaded = f" (synopsis loaded in {1e3 * loading:.0f} ms)" if loading else ""
-    out.print(f"{'exact' if exact else 'approximate, from the ' + frame.attrs['form']}: "
-              f"{1e3 * frame.attrs['seconds']:.3f} ms{loaded}")
+    answered = "exact" if frame.attrs["form"] == "exact" else "approximate, from the " + frame.attrs["form"]
+    if max_rel_error is not None:
+        worst = frame.attrs["relative_half_width"]
+        verdict = "within" if worst <= max_rel_error else "beyond"
+        answered += (f" (the synopsis's 95 % interval: +-{_percent(worst)} of the value at most, {verdict} the "
+                     f"bound {_percent(max_rel_error)})")
+    out.print(f"{answered}: {1e3 * frame.attrs['seconds']:.3f} ms{loaded}")
 
 
 @aqp_app.command("list")

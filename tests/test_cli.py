@@ -445,6 +445,20 @@ def test_aqp_build_query_list(flights_db, wide_console):
     assert exact.exit_code == 0 and "max(u)" in exact.output
 
 
+def test_aqp_query_with_a_relative_error_bound_says_what_answered(flights_db, wide_console):
+    assert invoke("aqp", "build", flights_db, "s", "--group-by", "c", "--sample", 1000).exit_code == 0
+    sql = "SELECT c, COUNT(*), AVG(u) FROM s WHERE v > 0 GROUP BY c"
+    loose = invoke("aqp", "query", flights_db, sql, "--max-rel-error", "0.9")
+    assert loose.exit_code == 0, loose.output
+    assert "approximate, from the sample (the synopsis's 95 % interval: +-" in flat(loose.output)
+    assert "within the bound 90.00 %" in flat(loose.output)
+    tight = invoke("aqp", "query", flights_db, sql, "--max-rel-error", "0.0001")
+    assert tight.exit_code == 0, tight.output
+    assert "exact (the synopsis's 95 % interval" in flat(tight.output) and "beyond the bound 0.01 %" in flat(tight.output)
+    refused = invoke("aqp", "query", flights_db, sql, "--max-rel-error", "0")
+    assert refused.exit_code == 2 and "max_rel_error must be a number > 0" in refused.output
+
+
 def test_aqp_errors(flights_db, tmp_path):
     unsupported = invoke("aqp", "query", flights_db, "SELECT MODE(u) FROM s")
     assert unsupported.exit_code == 2 and "--exact" in unsupported.output

@@ -260,7 +260,8 @@ class _Solver:
 
     def _quantile(self, a: Aggregate):
         """QUANTILE_CONT from the exact C(t) of the grid (whole table, no predicate) or the sample's
-        kernel distribution function (:mod:`parzen.aqp.quantiles`)."""
+        kernel distribution function (:mod:`parzen.aqp.quantiles`), whose interval joins the
+        linearised one and Woodruff's (1952) inverse of F at p -+ z se_p."""
         column, p = a.column, a.parameter
         assert column is not None and p is not None
         model = self.synopsis.models[column]
@@ -296,10 +297,17 @@ class _Solver:
         t_rows = np.nan_to_num(value)[sample.group]
         terms = quantiles.kernel_cdf(model, x, a_y, b_y, t_rows, sample.scale) \
             - p * quantiles.kernel_cdf(model, x, a_y, b_y, np.full(x.size, math.inf), sample.scale)
+        total_se = sample.standard_error(others * terms)
         with np.errstate(invalid="ignore", divide="ignore"):
-            se = sample.standard_error(others * terms) / slope
+            se = total_se / slope
+            se_p = total_se / cdf(np.full(self.groups, math.inf))  # of F(t) / F(inf) at the answer
         rounding = 0.5 if model.integer else 0.0  # integer columns' order statistics are rounded
-        return value, self.z * np.nan_to_num(se, nan=np.inf) + rounding
+        half = self.z * np.nan_to_num(se, nan=np.inf)
+        # Woodruff's interval: F's inverse at p -+ z se_p, which holds for point masses too (a step F)
+        spread = np.nan_to_num(self.z * se_p, nan=1.0)
+        low = quantiles.from_sample(cdf, np.clip(p - spread, 0.0, 1.0), span, self.groups, model.integer)
+        high = quantiles.from_sample(cdf, np.clip(p + spread, 0.0, 1.0), span, self.groups, model.integer)
+        return value, (np.fmin(value - half, low) - rounding, np.fmax(value + half, high) + rounding)
 
     # --- SUM / AVG of polynomials -------------------------------------------------------------
 

@@ -60,8 +60,11 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     -----
     The interval is value +- z se, se the standard error of the plain stratified estimate
     (:func:`stratified_estimates`): sampling without replacement, finite-population corrected,
-    added over strata, the delta method for AVG.  It covers the sampling error, not the smoothing
-    bias.  Calibrating to exact margins removes the part of that error which the margins explain
+    added over strata, the delta method for AVG.  GROUP BY answers from the sample, raked per group
+    (:func:`calibration_factor`), move each group by a share of every group's error, which that se
+    does not describe (a small group, or one sampled whole, is moved by the large groups' errors):
+    their interval spans the plain estimate p's as well, [min(value, p) - z se, max(value, p) + z se].  It covers the sampling error, not the smoothing
+    bias (:meth:`parzen.aqp.Engine.query` widens it by the bias's estimate: :mod:`parzen.aqp.contract`).  Calibrating to exact margins removes the part of that error which the margins explain
     (Deville and Saerndal 1992; for COUNT(*) of one range, all of it), so the interval is
     conservative for calibrated and grid answers.
     """
@@ -75,6 +78,10 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     form, keys, output_of_stratum, values = _point_answers(query, synopsis, layout, ranges)
     if z is None:
         answers = [{name: Estimate(float(v[g])) for name, v in values.items()} for g in range(len(keys))]
+    elif form == "sample" and query.group_by:  # raked per group: the interval spans the plain estimate's too
+        estimates = stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, len(keys))
+        answers = [{name: _spanning(float(v[g]), float(estimates[name][0][g]), z * float(estimates[name][1][g]))
+                    for name, v in values.items()} for g in range(len(keys))]
     else:
         errors = _standard_errors(query, synopsis, layout, ranges, output_of_stratum, len(keys))
         answers = [{name: _interval(float(v[g]), z * float(errors[name][g])) for name, v in values.items()}
@@ -107,6 +114,14 @@ def _point_answers(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
 
 def _interval(value: float, half_width: float) -> Estimate:
     return Estimate(value, value - half_width, value + half_width)
+
+
+def _spanning(value: float, plain: float, half_width: float) -> Estimate:
+    """``value`` with the interval [min(value, plain) - half_width, max(value, plain) + half_width]: it
+    holds the plain estimate's interval plain +- half_width (NaN ``plain``: value +- half_width)."""
+    if math.isnan(plain):
+        return _interval(value, half_width)
+    return Estimate(value, min(value, plain) - half_width, max(value, plain) + half_width)
 
 
 def _grid_for(query: AggregateQuery, synopsis: Synopsis):

@@ -40,6 +40,9 @@ from .sql import AggregateQuery, UnsupportedQuery
 from .strata import Layout
 from .synopsis import Synopsis
 
+#: ``attrs`` key of a domain answer: the group keys whose intervals are bounds that hold (no sampled row)
+BOUNDED_GROUPS = "parzen_bounded_groups"
+
 
 def needed(query: AggregateQuery, synopsis: Synopsis) -> bool:
     """Whether ``query`` groups or filters (IN / =) on a categorical column outside the strata.
@@ -172,7 +175,10 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
         else:
             rows[decoded] = {name: _interval(float(v[g]), None if z is None or e is None else z * float(e[g]))
                              for name, (v, e) in answers.items()}
-    return frame(query, rows, z is not None), "sample"
+    out = frame(query, rows, z is not None)
+    #: the groups without a sampled row: their intervals are bounds that hold (no bias term widens them)
+    out.attrs[BOUNDED_GROUPS] = [key for g, key in enumerate(rows) if unsampled[g]]
+    return out, "sample"
 
 
 def _allowed_codes(query: AggregateQuery, categories: Categories, column: str) -> np.ndarray:

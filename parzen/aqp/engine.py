@@ -19,7 +19,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from . import answers, domains, histogram, store
+from . import answers, contract, domains, histogram, store
 from . import joins as join_synopses
 from .build import build_synopsis, quote
 from .categories import CATEGORY_LIMIT
@@ -472,7 +472,7 @@ class Engine:
     # --- queries --------------------------------------------------------------------------
 
     def query(self, sql: str, *, exact: bool = False, with_error: bool = False, confidence: float = 0.95,
-              method: str = "density") -> pd.DataFrame:
+              method: str = "density", max_rel_error: float | None = None) -> pd.DataFrame:
         """The answer to ``sql`` as a DataFrame shaped like DuckDB's (one row per group).
 
         ``exact=True`` runs the query in DuckDB (one read-only query over the database's tables,
@@ -483,7 +483,15 @@ class Engine:
         does not change it): value +- z se at ``confidence``, se the standard error of the plain
         stratified estimate from the sample variance of the per-row kernel masses
         (finite-population corrected; stratified over groups; conservative for calibrated
-        answers).  It covers the sampling error, not the smoothing bias.
+        answers), widened by the size of the smoothing bias's estimate, the larger of
+        |A(c h) - A(h)| / |c^2 - 1| for the same answer at bandwidths c h, c = sqrt 2 and c = 0
+        (:mod:`parzen.aqp.contract`; docs/aqp.md, "Error contract", gives the coverage measured per
+        query family).
+        ``max_rel_error``: answer from the synopsis only when every returned value's interval at
+        ``confidence`` has half width <= ``max_rel_error`` |value|, otherwise exactly in DuckDB (the
+        query re-generated from its parse, read-only); ``df.attrs["form"]`` is then "exact",
+        ``df.attrs["relative_half_width"]`` the synopsis's largest half width / |value|, and with
+        ``with_error`` an exact answer has intervals of width 0.
         ``df.attrs["seconds"]`` holds the latency and ``df.attrs["form"]`` what answered: "grid"
         (one range column, no GROUP BY or IN), "sample", "totals" (no numeric predicate),
         "regression" or "exact".  A histogram query (``SELECT FLOOR(x / w) * w AS bin, ... GROUP BY bin``,
@@ -510,6 +518,8 @@ class Engine:
             Their confidence, in (0, 1).
         method : {"density", "regression"}
             What answers.
+        max_rel_error : float, optional
+            The largest relative half width accepted from the synopsis (> 0); beyond it DuckDB answers.
 
         Returns
         -------
@@ -530,6 +540,8 @@ class Engine:
         started = time.perf_counter()
         if method not in ("density", "regression"):
             raise ValueError(f"method must be 'density' or 'regression', got {method!r}")
+        if max_rel_error is not None:
+            return self._bounded(sql, max_rel_error, confidence, with_error, exact, method, started)
         if exact:
             if method != "density":
                 raise ValueError("exact=True runs the query in the database; it takes no method")
@@ -570,9 +582,7 @@ class Engine:
         binned = histogram.parse_histogram(sql)
         query = self._resolved(parse(sql) if binned is None else binned.base)
         approx = self.query(sql, method=method)
-        in_database = (query.table.casefold(),) in _catalog_tables(self.con)[0]
-        con = None if in_database or not self._parquet_source(query.table) else self._source_connection(query.table)
-        exact = self._run(to_sql(query) if binned is None else histogram.exact_sql(self._resolved_histogram(binned)), con)
+        exact = self._exact_of(query, binned)
         keys = list(query.group_by) if binned is None else [binned.label]
         merged = approx.merge(exact, on=keys, how="outer", suffixes=(" approx", " exact")) if keys else \
             approx.add_suffix(" approx").join(exact.add_suffix(" exact"))
@@ -582,6 +592,39 @@ class Engine:
         merged.attrs = {"approximate_seconds": approx.attrs["seconds"], "exact_seconds": exact.attrs["seconds"],
                         "form": approx.attrs["form"]}
         return merged
+
+    def _bounded(self, sql: str, max_rel_error: float, confidence: float, with_error: bool, exact: bool,
+                 method: str, started: float) -> pd.DataFrame:
+        """:meth:`query` with ``max_rel_error``: the synopsis's answer when its intervals meet the
+        bound (:func:`parzen.aqp.contract.meets`), else DuckDB's (:meth:`_exact_of`)."""
+        contract.check_bound(max_rel_error, confidence)
+        if exact or method != "density":
+            raise ValueError("max_rel_error chooses between the synopsis's density answer and the exact one; "
+                             "it takes neither exact=True nor method='regression'")
+        binned = histogram.parse_histogram(sql)
+        query = self._resolved(parse(sql) if binned is None else binned.base)
+        names = [a.name for a in query.aggregates]
+        approx = self.query(sql, with_error=True, confidence=confidence)
+        worst = contract.relative_half_width(approx, names)
+        if worst <= max_rel_error:
+            result = approx if with_error else contract.without_intervals(approx, names)
+        else:
+            keys = list(query.group_by) if binned is None else []  # a histogram's SQL orders its bins
+            result = contract.in_answer_order(self._exact_of(query, binned), keys)
+            if with_error:
+                result = contract.with_exact_intervals(result, names)
+            result.attrs["form"] = "exact"
+        result.attrs.update(seconds=time.perf_counter() - started, relative_half_width=worst,
+                            max_rel_error=max_rel_error, confidence=confidence)
+        return result
+
+    def _exact_of(self, query: AggregateQuery, binned: histogram.HistogramQuery | None = None) -> pd.DataFrame:
+        """DuckDB's answer to a parsed query (names as in the synopsis): its SQL re-generated from the
+        parse (:func:`parzen.aqp.sql.to_sql`, :func:`parzen.aqp.histogram.exact_sql`), run read-only
+        (:meth:`_run`) on the database, or over the Parquet files of its synopsis."""
+        in_database = (query.table.casefold(),) in _catalog_tables(self.con)[0]
+        con = None if in_database or not self._parquet_source(query.table) else self._source_connection(query.table)
+        return self._run(to_sql(query) if binned is None else histogram.exact_sql(self._resolved_histogram(binned)), con)
 
     def _resolved(self, query: AggregateQuery) -> AggregateQuery:
         """``query`` with its table and column names spelled as in the synopsis.
@@ -716,9 +759,22 @@ class Engine:
     def _approximate(self, query: AggregateQuery, with_error: bool, z: float) -> tuple[pd.DataFrame, str]:
         synopsis = self._answering(query.table)
         _check_columns(query, synopsis, categorical=True)
-        if domains.needed(query, synopsis):  # GROUP BY / IN on a categorical column outside the strata
-            return domains.approximate(query, synopsis, self._layouts[synopsis.table], z if with_error else None)
-        return answers.approximate(query, synopsis, self._layouts[synopsis.table], z if with_error else None)
+        layout = self._layouts[synopsis.table]
+        # GROUP BY / IN on a categorical column outside the strata: domain estimates (parzen.aqp.domains)
+        approximate = domains.approximate if domains.needed(query, synopsis) else answers.approximate
+        result, form = approximate(query, synopsis, layout, z if with_error else None)
+        bounded = result.attrs.pop(domains.BOUNDED_GROUPS, [])
+        if with_error:  # the smoothing bias's estimate widens the interval (parzen.aqp.contract)
+            held = result[[c for c in result.columns if c.endswith((" low", " high"))]].copy()
+            result = contract.cover_bias(result, lambda s: approximate(query, s, layout, None)[0], synopsis,
+                                         [a.name for a in query.aggregates], query.group_by)
+            if bounded:  # a group without a sampled row keeps its bounds, which hold
+                keys = result[list(query.group_by)].apply(tuple, axis=1) if query.group_by else pd.Series([()] * len(result))
+                rows = keys.isin(set(bounded)).to_numpy()
+                result.loc[rows, held.columns] = held.loc[rows]
+            if form == "grid":  # the grid's exact C bounds its COUNT
+                result = contract.bracket_grid_counts(result, query, synopsis)
+        return result, form
 
     def _resolved_histogram(self, binned: histogram.HistogramQuery) -> histogram.HistogramQuery:
         """``binned`` with its table and column names spelled as in the synopsis (:meth:`_resolved`)."""
@@ -730,7 +786,12 @@ class Engine:
         binned = self._resolved_histogram(binned)
         synopsis = self._answering(binned.base.table)
         _check_columns(binned.base, synopsis)
-        return histogram.answer(binned, synopsis, self._layouts[synopsis.table], z)
+        layout = self._layouts[synopsis.table]
+        result, form = histogram.answer(binned, synopsis, layout, z)
+        if z is not None:  # the smoothing bias's estimate widens the interval (parzen.aqp.contract)
+            result = contract.cover_bias(result, lambda s: histogram.answer(binned, s, layout, None)[0], synopsis,
+                                         [a.name for a in binned.base.aggregates], [binned.label])
+        return result, form
 
     def _regression(self, query: AggregateQuery) -> pd.DataFrame:
         synopsis = self._answering(query.table)

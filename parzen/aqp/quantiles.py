@@ -12,7 +12,10 @@ r = (n - 1) p, x_(floor r) + (r - floor r) (x_(ceil r) - x_(floor r)) (0-based).
   distribution function F(t) = sum_i w_i P_i(box) M_0(x_i; (-inf, t] within x's box) reaches p F(inf),
   by bisection (60 halvings of the rows' span; each step one compiled pass, :func:`weighted_cdf`).  Its standard error by the usual linearisation of an
   estimating equation: se(sum_i w_i (M_i(t) - p M_i(inf))) / F'(t), F' by a central difference
-  (Serfling 1980, "Approximation Theorems of Mathematical Statistics", section 2.3).
+  (Serfling 1980, "Approximation Theorems of Mathematical Statistics", section 2.3).  The interval
+  also spans Woodruff's, F's inverse at p -+ z se_p with se_p = se(sum_i w_i (M_i(t) - p M_i(inf))) /
+  F(inf) (Woodruff 1952, "Confidence intervals for medians and other position measures", JASA 47,
+  635-646), which holds where F is a step function (point masses: F'(t) is then no slope).
 """
 
 from __future__ import annotations

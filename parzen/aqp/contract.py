@@ -1,0 +1,386 @@
+"""The error contract of an approximate answer: intervals that cover the smoothing bias, and a bound
+on the relative error fixed before the query runs (issue 19, item 3 (a) and (b)).
+
+**The smoothing bias.**  A synopsis's answer integrates a kernel estimate over the query's box.
+For COUNT(*) of a range [a, b] of one column, with f the column's density, N the table's rows
+and a kernel of bandwidth h and variance sigma_K^2 h^2 (Gaussian: sigma_K^2 = 1),
+
+    E A(h) = N int_a^b (f * K_h) = N (F(b) - F(a)) + N h^2 / 2 sigma_K^2 (f'(b) - f'(a)) + O(h^4)
+
+(Wand and Jones 1995, section 2.5, for the density; integrated over the box), and over a box of
+several columns the same sum over its faces, N sum_c h_c^2 / 2 int_face (d f / d x_c).  Every answer
+of a synopsis (SUM and AVG, calibrated, raked or per group too) is so a smooth function of the
+bandwidths whose bias is B h^2 + O(h^4) as h -> 0.  Its estimate here is the generalised jackknife
+of two bandwidths (Richardson extrapolation; Jones and Foster 1993): the same answer once more with
+every bandwidth multiplied by c (:data:`BANDWIDTH_STEP`, c = sqrt 2), on the same sample, and
+
+    b_hat = (A(c h) - A(h)) / (c^2 - 1),
+
+which for the one-range COUNT is N h^2 / 2 (f_hat'(b) - f_hat'(a)), the formula above with the
+density's derivative estimated by the sample's kernels between bandwidths h and c h.  The same
+formula at c = 0 is A(h) - A(0), A(0) the answer with every kernel a point mass: the plain weighted
+sample estimate, unbiased under the sampling design (Horvitz and Thompson 1952), so that A(h) - A(0)
+is an unbiased estimate of A(h)'s bias whatever its form, noisier than the jackknife where many rows
+lie near the box's faces but right where the h^2 expansion is not: wide kernels (small strata, whose
+bandwidths are widened by (n / n_g)^(1/5)), lumpy integer columns, strata sampled whole (whose plain
+estimate is exact).  The interval takes the larger of the two (:data:`BIAS_STEPS`).  Neither needs
+derivative code of its own, and both are 0 wherever the answer does not depend on h: exact totals, the
+gridded form (the table's exact C(t) and S(t)), point masses (discrete columns), the column
+summaries, sketches and MIN / MAX bounds.  A gridded COUNT's interval is also cut to the bounds that
+the grid's exact C at its points guarantee (:func:`bracket_grid_counts`).
+
+**The interval.**  ``Engine.query(..., with_error=True)`` widens the sampling interval by the bias
+estimate's size, half width z se + |b_hat|, around the same answer (asking for an interval does not
+change it), |b_hat| the larger of the two estimates.  This is the bias-aware interval of Armstrong
+and Kolesar (2020), with the worst-case bias replaced by its estimate and with their critical value
+cv(|b| / se) replaced by the larger
+z + |b| / se (conservative); Calonico, Cattaneo and Farrell (2018) show why a bias estimate must
+enter the interval rather than only the point (there: bias correction with the variance of the
+corrected estimate).  The point answer is left uncorrected, because b_hat is noisier than the
+answer itself where the box cuts few kernels.  Coverage measured per query family is in
+docs/aqp.md, "Error contract" (``benchmarks/aqp_coverage.py``).
+
+**The bound.**  ``Engine.query(sql, max_rel_error=e, confidence=p)`` answers from the synopsis when
+every returned value's interval at confidence p has half width <= e |value| (:func:`meets`),
+otherwise exactly in DuckDB; ``df.attrs["form"]`` then says which ("exact", or the synopsis's form).
+
+Sources (full citations in docs/statistics.md, "Sources"): Wand and Jones (1995); Jones and Foster
+(1993), generalised jackknifing; Horvitz and Thompson (1952), the design-unbiased sample estimate; Armstrong and Kolesar (2020), bias-aware intervals; Calonico,
+Cattaneo and Farrell (2018), bias and coverage in nonparametric inference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from .grid import ColumnGrid
+from .sql import AggregateQuery
+from .synopsis import Synopsis
+
+#: c: the factor on every bandwidth of the second answer that the jackknife bias estimate compares with the first.
+BANDWIDTH_STEP = math.sqrt(2.0)
+#: The factors c of the answers A(c h) whose bias estimates |A(c h) - A(h)| / |c^2 - 1| the interval takes
+#: the larger of: the jackknife's sqrt 2, and 0, the unsmoothed sample estimate.
+BIAS_STEPS = (BANDWIDTH_STEP, 0.0)
+
+
+def with_bandwidths_scaled(synopsis: Synopsis, factor: float) -> Synopsis:
+    """``synopsis`` with every column's bandwidth multiplied by ``factor`` (a shallow copy: the
+    sample, grids and summaries are shared; point masses, bandwidth 0, stay so).
+
+    Parameters
+    ----------
+    synopsis : Synopsis
+        The synopsis.
+    factor : float
+        The factor, >= 0 (0: every kernel a point mass, the plain weighted sample estimate).
+
+    Returns
+    -------
+    Synopsis
+    """
+    if not factor >= 0.0:
+        raise ValueError(f"the bandwidth factor must be >= 0, got {factor!r}")
+    models = {name: replace(m, bandwidth=m.bandwidth * factor) for name, m in synopsis.models.items()}
+    return replace(synopsis, models=models)
+
+
+def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str], keys: Sequence[str],
+                   step: float = BANDWIDTH_STEP) -> dict[str, np.ndarray]:
+    """Per aggregate, per answer row of ``at_h``: |b_hat| = |A(c h) - A(h)| / |c^2 - 1|.
+
+    Parameters
+    ----------
+    at_h : pandas.DataFrame
+        The answer at the synopsis's bandwidths h.
+    at_ch : pandas.DataFrame
+        The same query's answer at bandwidths c h (:func:`with_bandwidths_scaled`).
+    names : sequence of str
+        The aggregates' columns.
+    keys : sequence of str
+        The columns that key the answer rows (GROUP BY columns, a histogram's bin); rows of
+        ``at_h`` missing from ``at_ch`` count their value as the whole bias.
+    step : float
+        c >= 0, not 1 (c = 0: the difference from the unsmoothed estimate).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        One array of sizes per aggregate, aligned with ``at_h``'s rows; inf where A(h) is a number
+        and A(c h) is not (nothing to say about its bias), 0 where A(h) is NULL (NaN: its interval,
+        e.g. a MIN's exact bounds, is kept).
+    """
+    if not step >= 0.0 or step == 1.0:
+        raise ValueError(f"the bandwidth step c must be >= 0 and not 1, got {step!r}")
+    keys = list(keys)
+    if not keys or (len(at_h) == len(at_ch) and at_h[keys].reset_index(drop=True).equals(
+            at_ch[keys].reset_index(drop=True))):
+        other = {name: at_ch[name].to_numpy(dtype=np.float64) for name in names}
+    else:
+        aligned = at_h[keys].merge(at_ch[[*keys, *names]], on=keys, how="left")
+        other = {name: aligned[name].to_numpy(dtype=np.float64) for name in names}
+        missing = aligned[list(names)].isna().to_numpy().all(axis=1)
+        for name in names:
+            other[name] = np.where(missing, 0.0, other[name])
+    out = {}
+    for name in names:
+        value = at_h[name].to_numpy(dtype=np.float64)
+        size = np.abs(other[name] - value) / abs(step * step - 1.0)
+        out[name] = np.where(np.isnan(value), 0.0, np.where(np.isnan(size), np.inf, size))
+    return out
+
+
+def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame], synopsis: Synopsis,
+               names: Sequence[str], keys: Sequence[str]) -> pd.DataFrame:
+    """``frame`` (an answer with ``<name> low`` / ``<name> high`` columns) with each interval widened
+    on both sides by the larger bias estimate's size, max over c in :data:`BIAS_STEPS` of
+    |A(c h) - A(h)| / |c^2 - 1| (see the module).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The answer at the synopsis's bandwidths, with intervals (value -+ z se).
+    answer_at : callable
+        Answers the same query, without intervals, from a given synopsis.
+    synopsis : Synopsis
+        The synopsis that answered ``frame``.
+    names : sequence of str
+        The aggregates' columns.
+    keys : sequence of str
+        The columns that key the answer rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``frame`` itself, its interval columns widened (values and attrs unchanged).
+    """
+    if frame.empty or not any(m.bandwidth > 0.0 for m in synopsis.models.values()):
+        return frame
+    estimates = [bias_estimates(frame, answer_at(with_bandwidths_scaled(synopsis, c)), names, keys, c)
+                 for c in BIAS_STEPS]
+    bias = {name: np.maximum.reduce([e[name] for e in estimates]) for name in names}
+    for name in names:
+        frame[f"{name} low"] = frame[f"{name} low"].to_numpy(dtype=np.float64) - bias[name]
+        frame[f"{name} high"] = frame[f"{name} high"].to_numpy(dtype=np.float64) + bias[name]
+    return frame
+
+
+def count_bracket(grid: ColumnGrid, rows: float, a: float, b: float, *, integer: bool = False) -> tuple[float, float]:
+    """Guaranteed bounds on the table's rows with a <= x <= b, from a continuous column's grid.
+
+    C(t), the rows with x <= t, is exact at the grid's points t_0 < ... < t_{G-1} and does not
+    decrease, so C(b) lies between C at the last point <= b and C at the first point >= b (0 below
+    t_0, the column's non-NULL ``rows`` above t_{G-1}), and C(a-) between C at the last point < a and
+    at the first point >= a; the rows in [a, b] are C(b) - C(a-) (:mod:`parzen.aqp.grid`).  For an
+    integer column a is some k - 1/2, which no row equals, so C(a-) = C(a) lies between C at the last
+    point <= a and the first >= a (exact when a is a point, as the grid's k + 1/2 points make it).
+
+    Parameters
+    ----------
+    grid : ColumnGrid
+        A continuous column's grid (not a step function).
+    rows : float
+        The column's non-NULL rows in the table.
+    a, b : float
+        The interval (:meth:`parzen.aqp.estimate.ColumnModel.interval`).
+    integer : bool
+        The column holds integers only (and a is k - 1/2).
+
+    Returns
+    -------
+    (float, float)
+        The least and the greatest number of rows the table can have in [a, b].
+    """
+    if b < a:
+        return 0.0, 0.0
+    points, count = grid.points, grid.count
+
+    def at(k: int) -> float:
+        return 0.0 if k < 0 else rows if k >= points.size else float(count[k])
+
+    last_le_b = int(np.searchsorted(points, b, side="right")) - 1
+    first_ge_b = int(np.searchsorted(points, b, side="left"))
+    last_below_a = int(np.searchsorted(points, a, side="right" if integer else "left")) - 1
+    first_ge_a = int(np.searchsorted(points, a, side="left"))
+    return max(at(last_le_b) - at(first_ge_a), 0.0), at(first_ge_b) - at(last_below_a)
+
+
+def bracket_grid_counts(frame: pd.DataFrame, query: AggregateQuery, synopsis: Synopsis) -> pd.DataFrame:
+    """A gridded answer's COUNT intervals intersected with their guaranteed bounds (:func:`count_bracket`).
+
+    The interval of a gridded answer is the plain sample estimate's, wide beside the grid's error
+    (the table's exact C(t) interpolated between points).  The bounds always hold the table's count,
+    so the intersection holds it whenever the interval did, and is never wider; it is widened again
+    only to keep the answer inside.  SUM and AVG keep their intervals; step functions (discrete
+    columns) are left as they are.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The one-row answer of the gridded form, with intervals.
+    query : AggregateQuery
+        Its query: one range column, no GROUP BY or IN (names as in the synopsis).
+    synopsis : Synopsis
+        The synopsis, with the column's grid.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``frame`` itself, its COUNT intervals narrowed.
+    """
+    ((column, predicate),) = query.ranges.items()
+    grid = synopsis.grids[column]
+    if grid.steps:
+        return frame
+    model = synopsis.models[column]
+    low, high = count_bracket(grid, float(synopsis.totals[column][0]), *model.interval(predicate), integer=model.integer)
+    for a in query.aggregates:
+        if a.func != "count":
+            continue
+        value = frame[a.name].to_numpy(dtype=np.float64)
+        frame[f"{a.name} low"] = np.minimum(np.maximum(frame[f"{a.name} low"].to_numpy(dtype=np.float64), low), value)
+        frame[f"{a.name} high"] = np.maximum(np.minimum(frame[f"{a.name} high"].to_numpy(dtype=np.float64), high),
+                                             value)
+    return frame
+
+
+def check_bound(max_rel_error: float, confidence: float) -> None:
+    """Refuse a bound the contract cannot hold: ``max_rel_error`` must be a number > 0 and
+    ``confidence`` in (0, 1).
+
+    Parameters
+    ----------
+    max_rel_error : float
+        The largest relative half width accepted from the synopsis.
+    confidence : float
+        The intervals' confidence.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument and what it must be.
+    """
+    if isinstance(max_rel_error, bool) or not isinstance(max_rel_error, (int, float)) \
+            or not math.isfinite(max_rel_error) or max_rel_error <= 0.0:
+        raise ValueError(f"max_rel_error must be a number > 0 (e.g. 0.01 for 1 %), got {max_rel_error!r}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be a number between 0 and 1 (e.g. 0.95), got {confidence!r}")
+
+
+def relative_half_width(frame: pd.DataFrame, names: Sequence[str]) -> float:
+    """The largest half width / |value| over every returned value (0 for no rows).
+
+    The half width of a value v in [low, high] is max(v - low, high - v) (MIN / MAX bounds are not
+    symmetric); a value of 0 with an interval of width 0 has relative half width 0, any other 0 or a
+    NULL (NaN) value or end inf: nothing bounds its relative error.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        An answer with ``<name> low`` / ``<name> high`` columns.
+    names : sequence of str
+        The aggregates' columns.
+
+    Returns
+    -------
+    float
+    """
+    worst = 0.0
+    for name in names:
+        value = frame[name].to_numpy(dtype=np.float64)
+        half = np.maximum(value - frame[f"{name} low"].to_numpy(dtype=np.float64),
+                          frame[f"{name} high"].to_numpy(dtype=np.float64) - value)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(half == 0.0, 0.0, half / np.abs(value))
+        ratio = np.where(np.isnan(ratio), np.inf, ratio)
+        worst = max(worst, float(ratio.max(initial=0.0)))
+    return worst
+
+
+def meets(frame: pd.DataFrame, names: Sequence[str], max_rel_error: float) -> bool:
+    """Whether every returned value's interval has half width <= ``max_rel_error`` |value|.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        An answer with intervals.
+    names : sequence of str
+        The aggregates' columns.
+    max_rel_error : float
+        The bound.
+
+    Returns
+    -------
+    bool
+    """
+    return relative_half_width(frame, names) <= max_rel_error
+
+
+def without_intervals(frame: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
+    """``frame`` without its ``<name> low`` / ``<name> high`` columns (attrs kept).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    names : sequence of str
+        The aggregates' columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    dropped = frame.drop(columns=[f"{name} {end}" for name in names for end in ("low", "high")])
+    dropped.attrs = dict(frame.attrs)
+    return dropped
+
+
+def with_exact_intervals(frame: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
+    """An exact answer with ``<name> low`` = ``<name> high`` = the value after each aggregate, shaped
+    like an approximate answer with intervals.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        DuckDB's answer.
+    names : sequence of str
+        The aggregates' columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    columns: dict[str, pd.Series] = {}
+    for column in frame.columns:
+        columns[column] = frame[column]
+        if column in names:
+            columns[f"{column} low"] = frame[column]
+            columns[f"{column} high"] = frame[column]
+    out = pd.DataFrame(columns)
+    out.attrs = dict(frame.attrs)
+    return out
+
+
+def in_answer_order(exact: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """DuckDB's rows sorted by the group keys as the synopsis's answers are (ascending, NULLs last).
+
+    Parameters
+    ----------
+    exact : pandas.DataFrame
+        DuckDB's answer.
+    keys : sequence of str
+        The GROUP BY columns (none: returned as it is).
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    if not keys or exact.empty:
+        return exact
+    ordered = exact.sort_values(list(keys), na_position="last", kind="stable").reset_index(drop=True)
+    ordered.attrs = dict(exact.attrs)
+    return ordered
