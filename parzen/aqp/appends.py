@@ -95,7 +95,7 @@ def database_batches(con, synopsis: Synopsis, changes: TableChanges) -> Iterator
     columns, and each row's key hash(rowid, seed) (the key the build sampled by)."""
     numeric = list(synopsis.models)
     cols = [*(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric), *map(quote, synopsis.group_by),
-            *(quote(c) for c in _categorical(synopsis) if c not in synopsis.group_by),
+            *(f"{quote(c)} AS {quote(LABEL + c)}" for c in _categorical(synopsis)),
             f"hash(rowid, {int(synopsis.seed)}) AS __key"]
     relation = con.sql(f"SELECT {', '.join(cols)} FROM {quote(synopsis.table)} "
                        f"WHERE rowid >= {int(synopsis.rowid_end)} AND rowid < {int(changes.rowid_end)}")
@@ -208,6 +208,10 @@ def parquet_batches(synopsis: Synopsis, files: list[str]) -> Iterator[tuple[pd.D
             yield frame, integer_keys(random.random(len(frame)))
 
 
+#: Prefix of the appended rows' categorical columns as read (as stored, beside a numeric column's DOUBLE).
+LABEL = "parzen_label_"
+
+
 @dataclass
 class _Candidates:
     """One stratum's new rows that may enter the sample: their keys, values (rows, columns) and group key."""
@@ -272,7 +276,7 @@ class AppendedRows:
         table = np.stack([values[c] for c in numeric], axis=1)
         labels = np.empty((len(frame), len(categorical)), dtype=object)
         for k, c in enumerate(categorical):
-            labels[:, k] = [plain_value(v) for v in frame[c].to_numpy(dtype=object)]
+            labels[:, k] = [plain_value(v) for v in frame[LABEL + c].to_numpy(dtype=object)]
         for key, rows in group_rows(frame, synopsis.group_by).items():
             normal = normal_key(key)
             chosen = rows[keys[rows] <= thresholds.get(normal, ALL_ROWS)]
