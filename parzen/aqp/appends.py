@@ -53,7 +53,7 @@ import pandas as pd
 
 from . import joins
 from .build import DISCRETE_MAX_VALUES, MIN_GROUP_SAMPLE, quote, refuse_non_finite
-from .categories import CATEGORY_LIMIT, Categories, ExactTable, plain_value, sample_codes, value_order
+from .categories import CATEGORY_LIMIT, Categories, ExactTable, grouping_sets, plain_value, sample_codes, value_order
 from .changes import TableChanges, table_changes
 from .column_summary import normal_key
 from .estimate import _REACH, DISCRETE, ColumnModel
@@ -106,6 +106,22 @@ def database_batches(con, synopsis: Synopsis, changes: TableChanges) -> Iterator
         yield frame, frame.pop("__key").to_numpy(dtype=np.uint64)
 
 
+def appended_combinations(con, synopsis: Synopsis, changes: TableChanges) -> dict[tuple, Counter]:
+    """Per exact table of the synopsis's categorical columns, the appended rows per combination of
+    their values: one GROUPING SETS pass over the new rows (:func:`parzen.aqp.categories.grouping_sets`)."""
+    if synopsis.categories is None:
+        return {}
+    view = "parzen_appended_" + synopsis.table
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {quote(view)} AS SELECT * FROM {quote(synopsis.table)} "
+                f"WHERE rowid >= {int(synopsis.rowid_end)} AND rowid < {int(changes.rowid_end)}")
+    try:
+        sets = [t.columns for t in synopsis.categories.tables]
+        found = grouping_sets(con, view, list(synopsis.categories.values), sets)
+    finally:
+        con.execute(f"DROP VIEW IF EXISTS {quote(view)}")
+    return {columns: Counter(dict(found[columns])) for columns in sets}
+
+
 def refresh(con, synopsis: Synopsis) -> Refresh:
     """``synopsis`` brought up to date with the rows appended to its table (or the Parquet files added
     to its source) since it read them, reading only those; or why it must be rebuilt.
@@ -151,7 +167,9 @@ def refresh(con, synopsis: Synopsis) -> Refresh:
         return Refresh(None, f"{changes.why(synopsis)} to the fact table of a join synopsis, which is rebuilt in full "
                              "(its appended rows need their dimensions' rows)")
     refuse_non_finite(synopsis.table, changes.non_finite)
-    out = merged(synopsis, AppendedRows.read(synopsis, database_batches(con, synopsis, changes)))
+    appended = AppendedRows.read(synopsis, database_batches(con, synopsis, changes))
+    appended.combinations = appended_combinations(con, synopsis, changes)
+    out = merged(synopsis, appended)
     if out.synopsis is not None:
         out.synopsis.fingerprint = synopsis.fingerprint + changes.new_fingerprint
         out.synopsis.rowid_end = changes.rowid_end
@@ -246,7 +264,7 @@ class AppendedRows:
         Gridded column -> the new values below its first point or above its last.
     combinations : dict
         Per exact table of the synopsis's categorical columns (its columns), the new rows per
-        combination of their values.
+        combination of their values (:func:`appended_combinations`).
     """
 
     scan: TableScan | None
@@ -274,21 +292,16 @@ class AppendedRows:
         self.scan = scan if self.scan is None else self.scan + scan
         values = {c: numeric_values(frame, c) for c in numeric}
         table = np.stack([values[c] for c in numeric], axis=1)
-        labels = np.empty((len(frame), len(categorical)), dtype=object)
-        for k, c in enumerate(categorical):
-            labels[:, k] = [plain_value(v) for v in frame[LABEL + c].to_numpy(dtype=object)]
         for key, rows in group_rows(frame, synopsis.group_by).items():
             normal = normal_key(key)
             chosen = rows[keys[rows] <= thresholds.get(normal, ALL_ROWS)]
+            labels = np.empty((chosen.size, len(categorical)), dtype=object)  # only the rows that may be sampled
+            for k, c in enumerate(categorical):
+                labels[:, k] = [plain_value(v) for v in frame[LABEL + c].to_numpy(dtype=object)[chosen]]
             found = self.candidates.setdefault(normal, _Candidates(key, np.zeros(0, np.uint64),
                                                                    np.zeros((0, len(numeric))),
                                                                    np.empty((0, len(categorical)), dtype=object)))
-            found.add(keys[chosen], table[chosen], labels[chosen], cap)
-        if synopsis.categories is not None:
-            position = {c: k for k, c in enumerate(categorical)}
-            for exact in synopsis.categories.tables:
-                counter = self.combinations.setdefault(exact.columns, Counter())
-                counter.update(map(tuple, labels[:, [position[c] for c in exact.columns]].tolist()))
+            found.add(keys[chosen], table[chosen], labels, cap)
         if self.buckets is not None:
             self.buckets.add(synopsis.grids, values)
             for c, grid in synopsis.grids.items():

@@ -157,7 +157,7 @@ def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], 
         Per kept column, its values.
     tables : list of ExactTable
     """
-    singles = _grouping_sets(con, table, columns, [(c,) for c in columns])
+    singles = grouping_sets(con, table, columns, [(c,) for c in columns])
     values: dict[str, list] = {}
     tables = []
     for c in columns:  # kept even when the approximate count was low: the synopsis's fingerprint covers them
@@ -172,7 +172,7 @@ def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], 
 
     pairs = sorted((p for p in combinations(kept, 2) if product(p) <= PAIR_LIMIT), key=product)[:MAX_PAIRS]
     if pairs:
-        found_pairs = _grouping_sets(con, table, kept, pairs)
+        found_pairs = grouping_sets(con, table, kept, pairs)
         code = {c: {v: k for k, v in enumerate(values[c])} for c in kept}
         for p in pairs:
             rows = found_pairs[p]
@@ -181,7 +181,7 @@ def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], 
     return values, tables
 
 
-def _grouping_sets(con, table: str, columns: list[str], sets: Sequence[tuple[str, ...]]) -> dict[tuple, list]:
+def grouping_sets(con, table: str, columns: list[str], sets: Sequence[tuple[str, ...]]) -> dict[tuple, list]:
     """Per grouping set, its (key, rows) pairs: one GROUP BY GROUPING SETS pass over ``table``."""
     columns = [c for c in columns if any(c in s for s in sets)]  # GROUPING() takes grouped columns only
     position = {c: k for k, c in enumerate(columns)}
