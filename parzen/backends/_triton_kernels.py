@@ -356,3 +356,48 @@ def gaussian_gram_sum_kernel(
         minus_s = tl.dot(two_q, z, minus_q_norm, input_precision=PRECISION) - tl.load(z_norms + z_offs)[None, :]
         acc += _exp2(minus_s, FAST) * tl.load(w + z_offs)[None, :]
     tl.store(out + chunk * m_padded + q_offs, tl.sum(acc, axis=1).to(tl.float64))
+
+
+@triton.jit
+def hermite_products_kernel(
+    y_rows, y_cols, n_rows_padded, n_cols_padded, n_col_blocks, alphas, out,
+    DIM: tl.constexpr, TRIANGLE: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, FAST: tl.constexpr,
+):
+    """out[program, k] = sum over the program's pairs of w_i w_j e^(-|u|^2/2) prod_c He_{alpha_kc}(u_c),
+    u = y_i - y_j, for the multi-index k = program_id(2) (``alphas`` (m, DIM) int32 row-major).
+
+    y_* are (DIM + 1, n_padded) row-major: DIM coordinates, then the weights (pads have weight
+    0).  Each He_a(u) comes from the recurrence He_{m+1} = u He_m - m He_{m-1} in a loop of a
+    steps; each coordinate difference is clamped at +-40, where e^(-u^2/2) is 0 in float32 and
+    float64 and He_8 stays finite, so pads far away add 0 and never inf * 0.
+    """
+    bi = tl.program_id(0)
+    group = tl.program_id(1)
+    k = tl.program_id(2)
+    first, last = _column_range(bi, group, n_col_blocks, TRIANGLE, GROUP)
+    offs = tl.arange(0, BLOCK)
+    w_i = tl.load(y_rows + DIM * n_rows_padded + bi * BLOCK + offs)
+    acc = tl.zeros((BLOCK, BLOCK), dtype=w_i.dtype)
+    for bj in range(first, last):
+        w_j = tl.load(y_cols + DIM * n_cols_padded + bj * BLOCK + offs)
+        term = w_i[:, None] * w_j[None, :]
+        s = tl.zeros((BLOCK, BLOCK), dtype=w_i.dtype)
+        for c in tl.static_range(DIM):
+            yi = tl.load(y_rows + c * n_rows_padded + bi * BLOCK + offs)
+            yj = tl.load(y_cols + c * n_cols_padded + bj * BLOCK + offs)
+            u = tl.minimum(tl.maximum(yi[:, None] - yj[None, :], -40.0), 40.0)
+            s += u * u
+            previous = tl.zeros((BLOCK, BLOCK), dtype=w_i.dtype)
+            current = tl.full((BLOCK, BLOCK), 1.0, dtype=w_i.dtype)
+            for m in range(tl.load(alphas + k * DIM + c)):
+                following = u * current - m * previous
+                previous = current
+                current = following
+            term *= current
+        # e^(-s/2) = 2^(-s log2(e) / 2)
+        term *= _exp2(-0.7213475204444817 * s, FAST)
+        if TRIANGLE:  # noqa: SIM102  (a compile-time branch; Triton cannot mix it with a runtime "and")
+            if bj == bi:
+                term = tl.where(offs[None, :] > offs[:, None], term, 0.0)
+        acc += term
+    tl.store(out + (bi * tl.num_programs(1) + group) * tl.num_programs(2) + k, tl.sum(tl.sum(acc, axis=1), axis=0).to(tl.float64))

@@ -40,7 +40,7 @@ from ._cuda import DEVICE, INTERPRETED, torch, torch_dtype, triton
 from ._gpu_stream import chunk_rows, device_chunks
 from ._log_sums import log_of_kernel_sum, log_sum_exp_of_parts
 from ._triton_binning import NO_BAD_ROW, linear_bin_kernel
-from .base import ColumnSummary, KDEBackend, PairSums1D
+from .base import ColumnSummary, KDEBackend, PairSums1D, hermite_arguments
 from .reference import derivative_order
 
 #: Host arrays from this size on go to the device through page-locked memory (see _to_device).
@@ -93,6 +93,9 @@ class GpuTiles:
         32 / 8 / 64 / 8 took 0.50, 22 and 220 ms (small tiles: more programs to hide latency).
         PLUGIN (both stages, repeated calls) with 1-D tiles of 64 against 32: n = 2^20 402
         against 469 ms, n = 32768 0.89-1.00 against 0.94-0.95 ms (two runs).
+    tile_hermite : int
+        Tile side of the Hermite-product pair sums (``pair_sum_hermite``: the multivariate plug-in
+        and SCV functionals).
     tile_gram : int
         Tile side of the one-scale LSCV kernel (the Gram form; H100, g(H) at n = 16384, d = 16:
         64 with 4 warps 0.22 ms, 32 0.28 ms, 128 0.26 ms with 8 warps).
@@ -133,6 +136,7 @@ class GpuTiles:
     tile_1d: int = 16 if INTERPRETED else 64
     tile_sq: int = 16
     tile_gram: int = 16 if INTERPRETED else 64
+    tile_hermite: int = 16 if INTERPRETED else 32
     query_block: int = 16 if INTERPRETED else 64
     data_block: int = 16 if INTERPRETED else 64
     gram_query_block: int = 16 if INTERPRETED else 128
@@ -958,6 +962,39 @@ class GpuBackend(KDEBackend):
 
         tile = _lscv_tile(fdtype, self.tiles)
         return _pair_sums(Y, run, scales.spacing, tile, self.tiles.chunk_rows, fdtype, _lscv_dims(d, fdtype)).cpu().numpy()
+
+    def pair_sum_hermite(self, Y: np.ndarray, alphas: np.ndarray, weights: np.ndarray | None = None, *, dtype=None) -> np.ndarray:
+        """For each multi-index alpha: sum_{i<j} w_i w_j exp(-|u|^2 / 2) prod_k He_{alpha_k}(u_k),
+        u = y_i - y_j (:meth:`parzen.backends.KDEBackend.pair_sum_hermite`), on the device.
+
+        One program per (row block, column group, multi-index) (``hermite_products_kernel``):
+        each pair's differences, exponential and Hermite polynomials (by their recurrence) in
+        registers, the weights a coordinate row of their own (pads weigh 0), the programs' sums
+        added in float64; data beyond one chunk are streamed chunk pair by chunk pair.
+        """
+        Y, alphas = hermite_arguments(Y, alphas)
+        fdtype = torch_dtype(dtype)
+        n, d = Y.shape
+        if n < 2 or len(alphas) == 0:
+            return np.zeros(len(alphas))
+        w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+        values = np.column_stack([Y - Y.mean(axis=0), w])
+        alpha_tensor = torch.as_tensor(np.ascontiguousarray(alphas, dtype=np.int32), device=DEVICE)
+        tile = self.tiles.tile_hermite
+
+        def run(rows, cols, triangle):
+            row_blocks = rows.shape[1] // tile
+            groups = max(1, triton.cdiv(MIN_PROGRAMS, row_blocks * len(alphas)))
+            row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], tile, groups)
+            partial = torch.empty((row_blocks * n_groups, len(alphas)), dtype=torch.float64, device=DEVICE)
+            kernels.hermite_products_kernel[(row_blocks, n_groups, len(alphas))](
+                rows, cols, rows.shape[1], cols.shape[1], cols.shape[1] // tile, alpha_tensor, partial,
+                DIM=d, TRIANGLE=triangle, BLOCK=tile, GROUP=group, FAST=_fast(fdtype), num_warps=HERMITE_WARPS,
+            )
+            return partial.sum(dim=0)
+
+        # pads (first coordinate spaced by 1, weight 0) add nothing
+        return _to_host(_pair_sums(values, run, 1.0, tile, self.tiles.chunk_rows, fdtype))
 
     def pair_sum_1d_between(self, x: np.ndarray, y: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
         """For each scale g: sum_i sum_j phi^(r)((x_i - y_j) / g) (r even, <= 8), the rectangle of

@@ -112,7 +112,8 @@ def scv_H(X, *, weights=None, weight_kind: str = "probability", backend: str = "
     backend : str, default "auto"
         Backend of the pair sums (``parzen.backends``).
     dtype : None or numpy float type
-        Compute precision of the backend (None: its default).
+        Compute precision of the backend (None: its default for the pilot's functionals, float64
+        for the SCV criterion, whose terms cancel).
 
     Returns
     -------
@@ -132,6 +133,10 @@ def scv_H(X, *, weights=None, weight_kind: str = "probability", backend: str = "
         be, sample.Y, sample.n, sample.weights, scv=True, dtype=dtype, sigma=sample.sigma_star
     )
     G = g * g * np.eye(d)
-    H_star = minimise_full(lambda H: scv_objective(H, G, be, sample, dtype=dtype), normal_scale_start(sample))
+    # the criterion's bias is a difference of three pair means that cancel: float32 sums moved H by
+    # 3e-2 (H100, n = 10^4, d = 2, benchmarks/results/gpu_plugin_H.md), so they run in float64
+    # unless a dtype is asked for
+    criterion_dtype = np.float64 if dtype is None else dtype
+    H_star = minimise_full(lambda H: scv_objective(H, G, be, sample, dtype=criterion_dtype), normal_scale_start(sample))
     report("scv_H", "exact", n=round(sample.n))
     return from_matrix(sample.back(H_star))
