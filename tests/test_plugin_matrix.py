@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from parzen import backends
 from parzen import bandwidth as bw
 from parzen.backends import resolve_backend
 from parzen.backends.cpu import CpuBackend
@@ -39,6 +40,20 @@ def test_hermite_pair_sums_of_the_cpu_backend_equal_the_reference():
     )
     unweighted = NumpyBackend().pair_sum_hermite(Y3, ALPHAS3)
     np.testing.assert_allclose(CpuBackend().pair_sum_hermite(Y3, ALPHAS3), unweighted, rtol=0, atol=1e-12 * scale)
+
+
+@pytest.mark.skipif("gpu" not in backends.available(), reason="the gpu backend is not available")
+@pytest.mark.parametrize("weighted", [False, True])
+def test_hermite_pair_sums_of_the_gpu_backend_equal_the_reference(weighted):
+    """Small under the Triton interpreter (CI); three tiles, so the triangle's diagonal and off-diagonal
+    tiles and the pads are all met."""
+    Y = Y3[:40] + 5.0  # an offset the sums must not see
+    w = _rng.random(len(Y)) if weighted else None
+    reference = NumpyBackend().pair_sum_hermite(Y, ALPHAS3, w)
+    scale = np.abs(reference).max()
+    gpu = resolve_backend("gpu")
+    np.testing.assert_allclose(gpu.pair_sum_hermite(Y, ALPHAS3, w, dtype=np.float64), reference, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(gpu.pair_sum_hermite(Y, ALPHAS3, w), reference, rtol=0, atol=1e-5 * scale)
 
 
 def test_hermite_pair_sums_are_the_pairs_sum():

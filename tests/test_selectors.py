@@ -38,7 +38,7 @@ def test_registry_records():
         assert selector.form in (*FORMS, None)
     assert [n for n, s in SELECTORS.items() if not s.supports(2)] == ["plugin", "isj"]
     assert [n for n, s in SELECTORS.items() if s.weighted] == [
-        "plugin", "lscv_h", "plugin_H", "plugin_diag", "scv_H", "scott", "silverman", "normal_scale",
+        "plugin", "lscv_h", "lscv_H", "lscv_diag", "plugin_H", "plugin_diag", "scv_H", "scott", "silverman", "normal_scale",
     ]
     assert SELECTORS["lscv_H"].options >= {"backend", "dtype", "progress", "start", "max_evaluations"}
     assert SELECTORS["scott"].options == {"weights", "progress"}  # progress: over the passes of chunked data
@@ -121,8 +121,8 @@ def test_select_errors_name_what_would_work():
         r"'plugin_diag', 'lscv_h', 'scott', 'silverman' or 'normal_scale'",
     ):
         bw.select("plugin", X2)
-    with pytest.raises(ValueError, match=r"with weights use 'plugin', 'lscv_h', 'plugin_H', 'plugin_diag', 'scv_H', 'scott', 'silverman', 'normal_scale' or a numeric bandwidth"):
-        bw.select("lscv_H", X2, weights=np.ones(40))
+    with pytest.raises(ValueError, match=r"with weights use 'plugin', 'lscv_h', 'lscv_H', 'lscv_diag', 'plugin_H', 'plugin_diag', 'scv_H', 'scott', 'silverman', 'normal_scale' or a numeric bandwidth"):
+        bw.select("isj", X1, weights=np.ones(len(X1)))
     w = np.linspace(1.0, 2.0, 40)
     assert bw.select("scott", X1, weights=w) == bw.scott(X1, weights=w)
 

@@ -319,3 +319,85 @@ def gaussian_log_sum_kernel(
     highest = tl.max(running, axis=1)
     tl.store(top + chunk * m_padded + q_offs, highest.to(tl.float64))
     tl.store(total + chunk * m_padded + q_offs, tl.sum(acc * _exp2(running - highest[:, None], FAST), axis=1).to(tl.float64))
+
+
+@triton.jit
+def gaussian_gram_sum_kernel(
+    zt, z_norms, w, qt, q_norms, n_padded, m_padded, chunk_blocks, out,
+    DIM: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr, PRECISION: tl.constexpr, FAST: tl.constexpr,
+):
+    """out[chunk, q] = sum over the chunk's data points i of w_i 2^-|q - z_i|^2, the Gram form.
+
+    |q - z|^2 = |q|^2 + |z|^2 - 2 q.z: the products of a (BLOCK_Q, BLOCK_Z) tile are one
+    ``tl.dot`` of (BLOCK_Q, DIM) by (DIM, BLOCK_Z) (DIM a power of two >= 16, the added
+    coordinates 0), so a pair costs one subtraction, one exp2 and one multiply-add besides its
+    share of the matrix product (-|q|^2 is the product's initial accumulator); the norms ``q_norms`` and ``z_norms`` are per point (the
+    wrapper computes them in float64 from the float32 coordinates, so that the only rounding
+    left is the product's and the additions').  ``PRECISION`` is the dot's
+    ``input_precision``: "tf32x3" (three TF32 tensor-core products of the operands' high and
+    low parts, about float32 accuracy) or "ieee" (float32 multiply-adds).  zt (DIM, n_padded)
+    and qt (DIM, m_padded) row-major; padded data points are at 0 with weight 0.  A negative
+    rounding of |q - z|^2 (coincident points) gives 2^+tiny, which is harmless.
+    """
+    qb = tl.program_id(0)
+    chunk = tl.program_id(1)
+    q_offs = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    c = tl.arange(0, DIM)
+    z_range = tl.arange(0, BLOCK_Z)
+    two_q = 2.0 * tl.load(qt + c[None, :] * m_padded + q_offs[:, None])
+    minus_q_norm = tl.broadcast_to(-tl.load(q_norms + q_offs)[:, None], (BLOCK_Q, BLOCK_Z))
+    first = chunk * chunk_blocks
+    last = tl.minimum(first + chunk_blocks, n_padded // BLOCK_Z)
+    acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=tl.float32)
+    for zb in range(first, last):
+        z_offs = zb * BLOCK_Z + z_range
+        z = tl.load(zt + c[:, None] * n_padded + z_offs[None, :])
+        # -|q - z|^2 = (2 q.z - |q|^2) - |z|^2, |q|^2 entering as the product's accumulator
+        minus_s = tl.dot(two_q, z, minus_q_norm, input_precision=PRECISION) - tl.load(z_norms + z_offs)[None, :]
+        acc += _exp2(minus_s, FAST) * tl.load(w + z_offs)[None, :]
+    tl.store(out + chunk * m_padded + q_offs, tl.sum(acc, axis=1).to(tl.float64))
+
+
+@triton.jit
+def hermite_products_kernel(
+    y_rows, y_cols, n_rows_padded, n_cols_padded, n_col_blocks, alphas, out,
+    DIM: tl.constexpr, TRIANGLE: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, FAST: tl.constexpr,
+):
+    """out[program, k] = sum over the program's pairs of w_i w_j e^(-|u|^2/2) prod_c He_{alpha_kc}(u_c),
+    u = y_i - y_j, for the multi-index k = program_id(2) (``alphas`` (m, DIM) int32 row-major).
+
+    y_* are (DIM + 1, n_padded) row-major: DIM coordinates, then the weights (pads have weight
+    0).  Each He_a(u) comes from the recurrence He_{m+1} = u He_m - m He_{m-1} in a loop of a
+    steps; each coordinate difference is clamped at +-40, where e^(-u^2/2) is 0 in float32 and
+    float64 and He_8 stays finite, so pads far away add 0 and never inf * 0.
+    """
+    bi = tl.program_id(0)
+    group = tl.program_id(1)
+    k = tl.program_id(2)
+    first, last = _column_range(bi, group, n_col_blocks, TRIANGLE, GROUP)
+    offs = tl.arange(0, BLOCK)
+    w_i = tl.load(y_rows + DIM * n_rows_padded + bi * BLOCK + offs)
+    acc = tl.zeros((BLOCK, BLOCK), dtype=w_i.dtype)
+    for bj in range(first, last):
+        w_j = tl.load(y_cols + DIM * n_cols_padded + bj * BLOCK + offs)
+        term = w_i[:, None] * w_j[None, :]
+        s = tl.zeros((BLOCK, BLOCK), dtype=w_i.dtype)
+        for c in tl.static_range(DIM):
+            yi = tl.load(y_rows + c * n_rows_padded + bi * BLOCK + offs)
+            yj = tl.load(y_cols + c * n_cols_padded + bj * BLOCK + offs)
+            u = tl.minimum(tl.maximum(yi[:, None] - yj[None, :], -40.0), 40.0)
+            s += u * u
+            previous = tl.zeros((BLOCK, BLOCK), dtype=w_i.dtype)
+            current = tl.full((BLOCK, BLOCK), 1.0, dtype=w_i.dtype)
+            for m in range(tl.load(alphas + k * DIM + c)):
+                following = u * current - m * previous
+                previous = current
+                current = following
+            term *= current
+        # e^(-s/2) = 2^(-s log2(e) / 2)
+        term *= _exp2(-0.7213475204444817 * s, FAST)
+        if TRIANGLE:  # noqa: SIM102  (a compile-time branch; Triton cannot mix it with a runtime "and")
+            if bj == bi:
+                term = tl.where(offs[None, :] > offs[:, None], term, 0.0)
+        acc += term
+    tl.store(out + (bi * tl.num_programs(1) + group) * tl.num_programs(2) + k, tl.sum(tl.sum(acc, axis=1), axis=0).to(tl.float64))

@@ -40,7 +40,7 @@ from ._cuda import DEVICE, INTERPRETED, torch, torch_dtype, triton
 from ._gpu_stream import chunk_rows, device_chunks
 from ._log_sums import log_of_kernel_sum, log_sum_exp_of_parts
 from ._triton_binning import NO_BAD_ROW, linear_bin_kernel
-from .base import ColumnSummary, KDEBackend, PairSums1D
+from .base import ColumnSummary, KDEBackend, PairSums1D, hermite_arguments
 from .reference import derivative_order
 
 #: Host arrays from this size on go to the device through page-locked memory (see _to_device).
@@ -57,6 +57,13 @@ MIN_PROGRAMS = 1024
 NUM_WARPS, SINGLE_SCALE_WARPS, HERMITE_WARPS = 8, 4, 4
 #: float32 exponentials as one ``ex2.approx.ftz`` instruction (not under the interpreter).
 FAST_EXP2 = not INTERPRETED
+#: The Gram-form Gaussian KDE sums' launch by the padded coordinate count: (dot precision,
+#: warps, pipeline stages).  "ieee" (float32 multiply-adds) for 16 coordinates, "tf32x3" (three
+#: TF32 tensor-core products of the operands' high and low parts) from 32 on.  H100, n = 2^20,
+#: m = 131072 (benchmarks/results/gpu_kde_multivariate_sweep.md): d = 16 ieee 128 ms, tf32x3
+#: 137 ms; d = 32 ieee 285 ms, tf32x3 205 ms; one TF32 product (79 and 121 ms) errs by 1e-1.
+GRAM_LAUNCH = MappingProxyType({16: ("ieee", 4, 3)})
+GRAM_WIDE_LAUNCH = ("tf32x3", 8, 3)
 #: 2^-t is exactly 0 in float32 and float64 beyond this t; P(t) is clamped there.
 T_ZERO = 2000.0
 _LOG2E = 1.0 / math.log(2.0)
@@ -86,11 +93,21 @@ class GpuTiles:
         32 / 8 / 64 / 8 took 0.50, 22 and 220 ms (small tiles: more programs to hide latency).
         PLUGIN (both stages, repeated calls) with 1-D tiles of 64 against 32: n = 2^20 402
         against 469 ms, n = 32768 0.89-1.00 against 0.94-0.95 ms (two runs).
+    tile_hermite : int
+        Tile side of the Hermite-product pair sums (``pair_sum_hermite``: the multivariate plug-in
+        and SCV functionals).
     tile_gram : int
         Tile side of the one-scale LSCV kernel (the Gram form; H100, g(H) at n = 16384, d = 16:
         64 with 4 warps 0.22 ms, 32 0.28 ms, 128 0.26 ms with 8 warps).
     query_block, data_block : int
         Queries x data points per block of the KDE sums.
+    gram_query_block, gram_data_block : int
+        Queries x data points per block of the Gram-form Gaussian KDE sums (float32, d >=
+        ``gram_min_dim``), whose squared distances come from one matrix product per block.
+    gram_min_dim : int
+        The fewest coordinates for which float32 Gaussian KDE sums take the Gram form (the
+        products padded to 16 coordinates cost more than the direct differences below it; H100,
+        n = 2^20, m = 131072: direct 46, 75, 214 ms at d = 2, 4, 8, Gram 129 ms for each).
     whiten_block : int
         Points per program of the whitening kernel (LSCV_H's y = M^-1 z).
     chunk_rows : int
@@ -119,8 +136,12 @@ class GpuTiles:
     tile_1d: int = 16 if INTERPRETED else 64
     tile_sq: int = 16
     tile_gram: int = 16 if INTERPRETED else 64
+    tile_hermite: int = 16 if INTERPRETED else 32
     query_block: int = 16 if INTERPRETED else 64
     data_block: int = 16 if INTERPRETED else 64
+    gram_query_block: int = 16 if INTERPRETED else 128
+    gram_data_block: int = 16 if INTERPRETED else 64
+    gram_min_dim: int = 6
     whiten_block: int = 16 if INTERPRETED else 128
     chunk_rows: int = 1 << 24
     stream_bytes: int = 1 << 26
@@ -133,7 +154,7 @@ class GpuTiles:
 
     def __post_init__(self) -> None:
         for field, value in vars(self).items():
-            counts = field.startswith("groups") or field in ("chunk_rows", "stream_bytes", "replica_bytes")
+            counts = field.startswith("groups") or field in ("chunk_rows", "stream_bytes", "replica_bytes", "gram_min_dim")
             if not (isinstance(value, int) and value >= 1 if counts else _power_of_two(value)):
                 kind = "a positive integer" if counts else "a power of two"
                 raise ValueError(f"GpuTiles.{field} must be {kind}, got {value!r}")
@@ -599,6 +620,41 @@ def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str, tiles: GpuTiles) 
     return _to_host(partial.sum(dim=0))
 
 
+def _gram_dims(d: int) -> int:
+    """Coordinate rows of the Gram-form KDE data: a power of two of at least 16 (``tl.dot``'s
+    smallest inner size; the added coordinates are 0)."""
+    return max(16, triton.next_power_of_2(d))
+
+
+def _squared_norms(points: torch.Tensor) -> torch.Tensor:
+    """|p|^2 of each column of (dims, n) ``points``, summed in float64 from its stored
+    coordinates and rounded once to their type."""
+    wide = points.to(torch.float64)
+    return (wide * wide).sum(dim=0).to(points.dtype)
+
+
+def _gaussian_gram_chunk(z_tensor, q_tensor, w_tensor, tiles: GpuTiles, launch: tuple | None = None) -> torch.Tensor:
+    """One Gram-form launch (``gaussian_gram_sum_kernel``) over a chunk of queries and a chunk
+    of data, both (dims, padded) float32 and scaled so that the kernel is 2^-|q - z|^2:
+    per-query float64 sums on the device.  ``launch`` = (precision, warps, stages), by default
+    :data:`GRAM_LAUNCH`'s for the coordinate count."""
+    dims, n_padded = z_tensor.shape
+    m_padded = q_tensor.shape[1]
+    precision, warps, stages = launch or GRAM_LAUNCH.get(dims, GRAM_WIDE_LAUNCH)
+    query_blocks, data_blocks = m_padded // tiles.gram_query_block, n_padded // tiles.gram_data_block
+    data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
+    chunk_blocks = triton.cdiv(data_blocks, data_chunks)
+    data_chunks = triton.cdiv(data_blocks, chunk_blocks)
+    partial = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
+    kernels.gaussian_gram_sum_kernel[(query_blocks, data_chunks)](
+        z_tensor, _squared_norms(z_tensor), w_tensor, q_tensor, _squared_norms(q_tensor), n_padded, m_padded,
+        chunk_blocks, partial,
+        DIM=dims, BLOCK_Q=tiles.gram_query_block, BLOCK_Z=tiles.gram_data_block, PRECISION=precision,
+        FAST=_fast(z_tensor.dtype), num_warps=warps, num_stages=stages,
+    )
+    return partial.sum(dim=0)
+
+
 #: Per compute type: a finite exponent below any the log-sum-exp meets ("no term yet").
 _LOWEST_EXPONENT = MappingProxyType({torch.float32: -1e38, torch.float64: -1e300})
 
@@ -907,6 +963,39 @@ class GpuBackend(KDEBackend):
         tile = _lscv_tile(fdtype, self.tiles)
         return _pair_sums(Y, run, scales.spacing, tile, self.tiles.chunk_rows, fdtype, _lscv_dims(d, fdtype)).cpu().numpy()
 
+    def pair_sum_hermite(self, Y: np.ndarray, alphas: np.ndarray, weights: np.ndarray | None = None, *, dtype=None) -> np.ndarray:
+        """For each multi-index alpha: sum_{i<j} w_i w_j exp(-|u|^2 / 2) prod_k He_{alpha_k}(u_k),
+        u = y_i - y_j (:meth:`parzen.backends.KDEBackend.pair_sum_hermite`), on the device.
+
+        One program per (row block, column group, multi-index) (``hermite_products_kernel``):
+        each pair's differences, exponential and Hermite polynomials (by their recurrence) in
+        registers, the weights a coordinate row of their own (pads weigh 0), the programs' sums
+        added in float64; data beyond one chunk are streamed chunk pair by chunk pair.
+        """
+        Y, alphas = hermite_arguments(Y, alphas)
+        fdtype = torch_dtype(dtype)
+        n, d = Y.shape
+        if n < 2 or len(alphas) == 0:
+            return np.zeros(len(alphas))
+        w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+        values = np.column_stack([Y - Y.mean(axis=0), w])
+        alpha_tensor = torch.as_tensor(np.ascontiguousarray(alphas, dtype=np.int32), device=DEVICE)
+        tile = self.tiles.tile_hermite
+
+        def run(rows, cols, triangle):
+            row_blocks = rows.shape[1] // tile
+            groups = max(1, triton.cdiv(MIN_PROGRAMS, row_blocks * len(alphas)))
+            row_blocks, n_groups, group = _grid(rows.shape[1], cols.shape[1], tile, groups)
+            partial = torch.empty((row_blocks * n_groups, len(alphas)), dtype=torch.float64, device=DEVICE)
+            kernels.hermite_products_kernel[(row_blocks, n_groups, len(alphas))](
+                rows, cols, rows.shape[1], cols.shape[1], cols.shape[1] // tile, alpha_tensor, partial,
+                DIM=d, TRIANGLE=triangle, BLOCK=tile, GROUP=group, FAST=_fast(fdtype), num_warps=HERMITE_WARPS,
+            )
+            return partial.sum(dim=0)
+
+        # pads (first coordinate spaced by 1, weight 0) add nothing
+        return _to_host(_pair_sums(values, run, 1.0, tile, self.tiles.chunk_rows, fdtype))
+
     def pair_sum_1d_between(self, x: np.ndarray, y: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
         """For each scale g: sum_i sum_j phi^(r)((x_i - y_j) / g) (r even, <= 8), the rectangle of
         pairs launched chunk against chunk as :meth:`pair_sum_1d`'s off-diagonal chunk pairs; see
@@ -998,7 +1087,10 @@ class GpuBackend(KDEBackend):
 
         Programs are (block of queries) x (chunk of data), so few queries over many points still
         fill the GPU; padded data points carry weight 0.  The Gaussian profile exp(-s/2) becomes
-        2^-s by scaling both point sets by sqrt(log2(e)/2).
+        2^-s by scaling both point sets by sqrt(log2(e)/2).  In float32 with d >=
+        ``tiles.gram_min_dim`` the Gaussian sums take the Gram form |q|^2 + |z|^2 - 2 q.z, the
+        products one matrix product per block (:data:`GRAM_LAUNCH`; issue 20,
+        item 5; accuracy and speed in benchmarks/results/gpu_kde_multivariate.md).
         See :meth:`parzen.backends.reference.NumpyBackend.kernel_sum`.
         """
         if kind not in KERNELS:
@@ -1016,14 +1108,20 @@ class GpuBackend(KDEBackend):
         w = np.ones(Z.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
         out = np.zeros(m)
         tiles = self.tiles
+        gram = kind == "gaussian" and fdtype == torch.float32 and Z.shape[1] >= tiles.gram_min_dim
+        query_block, data_block = (tiles.gram_query_block, tiles.gram_data_block) if gram else (tiles.query_block, tiles.data_block)
+        dims = _gram_dims(Z.shape[1]) if gram else None
         for queries in _chunks(m, tiles.chunk_rows):
-            q_tensor = _padded(Q[queries], tiles.query_block, 0.0, 0.0, fdtype)
+            q_tensor = _padded(Q[queries], query_block, 0.0, 0.0, fdtype, dims)
             for data in _chunks(Z.shape[0], tiles.chunk_rows):
-                z_tensor = _padded(Z[data], tiles.data_block, 0.0, 0.0, fdtype)
+                z_tensor = _padded(Z[data], data_block, 0.0, 0.0, fdtype, dims)
                 w_padded = np.zeros(z_tensor.shape[1])
                 w_padded[: data.stop - data.start] = w[data]
                 w_tensor = _to_device(w_padded, fdtype)
-                sums = _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind, tiles)
+                if gram:
+                    sums = _to_host(_gaussian_gram_chunk(z_tensor, q_tensor, w_tensor, tiles))
+                else:
+                    sums = _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind, tiles)
                 out[queries] += sums[: queries.stop - queries.start]
         return out
 

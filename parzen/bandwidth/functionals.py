@@ -274,7 +274,10 @@ def laplacian_cubed_indices(d: int) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(2 * betas), multiplicity(betas)
 
 
-def dscalar_pilot(backend, Y: np.ndarray, n: float, weights: np.ndarray | None = None, *, scv: bool = False, dtype=None) -> float:
+def dscalar_pilot(
+    backend, Y: np.ndarray, n: float, weights: np.ndarray | None = None, *, scv: bool = False, dtype=None,
+    sigma: np.ndarray | None = None,
+) -> float:
     """The two-stage scalar pilot g for Psi_4 (Chacon & Duong 2010, section 3.3; R ``ks:::gdscalar``
     with ``r = 0, nstage = 2``; ``scv`` as ``ks::Hscv`` asks for it).
 
@@ -296,13 +299,16 @@ def dscalar_pilot(backend, Y: np.ndarray, n: float, weights: np.ndarray | None =
     scv : bool, default False
         The pilot for smoothed cross-validation.
     dtype : None or dtype
+    sigma : numpy.ndarray, optional
+        (d, d) the covariance S of Y (default: ``np.cov`` with the weights as ``aweights``; the
+        matrix selectors pass their sample's, which frequency weights define otherwise).
 
     Returns
     -------
     float
     """
     d = Y.shape[1]
-    S = np.atleast_2d(np.cov(Y, rowvar=False, aweights=weights))
+    S = np.atleast_2d(np.cov(Y, rowvar=False, aweights=weights)) if sigma is None else sigma
     alphas6 = multi_indices(d, 6)
     lap = np.sum([psi_normal_scale(alphas6 + 2 * np.eye(d, dtype=np.int64)[j], S) for j in range(d)], axis=0)
     B3 = float(multiplicity(alphas6) @ lap**2)

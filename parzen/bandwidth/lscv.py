@@ -16,6 +16,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import linalg, optimize
@@ -41,6 +42,7 @@ from ..binned.lscv import DEFAULT_TOLERANCE, BinnedPairWeights, bin_pair_weights
 from ..binned.source import ChunkedData, Moments, as_chunked
 from .convention import from_factor, from_matrix
 from .method import choose_method, report
+from .weight_kind import check_weight_kind, sample_size, tied_pairs, weighted_covariance
 
 
 class LSCVWarning(UserWarning):
@@ -52,7 +54,7 @@ class CostWarning(UserWarning):
     and how to spend less."""
 
 
-def _criterion(sums: np.ndarray, n: int, d: int, h: np.ndarray, sqrt_det: float) -> np.ndarray:
+def _criterion(sums: np.ndarray, n: float, d: int, h: np.ndarray, sqrt_det: float) -> np.ndarray:
     """g = h^-d |S|^-1/2 [2 n^-2 sum_{i<j} T + n^-1 R(K)] from the two Gaussian pair sums.
 
     T = (4 pi)^(-d/2) e^(-s/(4h^2)) - 2 (2 pi)^(-d/2) e^(-s/(2h^2)) with s the squared
@@ -181,18 +183,22 @@ def lscv_h_objective(
     return float(values[0]) if np.ndim(h) == 0 else values
 
 
-def _weighted_lscv_sample(X, weights, method: str, backend, dtype):
+def _weighted_lscv_sample(X, weights, method: str, backend, dtype, weight_kind: str = "probability"):
     """(n_e, d, Sigma, units, L, pair_sums) of weighted data for LSCV_h, exact.
 
-    With w normalised to sum 1 and Kish's n_e = 1 / sum w_i^2, the weighted criterion
+    With w normalised to sum 1, the weighted criterion
     h^-d |S|^-1/2 [2 sum_{i<j} w_i w_j T + sum w_i^2 R(K)] is :func:`_criterion` with n = n_e and
-    the pair sums n_e^2 sum_{i<j} w_i w_j e^(-s/(4h^2)) (and e^(-s/(2h^2))), summed by
+    the pair sums n_e^2 [sum_{i<j} w_i w_j e^(-s/(4h^2)) + t] (and e^(-s/(2h^2))), summed by
     :meth:`parzen.backends.KDEBackend.pair_sum_hermite` (alpha = 0) on the rows scaled by
-    1/(sqrt(2) h) and 1/h; Sigma is the weighted covariance.  Equal weights give the unweighted criterion."""
+    1/(sqrt(2) h) and 1/h; Sigma is the weighted covariance.  n_e, Sigma and the tied pairs t
+    (copies of one row, at distance 0) are those of :mod:`parzen.bandwidth.weight_kind`: Kish's
+    effective size and t = 0 for probability weights, sum w for frequency weights.  Equal weights
+    give the unweighted criterion; frequency weights that of the replicated data."""
     data = as_data(X)
     w = check_weights(weights, data.n)
     data = Data(data.values[w > 0], data.columns)
-    w = w[w > 0] / w[w > 0].sum()
+    counts = w[w > 0]
+    w = counts / counts.sum()
     if data.n < 2:
         raise ValueError("only one row has a positive weight; a weighted bandwidth needs at least 2 rows with positive weights")
     if lscv_method(method, data.n, data.d) == "binned":
@@ -201,19 +207,69 @@ def _weighted_lscv_sample(X, weights, method: str, backend, dtype):
     warn_if_repeated_rows(data, method="LSCV_h")
     check_variance(data, name="the rows with positive weights of X")
     data, units = standardised(data)
-    sigma = np.atleast_2d(np.cov(data.values, rowvar=False, aweights=w))
+    sigma = weighted_covariance(data.values, counts, weight_kind)
     L = check_spd(sigma, what="the weighted covariance matrix of X", columns=data.columns)
     Y = _whiten(data.values, L)
-    n_e = 1.0 / float(w @ w)
-    be = resolve_backend(backend, dtype, work=0.5 * data.n * data.n)
-    zero = np.zeros((1, data.d), dtype=np.int64)
+    n_e = sample_size(counts, weight_kind)
+    tied = tied_pairs(counts, weight_kind)
+    rows = _WeightedRows(w, n_e, tied, resolve_backend(backend, dtype, work=0.5 * data.n * data.n), dtype)
 
     def pair_sums(_L: np.ndarray, h) -> np.ndarray:
-        h = np.atleast_1d(np.asarray(h, dtype=np.float64))
-        sums = [[be.pair_sum_hermite(Y / (scale * hk), zero, w, dtype=dtype)[0] for scale in (math.sqrt(2.0), 1.0)] for hk in h]
-        return n_e * n_e * np.array(sums)
+        return rows.lscv_sums(Y, h)
 
     return n_e, data.d, sigma, units, L, pair_sums
+
+
+@dataclass(frozen=True)
+class _WeightedRows:
+    """The weights of the rows kept (w normalised to sum 1), their n and tied pairs
+    (:mod:`parzen.bandwidth.weight_kind`), and the backend that sums their pairs."""
+
+    w: np.ndarray
+    n: float
+    tied: float
+    backend: Any  # a KDEBackend
+    dtype: Any
+
+    def lscv_sums(self, Y: np.ndarray, h) -> np.ndarray:
+        """(len(h), 2): n^2 [sum_{i<j} w_i w_j e^(-s/(4h^2)) + t] and the same with e^(-s/(2h^2)),
+        s = |y_i - y_j|^2 (:meth:`parzen.backends.KDEBackend.pair_sum_hermite`, alpha = 0, on the
+        rows scaled by 1/(sqrt(2) h) and 1/h): the weighted form of the sums of :func:`_criterion`."""
+        h = np.atleast_1d(np.asarray(h, dtype=np.float64))
+        zero = np.zeros((1, Y.shape[1]), dtype=np.int64)
+        be = self.backend
+        sums = [
+            [be.pair_sum_hermite(Y / (scale * hk), zero, self.w, dtype=self.dtype)[0] for scale in (math.sqrt(2.0), 1.0)]
+            for hk in h
+        ]
+        return self.n * self.n * (np.array(sums) + self.tied)
+
+
+def _weighted_matrix_rows(X, weights, weight_kind: str, method: str, what: str, backend, dtype):
+    """(standardised data of the rows with positive weights, units, weighted covariance, rows) for
+    weighted LSCV_H and LSCV_diag, exact.
+
+    Raises ValueError for data read in chunks, fewer than d + 2 rows with positive weights, or a
+    binned ``method`` (or "auto" past the exact limit)."""
+    if as_chunked(X) is not None:
+        raise ValueError(f"weights= was given for data read in chunks; weighted {what} needs the rows in memory")
+    data = as_data(X)
+    w = check_weights(weights, data.n)
+    data = Data(data.values[w > 0], data.columns)
+    counts = w[w > 0]
+    if data.n < data.d + 2:
+        raise ValueError(f"{what} needs at least d + 2 = {data.d + 2} rows with positive weights, got {data.n}")
+    if lscv_method(method, data.n, data.d) == "binned":
+        raise ValueError(f"weighted {what} is computed exactly (every pair), and n = {data.n} is past the exact limit of "
+                         "method='auto'; pass method='exact'")
+    warn_if_tied(data, method=what)
+    check_variance(data, name="the rows with positive weights of X")
+    data, units = standardised(data)
+    sigma = weighted_covariance(data.values, counts, weight_kind)
+    n = sample_size(counts, weight_kind)
+    rows = _WeightedRows(counts / counts.sum(), n, tied_pairs(counts, weight_kind), resolve_backend(backend, dtype,
+                         work=0.5 * data.n * data.n), dtype)
+    return data, units, sigma, rows
 
 
 def _lscv_h_values(Y: np.ndarray, h: np.ndarray, sqrt_det: float, backend, dtype) -> np.ndarray:
@@ -300,6 +356,7 @@ def lscv_h_factor(
     X,
     *,
     weights=None,
+    weight_kind: str = "probability",
     grid: int = 150,
     refine: bool = True,
     backend: str = "auto",
@@ -334,6 +391,11 @@ def lscv_h_factor(
         h^-d |Sigma|^-1/2 [2 sum_{i<j} w_i w_j T + sum w_i^2 R(K)] with w normalised, Sigma the
         weighted covariance and n (in h0) Kish's effective sample size (sum w)^2 / sum w^2; equal
         weights give the unweighted answer.  ``method="binned"``, or "auto" past its exact limit, raises.
+    weight_kind : {"probability", "frequency"}, default "probability"
+        What the weights are (:mod:`parzen.bandwidth.weight_kind`): probability weights as
+        above, or counts of each row's copies: then n = sum w, Sigma divides by sum w - 1 and the
+        copies' pairs (at distance 0) enter the sum, so that the answer equals LSCV_h's on the
+        replicated data.
     grid : int, default 150
         Candidates of the first grid over [h0/4, 4 h0] (at least 3).
     refine : bool, default True
@@ -366,7 +428,7 @@ def lscv_h_factor(
         If ``grid`` < 3, X is invalid, ``method`` is unknown, or binned with d > 4 or a grid
         too large; or the weights are invalid or come with the binned method or chunked data.
     """
-    return _lscv_h_search(X, grid, refine, backend, dtype, progress, method, grid_size, tolerance, weights)[0]
+    return _lscv_h_search(X, grid, refine, backend, dtype, progress, method, grid_size, tolerance, weights, weight_kind)[0]
 
 
 @dataclass(frozen=True)
@@ -410,18 +472,19 @@ def _report_lscv(selector: str, binned: BinnedPairWeights | None, n: int, tolera
 
 def _lscv_h_search(
     X, grid: int, refine: bool, backend, dtype, progress: bool, method: str = "auto", grid_size=None,
-    tolerance: float = DEFAULT_TOLERANCE, weights=None,
+    tolerance: float = DEFAULT_TOLERANCE, weights=None, weight_kind: str = "probability",
 ) -> tuple[float, np.ndarray, np.ndarray]:
     """LSCV_h's multiplier h, with the standardised data's Sigma and the units that scale it back
     (:func:`parzen._validate.standardised`): what :func:`lscv_h_factor` and :func:`lscv_h` share."""
     if grid < 3:
         raise ValueError(f"grid must have at least 3 points, got {grid}")
+    weight_kind = check_weight_kind(weight_kind)
     chunked = as_chunked(X)
     if weights is not None:
         if chunked is not None:
             raise ValueError(f"weights= was given for {chunked.description}, which is read in chunks; weighted LSCV_h "
                              "needs the rows in memory (or use normal_scale, scott or silverman with a weights column)")
-        n, d, sigma, units, L, pair_sums = _weighted_lscv_sample(X, weights, method, backend, dtype)
+        n, d, sigma, units, L, pair_sums = _weighted_lscv_sample(X, weights, method, backend, dtype, weight_kind)
         h0 = reference_h0(n, d)
         binned: BinnedPairWeights | None = None
     elif chunked is not None:  # binned from the moments' pass and a binning pass (and one for the range, d > 1)
@@ -480,7 +543,7 @@ def _lscv_h_search(
 
 @single_threaded_blas
 def lscv_h(
-    X, *, weights=None, grid: int = 150, refine: bool = True, backend: str = "auto", dtype=None, progress: bool = False,
+    X, *, weights=None, weight_kind: str = "probability", grid: int = 150, refine: bool = True, backend: str = "auto", dtype=None, progress: bool = False,
     method: str = "auto", grid_size=None, tolerance: float = DEFAULT_TOLERANCE,
 ) -> float | np.ndarray:
     """LSCV_h bandwidth in data units: the minimiser of :func:`lscv_h_factor`, h, as h * sd (1-D)
@@ -494,7 +557,7 @@ def lscv_h(
     ----------
     X : array_like of shape (n,) or (n, d)
         The sample (at least 2 rows, finite, covariance positive definite).
-    weights, grid, refine, backend, dtype, progress, method, grid_size, tolerance
+    weights, weight_kind, grid, refine, backend, dtype, progress, method, grid_size, tolerance
         As in :func:`lscv_h_factor`.
 
     Returns
@@ -507,7 +570,9 @@ def lscv_h(
     ValueError
         As :func:`lscv_h_factor`.
     """
-    h, sigma, units = _lscv_h_search(X, grid, refine, backend, dtype, progress, method, grid_size, tolerance, weights)
+    h, sigma, units = _lscv_h_search(
+        X, grid, refine, backend, dtype, progress, method, grid_size, tolerance, weights, weight_kind
+    )
     return from_factor(h, sigma * np.outer(units, units))  # Sigma without overflow at any scale, scaled back exactly
 
 
@@ -607,9 +672,12 @@ class _Singular(Exception):
 def _minimise_matrix(
     data: Data | _ChunkedSample, P: np.ndarray, start: np.ndarray, *, diagonal_only: bool, backend, dtype, progress, label,
     max_evaluations: int | None = None, method: str, pair_sum_method: str = "auto", grid_size=None,
-    tolerance: float = DEFAULT_TOLERANCE,
+    tolerance: float = DEFAULT_TOLERANCE, weighted: _WeightedRows | None = None,
 ) -> np.ndarray:
     """Minimise g(H) over H = P M M^T P^T, M lower triangular (diagonal if asked).
+
+    ``weighted``: the rows' weights (exact sums, :meth:`_WeightedRows.lscv_sums` on the rows
+    whitened by M on the host, and n its sample size).
 
     P pre-whitens the data (Z = P^-1 x), so the search is scale-free and starts near
     M = c I; Nelder-Mead on the log-Cholesky entries of M keeps H positive definite.
@@ -618,8 +686,13 @@ def _minimise_matrix(
     matrix (tied data: g -> -inf) raises ValueError (:func:`_singular_error`).
     """
     n, d = data.n, data.d
-    if isinstance(data, _ChunkedSample):  # the tolerance holds at kernel sd >= h0, the normal-scale start's
-        binned: BinnedPairWeights | None = chunked_pair_weights(
+    criterion_n: float = n if weighted is None else weighted.n  # the n of g(H)
+    binned: BinnedPairWeights | None = None
+    if weighted is not None:
+        assert isinstance(data, Data)  # weighted rows are in memory
+        Z = _whiten(data.values, P)
+    elif isinstance(data, _ChunkedSample):  # the tolerance holds at kernel sd >= h0, the normal-scale start's
+        binned = chunked_pair_weights(
             data.source, data.moments, P, np.eye(d), h_ref=reference_h0(n, d), tolerance=tolerance,
             grid_size=grid_size, shrink_to_fit=pair_sum_method == "auto", max_sd=2 * reference_h0(n, d),
             progress=progress,
@@ -630,9 +703,16 @@ def _minimise_matrix(
             pair_sum_method, n, d, Z, h_ref=reference_h0(n, d), tolerance=tolerance, grid_size=grid_size,
             max_sd=2 * reference_h0(n, d),
         )
-    _report_lscv("lscv_diag" if diagonal_only else "lscv_H", binned, n, tolerance if grid_size is None else None)
+    _report_lscv("lscv_diag" if diagonal_only else "lscv_H", binned, round(criterion_n), tolerance if grid_size is None else None)
     computes_in = np.dtype(np.float64)
-    if binned is not None:
+    if weighted is not None:
+        rows = weighted
+
+        def pair_sums(M: np.ndarray, h) -> np.ndarray:
+            return rows.lscv_sums(linalg.solve_triangular(M, Z.T, lower=True).T, h)
+
+        computes_in = rows.backend.dtypes[0] if rows.dtype is None else np.dtype(rows.dtype)
+    elif binned is not None:
         pair_sums = binned.pair_sums
     else:
         be = resolve_backend(backend, dtype, work=0.5 * n * n)
@@ -647,7 +727,7 @@ def _minimise_matrix(
         if not np.min(np.diag(M)) >= SINGULAR_SCALE:
             raise _Singular
         sums = pair_sums(M, np.ones(1))
-        return float(_criterion(np.asarray(sums), n, d, np.ones(1), float(np.prod(np.diag(M))))[0])
+        return float(_criterion(np.asarray(sums), criterion_n, d, np.ones(1), float(np.prod(np.diag(M))))[0])
 
     # float32 sums carry ~1e-7 relative noise: a tighter tolerance only makes Nelder-Mead chase it
     fatol = 1e-9 if computes_in == np.float64 else 1e-6
@@ -800,10 +880,12 @@ def _progress_callback(bar, scale: float, evaluations):
     return callback
 
 
-def _matrix_start(data: Data | _ChunkedSample, start, sigma: np.ndarray, units: np.ndarray) -> np.ndarray:
-    """The search's first H, in the units of the standardised data (``start`` is in the data's)."""
+def _matrix_start(data: Data | _ChunkedSample, start, sigma: np.ndarray, units: np.ndarray, n: float | None = None) -> np.ndarray:
+    """The search's first H, in the units of the standardised data (``start`` is in the data's);
+    ``n``: the sample size of the normal-scale start (default: the rows)."""
     if start is None:
-        factor = (4.0 / (data.d + 2)) ** (2.0 / (data.d + 4)) * data.n ** (-2.0 / (data.d + 4))
+        n = data.n if n is None else n
+        factor = (4.0 / (data.d + 2)) ** (2.0 / (data.d + 4)) * n ** (-2.0 / (data.d + 4))
         return factor * sigma  # normal_scale(X), without validating X twice
     start = np.atleast_2d(np.asarray(start, dtype=np.float64))
     if start.shape != (data.d, data.d):
@@ -815,7 +897,8 @@ def _matrix_start(data: Data | _ChunkedSample, start, sigma: np.ndarray, units: 
 @single_threaded_blas
 def lscv_H(
     X, *, start=None, backend: str = "auto", dtype=None, progress: bool = False, max_evaluations: int | None = None,
-    method: str = "auto", grid_size=None, tolerance: float = DEFAULT_TOLERANCE,
+    method: str = "auto", grid_size=None, tolerance: float = DEFAULT_TOLERANCE, weights=None,
+    weight_kind: str = "probability",
 ) -> float | np.ndarray:
     """LSCV_H bandwidth matrix: argmin over positive-definite H of g(H) (Andrzejewski et al.,
     paper 000 in docs/statistics.md, eq. 32).
@@ -855,6 +938,14 @@ def lscv_H(
         Binned: the relative error allowed on g(H) at kernel standard deviations (in the
         sphered frame) of at least the normal reference h0 (:func:`reference_h0`,
         :func:`parzen.binned.lscv.grid_sizes`).
+    weights : array_like of shape (n,), optional
+        Non-negative weights of the rows (in memory, exact only): g(H) =
+        |H|^-1/2 [2 sum_{i<j} w_i w_j T + sum w_i^2 R(K)] with w normalised (the form of
+        :func:`lscv_h_factor`'s), Sigma (of the start and the search's frame) the weighted
+        covariance and n (of the normal-scale start) the weights' sample size.
+    weight_kind : {"probability", "frequency"}, default "probability"
+        What the weights are (:mod:`parzen.bandwidth.weight_kind`).  Frequency weights above 1 are
+        repeated rows, where g(H) has no minimum (ValueError), as on the replicated data.
 
     Returns
     -------
@@ -869,6 +960,17 @@ def lscv_H(
         invalid, the search drives H towards a singular matrix (tied data), or binned with
         d > 4 or a grid too large.
     """
+    weight_kind = check_weight_kind(weight_kind)
+    if weights is not None:
+        _check_budget(max_evaluations)
+        rows_data, units, sigma, rows = _weighted_matrix_rows(X, weights, weight_kind, method, "LSCV_H", backend, dtype)
+        P = check_spd(sigma, what="the weighted covariance matrix of X", columns=rows_data.columns)
+        H = _minimise_matrix(
+            rows_data, P, _matrix_start(rows_data, start, sigma, units, rows.n), diagonal_only=False, backend=backend,
+            dtype=dtype, progress=progress, label=f"LSCV_H n={rows_data.n} d={rows_data.d} (weighted)",
+            max_evaluations=max_evaluations, method="LSCV_H", weighted=rows,
+        )
+        return from_matrix(H * np.outer(units, units))
     chunked = as_chunked(X)
     data: Data | _ChunkedSample = as_data(X) if chunked is None else _chunked_sample(chunked, method, progress)
     if data.n < data.d + 2:
@@ -892,7 +994,8 @@ def lscv_H(
 @single_threaded_blas
 def lscv_diag(
     X, *, start=None, backend: str = "auto", dtype=None, progress: bool = False, max_evaluations: int | None = None,
-    method: str = "auto", grid_size=None, tolerance: float = DEFAULT_TOLERANCE,
+    method: str = "auto", grid_size=None, tolerance: float = DEFAULT_TOLERANCE, weights=None,
+    weight_kind: str = "probability",
 ) -> float | np.ndarray:
     """LSCV over diagonal bandwidth matrices H = diag(h_1^2, ..., h_d^2) (``ks::Hlscv.diag``).
 
@@ -904,7 +1007,7 @@ def lscv_diag(
     ----------
     X : array_like of shape (n,) or (n, d)
         The sample (at least 2 rows, finite, covariance positive definite).
-    start, backend, dtype, progress, max_evaluations, method, grid_size, tolerance
+    start, backend, dtype, progress, max_evaluations, method, grid_size, tolerance, weights, weight_kind
         As in :func:`lscv_H` (only the diagonal of ``start`` is used; binned, the data are
         binned divided by their standard deviations).
 
@@ -918,6 +1021,17 @@ def lscv_diag(
     ValueError
         As :func:`lscv_H`.
     """
+    weight_kind = check_weight_kind(weight_kind)
+    if weights is not None:
+        _check_budget(max_evaluations)
+        rows_data, units, sigma, rows = _weighted_matrix_rows(X, weights, weight_kind, method, "LSCV (diagonal)", backend, dtype)
+        P = np.diag(np.sqrt(np.diag(sigma)))
+        H = _minimise_matrix(
+            rows_data, P, np.diag(np.diag(_matrix_start(rows_data, start, sigma, units, rows.n))), diagonal_only=True,
+            backend=backend, dtype=dtype, progress=progress, label=f"LSCV diag n={rows_data.n} d={rows_data.d} (weighted)",
+            max_evaluations=max_evaluations, method="LSCV (diagonal)", weighted=rows,
+        )
+        return from_matrix(H * np.outer(units, units))
     chunked = as_chunked(X)
     data: Data | _ChunkedSample = as_data(X) if chunked is None else _chunked_sample(chunked, method, progress)
     _check_budget(max_evaluations)

@@ -24,6 +24,7 @@ from ..binned.source import ChunkedData, as_chunked
 from ..kernels import GAUSS_MU2, GAUSS_RK, gauss_derivative_at_zero
 from .method import METHODS, choose_method, report
 from .rules import NORMAL_IQR, _weighted_quantiles
+from .weight_kind import check_weight_kind, frequency_quantiles, sample_size, tied_pairs, weighted_covariance
 
 #: Orders r of the functionals Psi_r = int f^(r) f that psi_functional estimates.
 _PSI_ORDERS = (0, 2, 4, 6, 8)
@@ -108,6 +109,7 @@ def plugin_stages(
     x,
     *,
     weights=None,
+    weight_kind: str = "probability",
     scale: str = "sd",
     backend: str = "auto",
     dtype=None,
@@ -122,7 +124,7 @@ def plugin_stages(
     ----------
     x : array_like of shape (n,), or ChunkedData
         The univariate sample.
-    weights, scale, backend, dtype, method, grid_size, tolerance, progress
+    weights, weight_kind, scale, backend, dtype, method, grid_size, tolerance, progress
         As in :func:`plugin`.
 
     Returns
@@ -138,6 +140,7 @@ def plugin_stages(
     """
     choose(scale, SCALES, what="scale")
     choose(method, METHODS, what="method")
+    weight_kind = check_weight_kind(weight_kind)
     tolerance = check_tolerance(tolerance)
     grid_size = check_grid_size(grid_size)
     chunked = as_chunked(x)
@@ -147,7 +150,7 @@ def plugin_stages(
         if chunked is not None:
             raise ValueError(f"weights= was given for {chunked.description}, which is read in chunks; weighted PLUGIN "
                              "needs the rows in memory (or use normal_scale, scott or silverman with a weights column)")
-        return _weighted_stages(x, weights, scale, backend, dtype, method)
+        return _weighted_stages(x, weights, scale, backend, dtype, method, weight_kind)
     if chunked is not None:
         sample = _chunked_sample(chunked, scale, progress)
         n = sample.n
@@ -321,22 +324,27 @@ def _chunked_sample(data: ChunkedData, scale: str, progress: bool) -> _Sample:
                    chunked_binner(data, [unit], progress=progress), None)
 
 
-def _weighted_stages(x, weights, scale: str, backend, dtype, method: str) -> PluginStages:
+def _weighted_stages(x, weights, scale: str, backend, dtype, method: str, weight_kind: str) -> PluginStages:
     """PLUGIN of weighted data, exact: the stages of :func:`_pilot_stages` with weighted pair sums.
 
-    With w normalised to sum 1 and Kish's n_e = 1 / sum w_i^2, the weighted estimate
+    With w normalised to sum 1, the weighted estimate
     Psi_r(g) = g^-(r+1) [2 sum_{i<j} w_i w_j K^(r)((X_i - X_j)/g) + sum w_i^2 K^(r)(0)]
-    is eq. (16)'s formula with n = n_e and the pair sum n_e^2 sum_{i<j} w_i w_j K^(r)(...); sigma is
-    the weighted standard deviation (or min(sd, IQR/1.349) from the weighted quartiles) and n_e is
-    the n of eqs. (15), (17) and (19).  Equal weights give the unweighted h."""
+    is eq. (16)'s formula with n = n_e and the pair sum n_e^2 [sum_{i<j} w_i w_j K^(r)(...) + t K^(r)(0)],
+    t the tied pairs of :func:`parzen.bandwidth.weight_kind.tied_pairs` (0 for probability weights);
+    sigma is the weighted standard deviation (or min(sd, IQR/1.349) from the weighted quartiles)
+    and n_e the n of eqs. (15), (17) and (19): Kish's effective size for probability weights,
+    sum w for frequency weights (:mod:`parzen.bandwidth.weight_kind`).  Equal weights give the
+    unweighted h; frequency weights give the h of the replicated data."""
     data = _univariate(x)
     w = check_weights(weights, data.n)
     data = Data(data.values[w > 0], data.columns)
-    w = w[w > 0] / w[w > 0].sum()
+    counts = w[w > 0]
+    w = counts / counts.sum()
     if data.n < 2:
         raise ValueError("only one row has a positive weight; a weighted bandwidth needs at least 2 rows with positive weights")
     check_variance(data, name="the rows with positive weights of x")
-    n_e = 1.0 / float(w @ w)
+    n_e = sample_size(counts, weight_kind)
+    tied = tied_pairs(counts, weight_kind)
     be = resolve_backend(backend, dtype, work=0.5 * data.n * data.n)
     method = choose_method(method, n=data.n, exact_up_to=AUTO_EXACT_MAX_N.get(be.name, AUTO_EXACT_MAX_N["cpu"]), what="PLUGIN")
     if method == "binned":
@@ -344,17 +352,19 @@ def _weighted_stages(x, weights, scale: str, backend, dtype, method: str) -> Plu
                          "method='auto' on this backend; pass method='exact', or use normal_scale, scott or silverman")
     data, units = standardised(data)
     v = data.values[:, 0]
-    sigma = math.sqrt(float(np.cov(v, aweights=w)))
+    sigma = math.sqrt(float(weighted_covariance(v[:, None], counts, weight_kind)[0, 0]))
     if scale == "minim":
-        q75, q25 = _weighted_quantiles(v, w, [0.75, 0.25])
+        quantiles = frequency_quantiles if weight_kind == "frequency" else _weighted_quantiles
+        q75, q25 = quantiles(v, counts if weight_kind == "frequency" else w, [0.75, 0.25])
         sigma = _minim(sigma, float(q75), float(q25))
     unit_sigma = float(power_of_two(sigma))
     v, sigma, unit = v / unit_sigma, sigma / unit_sigma, float(units[0]) * unit_sigma
     root_2pi = math.sqrt(2.0 * math.pi)
 
     def pair_sum(kind: str, g):
-        alpha = np.array([[derivative_order(kind)]])
-        return n_e * n_e * float(be.pair_sum_hermite(v[:, None] / g, alpha, w, dtype=dtype)[0]) / root_2pi
+        order = derivative_order(kind)
+        pairs = float(be.pair_sum_hermite(v[:, None] / g, np.array([[order]]), w, dtype=dtype)[0]) / root_2pi
+        return n_e * n_e * (pairs + tied * gauss_derivative_at_zero(order))
 
     g1 = first_pilot(sigma, n_e)
     psi6, g2, psi4, h = _pilot_stages(pair_sum, n_e, g1)
@@ -394,6 +404,7 @@ def plugin(
     x,
     *,
     weights=None,
+    weight_kind: str = "probability",
     scale: str = "sd",
     backend: str = "auto",
     dtype=None,
@@ -433,6 +444,11 @@ def plugin(
         become weighted pair sums, sigma the weighted standard deviation (quartiles), and n Kish's
         effective sample size (sum w)^2 / sum w^2, as for the weighted rules of thumb.  Exact
         only: ``method="auto"`` past its exact limit raises.
+    weight_kind : {"probability", "frequency"}, default "probability"
+        What the weights are (:mod:`parzen.bandwidth.weight_kind`): probability weights as
+        above, or frequency weights, counts of each row's copies: then n = sum w, the standard
+        deviation divides by sum w - 1 and the copies' pairs enter the sums, so that the answer
+        equals PLUGIN's on the replicated data (docs/statistics.md, "Weighted data").
     scale : {"sd", "minim"}, default "sd"
         The scale estimate of the normal reference.
     backend : str, default "auto"
@@ -462,6 +478,6 @@ def plugin(
         or the weights are invalid, or given with ``method="binned"`` (or "auto" past the exact limit).
     """
     return plugin_stages(
-        x, weights=weights, scale=scale, backend=backend, dtype=dtype, method=method, grid_size=grid_size, tolerance=tolerance,
+        x, weights=weights, weight_kind=weight_kind, scale=scale, backend=backend, dtype=dtype, method=method, grid_size=grid_size, tolerance=tolerance,
         progress=progress,
     ).h

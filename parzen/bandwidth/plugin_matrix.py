@@ -24,6 +24,7 @@ from ..backends import resolve_backend
 from .convention import from_matrix
 from .functionals import dscalar_pilot, full_tensor, multi_indices, pairs_of, psi_hat, samse_pilot
 from .method import report
+from .weight_kind import check_weight_kind, sample_size, weighted_covariance
 
 
 class PreTransformed:
@@ -38,11 +39,18 @@ class PreTransformed:
     weights : numpy.ndarray or None
         The positive weights of the rows kept (rows of weight 0 are left out), or None.
     n : float
-        The rows, or with weights Kish's effective sample size (sum w)^2 / sum w^2.
+        The rows, or with weights :func:`parzen.bandwidth.weight_kind.sample_size` (Kish's
+        effective sample size (sum w)^2 / sum w^2 for probability weights, sum w for frequency
+        weights).
+    weight_kind : str
+        "probability" or "frequency" (:mod:`parzen.bandwidth.weight_kind`): with the weights, what
+        n and the covariances are.  The functionals' sums include the pairs i = j (as ``ks``), so
+        frequency weights need no correction for the copies' pairs.
     """
 
-    def __init__(self, data: Data, weights, how: str) -> None:
+    def __init__(self, data: Data, weights, how: str, weight_kind: str = "probability") -> None:
         X, w = data.values, None
+        self.weight_kind = weight_kind
         if weights is not None:
             w = check_weights(weights, data.n)
             X, w = X[w > 0], w[w > 0]
@@ -50,7 +58,7 @@ class PreTransformed:
                 raise ValueError(
                     f"only {len(X)} rows have a positive weight; a plug-in bandwidth matrix needs at least d + 2 = {data.d + 2}"
                 )
-        sigma = np.atleast_2d(np.cov(X, rowvar=False, aweights=w))
+        sigma = self.covariance(X, w)
         check_spd(sigma, what="the covariance matrix of X", columns=data.columns)
         if how == "sphere":
             self.root = symmetric_root(sigma)
@@ -58,8 +66,12 @@ class PreTransformed:
             self.root = np.diag(np.sqrt(np.diag(sigma)))
         self.Y = X @ np.linalg.inv(self.root)
         self.weights = w
-        self.n = float(len(X)) if w is None else float(w.sum() ** 2 / (w @ w))
-        self.sigma_star = np.atleast_2d(np.cov(self.Y, rowvar=False, aweights=w))
+        self.n = float(len(X)) if w is None else sample_size(w, weight_kind)
+        self.sigma_star = self.covariance(self.Y, w)
+
+    def covariance(self, X: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+        """The (weighted) covariance of the rows of X, as the weights' kind defines it."""
+        return np.atleast_2d(np.cov(X, rowvar=False)) if w is None else weighted_covariance(X, w, self.weight_kind)
 
     def back(self, H_star: np.ndarray) -> np.ndarray:
         """S^1/2 H* S^1/2: the matrix in data units."""
@@ -98,7 +110,7 @@ def psi4_matrix(sample: PreTransformed, *, backend, dtype, follow_ks: bool = Tru
         psi6 = psi_hat(backend, Y, g6, multi_indices(d, 6), w, dtype=dtype)
         g4 = samse_pilot(sample.sigma_star, n, 4, psi6, follow_ks=follow_ks)
     else:
-        g4 = dscalar_pilot(backend, Y, n, w, dtype=dtype)
+        g4 = dscalar_pilot(backend, Y, n, w, dtype=dtype, sigma=sample.sigma_star)
     return full_tensor(psi_hat(backend, Y, g4, multi_indices(d, 4), w, dtype=dtype), d, 4)
 
 
@@ -161,15 +173,18 @@ def minimise_diagonal(objective, start: np.ndarray) -> np.ndarray:
     return np.diag(_bfgs(lambda t: objective(np.diag(t * t)), theta0) ** 2)
 
 
-def _sample(X, weights, how: str) -> PreTransformed:
+def _sample(X, weights, how: str, weight_kind: str = "probability") -> PreTransformed:
+    weight_kind = check_weight_kind(weight_kind)
     data = as_data(X)
     if data.n < data.d + 2:
         raise ValueError(f"a plug-in bandwidth matrix needs at least d + 2 = {data.d + 2} rows for {data.d}-column X, got {data.n}")
     check_variance(data)
-    return PreTransformed(data, weights, how)
+    return PreTransformed(data, weights, how, weight_kind)
 
 
-def plugin_H(X, *, weights=None, backend: str = "auto", dtype=None, follow_ks: bool = True) -> float | np.ndarray:
+def plugin_H(
+    X, *, weights=None, weight_kind: str = "probability", backend: str = "auto", dtype=None, follow_ks: bool = True
+) -> float | np.ndarray:
     """Plug-in bandwidth matrix H (full): argmin of the estimated AMISE PI(H) (Duong & Hazelton
     2003; Chacon & Duong 2010, TEST 19, 375-398), as R ``ks::Hpi(x, binned = FALSE)``.
 
@@ -186,6 +201,10 @@ def plugin_H(X, *, weights=None, backend: str = "auto", dtype=None, follow_ks: b
         Non-negative weights of the rows (any positive scale): the functionals become the weighted
         sums sum_{i,j} w_i w_j D phi_G(x_i - x_j) / (sum w)^2, the covariance the weighted one, and n
         Kish's effective sample size (sum w)^2 / sum w^2, as for the weighted rules of thumb.
+    weight_kind : {"probability", "frequency"}, default "probability"
+        What the weights are (:mod:`parzen.bandwidth.weight_kind`): probability weights as
+        above, or counts of each row's copies: then n = sum w and the covariance divides by
+        sum w - 1, so that the answer equals the one on the replicated data.
     backend : str, default "auto"
         Backend of the pair sums (``parzen.backends``).
     dtype : None or numpy float type
@@ -206,14 +225,16 @@ def plugin_H(X, *, weights=None, backend: str = "auto", dtype=None, follow_ks: b
         a singular covariance), or the weights are (negative or non-finite values, another number
         than rows, fewer than d + 2 positive ones).
     """
-    sample = _sample(X, weights, "sphere")
+    sample = _sample(X, weights, "sphere", weight_kind)
     psi4 = psi4_matrix(sample, backend=resolve_backend(backend), dtype=dtype, follow_ks=follow_ks)
     H_star = minimise_full(lambda H: amise(H, psi4, sample.n), normal_scale_start(sample))
     report("plugin_H", "exact", n=round(sample.n))
     return from_matrix(sample.back(H_star))
 
 
-def plugin_diag(X, *, weights=None, backend: str = "auto", dtype=None, follow_ks: bool = True) -> float | np.ndarray:
+def plugin_diag(
+    X, *, weights=None, weight_kind: str = "probability", backend: str = "auto", dtype=None, follow_ks: bool = True
+) -> float | np.ndarray:
     """Plug-in diagonal bandwidth matrix: argmin over diagonal H of the estimated AMISE PI(H)
     (Duong & Hazelton 2003; Chacon & Duong 2010), as R ``ks::Hpi.diag(x, binned = FALSE)``.
 
@@ -224,7 +245,7 @@ def plugin_diag(X, *, weights=None, backend: str = "auto", dtype=None, follow_ks
 
     Parameters
     ----------
-    X, weights, backend, dtype, follow_ks
+    X, weights, weight_kind, backend, dtype, follow_ks
         As in :func:`plugin_H`.
 
     Returns
@@ -237,7 +258,7 @@ def plugin_diag(X, *, weights=None, backend: str = "auto", dtype=None, follow_ks
     ValueError
         As :func:`plugin_H`.
     """
-    sample = _sample(X, weights, "scale")
+    sample = _sample(X, weights, "scale", weight_kind)
     psi4 = psi4_matrix(sample, backend=resolve_backend(backend), dtype=dtype, follow_ks=follow_ks)
     if psi4.shape[0] == 2:
         psi40, psi22, psi04 = psi4[0, 0, 0, 0], psi4[0, 0, 1, 1], psi4[1, 1, 1, 1]

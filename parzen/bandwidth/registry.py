@@ -77,8 +77,8 @@ SELECTORS: dict[str, Selector] = {
     for s in (
         Selector("plugin", plugin, "two-stage direct plug-in (Sheather & Jones), univariate", None, max_d=1, weighted=True),
         Selector("lscv_h", lscv_h, "least-squares cross-validation over H = h^2 Sigma", "sigma", weighted=True),
-        Selector("lscv_H", lscv_H, "least-squares cross-validation over full matrices H", "full"),
-        Selector("lscv_diag", lscv_diag, "least-squares cross-validation over diagonal H", "diagonal"),
+        Selector("lscv_H", lscv_H, "least-squares cross-validation over full matrices H", "full", weighted=True),
+        Selector("lscv_diag", lscv_diag, "least-squares cross-validation over diagonal H", "diagonal", weighted=True),
         Selector("plugin_H", plugin_H, "multivariate plug-in over full matrices H, as R ks::Hpi", "full", weighted=True),
         Selector("plugin_diag", plugin_diag, "multivariate plug-in over diagonal H, as R ks::Hpi.diag", "diagonal", weighted=True),
         Selector("scv_H", scv_H, "smoothed cross-validation over full matrices H, as R ks::Hscv", "full", weighted=True),

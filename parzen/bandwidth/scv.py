@@ -89,7 +89,7 @@ def amse_pilot(sample: PreTransformed, backend, *, dtype=None) -> float:
     return (2 * (d + 4) * C22 / (den * n)) ** (1.0 / (d + 6))
 
 
-def scv_H(X, *, weights=None, backend: str = "auto", dtype=None) -> float | np.ndarray:
+def scv_H(X, *, weights=None, weight_kind: str = "probability", backend: str = "auto", dtype=None) -> float | np.ndarray:
     """Smoothed cross-validation bandwidth matrix H (full): argmin of SCV(H) (Chacon & Duong 2011,
     Electronic Journal of Statistics 5, 1-23), as R ``ks::Hscv(x, binned = FALSE)``.
 
@@ -106,10 +106,14 @@ def scv_H(X, *, weights=None, backend: str = "auto", dtype=None) -> float | np.n
     weights : array_like of shape (n,), optional
         Non-negative weights of the rows: weighted pair sums, covariance and Kish's n, as in
         :func:`parzen.bandwidth.plugin_H`.
+    weight_kind : {"probability", "frequency"}, default "probability"
+        As in :func:`parzen.bandwidth.plugin_H`: frequency weights give the answer on the
+        replicated data.
     backend : str, default "auto"
         Backend of the pair sums (``parzen.backends``).
     dtype : None or numpy float type
-        Compute precision of the backend (None: its default).
+        Compute precision of the backend (None: its default for the pilot's functionals, float64
+        for the SCV criterion, whose terms cancel).
 
     Returns
     -------
@@ -122,11 +126,17 @@ def scv_H(X, *, weights=None, backend: str = "auto", dtype=None) -> float | np.n
         If X is invalid (fewer than d + 2 rows, non-finite values, a constant column, a singular
         covariance) or the weights are (as :func:`parzen.bandwidth.plugin_H`).
     """
-    sample = _sample(X, weights, "sphere")
+    sample = _sample(X, weights, "sphere", weight_kind)
     be = resolve_backend(backend)
     d = sample.Y.shape[1]
-    g = amse_pilot(sample, be, dtype=dtype) if d == 2 else dscalar_pilot(be, sample.Y, sample.n, sample.weights, scv=True, dtype=dtype)
+    g = amse_pilot(sample, be, dtype=dtype) if d == 2 else dscalar_pilot(
+        be, sample.Y, sample.n, sample.weights, scv=True, dtype=dtype, sigma=sample.sigma_star
+    )
     G = g * g * np.eye(d)
-    H_star = minimise_full(lambda H: scv_objective(H, G, be, sample, dtype=dtype), normal_scale_start(sample))
+    # the criterion's bias is a difference of three pair means that cancel: float32 sums moved H by
+    # 3e-2 (H100, n = 10^4, d = 2, benchmarks/results/gpu_plugin_H.md), so they run in float64
+    # unless a dtype is asked for
+    criterion_dtype = np.float64 if dtype is None else dtype
+    H_star = minimise_full(lambda H: scv_objective(H, G, be, sample, dtype=criterion_dtype), normal_scale_start(sample))
     report("scv_H", "exact", n=round(sample.n))
     return from_matrix(sample.back(H_star))

@@ -1,0 +1,163 @@
+"""Frequency weights (``weight_kind="frequency"``) give the selectors' answers on the data with
+each row repeated w_i times (issue 20, item 2's target: 1e-10); probability weights stay Kish's."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from parzen import bandwidth as bw
+from parzen.backends import resolve_backend
+from parzen.bandwidth.lscv import LSCVWarning, _criterion, _weighted_lscv_sample, lscv_h_objective
+from parzen.bandwidth.plugin_matrix import _sample
+from parzen.bandwidth.scv import scv_objective
+from parzen.bandwidth.weight_kind import frequency_quantiles, sample_size, tied_pairs, weighted_covariance
+
+NUMPY = resolve_backend("numpy")
+#: Small samples: the replicated data's exact pair sums stay quick on the reference backend.
+cases = st.tuples(
+    st.integers(min_value=0, max_value=2**31 - 1),  # seed of the data
+    st.integers(min_value=6, max_value=14),  # distinct rows
+)
+counts_of = st.integers(min_value=1, max_value=4)
+PROPERTY = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _sample_data(seed: int, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.5, 3.0, size=d) + rng.normal(size=d) * 10
+    return X, rng.integers(1, 5, size=n).astype(np.float64)
+
+
+def _relative(a, b) -> float:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+@PROPERTY
+@given(cases, st.sampled_from(["sd", "minim"]))
+def test_plugin_frequency_weights_equal_replication(case, scale):
+    seed, n = case
+    X, w = _sample_data(seed, n, 1)
+    weighted = bw.plugin(X[:, 0], weights=w, weight_kind="frequency", scale=scale, backend="numpy", method="exact")
+    replicated = bw.plugin(np.repeat(X[:, 0], w.astype(int)), scale=scale, backend="numpy", method="exact")
+    assert _relative(weighted, replicated) <= 1e-10
+
+
+@PROPERTY
+@given(cases, st.sampled_from([1, 2, 3]))
+def test_lscv_h_frequency_weights_equal_replication(case, d):
+    """The criterion at any h, and the selector (replicated rows are tied: the minimum may sit on
+    the search range's edge, the same edge for both)."""
+    seed, n = case
+    X, w = _sample_data(seed, n, d)
+    R = np.repeat(X, w.astype(int), axis=0)
+    n_e, d_, _, units, L, pair_sums = _weighted_lscv_sample(X, w, "exact", NUMPY, None, "frequency")
+    h = np.array([0.2, 0.5, 1.3])
+    weighted = _criterion(pair_sums(L, h), n_e, d_, h, float(np.prod(np.diag(L))))  # in the standardised units
+    assert _relative(weighted, lscv_h_objective(R / units, h, backend="numpy")) <= 1e-10
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LSCVWarning)
+        warnings.simplefilter("ignore", UserWarning)  # repeated rows
+        a = bw.lscv_h_factor(X, weights=w, weight_kind="frequency", backend="numpy", method="exact")
+        b = bw.lscv_h_factor(R, backend="numpy", method="exact")
+    assert _relative(a, b) <= 1e-10
+
+
+@PROPERTY
+@given(cases, st.sampled_from([2, 3]), st.sampled_from(["plugin_H", "plugin_diag"]))
+def test_plugin_matrices_frequency_weights_equal_replication(case, d, name):
+    seed, n = case
+    X, w = _sample_data(seed, n + d, d)
+    selector = getattr(bw, name)
+    weighted = selector(X, weights=w, weight_kind="frequency", backend="numpy")
+    replicated = selector(np.repeat(X, w.astype(int), axis=0), backend="numpy")
+    assert _relative(weighted, replicated) <= 1e-10
+
+
+@PROPERTY
+@given(cases, st.sampled_from([2, 3]))
+def test_scv_frequency_weights_equal_replication(case, d):
+    """The SCV criterion to 1e-10 at any (H, G); the selected H to 1e-7, where BFGS stops (its
+    gradient tolerance: the same objective rounded differently ends a few steps elsewhere)."""
+    seed, n = case
+    X, w = _sample_data(seed, n + d, d)
+    R = np.repeat(X, w.astype(int), axis=0)
+    weighted, replicated = _sample(X, w, "sphere", "frequency"), _sample(R, None, "sphere")
+    assert _relative(weighted.Y @ weighted.root, X) <= 1e-12
+    H, G = np.eye(d) * 0.3 + 0.05, np.eye(d) * 0.2
+    a = scv_objective(H, G, NUMPY, weighted)
+    b = scv_objective(H, G, NUMPY, replicated)
+    assert _relative(a, b) <= 1e-10
+    assert _relative(bw.scv_H(X, weights=w, weight_kind="frequency", backend="numpy"), bw.scv_H(R, backend="numpy")) <= 1e-7
+
+
+def test_probability_weights_are_the_default_and_keep_kish():
+    X, w = _sample_data(1, 20, 2)
+    assert np.array_equal(bw.plugin_H(X, weights=w, backend="numpy"),
+                          bw.plugin_H(X, weights=w, weight_kind="probability", backend="numpy"))
+    assert sample_size(w, "probability") == pytest.approx(w.sum() ** 2 / (w @ w), rel=1e-15)
+    assert sample_size(w, "frequency") == w.sum()
+    assert tied_pairs(w, "probability") == 0.0
+    # a scale changes nothing for probability weights, and n and the answer for frequency weights
+    assert bw.plugin(X[:, 0], weights=3 * w, backend="numpy") == pytest.approx(bw.plugin(X[:, 0], weights=w, backend="numpy"), rel=1e-12)
+    assert bw.plugin(X[:, 0], weights=3 * w, weight_kind="frequency", backend="numpy") < bw.plugin(
+        X[:, 0], weights=w, weight_kind="frequency", backend="numpy")
+
+
+def test_frequency_helpers_match_numpy_on_replicated_data():
+    rng = np.random.default_rng(5)
+    x, w = rng.normal(size=15), rng.integers(1, 6, size=15).astype(np.float64)
+    r = np.repeat(x, w.astype(int))
+    probs = [0.0, 0.1, 0.25, 0.5, 0.75, 0.99, 1.0]
+    np.testing.assert_allclose(frequency_quantiles(x, w, probs), np.percentile(r, 100 * np.array(probs)), rtol=1e-13)
+    np.testing.assert_allclose(weighted_covariance(x[:, None], w, "frequency"), np.atleast_2d(np.cov(r)), rtol=1e-13)
+    assert tied_pairs(w, "frequency") * w.sum() ** 2 == pytest.approx(sum(c * (c - 1) / 2 for c in w))
+
+
+def test_bad_weight_kind_and_frequency_sums_are_errors():
+    X, w = _sample_data(2, 12, 2)
+    with pytest.raises(ValueError, match="weight_kind"):
+        bw.plugin_H(X, weights=w, weight_kind="counts", backend="numpy")
+    with pytest.raises(ValueError, match="sum to more than 1"):
+        bw.plugin(X[:, 0], weights=w / (2 * w.sum()), weight_kind="frequency", backend="numpy")
+
+
+def _weighted_lscv_criterion(X: np.ndarray, w: np.ndarray, H: np.ndarray) -> float:
+    """g(H) = |H|^-1/2 [2 sum_{i<j} w_i w_j T + sum w_i^2 (4 pi)^(-d/2)], w normalised, by brute force."""
+    d = X.shape[1]
+    w = w / w.sum()
+    i, j = np.triu_indices(len(X), 1)
+    diff = X[i] - X[j]
+    s = np.einsum("pa,ab,pb->p", diff, np.linalg.inv(H), diff)
+    c4, c2 = (4 * np.pi) ** (-d / 2), (2 * np.pi) ** (-d / 2)
+    T = c4 * np.exp(-s / 4) - 2 * c2 * np.exp(-s / 2)
+    return float((2 * np.sum(w[i] * w[j] * T) + np.sum(w * w) * c4) / np.sqrt(np.linalg.det(H)))
+
+
+@pytest.mark.parametrize("name", ["lscv_H", "lscv_diag"])
+def test_weighted_lscv_matrices(name):
+    """Equal weights give the unweighted H; other weights an H that minimises the weighted
+    criterion (lower than at nearby matrices); frequency counts above 1 are tied rows, a
+    ValueError as for the replicated data."""
+    selector = getattr(bw, name)
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(50, 2)) @ np.array([[1.0, 0.6], [0.0, 0.8]])
+    unweighted = selector(X, backend="numpy", method="exact")
+    np.testing.assert_allclose(selector(X, weights=np.full(50, 2.5), backend="numpy", method="exact"), unweighted, rtol=1e-10)
+    np.testing.assert_allclose(
+        selector(X, weights=np.ones(50), weight_kind="frequency", backend="numpy", method="exact"), unweighted, rtol=1e-10
+    )
+    w = rng.uniform(0.2, 2.0, size=50)
+    H = selector(X, weights=w, backend="numpy", method="exact")
+    assert np.max(np.abs(H - unweighted)) > 1e-3 * np.max(np.abs(unweighted))  # the weights matter
+    best = _weighted_lscv_criterion(X, w, H)
+    steps = [np.diag([1.05, 1.0]), np.diag([1.0, 0.95]), np.eye(2) * 1.05, np.eye(2) * 0.95]
+    if name == "lscv_H":
+        steps.append(np.array([[1.0, 0.05], [0.05, 1.0]]))
+    for step in steps:
+        assert best < _weighted_lscv_criterion(X, w, step @ H @ step)
+    with pytest.raises(ValueError, match="no minimum"):
+        selector(X, weights=rng.integers(1, 3, size=50), weight_kind="frequency", backend="numpy", method="exact")
