@@ -84,8 +84,11 @@ def test_a_change_outside_the_synopsis_columns_keeps_it_fresh(con):
     con.execute("ALTER TABLE t ADD COLUMN note VARCHAR")
     engine = Engine(con)
     engine.build("t", columns=["a"], sample=500)
-    con.execute("UPDATE t SET note = 'x'")
+    con.execute("UPDATE t SET b = b + 1")  # neither modelled nor categorical
     assert engine.check("t") == ""
+    con.execute("UPDATE t SET note = 'x'")  # a categorical column (GROUP BY note is answered): stale
+    assert engine.check("t") == "contents changed (same row count)"
+    engine.build("t", columns=["a"], sample=500)
     con.execute("UPDATE t SET a = a + 1 WHERE a = 7")  # one value of a modelled column
     assert engine.check("t") == "contents changed (same row count)"
 
@@ -94,7 +97,7 @@ def test_fingerprint_is_order_independent_and_mergeable(con):
     from parzen.aqp.build import content_fingerprint
 
     built = Engine(con).build("t", sample=500, grid=0)
-    columns = ["a", "b"]
+    columns = ["a", "b", "g"]  # modelled, then categorical (g: GROUP BY g is answered)
     assert content_fingerprint(con, "t", columns) == (built.row_count, built.fingerprint)
     con.execute("CREATE TABLE shuffled AS SELECT * FROM t ORDER BY hash(a, 7)")
     assert content_fingerprint(con, "shuffled", columns) == (built.row_count, built.fingerprint)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from .._progress import progress_bar
 from .._selector_names import SELECTOR_NAMES
+from . import categories
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
 from .grid import GRID_POINTS, ColumnGrid, column_grids, table_cumulative
 from .regression import fit_regression, regression_pairs
@@ -70,35 +71,43 @@ def is_numeric(type_name: str) -> bool:
 
 def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, bandwidth="plugin",
                    group_by=None, grid: int = GRID_POINTS, regression=None, seed: int = 0,
-                   progress: bool = False) -> Synopsis:
-    """Read ``table`` and return its synopsis (see :meth:`parzen.aqp.Engine.build`)."""
+                   progress: bool = False, hidden=()) -> Synopsis:
+    """Read ``table`` and return its synopsis (see :meth:`parzen.aqp.Engine.build`); ``hidden``:
+    columns of ``table`` that are no data (the rowid column of a join view, :mod:`parzen.aqp.joins`)."""
     from .bandwidths import column_counts
 
     started = time.perf_counter()
-    types = table_columns(con, table)
+    types = {c: t for c, t in table_columns(con, table).items() if c not in hidden}
     options = BuildOptions.checked(table, types, columns=columns, sample=sample, bandwidth=bandwidth,
                                    group_by=group_by, grid=grid, regression=regression, seed=seed)
     numeric, group_by = options.numeric, options.group_by
+    categorical = categories.discover(con, table, types, group_by)
+    carried = [c for c in categorical if c not in group_by]  # drawn with the sample beside the group keys
     with progress_bar(progress, f"synopsis of {table}", total=options.steps) as bar:
-        rows, totals, stats, hashed = _totals(con, table, numeric, types, fingerprint_columns(numeric, group_by))
+        rows, totals, stats, hashed = _totals(con, table, numeric, types, fingerprint_columns(numeric, group_by, carried))
         if rows < 2:
             raise ValueError(f"table {table!r} has {rows} rows; a synopsis needs at least 2")
         bar.advance(1)
         groups = []
         if group_by:  # one stratified sample serves grouped and whole-table queries alike
-            groups, drawn = _strata(con, table, numeric, group_by, rows, sample, seed)
+            groups, drawn, sampled = _strata(con, table, numeric, group_by, rows, sample, seed, carried)
         else:
-            cols = ", ".join(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric)
+            cols = ", ".join([*(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric),
+                              *(f"{quote(c)} AS {quote('parzen_carried_' + c)}" for c in carried)])
             values = con.execute(
                 f"SELECT {cols} FROM {quote(table)} USING SAMPLE reservoir({int(sample)} ROWS) REPEATABLE ({int(seed)})"
             ).fetchnumpy()
             drawn = {c: np.ma.filled(np.ma.asarray(values[c], dtype=np.float64), np.nan) for c in numeric}  # NULL: NaN
+            sampled = {c: _objects(values["parzen_carried_" + c]) for c in carried}
         bar.advance(1)
         passes = TablePasses(
             bin_columns=lambda specs: column_counts(lambda cols: _batches(con, table, cols), specs),
             cumulate=lambda grids: table_cumulative(grids, _batches(con, table, list(grids))),
             statistics=lambda: table_statistics(_keyed_batches(con, table, numeric, group_by)))
         synopsis = assemble_synopsis(options, Scan(rows, totals, stats, groups, drawn, hashed), passes, bar)
+    if categorical:
+        values, tables = categories.exact_tables(con, table, categorical)
+        synopsis.categories = categories.Categories(values, categories.sample_codes(values, sampled), tables)
     synopsis.build_seconds = time.perf_counter() - started
     return synopsis
 
@@ -270,10 +279,11 @@ def refuse_non_finite(table: str, non_finite: dict[str, int]) -> None:
             )
 
 
-def fingerprint_columns(numeric, group_by) -> list[str]:
-    """The columns a synopsis's fingerprint covers, in order: the modelled ones, then the group columns
-    (what its answers depend on; a change elsewhere in the table does not make it stale)."""
-    return [*numeric, *group_by]
+def fingerprint_columns(numeric, group_by, categorical=()) -> list[str]:
+    """The columns a synopsis's fingerprint covers, in order: the modelled ones, the group columns,
+    then the other categorical ones (what its answers depend on; a change elsewhere in the table
+    does not make it stale)."""
+    return [*numeric, *group_by, *(c for c in categorical if c not in group_by)]
 
 
 def fingerprint_sql(columns) -> str:
@@ -414,12 +424,14 @@ def integral_factor(n: int) -> float:
     return (4.0 / n) ** (1.0 / 3.0) / (4.0 / (3.0 * n)) ** 0.2
 
 
-def _strata(con, table, numeric, group_by, rows, sample, seed):
-    """Exact per-group totals and a stratified sample (proportional, at least MIN_GROUP_SAMPLE)."""
+def _strata(con, table, numeric, group_by, rows, sample, seed, carried=()):
+    """Exact per-group totals and a stratified sample (proportional, at least MIN_GROUP_SAMPLE), with
+    the sampled rows' values of the group columns and of the ``carried`` (categorical) columns."""
     keys = ", ".join(quote(g) for g in group_by)
     parts = ["COUNT(*)"] + [f"COUNT({quote(c)}), SUM(CAST({quote(c)} AS DOUBLE))" for c in numeric]
     totals = con.execute(f"SELECT {keys}, {', '.join(parts)} FROM {quote(table)} GROUP BY {keys} ORDER BY {keys}").fetchall()
-    cols = ", ".join(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric)
+    cols = ", ".join([*(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric),
+                      *(f"{quote(c)} AS {quote('parzen_carried_' + c)}" for c in carried)])
     drawn = con.execute(
         f"SELECT {keys}, {cols} FROM (SELECT *, row_number() OVER (PARTITION BY {keys} ORDER BY hash(rowid, {int(seed)}), "
         f"rowid) AS __rank, COUNT(*) OVER (PARTITION BY {keys}) AS __rows FROM {quote(table)}) "
@@ -441,7 +453,16 @@ def _strata(con, table, numeric, group_by, rows, sample, seed):
         groups.append(Group(key=key, rows=int(row[g]), totals=per_column, start=start, stop=start + len(index)))
         start += len(index)
     sample = {c: drawn[c].to_numpy(dtype=np.float64, na_value=np.nan)[order] for c in numeric}
-    return groups, sample
+    values = {c: drawn[c].to_numpy(dtype=object)[order] for c in group_by}
+    values.update({c: drawn["parzen_carried_" + c].to_numpy(dtype=object)[order] for c in carried})
+    return groups, sample, values
+
+
+def _objects(values) -> np.ndarray:
+    """A fetched column as an object array, None for NULL (a masked array's masked entries)."""
+    out = np.asarray(np.ma.getdata(values)).astype(object)
+    out[np.ma.getmaskarray(values)] = None
+    return out
 
 
 def plain_key(key: tuple) -> tuple:

@@ -19,8 +19,10 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from . import answers, histogram, store
+from . import answers, domains, histogram, store
+from . import joins as join_synopses
 from .build import build_synopsis, content_fingerprint, fingerprint_columns, quote
+from .categories import CATEGORY_LIMIT
 from .estimate import warm_up, z_value
 from .grid import GRID_POINTS
 from .sql import AggregateQuery, Range, UnsupportedQuery, parse, read_only_sql, to_sql
@@ -103,7 +105,7 @@ class Engine:
 
     def build(self, table: str, columns=None, *, sample: int = 100_000, bandwidth="plugin", group_by=None,
               grid: int = GRID_POINTS, regression=None, seed: int = 0, source=None, client=None,
-              progress: bool = False) -> Synopsis:
+              progress: bool = False, joins=None) -> Synopsis:
         """Read ``table`` and store its synopsis.
 
         ``source``: where the rows are, when not in the database's table ``table``: Parquet files
@@ -127,9 +129,20 @@ class Engine:
         Either is then scaled to the n^(-1/3) rate of integrals
         (:func:`parzen.aqp.build.integral_factor`); numbers are used as given.  Each column's
         ``ColumnModel.bandwidth_from`` (and :meth:`describe`) says how its h was chosen.
-        ``group_by``: categorical columns for GROUP BY and IN/= predicates: the sample is then
-        stratified by their groups (proportional, each group >= 1000 rows or all of it), and
-        each group keeps exact totals.  ``grid``: points of the gridded form of each column
+        ``group_by``: categorical columns whose groups stratify the sample (proportional, each
+        group >= 1000 rows or all of it), each group keeping exact totals.  GROUP BY and IN / = work
+        on every categorical column (text and boolean columns with <= 1000 values, integer ones with
+        <= 64, and the ``group_by`` ones: :mod:`parzen.aqp.categories`, :mod:`parzen.aqp.domains`);
+        strata make answers on their columns exact without a numeric predicate and more precise with one.
+        ``joins``: a join synopsis (Acharya, Gibbons, Poosala and Ramaswamy, "Join synopses for
+        approximate query answering", SIGMOD 1999; :mod:`parzen.aqp.joins`): the fact table
+        ``table`` joined along foreign keys, ``{"l_orderkey": "orders.o_orderkey",
+        "orders.o_custkey": "customer.c_custkey"}`` (a fact column, or ``dimension.column`` of a
+        dimension joined before, to ``dimension.key``), or ``"declared"`` for the database's FOREIGN
+        KEY constraints reachable from ``table``.  The sample's rows carry their dimensions' columns,
+        which ``columns``, ``group_by`` and queries (``FROM fact JOIN dim ON fk = pk``, or
+        ``FROM fact, dim WHERE fk = pk``) then use like the fact's own.  Keys must be unique in their
+        dimension and every fact row must have its match (a ValueError says how many do not).  ``grid``: points of the gridded form of each column
         (:mod:`parzen.aqp.grid`; 0: none), which answers one-column range queries without GROUP BY
         in microseconds.  ``regression``: pairs ``(y, x)`` of modelled numeric columns, e.g.
         ``[("arr_delay", "dep_delay")]``: a regression r(x) = E[y | x] on a 1-D sparse grid
@@ -161,15 +174,30 @@ class Engine:
             The Dask client a ``source`` is read on (default: the current one).
         progress : bool
             Show a progress bar.
+        joins : dict of str to str or "declared", optional
+            Foreign keys to join the dimensions along (a join synopsis).
 
         Returns
         -------
         Synopsis
             The stored synopsis.
+
+        Raises
+        ------
+        ValueError
+            Bad options, or (``joins``) a missing table or column, a key that is not unique, fact rows
+            without a match, a column name in two joined tables.
         """
         options = {"columns": columns, "sample": sample, "bandwidth": bandwidth, "group_by": group_by, "grid": grid,
                    "regression": regression, "seed": seed, "progress": progress}
-        if source is None:
+        if joins is not None:
+            if source is not None:
+                raise ValueError("joins= joins the database's tables; it cannot read a source= (Parquet files or a "
+                                 "dask DataFrame): load them into tables first")
+            view, edges, dimension_rows = join_synopses.prepare(self.con, table, joins)
+            synopsis = build_synopsis(self.con, view, hidden=(join_synopses.ROWID,), **options)
+            synopsis.table, synopsis.joins, synopsis.dimension_rows = table, edges, dimension_rows
+        elif source is None:
             if client is not None:
                 raise ValueError("client= reads a source= (Parquet files or a dask DataFrame); a database table "
                                  "is read by DuckDB in this process")
@@ -266,7 +294,7 @@ class Engine:
             As :meth:`query` would: the query is outside the subset, or its table has no readable synopsis.
         """
         binned = histogram.parse_histogram(sql)
-        table = self._synopsis_name((parse(sql) if binned is None else binned.base).table)
+        table = self._answering_name(parse(sql) if binned is None else binned.base)
         if table in self._cache:
             return 0.0
         started = time.perf_counter()
@@ -517,9 +545,11 @@ class Engine:
         it names a selected column as stored, an aggregate as written, and so do the answers here.
         A name that matches as written costs a dict lookup; only the others are looked up casefolded.
         """
-        table = self._synopsis_name(query.table)
+        table = self._answering_name(query)
         synopsis = self._cache.get(table) or self.synopsis(table)
-        has = synopsis.models.keys() | set(synopsis.group_by)
+        if query.joined or synopsis.joins:
+            join_synopses.covered(query, synopsis)
+        has = synopsis.models.keys() | set(synopsis.group_by) | set(synopsis.categories.values if synopsis.categories else ())
         if table == query.table and query.columns <= has:
             return query
         folded = {name.casefold(): name for name in has}
@@ -539,8 +569,20 @@ class Engine:
 
         select = tuple(stored(item) if isinstance(item, str) else item.renamed(stored) for item in query.select)
         ranges, members = box(query.ranges, query.members)
+        joined = tuple(t for t in (query.table, *query.joined) if t.casefold() != table.casefold())
         return AggregateQuery(table, select, ranges, members, tuple(stored(g) for g in query.group_by),
-                              boxes=tuple(box(*b) for b in query.boxes))
+                              boxes=tuple(box(*b) for b in query.boxes), joined=joined, join_on=query.join_on)
+
+    def _answering_name(self, query: AggregateQuery) -> str:
+        """The synopsis that answers ``query``: its FROM table's, or for a join the first of its
+        tables that has one (a join synopsis is stored under its fact table)."""
+        if query.joined:
+            stored = None
+            for t in (query.table, *query.joined):
+                name = self._synopsis_name(t)
+                if name in self._cache or name in (stored := stored or store.stored_tables(self.con)):
+                    return name
+        return self._synopsis_name(query.table)
 
     def _synopsis_name(self, table: str) -> str:
         """The name under which ``table``'s synopsis is kept, matched case-insensitively as DuckDB
@@ -623,7 +665,9 @@ class Engine:
 
     def _approximate(self, query: AggregateQuery, with_error: bool, z: float) -> tuple[pd.DataFrame, str]:
         synopsis = self._answering(query.table)
-        _check_columns(query, synopsis)
+        _check_columns(query, synopsis, categorical=True)
+        if domains.needed(query, synopsis):  # GROUP BY / IN on a categorical column outside the strata
+            return domains.approximate(query, synopsis, self._layouts[synopsis.table], z if with_error else None)
         return answers.approximate(query, synopsis, self._layouts[synopsis.table], z if with_error else None)
 
     def _resolved_histogram(self, binned: histogram.HistogramQuery) -> histogram.HistogramQuery:
@@ -682,9 +726,12 @@ def _table_now(con, synopsis: Synopsis) -> tuple[int | None, str]:
 
         return source_now(synopsis.source)
     try:
-        rows, fingerprint = content_fingerprint(con, table, fingerprint_columns(synopsis.models, synopsis.group_by))
+        relation = join_synopses.ensure_view(con, table, synopsis.joins) if synopsis.joins else table
+        categorical = synopsis.categories.values if synopsis.categories is not None else ()
+        rows, fingerprint = content_fingerprint(con, relation,
+                                                fingerprint_columns(synopsis.models, synopsis.group_by, categorical))
     except duckdb.CatalogException:
-        return None, "table dropped"
+        return None, "a joined table dropped" if synopsis.joins else "table dropped"
     except duckdb.BinderException:
         return None, "columns changed (a column it models or groups by is gone)"
     if rows != synopsis.row_count:
@@ -757,22 +804,29 @@ def _catalog_tables(con: duckdb.DuckDBPyConnection) -> tuple[set[tuple[str, ...]
     return known, sorted({row[2] for row in rows})
 
 
-def _check_columns(query: AggregateQuery, synopsis: Synopsis) -> None:
+def _check_columns(query: AggregateQuery, synopsis: Synopsis, categorical: bool = False) -> None:
+    """A clear error for a column the synopsis cannot answer on; ``categorical``: GROUP BY / IN may
+    use any categorical column (:mod:`parzen.aqp.domains`), not only the strata's group columns."""
     for ranges, members in query.boxes:
-        _check_columns(AggregateQuery(query.table, (), ranges, members), synopsis)
-    categorical = set(synopsis.group_by)
+        _check_columns(AggregateQuery(query.table, (), ranges, members), synopsis, categorical)
+    allowed = set(synopsis.group_by)
+    if categorical and synopsis.categories is not None:
+        allowed |= set(synopsis.categories.values)
     for column in set(query.group_by) | set(query.members):
-        if column not in categorical:
+        if column not in allowed:
+            known = ", ".join(sorted(allowed)) or "none"
             raise UnsupportedQuery(
-                f"GROUP BY / IN / = on {column!r}, which the synopsis has no groups for "
-                f"(rebuild with group_by=[{column!r}, ...])"
+                f"GROUP BY / IN / = on {column!r}, which the synopsis has no categorical column for (it has: "
+                f"{known}; text columns with more than {CATEGORY_LIMIT} values are not categorical): "
+                f"rebuild with group_by=[{column!r}, ...]"
             )
+    categorical_columns = allowed
     for column in query.ranges:
-        if column not in synopsis.models and column not in categorical:
+        if column not in synopsis.models and column not in categorical_columns:
             raise ValueError(f"the synopsis of {synopsis.table!r} has no column {column!r}; "
                              f"modelled: {', '.join(synopsis.models)}")
     for a in query.aggregates:
         for column in a.inputs:
-            if column not in synopsis.models and not (a.func == "count_distinct" and column in categorical):
+            if column not in synopsis.models and not (a.func == "count_distinct" and column in synopsis.group_by):
                 raise ValueError(f"{a.name}: the synopsis of {synopsis.table!r} models no numeric column {column!r}; "
                                  f"modelled: {', '.join(synopsis.models)}")

@@ -153,7 +153,7 @@ def parse_histogram(sql: str) -> HistogramQuery | None:
     for predicate in _conjuncts(where.this) if where else ():
         _add_predicate(predicate, ranges, members, [])
     ranges.setdefault(column, Range(column))
-    base = AggregateQuery(_table(tree), select, ranges, members, ())
+    base = AggregateQuery(_table(tree)[0], select, ranges, members, ())
     return HistogramQuery(base, column, width, label, index, position, descending)
 
 

@@ -3,7 +3,10 @@
     SELECT [g, ...,] COUNT(*) | COUNT(col) | SUM(col) | AVG(col) [AS alias], ...
                      (or VAR/STDDEV/MIN/MAX(col), SUM/AVG(polynomial of columns), sums of
                       multiples of those: :class:`Aggregate`)
-    FROM table
+    FROM table [alias] [[INNER] JOIN dim [alias] ON fk = pk [AND ...] | , dim [alias]] ...
+                                (inner joins; the equalities of two columns in ON and WHERE are
+                                 the join conditions, :func:`_joined`; columns may be qualified
+                                 by a table or alias of the query)
     [WHERE p AND p AND ...]     p: col BETWEEN a AND b | col <, <=, >, >=, = number
                                    | col = 'text' | col IN (v, ...)
                                 (or OR / NOT / <> over ranges: a union of boxes, :func:`_boxes`)
@@ -126,6 +129,11 @@ class AggregateQuery:
     #: A WHERE with OR / NOT: the union of these boxes (ranges, members), each a conjunction
     #: (:func:`_boxes`); ``ranges`` and ``members`` are then empty.  :mod:`parzen.aqp.unions` answers it.
     boxes: tuple[tuple[dict[str, Range], dict[str, frozenset]], ...] = ()
+    #: The other tables of an inner join (FROM ``table`` JOIN ... or FROM ``table``, ...), in order.
+    joined: tuple[str, ...] = ()
+    #: The join conditions: per equality of two columns, ((table or None, column), (table or None, column)),
+    #: the table named by its qualifier (None: unqualified).  :mod:`parzen.aqp.joins` checks them.
+    join_on: tuple[tuple[tuple[str | None, str], tuple[str | None, str]], ...] = ()
 
     @property
     def aggregates(self) -> tuple[Aggregate, ...]:
@@ -215,12 +223,13 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
     ``names[k]`` the column name of ``:parzen_ck``."""
     if not isinstance(tree, exp.Select):
         raise UnsupportedQuery(f"{tree.sql(dialect='duckdb')!r} (not a SELECT statement)")
-    for arg, construct in (("joins", "JOIN"), ("having", "HAVING"), ("order", "ORDER BY"), ("limit", "LIMIT"),
+    for arg, construct in (("having", "HAVING"), ("order", "ORDER BY"), ("limit", "LIMIT"),
                            ("offset", "OFFSET"), ("distinct", "SELECT DISTINCT"), ("with_", "WITH"),
                            ("qualify", "QUALIFY"), ("windows", "WINDOW")):
         if tree.args.get(arg):
             raise UnsupportedQuery(construct)
-    table = _table(tree)
+    tree, tables, join_on, condition = _joined(tree, names)
+    table, joined = tables[0], tuple(tables[1:])
     group_by = tuple(_column(g, "GROUP BY", names)
                      for g in (tree.args["group"].expressions if tree.args.get("group") else ()))
     select = tuple(_select_item(item, group_by, names, numbers) for item in tree.expressions)
@@ -228,28 +237,97 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
         raise UnsupportedQuery("a SELECT without an aggregate")
     ranges: dict[str, Range] = {}
     members: dict[str, frozenset] = {}
-    where = tree.args.get("where")
-    if where is not None and where.this.find(exp.Or, exp.Not, exp.NEQ) is not None:
-        boxes = _boxes(where.this, numbers, names)
+    if condition is not None and condition.find(exp.Or, exp.Not, exp.NEQ) is not None:
+        boxes = _boxes(condition, numbers, names)
         if len(boxes) > 1:
-            return AggregateQuery(table, select, {}, {}, group_by, boxes=boxes)
+            return AggregateQuery(table, select, {}, {}, group_by, boxes=boxes, joined=joined, join_on=join_on)
         ranges, members = boxes[0] if boxes else ({}, {})
-        return AggregateQuery(table, select, ranges, members, group_by)
-    for predicate in _conjuncts(where.this) if where else ():
+        return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on)
+    for predicate in _conjuncts(condition) if condition is not None else ():
         _add_predicate(predicate, ranges, members, numbers, names)
-    return AggregateQuery(table, select, ranges, members, group_by)
+    return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on)
 
 
-def _table(tree: exp.Select) -> str:
+def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, exp.Expr | None]:
+    """The query's tables (FROM first), its join conditions and the rest of its WHERE (with the
+    ON clauses' other predicates), on a copy of ``tree`` whose columns lost their qualifiers.
+
+    Inner joins only: ``JOIN d ON ...``, ``INNER JOIN``, ``CROSS JOIN`` and ``FROM a, b``; every
+    equality of two columns in ON, or in WHERE's top-level conjunction, is a join condition (the
+    engine checks that they are the foreign keys of a join synopsis, :func:`parzen.aqp.joins.covered`).
+    A qualifier must name a table or alias of the query; a table read twice, outer, semi, anti,
+    natural, ASOF and USING joins raise :class:`UnsupportedQuery`.
+    """
+    first = _table(tree)
+    entries = [first]
+    joins = tree.args.get("joins") or []
+    for j in joins:
+        side, kind = (j.args.get("side") or "").upper(), (j.args.get("kind") or "").upper()
+        if side or kind not in ("", "INNER", "CROSS") or j.args.get("method") or j.args.get("match_condition"):
+            shown = " ".join(w for w in (j.args.get("method") or "", side, kind) if w).upper()
+            raise UnsupportedQuery(f"{shown} JOIN (only inner joins along foreign keys)")
+        if j.args.get("using"):
+            raise UnsupportedQuery("JOIN ... USING (write the join condition as ON fk = pk)")
+        entries.append(_table_entry(j.this))
+    qualified = [c for c in tree.find_all(exp.Column) if c.table]
+    if not joins and not qualified:
+        where = tree.args.get("where")
+        return tree, [first[0]], (), None if where is None else where.this
+    by_name: dict[str, str] = {}
+    for name, alias in entries:
+        for label in {name.casefold(), (alias or name).casefold()}:
+            if label in by_name and by_name[label] != name or sum(n.casefold() == name.casefold() for n, _ in entries) > 1:
+                raise UnsupportedQuery(f"the table {name} read twice (a self-join)")
+            by_name[label] = name
+    tree = tree.copy()
+    conjuncts: list[exp.Expr] = []
+    for j in tree.args.get("joins") or []:
+        if j.args.get("on") is not None:
+            conjuncts.extend(_conjuncts(j.args["on"]))
+    where = tree.args.get("where")
+    if where is not None:
+        conjuncts.extend(_conjuncts(where.this))
+    join_on, rest = [], []
+    for node in conjuncts:
+        if isinstance(node, exp.EQ) and _is_column(node.left) and _is_column(node.right):
+            join_on.append(tuple(_qualified(side, by_name, names) for side in (node.left, node.right)))
+        else:
+            rest.append(node)
+    for column in list(tree.find_all(exp.Column)):
+        if column.table:
+            if column.table.casefold() not in by_name or column.args.get("db") or column.args.get("catalog"):
+                raise UnsupportedQuery(f"the qualified column {column.sql(dialect='duckdb')} (its qualifier names no "
+                                       "table or alias of the query)")
+            column.set("table", None)
+    condition = exp.and_(*rest) if rest else None
+    return tree, [name for name, _ in entries], tuple(join_on), condition
+
+
+def _qualified(node: exp.Expr, by_name: dict[str, str], names) -> tuple[str | None, str]:
+    """(table or None, column) of a join condition's side."""
+    table = node.table if isinstance(node, exp.Column) else ""
+    if table and table.casefold() not in by_name:
+        raise UnsupportedQuery(f"the qualified column {node.sql(dialect='duckdb')} (its qualifier names no table "
+                               "or alias of the query)")
+    column = node.name if isinstance(node, exp.Column) else _column(node, "a join condition", names)
+    return (by_name[table.casefold()] if table else None), column
+
+
+def _table(tree: exp.Select) -> tuple[str, str | None]:
+    """The FROM table's name and alias."""
     source = tree.args.get("from_") or tree.args.get("from")
     if source is None:
         raise UnsupportedQuery("a SELECT without FROM")
-    table = source.this
+    return _table_entry(source.this)
+
+
+def _table_entry(table: exp.Expr) -> tuple[str, str | None]:
+    """A table of FROM or JOIN: its name and alias (None: none)."""
     if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
         raise UnsupportedQuery(f"FROM {table.sql(dialect='duckdb')} (a subquery or table function)")
     if table.args.get("db") or table.args.get("catalog"):
         raise UnsupportedQuery(f"a qualified table name {table.sql(dialect='duckdb')}")
-    return table.name
+    return table.name, (table.alias or None)
 
 
 def _is_column(node: exp.Expr) -> bool:
@@ -600,9 +678,13 @@ def to_sql(query: AggregateQuery) -> str:
         call = {"count": exp.Count, "sum": exp.Sum, "avg": exp.Avg}[item.func](this=argument)
         items.append(exp.alias_(call, item.name, quoted=True))
     select = exp.select(*items).from_(_table_ident(query.table))
-    conditions = _box_conditions(query.ranges, query.members)
+    for other in query.joined:
+        select = select.join(_table_ident(other))  # an inner join; its conditions go in WHERE
+    conditions: list[exp.Expr] = [exp.EQ(this=_qualified_ident(*a), expression=_qualified_ident(*b))
+                                   for a, b in query.join_on]
+    conditions += _box_conditions(query.ranges, query.members)
     if query.boxes:
-        conditions = [exp.or_(*(exp.paren(exp.and_(*_box_conditions(*box)) if box[0] or box[1] else exp.true())
+        conditions = conditions[:len(query.join_on)] + [exp.or_(*(exp.paren(exp.and_(*_box_conditions(*box)) if box[0] or box[1] else exp.true())
                                 for box in query.boxes))]
     if conditions:
         select = select.where(exp.and_(*conditions))
@@ -619,6 +701,10 @@ def _box_conditions(ranges: dict[str, Range], members: dict[str, frozenset]) -> 
 
 def _ident(name: str) -> exp.Column:
     return exp.column(exp.to_identifier(name, quoted=True))
+
+
+def _qualified_ident(table: str | None, name: str) -> exp.Column:
+    return exp.column(exp.to_identifier(name, quoted=True), table=exp.to_identifier(table, quoted=True) if table else None)
 
 
 def _table_ident(name: str) -> exp.Table:

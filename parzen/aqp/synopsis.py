@@ -30,6 +30,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from .categories import Categories
 from .column_summary import ColumnSummary
 from .estimate import ColumnModel
 from .grid import ColumnGrid
@@ -37,7 +38,7 @@ from .regression import Regression
 from .sketches import DistinctSketches
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
-FORMAT_VERSION = 8
+FORMAT_VERSION = 9  # 9: categorical columns (categories.py) and join synopses (joins.py)
 
 
 class CorruptSynopsis(ValueError):
@@ -76,6 +77,10 @@ class Synopsis:
     source: dict = field(default_factory=dict)  # {}: the database table; else Parquet files or a dask DataFrame
     summary: ColumnSummary | None = None  # per group and column: COUNT, mean, M2, MIN, MAX (column_summary.py)
     sketches: DistinctSketches | None = None  # per group and column: HLL of the distinct values (sketches.py)
+    categories: Categories | None = None  # categorical columns: exact values and counts, sampled codes (categories.py)
+    #: the join synopsis's foreign keys (joins.py): {"child", "column", "parent", "key"} per edge, fact table first
+    joins: list[dict] = field(default_factory=list)
+    dimension_rows: dict[str, int] = field(default_factory=dict)  # per joined dimension table, its exact rows
 
     @property
     def group_keys(self) -> list[tuple]:
@@ -91,6 +96,8 @@ class Synopsis:
         options = {"columns": list(self.models), "sample": self.requested_sample, "bandwidth": self.bandwidth,
                    "group_by": self.group_by, "grid": self.grid_points, "regression": list(self.regressions) or None,
                    "seed": self.seed}
+        if self.joins:
+            options["joins"] = {f"{e['child']}.{e['column']}": f"{e['parent']}.{e['key']}" for e in self.joins}
         if "pattern" in self.source:  # built from Parquet files: read them again
             options["source"] = self.source["pattern"]
         return options
@@ -133,6 +140,8 @@ class Synopsis:
             "bandwidth": self.bandwidth,
             "seed": self.seed,
             "source": self.source,
+            "joins": self.joins,
+            "dimension_rows": self.dimension_rows,
         }
         arrays = {f"sample/{k}": v for k, v in self.sample.items()}
         for column, grid in self.grids.items():
@@ -141,6 +150,9 @@ class Synopsis:
         if self.summary is not None:
             meta["summary_columns"] = list(self.summary.columns)
             arrays.update({f"summary/{name}": v for name, v in self.summary.arrays().items()})
+        if self.categories is not None:
+            meta["categories"] = self.categories.meta()
+            arrays.update({f"category/{name}": v for name, v in self.categories.arrays().items()})
         if self.sketches is not None:
             meta["sketch_columns"] = list(self.sketches.columns)
             arrays.update({f"sketch/{name}": v for name, v in self.sketches.to_arrays().items()})
@@ -164,6 +176,7 @@ class Synopsis:
                 coefficients = [arrays[f"regression/{k}"] for k in range(len(meta.get("regressions", ())))]
                 summary_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("summary/")}
                 sketch_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("sketch/")}
+                category_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("category/")}
         except Exception as err:  # any decoding failure means the bytes are not a synopsis
             raise CorruptSynopsis(f"the synopsis{where} cannot be decoded ({err}); rebuild it") from err
         if meta.get("format_version") != FORMAT_VERSION:
@@ -190,7 +203,11 @@ class Synopsis:
             bandwidth=meta["bandwidth"],
             seed=meta["seed"],
             source=meta.get("source", {}),
+            joins=meta["joins"],
+            dimension_rows=meta["dimension_rows"],
         )
+        if "categories" in meta:
+            synopsis.categories = Categories.from_stored(meta["categories"], category_arrays)
         if "summary_columns" in meta:
             synopsis.summary = ColumnSummary.from_arrays(meta["summary_columns"], synopsis.group_keys, summary_arrays)
         if "sketch_columns" in meta:

@@ -1,0 +1,213 @@
+"""Categorical columns of a synopsis: their exact values and counts, and each sampled row's value.
+
+A synopsis answers GROUP BY and IN / = on any categorical column of its table (or of the dimensions
+its join synopsis carries, :mod:`parzen.aqp.joins`), not only on the ``group_by`` columns that
+stratify its sample.  For that the build keeps, per categorical column:
+
+- its exact distinct values and the table's rows per value (a GROUP BY of every row);
+- per pair of categorical columns whose cardinality product is at most :data:`PAIR_LIMIT`, the
+  table's rows per existing combination (one GROUPING SETS pass);
+- the value of every sampled row (a code into the values), drawn with the sample.
+
+The exact tables say which groups exist: a query's answer has one row per group that exists in
+the table under its categorical filters whenever one table covers every categorical column the
+query reads (one column, or a pair within the limit), including groups that no sampled row fell
+in (:mod:`parzen.aqp.domains` answers them).  docs/aqp.md, "GROUP BY any categorical column", says
+what is guaranteed.
+
+Categorical columns are text and boolean columns with at most :data:`CATEGORY_LIMIT` distinct
+values, integer columns with at most :data:`INTEGER_CATEGORY_LIMIT`, and every ``group_by`` column.
+Queries run here are generated from quoted identifiers read from the catalog, never user text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+#: Text and boolean columns with at most this many distinct values are categorical.
+CATEGORY_LIMIT = 1_000
+#: Integer columns with at most this many distinct values are categorical too (their density model stays).
+INTEGER_CATEGORY_LIMIT = 64
+#: Pairs of categorical columns whose cardinality product is at most this keep exact counts per combination.
+PAIR_LIMIT = 20_000
+_TEXT_TYPES = ("VARCHAR", "BOOLEAN")
+_INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def plain_value(v):
+    """A column value as a JSON-friendly Python scalar (None for NULL)."""
+    if v is None or (not isinstance(v, str) and pd.isna(v)):
+        return None
+    return v.item() if hasattr(v, "item") else v
+
+
+@dataclass
+class ExactTable:
+    """The table's rows per existing combination of ``columns`` (one or two categorical columns).
+
+    ``codes[i, k]`` is the code (index into :attr:`Categories.values`) of ``columns[k]`` in
+    combination i, ``rows[i]`` the table's rows holding it."""
+
+    columns: tuple[str, ...]
+    codes: np.ndarray  # (combinations, len(columns)) int32
+    rows: np.ndarray  # (combinations,) int64
+
+
+@dataclass
+class Categories:
+    """A synopsis's categorical columns: exact values, exact tables and the sample's codes.
+
+    Parameters
+    ----------
+    values : dict of str to list
+        Per column, its distinct values (None for NULL), in the order of its codes.
+    codes : dict of str to numpy.ndarray
+        Per column, the code of each sampled row (int32, the synopsis's sample order).
+    tables : list of ExactTable
+        One per column (its values' rows), then one per pair within :data:`PAIR_LIMIT`.
+    """
+
+    values: dict[str, list] = field(default_factory=dict)
+    codes: dict[str, np.ndarray] = field(default_factory=dict)
+    tables: list[ExactTable] = field(default_factory=list)
+
+    def code_of(self, column: str) -> dict:
+        """Value -> code of ``column`` (text compares as text, numbers as numbers)."""
+        return {v: k for k, v in enumerate(self.values[column])}
+
+    def covering(self, columns) -> ExactTable | None:
+        """The smallest exact table whose columns include all of ``columns`` (None: none does)."""
+        wanted = set(columns)
+        fitting = [t for t in self.tables if wanted <= set(t.columns)]
+        return min(fitting, key=lambda t: t.rows.size) if fitting else None
+
+    # --- storage ------------------------------------------------------------------------------
+
+    def meta(self) -> dict:
+        return {"values": self.values, "tables": [list(t.columns) for t in self.tables]}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = {f"code/{c}": v for c, v in self.codes.items()}
+        for k, t in enumerate(self.tables):
+            out[f"exact/{k}/codes"], out[f"exact/{k}/rows"] = t.codes, t.rows
+        return out
+
+    @classmethod
+    def from_stored(cls, meta: dict, arrays: dict[str, np.ndarray]) -> Categories:
+        tables = [ExactTable(tuple(columns), arrays[f"exact/{k}/codes"], arrays[f"exact/{k}/rows"])
+                  for k, columns in enumerate(meta["tables"])]
+        codes = {c: arrays[f"code/{c}"] for c in meta["values"]}
+        return cls({c: list(v) for c, v in meta["values"].items()}, codes, tables)
+
+
+def discover(con, table: str, types: dict[str, str], group_by) -> list[str]:
+    """The categorical columns of ``table`` (see the module's notes), in the table's order.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection.
+    table : str
+        The table (or the temporary view of a join synopsis).
+    types : dict of str to str
+        Column -> DuckDB type name.
+    group_by : sequence of str
+        The build's group columns (always categorical).
+
+    Returns
+    -------
+    list of str
+    """
+    candidates = [c for c, t in types.items() if c not in group_by and (t in _TEXT_TYPES or t in _INTEGER_TYPES)]
+    chosen = set(group_by)
+    if candidates:
+        parts = ", ".join(f"approx_count_distinct({_quote(c)})" for c in candidates)
+        counts = con.execute(f"SELECT {parts} FROM {_quote(table)}").fetchone()
+        for c, n in zip(candidates, counts):
+            limit = INTEGER_CATEGORY_LIMIT if types[c] in _INTEGER_TYPES else CATEGORY_LIMIT
+            if int(n or 0) <= limit:
+                chosen.add(c)
+    return [c for c in types if c in chosen]
+
+
+def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], list[ExactTable]]:
+    """The exact values of ``columns`` and their exact tables (one per column, one per pair within
+    :data:`PAIR_LIMIT`), from two GROUPING SETS passes over ``table``.
+
+    Returns
+    -------
+    values : dict of str to list
+        Per kept column, its values.
+    tables : list of ExactTable
+    """
+    singles = _grouping_sets(con, table, columns, [(c,) for c in columns])
+    values: dict[str, list] = {}
+    tables = []
+    for c in columns:  # kept even when the approximate count was low: the synopsis's fingerprint covers them
+        found = singles[(c,)]
+        found.sort(key=lambda row: (row[0][0] is None, str(type(row[0][0])), row[0][0]))
+        values[c] = [key[0] for key, _ in found]
+        tables.append(ExactTable((c,), np.arange(len(found), dtype=np.int32).reshape(-1, 1),
+                                 np.array([n for _, n in found], dtype=np.int64)))
+    kept = list(values)
+    pairs = [p for p in combinations(kept, 2) if len(values[p[0]]) * len(values[p[1]]) <= PAIR_LIMIT]
+    if pairs:
+        found_pairs = _grouping_sets(con, table, kept, pairs)
+        code = {c: {v: k for k, v in enumerate(values[c])} for c in kept}
+        for p in pairs:
+            rows = found_pairs[p]
+            codes = np.array([[code[c][v] for c, v in zip(p, key)] for key, _ in rows], dtype=np.int32).reshape(-1, 2)
+            tables.append(ExactTable(p, codes, np.array([n for _, n in rows], dtype=np.int64)))
+    return values, tables
+
+
+def _grouping_sets(con, table: str, columns: list[str], sets: Sequence[tuple[str, ...]]) -> dict[tuple, list]:
+    """Per grouping set, its (key, rows) pairs: one GROUP BY GROUPING SETS pass over ``table``."""
+    position = {c: k for k, c in enumerate(columns)}
+    listed = ", ".join(_quote(c) for c in columns)
+    grouping = ", ".join("(" + ", ".join(_quote(c) for c in s) + ")" for s in sets)
+    result = con.execute(f"SELECT {listed}, GROUPING({listed}) AS parzen_set, COUNT(*) FROM {_quote(table)} "
+                         f"GROUP BY GROUPING SETS ({grouping})").fetchall()
+    width = len(columns)
+    by_mask = {sum(1 << (width - 1 - position[c]) for c in columns if c not in s): s for s in sets}
+    out: dict[tuple, list] = {s: [] for s in sets}
+    for row in result:
+        s = by_mask[int(row[width])]
+        out[s].append((tuple(plain_value(row[position[c]]) for c in s), int(row[width + 1])))
+    return out
+
+
+def sample_codes(values: dict[str, list], sampled: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per column, the code of each sampled row's value (``sampled``: column -> its values in the sample's order)."""
+    codes = {}
+    for c, known in values.items():
+        code = {v: k for k, v in enumerate(known)}
+        nan_code = code.get(None, -1)
+        codes[c] = np.array([nan_code if (v := plain_value(x)) is None else code.get(v, -1) for x in sampled[c]],
+                            dtype=np.int32)
+        if (codes[c] < 0).any():  # a value the exact pass did not see: the table changed while building
+            raise RuntimeError(f"column {c!r}: a sampled value is missing from its exact values (did the table "
+                               "change during the build?); build again")
+    return codes
+
+
+def matches(value, literal) -> bool:
+    """Whether a stored categorical ``value`` equals a query's ``literal`` (text as text, numbers as numbers)."""
+    if value is None:
+        return False
+    if isinstance(literal, str) or isinstance(value, str):
+        return str(value) == str(literal)
+    try:
+        return math.isclose(float(value), float(literal), rel_tol=0.0, abs_tol=0.0)
+    except (TypeError, ValueError):
+        return False
