@@ -391,7 +391,7 @@ def markdown(result: dict) -> str:
                          f"| {_pct(m.get('p95 error'))} | {_pct(m.get('max error'))} | {_pct(m.get('coverage'))} "
                          f"| {_pct(m.get('median half-width'))} | {_pct(m.get('groups returned'))} "
                          f"| {_ms(m.get('median ms'))} | {_ms(s['exact median ms'])} "
-                         f"| {m['speed-up']:.0f}x |" if m["answered"] else
+                         f"| {m['speed-up']:.3g}x |" if m["answered"] else
                          f"| {s['family']} ({s['queries']}) | {method} | {counts} | - | - | - | - | - | - | - "
                          f"| {_ms(s['exact median ms'])} | - |")
     lines += ["", "Refused by name (parzen's `UnsupportedQuery`) and failures:", ""]
