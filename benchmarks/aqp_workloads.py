@@ -289,6 +289,7 @@ def run_pilotdb(args, database: Path, queries: list[str], exacts: list[pd.DataFr
 def run(args) -> dict:
     database = database_path(args)
     con = duckdb.connect(str(database))
+    con.execute(f"SET memory_limit = '{args.memory_limit}'")  # the machine is shared: DuckDB spills beyond it
     queries = workload_queries(args, con)
     engine = Engine(con)
     built = build_synopses(engine, args.workload, args.seed)
@@ -473,6 +474,7 @@ def main() -> None:
                         help="the python of PilotDB's environment (see benchmarks/pilotdb_peer.py)")
     parser.add_argument("--bound", type=float, default=0.05, help="PilotDB's (and the contract's) relative error bound")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memory-limit", default="4GB", help="DuckDB's memory limit (default 4GB)")
     parser.add_argument("--output-dir", type=Path, default=RESULTS)
     args = parser.parse_args()
     if args.workload == "overview":
