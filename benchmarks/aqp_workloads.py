@@ -423,12 +423,10 @@ def overview(folder: Path) -> str:
              ("| family | answered / refused / failed | median err | p95 err | coverage | groups | parzen ms "
               "| exact ms | speed-up | PilotDB err (median) | PilotDB ms | targets missed |"),
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for name in ("tpcds", "ssb", "tpch", "flights"):
-        path = folder / f"aqp_workload_{name}.json"
-        if not path.exists():
-            lines.append(f"| {name}: not run | | | | | | | | | | | |")
-            continue
-        for s in json.loads(path.read_text())["summary"]:
+    for path in sorted(folder.glob("aqp_workload_*.json")):
+        result = json.loads(path.read_text())
+        scale = f" SF{result['scale']}" if result["scale"] else ""
+        for s in result["summary"]:
             m, pilot = s["parzen"], s.get("pilotdb", {})
             missed = []
             if m["failed"]:
@@ -451,11 +449,12 @@ def overview(folder: Path) -> str:
                     missed.append("vs PilotDB")
             answered = f"{m['answered']} / {m['refused']} / {m['failed']}"
             lines.append(
-                f"| {s['family']} ({s['queries']}) | {answered} | {_pct(m.get('median error'))} | {_pct(m.get('p95 error'))} "
+                f"| {s['family']}{scale} ({s['queries']}) | {answered} | {_pct(m.get('median error'))} "
+                f"| {_pct(m.get('p95 error'))} "
                 f"| {_pct(m.get('coverage'))} | {_pct(m.get('groups returned'))} | {_ms(m.get('median ms'))} "
                 f"| {_ms(s['exact median ms'])} | {m['speed-up']:.3g}x | {_pct(pilot.get('median error'))} "
                 f"| {_ms(pilot.get('median ms'))} | {', '.join(missed) or 'none'} |" if m["answered"] else
-                f"| {s['family']} ({s['queries']}) | {answered} | - | - | - | - | - | {_ms(s['exact median ms'])} | - "
+                f"| {s['family']}{scale} ({s['queries']}) | {answered} | - | - | - | - | - | {_ms(s['exact median ms'])} | - "
                 f"| {_pct(pilot.get('median error'))} | {_ms(pilot.get('median ms'))} | all refused |")
     return "\n".join(lines) + "\n"
 
@@ -484,7 +483,7 @@ def main() -> None:
         return
     result = run(args)
     args.output_dir.mkdir(parents=True, exist_ok=True)
-    name = f"aqp_workload_{args.workload}"
+    name = f"aqp_workload_{args.workload}" + ("" if args.workload == "flights" or args.scale == 10 else f"_sf{args.scale}")
     (args.output_dir / f"{name}.json").write_text(json.dumps(result, indent=1, default=float))
     text = markdown(result)
     (args.output_dir / f"{name}.md").write_text(text)
