@@ -567,6 +567,19 @@ app.add_typer(aqp_app, name="aqp")
 Database = Annotated[Path, typer.Argument(metavar="DB", help="DuckDB database file.")]
 
 
+def _join_option(entries: list[str]) -> dict[str, str] | str:
+    """``--join`` options as ``Engine.build(joins=...)``: "declared", or FK=DIM.KEY pairs."""
+    if entries == ["declared"]:
+        return "declared"
+    pairs = {}
+    for text in entries:
+        child, equals, parent = text.partition("=")
+        if not equals or not child.strip() or not parent.strip():
+            raise ValueError(f"--join {text!r}: write FK=DIMENSION.KEY (e.g. l_orderkey=orders.o_orderkey) or 'declared'")
+        pairs[child.strip()] = parent.strip()
+    return pairs
+
+
 @aqp_app.command("build")
 def aqp_build(
     database: Database,
@@ -589,6 +602,11 @@ def aqp_build(
         "--scheduler", metavar="ADDRESS",
         help="With --from: the Dask scheduler's address (tcp://host:8786); default: a LocalCluster sized to "
              "this machine, started for the build.")] = None,
+    join: Annotated[list[str] | None, typer.Option(
+        "--join", "-j", metavar="FK=DIM.KEY",
+        help="A join synopsis: join the dimension DIM along the foreign key FK (a column of TABLE, or "
+             "table.column of a dimension joined before) to its key; repeat; --join declared follows the "
+             "database's FOREIGN KEY constraints.")] = None,
 ) -> None:
     """Read TABLE once and store its synopsis in DB."""
     with _user_errors():
@@ -602,6 +620,8 @@ def aqp_build(
             engine = stack.enter_context(_engine(database, read_only=False, create=source is not None))
             if regression:
                 options["regression"] = [_regression_pair(text) for text in regression]
+            if join:
+                options["joins"] = _join_option(join)
             synopsis = engine.build(table, columns, sample=sample, bandwidth=bandwidth, group_by=group_by,
                                     progress=out.is_terminal, **options)
     size = synopsis.nbytes()

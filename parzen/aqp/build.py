@@ -71,9 +71,11 @@ def is_numeric(type_name: str) -> bool:
 
 def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, bandwidth="plugin",
                    group_by=None, grid: int = GRID_POINTS, regression=None, seed: int = 0,
-                   progress: bool = False, hidden=()) -> Synopsis:
+                   progress: bool = False, hidden=(), categorical=()) -> Synopsis:
     """Read ``table`` and return its synopsis (see :meth:`parzen.aqp.Engine.build`); ``hidden``:
-    columns of ``table`` that are no data (the rowid column of a join view, :mod:`parzen.aqp.joins`)."""
+    columns of ``table`` that are no data (the rowid column of a join view, :mod:`parzen.aqp.joins`);
+    ``categorical``: columns kept as categorical whatever their number of values (a join's foreign
+    keys into small dimensions: exact rows per key)."""
     from .bandwidths import column_counts
 
     started = time.perf_counter()
@@ -81,7 +83,7 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
     options = BuildOptions.checked(table, types, columns=columns, sample=sample, bandwidth=bandwidth,
                                    group_by=group_by, grid=grid, regression=regression, seed=seed)
     numeric, group_by = options.numeric, options.group_by
-    categorical = categories.discover(con, table, types, group_by)
+    categorical = categories.discover(con, table, types, [*group_by, *(c for c in categorical if c not in group_by)])
     carried = [c for c in categorical if c not in group_by]  # drawn with the sample beside the group keys
     with progress_bar(progress, f"synopsis of {table}", total=options.steps) as bar:
         rows, totals, stats, hashed = _totals(con, table, numeric, types, fingerprint_columns(numeric, group_by, carried))

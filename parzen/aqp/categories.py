@@ -6,7 +6,8 @@ stratify its sample.  For that the build keeps, per categorical column:
 
 - its exact distinct values and the table's rows per value (a GROUP BY of every row);
 - per pair of categorical columns whose cardinality product is at most :data:`PAIR_LIMIT`, the
-  table's rows per existing combination (one GROUPING SETS pass);
+  table's rows per existing combination (one GROUPING SETS pass; at most :data:`MAX_PAIRS` pairs,
+  those of the smallest products);
 - the value of every sampled row (a code into the values), drawn with the sample.
 
 The exact tables say which groups exist: a query's answer has one row per group that exists in
@@ -34,8 +35,11 @@ import pandas as pd
 CATEGORY_LIMIT = 1_000
 #: Integer columns with at most this many distinct values are categorical too (their density model stays).
 INTEGER_CATEGORY_LIMIT = 64
-#: Pairs of categorical columns whose cardinality product is at most this keep exact counts per combination.
+#: Pairs of categorical columns whose cardinality product is at most this keep exact counts per combination ...
 PAIR_LIMIT = 20_000
+#: ... at most this many pairs, those of the smallest products first (a wide star schema has hundreds of
+#: pairs, and each is one more aggregate of the build's GROUPING SETS pass over every row).
+MAX_PAIRS = 64
 _TEXT_TYPES = ("VARCHAR", "BOOLEAN")
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
 
@@ -72,7 +76,8 @@ class Categories:
     values : dict of str to list
         Per column, its distinct values (None for NULL), in the order of its codes.
     codes : dict of str to numpy.ndarray
-        Per column, the code of each sampled row (int32, the synopsis's sample order).
+        Per column, the code of each sampled row (int16, int32 for a column of more than 32 766
+        values; the synopsis's sample order).
     tables : list of ExactTable
         One per column (its values' rows), then one per pair within :data:`PAIR_LIMIT`.
     """
@@ -80,10 +85,6 @@ class Categories:
     values: dict[str, list] = field(default_factory=dict)
     codes: dict[str, np.ndarray] = field(default_factory=dict)
     tables: list[ExactTable] = field(default_factory=list)
-
-    def code_of(self, column: str) -> dict:
-        """Value -> code of ``column`` (text compares as text, numbers as numbers)."""
-        return {v: k for k, v in enumerate(self.values[column])}
 
     def covering(self, columns) -> ExactTable | None:
         """The smallest exact table whose columns include all of ``columns`` (None: none does)."""
@@ -122,7 +123,8 @@ def discover(con, table: str, types: dict[str, str], group_by) -> list[str]:
     types : dict of str to str
         Column -> DuckDB type name.
     group_by : sequence of str
-        The build's group columns (always categorical).
+        Columns that are categorical whatever their number of values (the build's group columns,
+        a join's foreign keys into small dimensions).
 
     Returns
     -------
@@ -160,7 +162,10 @@ def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], 
         tables.append(ExactTable((c,), np.arange(len(found), dtype=np.int32).reshape(-1, 1),
                                  np.array([n for _, n in found], dtype=np.int64)))
     kept = list(values)
-    pairs = [p for p in combinations(kept, 2) if len(values[p[0]]) * len(values[p[1]]) <= PAIR_LIMIT]
+    def product(pair):
+        return len(values[pair[0]]) * len(values[pair[1]])
+
+    pairs = sorted((p for p in combinations(kept, 2) if product(p) <= PAIR_LIMIT), key=product)[:MAX_PAIRS]
     if pairs:
         found_pairs = _grouping_sets(con, table, kept, pairs)
         code = {c: {v: k for k, v in enumerate(values[c])} for c in kept}
@@ -173,6 +178,7 @@ def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], 
 
 def _grouping_sets(con, table: str, columns: list[str], sets: Sequence[tuple[str, ...]]) -> dict[tuple, list]:
     """Per grouping set, its (key, rows) pairs: one GROUP BY GROUPING SETS pass over ``table``."""
+    columns = [c for c in columns if any(c in s for s in sets)]  # GROUPING() takes grouped columns only
     position = {c: k for k, c in enumerate(columns)}
     listed = ", ".join(_quote(c) for c in columns)
     grouping = ", ".join("(" + ", ".join(_quote(c) for c in s) + ")" for s in sets)
@@ -189,12 +195,13 @@ def _grouping_sets(con, table: str, columns: list[str], sets: Sequence[tuple[str
 
 def sample_codes(values: dict[str, list], sampled: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Per column, the code of each sampled row's value (``sampled``: column -> its values in the sample's order)."""
-    codes = {}
+    codes: dict[str, np.ndarray] = {}
     for c, known in values.items():
         code = {v: k for k, v in enumerate(known)}
         nan_code = code.get(None, -1)
+        dtype = np.int16 if len(known) < np.iinfo(np.int16).max else np.int32  # 2 bytes a row
         codes[c] = np.array([nan_code if (v := plain_value(x)) is None else code.get(v, -1) for x in sampled[c]],
-                            dtype=np.int32)
+                            dtype=dtype)
         if (codes[c] < 0).any():  # a value the exact pass did not see: the table changed while building
             raise RuntimeError(f"column {c!r}: a sampled value is missing from its exact values (did the table "
                                "change during the build?); build again")

@@ -28,11 +28,14 @@ AVG in [MIN, MAX] (the column's exact MIN and MAX).  docs/aqp.md, "GROUP BY any 
 from __future__ import annotations
 
 import math
+from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 
+from ._box import box_sums
 from .categories import Categories, matches
-from .estimate import Estimate, row_terms
+from .estimate import _REACH, Estimate, row_terms
 from .sql import AggregateQuery, UnsupportedQuery
 from .strata import Layout
 from .synopsis import Synopsis
@@ -54,7 +57,9 @@ def needed(query: AggregateQuery, synopsis: Synopsis) -> bool:
     """
     if synopsis.categories is None:
         return False
-    used = [*query.group_by, *query.members, *(c for _, members in query.boxes for c in members)]
+    used = [*query.group_by, *query.members, *(c for _, members in query.boxes for c in members),
+            *(c for c in query.ranges if c not in synopsis.models),  # a range on a categorical column only
+            *(c for ranges, _ in query.boxes for c in ranges if c not in synopsis.models)]
     return any(c not in synopsis.group_by and c in synopsis.categories.values for c in used)
 
 
@@ -88,10 +93,12 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
 
     categories = synopsis.categories
     assert categories is not None
-    outside = [c for c in [*query.group_by, *query.members] if c not in synopsis.group_by]
-    if query.boxes or not all(a.plain for a in query.aggregates):
+    outside = [c for c in [*query.group_by, *query.members, *query.ranges, *(c for b in query.boxes for c in [*b[0], *b[1]])]
+               if c not in synopsis.group_by and c in categories.values]
+    if query.boxes or not all(a.plain or (a.polynomial and a.func in ("sum", "avg")) for a in query.aggregates):
         raise UnsupportedQuery(f"GROUP BY / IN / = on {outside[0]!r} (a categorical column outside the synopsis's "
-                               f"group_by) with OR / NOT or aggregates other than COUNT/SUM/AVG; rebuild with "
+                               f"group_by) with OR / NOT or aggregates other than COUNT/SUM/AVG (of columns or "
+                               f"of arithmetic of columns); rebuild with "
                                f"group_by=[{outside[0]!r}, ...] for those")
     read = list(dict.fromkeys([*query.group_by, *query.members,
                                *(c for c in query.ranges if c not in synopsis.models)]))
@@ -101,61 +108,61 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
         keep &= allowed[c][categories.codes[c]]
     radix = [len(categories.values[g]) for g in query.group_by]
     kept = np.flatnonzero(keep)
-    key_of_row = _mixed_radix([categories.codes[g][kept] for g in query.group_by], radix, kept.size)
     exact = _exact_groups(query, categories, allowed, radix)
-    sampled_keys, group = np.unique(key_of_row, return_inverse=True)
-    keys = list(sampled_keys) + [k for k in (exact or {}) if k not in set(sampled_keys.tolist())]
+    keys, group = _groups(_mixed_radix([categories.codes[g][kept] for g in query.group_by], radix, kept.size),
+                          radix, exact)
     if not query.group_by and not keys:
         keys = [0]
     sizes = len(keys)
     ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
-    aggregated = {a.column for a in query.aggregates if a.column is not None}
-    terms = _dense_terms(synopsis, layout, ranges, aggregated, keep, kept)
+    aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None and a.plain))
     stratum = layout.stratum_of_row[kept]
     weight = layout.weight[stratum]
+    size_estimate = np.bincount(group, weights=weight, minlength=sizes)
+    totals = _point_totals(synopsis, layout, ranges, aggregated, keep, kept, group, weight, sizes)
+    polynomials = [a for a in query.aggregates if a.polynomial]
+    dense = _polynomial_terms(query, synopsis, layout, ranges, polynomials, keep, kept) if polynomials else {}
+    for name, values in dense.items():
+        totals[name] = np.bincount(group, weights=weight * values, minlength=sizes)
+    exact_rows = np.array([np.nan if exact is None else exact.get(k, 0.0) for k in keys], dtype=np.float64)
+    known = ~np.isnan(exact_rows) & (size_estimate > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(known, exact_rows / size_estimate, 1.0)
+    sampled_rows = float(size_estimate.sum())
+    terms = None if z is None else {**_dense_terms(synopsis, layout, ranges, aggregated, keep, kept), **dense}
     strata = len(layout.keys)
-
-    def total(values):
-        return np.bincount(group, weights=weight * values, minlength=sizes)
 
     def se(values):
         return np.sqrt(_domain_variance(values, stratum, group, layout, strata, sizes))
 
-    ones = np.ones(kept.size)
-    size_estimate = total(ones)
-    exact_rows = np.array([np.nan if exact is None else exact.get(k, np.nan) for k in keys], dtype=np.float64)
-    known = ~np.isnan(exact_rows) & (size_estimate > 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.where(known, exact_rows / size_estimate, 1.0)
-
-    sampled_rows = float(size_estimate.sum())
     overall: dict[str, float] = {}  # per aggregate: the whole query's rate per row (AVG: its average)
-
-    def estimate(values, name):
-        """A COUNT/SUM total per group: the ratio estimate where the domain size is known."""
-        t = total(values)
-        overall[name] = float(t.sum()) / sampled_rows if sampled_rows > 0 else 0.0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(size_estimate > 0, t / size_estimate, 0.0)
-        linear = np.where(known[group], values - mean[group], values)
-        return share * t, share * se(linear)
-
-    answers: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    answers: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
     for a in query.aggregates:
-        if a.column is None:
-            value, error = estimate(terms["count"], a.name)
-            if not ranges:  # the domain's exact rows, where known (not a product that rounds)
-                value, error = np.where(known, exact_rows, value), np.where(known, 0.0, error)
-            answers[a.name] = value, error
-        elif a.func == "avg":
-            num, den = terms[f"sum {a.column}"], terms[f"count {a.column}"]
-            num_total, den_total = total(num), total(den)
+        if a.polynomial:
+            name, num_name, den_name = f"sum {a.name}", f"sum {a.name}", f"count {a.name}"
+        else:
+            name = "count" if a.column is None else f"{'count' if a.func == 'count' else 'sum'} {a.column}"
+            num_name, den_name = f"sum {a.column}", f"count {a.column}"
+        if a.func == "avg":
+            num_total, den_total = totals[num_name], totals[den_name]
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratio = np.where(den_total > 0, num_total / den_total, np.nan)
                 overall[a.name] = float(num_total.sum() / den_total.sum()) if den_total.sum() > 0 else math.nan
-                answers[a.name] = ratio, se(num - np.nan_to_num(ratio)[group] * den) / den_total
-        else:
-            answers[a.name] = estimate(terms[f"{a.func} {a.column}"], a.name)
+                error = None if terms is None else \
+                    se(terms[num_name] - np.nan_to_num(ratio)[group] * terms[den_name]) / den_total
+            answers[a.name] = ratio, error
+            continue
+        t = totals[name]  # COUNT / SUM: the ratio estimate where the domain's size is known
+        overall[a.name] = float(t.sum()) / sampled_rows if sampled_rows > 0 else 0.0
+        value, error = share * t, None
+        if terms is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean = np.where(size_estimate > 0, t / size_estimate, 0.0)
+            error = share * se(np.where(known[group], terms[name] - mean[group], terms[name]))
+        if a.func == "count" and a.column is None and not ranges:  # the domain's exact rows, where known (not a product that rounds)
+            value = np.where(known, exact_rows, value)
+            error = None if error is None else np.where(known, 0.0, error)
+        answers[a.name] = value, error
     unsampled = size_estimate <= 0
     rows = {}
     for g, key in enumerate(keys):
@@ -163,8 +170,8 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
         if unsampled[g]:
             rows[decoded] = _unsampled(query, synopsis, overall, exact_rows[g], bool(ranges), z)
         else:
-            rows[decoded] = {name: _interval(float(v[g]), None if z is None else z * float(s[g]))
-                             for name, (v, s) in answers.items()}
+            rows[decoded] = {name: _interval(float(v[g]), None if z is None or e is None else z * float(e[g]))
+                             for name, (v, e) in answers.items()}
     return frame(query, rows, z is not None), "sample"
 
 
@@ -187,6 +194,66 @@ def _mixed_radix(codes: list[np.ndarray], radix: list[int], n: int) -> np.ndarra
     out = np.zeros(n, dtype=np.int64)
     for c, r in zip(codes, radix):
         out = out * r + c
+    return out
+
+
+#: Group keys below this many combinations are found by counting (O(rows)), larger ones by sorting.
+_COUNTED_KEYS = 1 << 22
+
+
+def _groups(key_of_row: np.ndarray, radix: list[int], exact: dict[int, float] | None) -> tuple[list[int], np.ndarray]:
+    """The answer's group keys (those of sampled rows, then the exact table's others) and each
+    kept row's group index."""
+    combinations = int(np.prod(radix, dtype=np.float64)) if radix else 1
+    if combinations <= _COUNTED_KEYS:
+        present = np.flatnonzero(np.bincount(key_of_row, minlength=combinations))
+        lookup = np.zeros(combinations, dtype=np.intp)
+        lookup[present] = np.arange(present.size)
+        group = lookup[key_of_row]
+    else:
+        present, inverse = np.unique(key_of_row, return_inverse=True)
+        group = inverse.astype(np.intp)
+    keys = present.tolist()
+    seen = set(keys)
+    keys += [k for k in (exact or {}) if k not in seen]
+    return keys, group
+
+
+def _point_totals(synopsis: Synopsis, layout: Layout, ranges, aggregated: list[str], keep: np.ndarray,
+                  kept: np.ndarray, group: np.ndarray, weight: np.ndarray, sizes: int) -> dict[str, np.ndarray]:
+    """Per group, the stratified totals T of the COUNT(*) terms ("count") and of each aggregated
+    column's COUNT and SUM terms: weighted bincounts without ranges, else one compiled pass of the
+    box integrals (:func:`~parzen.aqp._box.box_sums`) over cells stratum x group, each weighing its
+    stratum's rows / drawn (rows filtered out go to a cell of no group)."""
+    from .answers import box_query
+
+    out: dict[str, np.ndarray] = {}
+    if not ranges:
+        out["count"] = np.bincount(group, weights=weight, minlength=sizes)
+        for y in aggregated:
+            values = layout.view.columns[y][kept]
+            valid = ~np.isnan(values)
+            out[f"count {y}"] = np.bincount(group, weights=weight * valid, minlength=sizes)
+            out[f"sum {y}"] = np.bincount(group, weights=weight * np.where(valid, values, 0.0), minlength=sizes)
+        return out
+    models = synopsis.models
+    boxes = {c: models[c].interval(r) for c, r in ranges.items()}
+    if any(b < a for a, b in boxes.values()):
+        sums = np.zeros((sizes, 1 + 2 * len(aggregated)), dtype=np.float64)
+    else:
+        strata = len(layout.keys)
+        cell = np.full(synopsis.sample_size, strata * sizes, dtype=np.intp)  # filtered out: the last cell
+        cell[kept] = layout.stratum_of_row[kept] * sizes + group
+        output = np.append(np.tile(np.arange(sizes, dtype=np.intp), strata), -1)
+        weights = np.append(np.repeat(layout.weight, sizes), 0.0)
+        widest = 1.0 if layout.row_scale is None else float(layout.row_scale.max(initial=1.0))
+        found = {c: layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest) for c, (a, b) in boxes.items()}
+        order = sorted(found, key=lambda c: found[c].size)
+        query = box_query(layout, synopsis, boxes, found, order, aggregated, layout.scale_of_row, output, sizes)
+        sums = box_sums(replace(query, stratum_of_row=cell, output_of_stratum=output, weight_of_stratum=weights))
+    out["count"] = sums[:, 0]
+    for q, y in enumerate(aggregated):
+        out[f"count {y}"], out[f"sum {y}"] = sums[:, 1 + 2 * q], sums[:, 2 + 2 * q]
     return out
 
 
@@ -230,7 +297,9 @@ def _dense_terms(synopsis: Synopsis, layout: Layout, ranges, aggregated, keep: n
         return out
     terms = row_terms(layout.view, synopsis.models, ranges, aggregated, row_scale=layout.row_scale,
                       keep=lambda rows: keep[rows])
-    at = np.searchsorted(kept, terms.rows)
+    position = np.zeros(keep.size, dtype=np.intp)
+    position[kept] = np.arange(kept.size)
+    at = position[terms.rows]
 
     def dense(values):
         full = np.zeros(kept.size)
@@ -240,6 +309,35 @@ def _dense_terms(synopsis: Synopsis, layout: Layout, ranges, aggregated, keep: n
     out["count"] = dense(terms.count)
     for y in aggregated:
         out[f"count {y}"], out[f"sum {y}"] = dense(terms.count_y[y]), dense(terms.sum_y[y])
+    return out
+
+
+def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges, polynomials,
+                      keep: np.ndarray, kept: np.ndarray) -> dict[str, np.ndarray]:
+    """Per kept sampled row, for each SUM / AVG of a polynomial: its SUM term ("sum <name>": the
+    polynomial's kernel moments, :class:`parzen.aqp.aggregates._SampleTerms`) and, for AVG, its
+    COUNT term ("count <name>": the masses of the rows where no input is NULL)."""
+    from .aggregates import _SampleTerms
+
+    sample = _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1)
+    inside = keep[sample.rows]
+    position = np.zeros(keep.size, dtype=np.intp)
+    position[kept] = np.arange(kept.size)
+    at = position[sample.rows[inside]]
+
+    def dense(values):
+        full = np.zeros(kept.size)
+        full[at] = values[inside]
+        return full
+
+    out = {}
+    for a in polynomials:
+        valid = sample.valid(a.inputs)
+        terms = np.zeros(sample.rows.size)
+        for k, monomial in a.polynomial:
+            terms = terms + k * sample.monomial(Counter(monomial), valid)
+        out[f"sum {a.name}"] = dense(terms)
+        out[f"count {a.name}"] = dense(sample.p * valid)
     return out
 
 
@@ -270,10 +368,10 @@ def _unsampled(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, flo
         low = -math.inf if model is None or model.minimum is None else model.minimum
         high = math.inf if model is None or model.maximum is None else model.maximum
         if a.func == "avg":
-            value, bounds = overall[a.name], (low, high)
-        elif a.column is None and not ranged:
+            value, bounds = (overall[a.name], (low, high)) if rows > 0 else (math.nan, (math.nan, math.nan))
+        elif a.func == "count" and a.column is None and not ranged:
             value, bounds = rows, (rows, rows)
-        elif a.column is None or a.func == "count":
+        elif a.func == "count":
             value, bounds = rows * overall[a.name], (0.0, rows)
         else:
             value, bounds = rows * overall[a.name], (rows * min(0.0, low), rows * max(0.0, high))

@@ -142,7 +142,10 @@ class Engine:
         KEY constraints reachable from ``table``.  The sample's rows carry their dimensions' columns,
         which ``columns``, ``group_by`` and queries (``FROM fact JOIN dim ON fk = pk``, or
         ``FROM fact, dim WHERE fk = pk``) then use like the fact's own.  Keys must be unique in their
-        dimension and every fact row must have its match (a ValueError says how many do not).  ``grid``: points of the gridded form of each column
+        dimension and every fact row must have its match (a ValueError says how many do not).  The
+        synopsis keeps each dimension's exact rows (``Synopsis.dimension_rows``), and foreign keys
+        into dimensions of at most 1000 rows are categorical columns (exact rows per key).
+        ``grid``: points of the gridded form of each column
         (:mod:`parzen.aqp.grid`; 0: none), which answers one-column range queries without GROUP BY
         in microseconds.  ``regression``: pairs ``(y, x)`` of modelled numeric columns, e.g.
         ``[("arr_delay", "dep_delay")]``: a regression r(x) = E[y | x] on a 1-D sparse grid
@@ -195,7 +198,8 @@ class Engine:
                 raise ValueError("joins= joins the database's tables; it cannot read a source= (Parquet files or a "
                                  "dask DataFrame): load them into tables first")
             view, edges, dimension_rows = join_synopses.prepare(self.con, table, joins)
-            synopsis = build_synopsis(self.con, view, hidden=(join_synopses.ROWID,), **options)
+            small_keys = [e["column"] for e in edges if dimension_rows[e["parent"]] <= CATEGORY_LIMIT]
+            synopsis = build_synopsis(self.con, view, hidden=(join_synopses.ROWID,), categorical=small_keys, **options)
             synopsis.table, synopsis.joins, synopsis.dimension_rows = table, edges, dimension_rows
         elif source is None:
             if client is not None:
@@ -414,6 +418,7 @@ class Engine:
             size = s.nbytes()
             rows.append({
                 "table": table, "columns": len(s.models), "group_by": ", ".join(s.group_by),
+                "joins": ", ".join(j["parent"] for j in s.joins),
                 "sample rows": s.sample_size, "rows at build": s.row_count, "rows now": current,
                 "stale": bool(why), "why stale": why, "bytes": size["total"], "grid bytes": size["grid"],
                 "regressions": ", ".join(r.name for r in s.regressions.values()),
@@ -577,11 +582,15 @@ class Engine:
         """The synopsis that answers ``query``: its FROM table's, or for a join the first of its
         tables that has one (a join synopsis is stored under its fact table)."""
         if query.joined:
-            stored = None
-            for t in (query.table, *query.joined):
-                name = self._synopsis_name(t)
-                if name in self._cache or name in (stored := stored or store.stored_tables(self.con)):
-                    return name
+            stored = store.stored_tables(self.con)
+            tables = [query.table, *query.joined]
+            found = [name for name in map(self._synopsis_name, tables) if name in self._cache or name in stored]
+            def held(name: str) -> int:  # how many of the query's tables its synopsis holds
+                joined = {j["parent"].casefold() for j in self._loaded(name).joins} | {name.casefold()}
+                return sum(t.casefold() in joined for t in tables)
+
+            if found:  # the one holding most of them (the first of those): its refusal names what it lacks
+                return max(found, key=held)
         return self._synopsis_name(query.table)
 
     def _synopsis_name(self, table: str) -> str:
@@ -727,6 +736,9 @@ def _table_now(con, synopsis: Synopsis) -> tuple[int | None, str]:
         return source_now(synopsis.source)
     try:
         relation = join_synopses.ensure_view(con, table, synopsis.joins) if synopsis.joins else table
+    except (ValueError, duckdb.Error) as err:  # a joined table or column gone, or a new column name clash
+        return None, f"its join no longer holds ({err})"
+    try:
         categorical = synopsis.categories.values if synopsis.categories is not None else ()
         rows, fingerprint = content_fingerprint(con, relation,
                                                 fingerprint_columns(synopsis.models, synopsis.group_by, categorical))

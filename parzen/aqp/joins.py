@@ -275,7 +275,9 @@ def covered(query, synopsis) -> None:
         met.add(edge["parent"].casefold())
     for t in read - {fact.casefold()}:
         e = held[t]
-        if t not in met or e["child"].casefold() not in read:
+        if e["child"].casefold() not in read:
+            raise UnsupportedQuery(f"the join with {e['parent']} through {e['child']}, which the query does not join")
+        if t not in met:
             raise UnsupportedQuery(f"the join with {e['parent']} without its condition {e['child']}.{e['column']} = "
                                    f"{e['parent']}.{e['key']} (a cross join)")
     owner = {c.casefold(): e["parent"] for e in edges for c in e["columns"]}

@@ -44,8 +44,9 @@ class UnsupportedQuery(ValueError):
     def __init__(self, construct: str) -> None:
         super().__init__(
             f"{construct} is not supported by the approximate engine (it answers SELECT COUNT/SUM/AVG, "
-            "VAR/STDDEV, MIN/MAX and SUM/AVG of arithmetic of columns FROM one table WHERE range and IN "
-            "predicates joined by AND, OR and NOT, GROUP BY columns; docs/aqp.md); "
+            "VAR/STDDEV, MIN/MAX and SUM/AVG of arithmetic of columns FROM one table, or a fact table joined "
+            "along the foreign keys of its join synopsis, WHERE range and IN predicates joined by AND, OR and "
+            "NOT, GROUP BY columns; docs/aqp.md); "
             "pass exact=True (CLI: --exact) to run it in the database"
         )
 
