@@ -371,3 +371,14 @@ def test_pair_tables_are_the_smallest_products_within_the_cap(monkeypatch):
     pairs = [t.columns for t in synopsis.categories.tables if len(t.columns) == 2]
     products = sorted(len(values[a]) * len(values[b]) for a, b in itertools.combinations(values, 2))
     assert len(pairs) == 2 and sorted(len(values[a]) * len(values[b]) for a, b in pairs) == products[:2]
+
+
+def test_a_text_column_of_exactly_the_limits_values_is_categorical():
+    """HyperLogLog may count 1000 values as a few more: near the limit the build counts exactly."""
+    from parzen.aqp.categories import CATEGORY_LIMIT, discover
+
+    con = duckdb.connect(":memory:")
+    con.execute(f"CREATE TABLE t AS SELECT 'brand#' || (i % {CATEGORY_LIMIT}) AS b, "
+                f"'x' || (i % {CATEGORY_LIMIT + 1}) AS over, i * 0.5 AS v FROM range(20000) r(i)")
+    types = {"b": "VARCHAR", "over": "VARCHAR", "v": "DOUBLE"}
+    assert discover(con, "t", types, []) == ["b"]

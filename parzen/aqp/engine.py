@@ -932,10 +932,10 @@ def _check_columns(query: AggregateQuery, synopsis: Synopsis, categorical: bool 
     categorical_columns = allowed
     for column in query.ranges:
         if column not in synopsis.models and column not in categorical_columns:
-            raise ValueError(f"the synopsis of {synopsis.table!r} has no column {column!r}; "
-                             f"modelled: {', '.join(synopsis.models)}")
+            raise UnsupportedQuery(f"the synopsis of {synopsis.table!r} has no column {column!r}; "
+                                   f"modelled: {', '.join(synopsis.models)} (exact=True answers it in DuckDB)")
     for a in query.aggregates:
         for column in a.inputs:
             if column not in synopsis.models and not (a.func == "count_distinct" and column in synopsis.group_by):
-                raise ValueError(f"{a.name}: the synopsis of {synopsis.table!r} models no numeric column {column!r}; "
-                                 f"modelled: {', '.join(synopsis.models)}")
+                raise UnsupportedQuery(f"{a.name}: the synopsis of {synopsis.table!r} models no numeric column "
+                                       f"{column!r}; modelled: {', '.join(synopsis.models)} (exact=True answers it)")
