@@ -382,3 +382,32 @@ def test_a_text_column_of_exactly_the_limits_values_is_categorical():
                 f"'x' || (i % {CATEGORY_LIMIT + 1}) AS over, i * 0.5 AS v FROM range(20000) r(i)")
     types = {"b": "VARCHAR", "over": "VARCHAR", "v": "DOUBLE"}
     assert discover(con, "t", types, []) == ["b"]
+
+
+def test_null_foreign_keys_keep_their_rows_and_a_join_drops_them_as_sql_does():
+    """Rows whose foreign key is NULL join nothing: the fact table alone counts them, a query that
+    joins the dimension does not (exactly, where no numeric filter applies); no NULL group appears."""
+    con = duckdb.connect(":memory:")
+    _schema(con)
+    con.execute("UPDATE sales SET s_productkey = NULL WHERE hash(rowid) % 20 = 0")  # about 5 %, as TPC-DS's ss_store_sk
+    nulls = con.execute("SELECT COUNT(*) FROM sales WHERE s_productkey IS NULL").fetchone()[0]
+    assert nulls > 0
+    e = Engine(con)
+    e.build("sales", joins={"s_productkey": "product.p_productkey"}, sample=4000, seed=2)
+    assert e.query("SELECT COUNT(*) FROM sales").iloc[0, 0] == FACT_ROWS
+    joined = "FROM sales JOIN product ON s_productkey = p_productkey"
+    assert e.query(f"SELECT COUNT(*) {joined}").iloc[0, 0] == FACT_ROWS - nulls
+    sql = f"SELECT p_brand, COUNT(*) AS n, SUM(s_price) AS revenue {joined} GROUP BY p_brand"
+    approx = e.query(sql).set_index("p_brand")
+    exact = con.execute(sql + " ORDER BY p_brand").df().set_index("p_brand")
+    assert list(approx.index) == list(exact.index) and None not in approx.index
+    np.testing.assert_array_equal(approx["n"], exact["n"])
+    assert np.max(np.abs(approx["revenue"] / exact["revenue"] - 1)) < 0.15
+    ranged = f"SELECT COUNT(*) {joined} WHERE s_price > 100"
+    truth = con.execute(ranged).fetchone()[0]
+    assert abs(e.query(ranged).iloc[0, 0] / truth - 1) < 0.1
+    con.execute("CREATE TABLE big AS SELECT i AS b_key, i * 2 AS b_value FROM range(2000) r(i)")
+    con.execute("ALTER TABLE sales ADD COLUMN s_big INTEGER")
+    con.execute("UPDATE sales SET s_big = CASE WHEN rowid % 7 = 0 THEN NULL ELSE rowid % 2000 END")
+    with pytest.raises(ValueError, match="NULL s_big, and 'big' has more than 1000 rows"):
+        e.build("sales", joins={"s_big": "big.b_key"}, sample=500)

@@ -205,6 +205,12 @@ class Engine:
                                  "dask DataFrame): load them into tables first")
             view, edges, dimension_rows = join_synopses.prepare(self.con, table, joins)
             small_keys = [e["column"] for e in edges if dimension_rows[e["parent"]] <= CATEGORY_LIMIT]
+            large_nullable = [e for e in edges if e["nulls"] and e["column"] not in small_keys]
+            if large_nullable:
+                e = large_nullable[0]
+                raise ValueError(f"joins: {e['nulls']} row(s) of {e['child']!r} have a NULL {e['column']}, and "
+                                 f"{e['parent']!r} has more than {CATEGORY_LIMIT} rows, so no categorical column can "
+                                 "tell the rows a join drops: fix the keys, or build without this join")
             synopsis = build_synopsis(self.con, view, hidden=(join_synopses.ROWID,), categorical=small_keys, **options)
             synopsis.table, synopsis.joins, synopsis.dimension_rows = table, edges, dimension_rows
         elif source is None:
@@ -638,6 +644,7 @@ class Engine:
         synopsis = self._cache.get(table) or self.synopsis(table)
         if query.joined or synopsis.joins:
             join_synopses.covered(query, synopsis)
+            query = join_synopses.inner_rows(query, synopsis)
         has = synopsis.models.keys() | set(synopsis.group_by) | set(synopsis.categories.values if synopsis.categories else ())
         if table == query.table and query.columns <= has:
             return query

@@ -169,23 +169,31 @@ def view_sql(con, fact: str, edges: list[JoinEdge]) -> tuple[str, dict[str, list
             owner[c] = e.parent
     items = [f"t0.rowid AS {ROWID}", "t0.*"]
     items += [f"{alias[e.parent]}.{_quote(c)}" for e in edges for c in carried[e.parent]]
-    joined = " ".join(f"JOIN {_quote(e.parent)} AS {alias[e.parent]} ON {alias[e.child]}.{_quote(e.column)} = "
-                      f"{alias[e.parent]}.{_quote(e.key)}" for e in edges)
+    joined = " ".join(f"LEFT JOIN {_quote(e.parent)} AS {alias[e.parent]} ON {alias[e.child]}.{_quote(e.column)} = "
+                      f"{alias[e.parent]}.{_quote(e.key)}" for e in edges)  # NULL keys keep their rows (check)
     return f"SELECT {', '.join(items)} FROM {_quote(fact)} AS t0 {joined}", carried
 
 
-def check(con, fact: str, edges: list[JoinEdge]) -> dict[str, int]:
-    """Refuse keys that are not unique and fact rows without a match; the dimensions' exact rows.
+def check(con, fact: str, edges: list[JoinEdge]) -> tuple[dict[str, int], dict[str, int]]:
+    """Refuse keys that are not unique and fact rows whose key matches nothing; the dimensions'
+    exact rows and, per dimension, the rows whose foreign key is NULL.
+
+    A NULL foreign key joins nothing (SQL's inner join drops its row), but the row stays in the
+    fact table: the view keeps it (a LEFT JOIN, the dimension's columns NULL) and a query that
+    joins the dimension drops it again (:func:`inner_rows`).  A non-NULL key without a match is
+    refused: it is a broken key, which no answer should hide.
 
     Returns
     -------
-    dict of str to int
+    rows : dict of str to int
         Per dimension, its rows.
+    nulls : dict of str to int
+        Per dimension, the rows (of the table it is joined to) whose foreign key is NULL.
 
     Raises
     ------
     ValueError
-        A dimension key with duplicate values, or fact rows whose key (NULL or dangling) has no match.
+        A dimension key with duplicate values, or fact rows whose non-NULL key has no match.
     """
     rows = {}
     for e in edges:
@@ -199,14 +207,57 @@ def check(con, fact: str, edges: list[JoinEdge]) -> dict[str, int]:
     alias = {fact: "t0", **{e.parent: f"t{k + 1}" for k, e in enumerate(edges)}}
     joined = " ".join(f"LEFT JOIN {_quote(e.parent)} AS {alias[e.parent]} ON {alias[e.child]}.{_quote(e.column)} = "
                       f"{alias[e.parent]}.{_quote(e.key)}" for e in edges)
-    counts = ", ".join(f"COUNT(*) FILTER (WHERE {alias[e.parent]}.{_quote(e.key)} IS NULL)" for e in edges)
-    unmatched = con.execute(f"SELECT {counts} FROM {_quote(fact)} AS t0 {joined}").fetchone()
-    for e, n in zip(edges, unmatched):
-        if n:
-            raise ValueError(f"joins: {n} row(s) of {fact!r} have no match in {e.parent}.{e.key} (along "
-                             f"{e.child}.{e.column}: NULL or dangling keys); a join synopsis is an inner join that "
-                             "keeps every fact row, so it refuses them: fix the keys, or build without this join")
-    return rows
+    counts = ", ".join(f"COUNT(*) FILTER (WHERE {alias[e.parent]}.{_quote(e.key)} IS NULL AND "
+                       f"{alias[e.child]}.{_quote(e.column)} IS NOT NULL), "
+                       f"COUNT(*) FILTER (WHERE {alias[e.child]}.{_quote(e.column)} IS NULL)" for e in edges)
+    found = con.execute(f"SELECT {counts} FROM {_quote(fact)} AS t0 {joined}").fetchone()
+    nulls = {}
+    for k, e in enumerate(edges):
+        dangling, nulls[e.parent] = int(found[2 * k]), int(found[2 * k + 1])
+        if dangling:
+            raise ValueError(f"joins: {dangling} row(s) of {fact!r} have no match in {e.parent}.{e.key} (along "
+                             f"{e.child}.{e.column}: keys that are not NULL and match no row); a join synopsis keeps "
+                             "every fact row, so it refuses them: fix the keys, or build without this join")
+    return rows, nulls
+
+
+def inner_rows(query, synopsis):
+    """``query`` with SQL's inner-join semantics for NULL foreign keys: for each dimension it joins
+    whose foreign key is NULL in some rows (they join nothing), a filter keeping the rows whose key
+    is one of its non-NULL values (the key is a categorical column of the synopsis).
+
+    Raises
+    ------
+    UnsupportedQuery
+        A joined dimension whose NULL keys no categorical column describes (a dimension of more
+        than :data:`parzen.aqp.categories.CATEGORY_LIMIT` rows).
+    """
+    from dataclasses import replace
+
+    from .sql import UnsupportedQuery
+
+    read = {t.casefold() for t in (query.table, *query.joined)}
+    keep: dict[str, frozenset] = {}
+    for e in synopsis.joins:
+        if not e.get("nulls") or e["parent"].casefold() not in read:
+            continue
+        known = synopsis.categories.values.get(e["column"]) if synopsis.categories is not None else None
+        if known is None:
+            raise UnsupportedQuery(f"the join with {e['parent']}: {e['nulls']} rows have a NULL {e['column']}, which "
+                                   f"the join drops, and {e['column']} is no categorical column of the synopsis")
+        keep[e["column"]] = frozenset(v for v in known if v is not None)
+    if not keep:
+        return query
+
+    def narrowed(members: dict[str, frozenset]) -> dict[str, frozenset]:
+        out = dict(members)
+        for column, values in keep.items():
+            out[column] = out[column] & values if column in out else values
+        return out
+
+    if query.boxes:
+        return replace(query, boxes=tuple((ranges, narrowed(members)) for ranges, members in query.boxes))
+    return replace(query, members=narrowed(query.members))
 
 
 def ensure_view(con, fact: str, joins: list[dict]) -> str:
@@ -220,12 +271,13 @@ def ensure_view(con, fact: str, joins: list[dict]) -> str:
 
 def prepare(con, fact: str, joins) -> tuple[str, list[dict], dict[str, int]]:
     """Check a build's ``joins`` and create its view: the view's name, the edges as the synopsis
-    stores them (with the columns each dimension carries) and the dimensions' rows."""
+    stores them (with the columns each dimension carries and the rows whose key is NULL) and the
+    dimensions' rows."""
     edges = edges_of(con, fact, joins)
-    dimension_rows = check(con, fact, edges)
+    dimension_rows, nulls = check(con, fact, edges)
     _, carried = view_sql(con, fact, edges)
-    stored = [{"child": e.child, "column": e.column, "parent": e.parent, "key": e.key, "columns": carried[e.parent]}
-              for e in edges]
+    stored = [{"child": e.child, "column": e.column, "parent": e.parent, "key": e.key, "columns": carried[e.parent],
+               "nulls": nulls[e.parent]} for e in edges]
     return ensure_view(con, fact, stored), stored, dimension_rows
 
 
