@@ -140,6 +140,11 @@ def run_dask_section(section: str, args) -> list[dict]:
                      "answer": float(answer) if np.ndim(answer) == 0 else None,
                      "rel_diff_vs_first": relative_difference(answer, baseline)})
         print(json.dumps(rows[-1]), flush=True)
+    return with_speedups(rows)
+
+
+def with_speedups(rows: list[dict]) -> list[dict]:
+    """``rows`` with each one's speed-up over the first (scaled to one GPU) and its efficiency per GPU."""
     first = rows[0]["seconds"] * rows[0]["gpus"]
     for row in rows:
         row["speedup_vs_one"] = first / row["seconds"]
@@ -196,11 +201,7 @@ def run_sparse_grid(args) -> list[dict]:
             "rel_diff_vs_first": relative_difference(alpha, baseline),
         })
         print(json.dumps(rows[-1]), flush=True)
-    first = rows[0]["seconds"] * rows[0]["gpus"]
-    for row in rows:
-        row["speedup_vs_one"] = first / row["seconds"]
-        row["efficiency"] = row["speedup_vs_one"] / row["gpus"]
-    return rows
+    return with_speedups(rows)
 
 
 def device_name(local: str) -> str:
