@@ -187,9 +187,9 @@ def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], 
     if pairs:
         found_pairs = grouping_sets(con, table, kept, pairs)
         code = {c: {v: k for k, v in enumerate(values[c])} for c in kept}
-        for p in pairs:
-            rows = found_pairs[p]
-            codes = np.array([[code[c][v] for c, v in zip(p, key)] for key, _ in rows], dtype=np.int32).reshape(-1, 2)
+        for p in pairs:  # combinations in code order: DuckDB returns groups in any order, a build is reproducible
+            rows = sorted((tuple(code[c][v] for c, v in zip(p, key)), n) for key, n in found_pairs[p])
+            codes = np.array([k for k, _ in rows], dtype=np.int32).reshape(-1, 2)
             tables.append(ExactTable(p, codes, np.array([n for _, n in rows], dtype=np.int64)))
     return values, tables
 
