@@ -292,12 +292,13 @@ class AppendedRows:
         self.scan = scan if self.scan is None else self.scan + scan
         values = {c: numeric_values(frame, c) for c in numeric}
         table = np.stack([values[c] for c in numeric], axis=1)
+        label_columns = [frame[LABEL + c].to_numpy(dtype=object) for c in categorical]
         for key, rows in group_rows(frame, synopsis.group_by).items():
             normal = normal_key(key)
             chosen = rows[keys[rows] <= thresholds.get(normal, ALL_ROWS)]
             labels = np.empty((chosen.size, len(categorical)), dtype=object)  # only the rows that may be sampled
-            for k, c in enumerate(categorical):
-                labels[:, k] = [plain_value(v) for v in frame[LABEL + c].to_numpy(dtype=object)[chosen]]
+            for k, column in enumerate(label_columns):
+                labels[:, k] = [plain_value(v) for v in column[chosen]]
             found = self.candidates.setdefault(normal, _Candidates(key, np.zeros(0, np.uint64),
                                                                    np.zeros((0, len(numeric))),
                                                                    np.empty((0, len(categorical)), dtype=object)))

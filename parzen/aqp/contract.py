@@ -136,7 +136,7 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str]
 
 
 def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame], synopsis: Synopsis,
-               names: Sequence[str], keys: Sequence[str]) -> pd.DataFrame:
+               names: Sequence[str], keys: Sequence[str], held: Sequence[tuple] = ()) -> pd.DataFrame:
     """``frame`` (an answer with ``<name> low`` / ``<name> high`` columns) with each interval widened
     on both sides by the larger bias estimate's size, max over c in :data:`BIAS_STEPS` of
     |A(c h) - A(h)| / |c^2 - 1| (see the module).
@@ -153,6 +153,10 @@ def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame
         The aggregates' columns.
     keys : sequence of str
         The columns that key the answer rows.
+    held : sequence of tuple
+        Keys (values of ``keys``; ``()`` for the one row of a query without GROUP BY) of rows whose
+        intervals are bounds that hold whatever the bandwidth (a domain with no sampled row,
+        :mod:`parzen.aqp.domains`): they are left as they are.
 
     Returns
     -------
@@ -164,6 +168,11 @@ def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame
     estimates = [bias_estimates(frame, answer_at(with_bandwidths_scaled(synopsis, c)), names, keys, c)
                  for c in BIAS_STEPS]
     bias = {name: np.maximum.reduce([e[name] for e in estimates]) for name in names}
+    if held:
+        row_keys = frame[list(keys)].apply(tuple, axis=1) if keys else pd.Series([()] * len(frame))
+        kept = row_keys.isin(set(held)).to_numpy()
+        for name in names:
+            bias[name] = np.where(kept, 0.0, bias[name])
     for name in names:
         frame[f"{name} low"] = frame[f"{name} low"].to_numpy(dtype=np.float64) - bias[name]
         frame[f"{name} high"] = frame[f"{name} high"].to_numpy(dtype=np.float64) + bias[name]

@@ -770,15 +770,10 @@ class Engine:
         # GROUP BY / IN on a categorical column outside the strata: domain estimates (parzen.aqp.domains)
         approximate = domains.approximate if domains.needed(query, synopsis) else answers.approximate
         result, form = approximate(query, synopsis, layout, z if with_error else None)
-        bounded = result.attrs.pop(domains.BOUNDED_GROUPS, [])
+        bounded = result.attrs.pop(domains.BOUNDED_GROUPS, [])  # groups whose intervals are bounds that hold
         if with_error:  # the smoothing bias's estimate widens the interval (parzen.aqp.contract)
-            held = result[[c for c in result.columns if c.endswith((" low", " high"))]].copy()
             result = contract.cover_bias(result, lambda s: approximate(query, s, layout, None)[0], synopsis,
-                                         [a.name for a in query.aggregates], query.group_by)
-            if bounded:  # a group without a sampled row keeps its bounds, which hold
-                keys = result[list(query.group_by)].apply(tuple, axis=1) if query.group_by else pd.Series([()] * len(result))
-                rows = keys.isin(set(bounded)).to_numpy()
-                result.loc[rows, held.columns] = held.loc[rows]
+                                         [a.name for a in query.aggregates], query.group_by, held=bounded)
             if form == "grid":  # the grid's exact C bounds its COUNT
                 result = contract.bracket_grid_counts(result, query, synopsis)
         return result, form

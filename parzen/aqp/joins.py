@@ -22,7 +22,7 @@ build refuses, saying how many rows of which key).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 #: ``Engine.build(joins=DECLARED)``: the database's declared FOREIGN KEY constraints.
 DECLARED = "declared"
@@ -232,8 +232,6 @@ def inner_rows(query, synopsis):
         A joined dimension whose NULL keys no categorical column describes (a dimension of more
         than :data:`parzen.aqp.categories.CATEGORY_LIMIT` rows).
     """
-    from dataclasses import replace
-
     from .sql import UnsupportedQuery
 
     read = {t.casefold() for t in (query.table, *query.joined)}
