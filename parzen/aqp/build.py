@@ -20,6 +20,7 @@ import pandas as pd
 from .._progress import progress_bar
 from .._selector_names import SELECTOR_NAMES
 from . import categories
+from .dates import as_double, temporal_kind
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
 from .grid import GRID_POINTS, ColumnGrid, column_grids, table_cumulative
 from .regression import fit_regression, regression_pairs
@@ -69,6 +70,16 @@ def is_numeric(type_name: str) -> bool:
     return type_name in _INTEGER_TYPES or type_name in _FLOAT_TYPES or type_name.startswith("DECIMAL")
 
 
+def is_modelled(type_name: str) -> bool:
+    """Numeric, DATE and TIMESTAMP columns are modelled (dates as days since 1970-01-01: :mod:`parzen.aqp.dates`)."""
+    return is_numeric(type_name) or temporal_kind(type_name) is not None
+
+
+def read_as_double(column: str, types: dict[str, str]) -> str:
+    """SQL reading ``column`` as DOUBLE (DATE / TIMESTAMP as days: :func:`parzen.aqp.dates.as_double`)."""
+    return as_double(quote(column), temporal_kind(types.get(column, "")))
+
+
 def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, bandwidth="plugin",
                    group_by=None, grid: int = GRID_POINTS, regression=None, seed: int = 0,
                    progress: bool = False, hidden=(), categorical=()) -> Synopsis:
@@ -93,9 +104,9 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
         bar.advance(1)
         groups = []
         if group_by:  # one stratified sample serves grouped and whole-table queries alike
-            groups, drawn, sampled, keys = _strata(con, table, numeric, group_by, rows, sample, seed, carried)
+            groups, drawn, sampled, keys = _strata(con, table, numeric, group_by, rows, sample, seed, carried, types)
         else:  # bottom-k on the rows' keys hash(rowid, seed): a uniform sample that refresh can merge
-            cols = ", ".join([*(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric),
+            cols = ", ".join([*(f"{read_as_double(c, types)} AS {quote(c)}" for c in numeric),
                               *(f"{quote(c)} AS {quote('parzen_carried_' + c)}" for c in carried)])
             values = con.execute(
                 f"SELECT {cols}, hash(rowid, {int(seed)}) AS __key FROM {quote(table)} "
@@ -106,14 +117,15 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
             keys = np.asarray(values["__key"], dtype=np.uint64)
         bar.advance(1)
         passes = TablePasses(
-            bin_columns=lambda specs: column_counts(lambda cols: _batches(con, table, cols), specs),
-            cumulate=lambda grids: table_cumulative(grids, _batches(con, table, list(grids))),
-            statistics=lambda: table_statistics(_keyed_batches(con, table, numeric, group_by)))
+            bin_columns=lambda specs: column_counts(lambda cols: _batches(con, table, cols, types), specs),
+            cumulate=lambda grids: table_cumulative(grids, _batches(con, table, list(grids), types)),
+            statistics=lambda: table_statistics(_keyed_batches(con, table, numeric, group_by, types)))
         synopsis = assemble_synopsis(options, Scan(rows, totals, stats, groups, drawn, hashed), passes, bar)
     if categorical:
         values, tables = categories.exact_tables(con, table, categorical)
         synopsis.categories = categories.Categories(values, categories.sample_codes(values, sampled), tables)
     synopsis.sample_keys, synopsis.rowid_end = keys, rowid_end
+    synopsis.temporal = {c: kind for c in numeric if (kind := temporal_kind(types[c])) is not None}
     synopsis.build_seconds = time.perf_counter() - started
     return synopsis
 
@@ -142,14 +154,14 @@ class BuildOptions:
                 seed) -> BuildOptions:
         """The options of :meth:`parzen.aqp.Engine.build` checked against ``types`` (column -> DuckDB
         type name of the table), with a ValueError naming what is wrong and how to fix it."""
-        numeric = [c for c, t in types.items() if is_numeric(t)] if columns is None else list(columns)
+        numeric = [c for c, t in types.items() if is_modelled(t)] if columns is None else list(columns)
         group_by = tuple(group_by or ())
         for c in [*numeric, *group_by]:
             if c not in types:
                 raise ValueError(f"table {table!r} has no column {c!r}; its columns: {', '.join(types)}")
-        bad = [c for c in numeric if not is_numeric(types[c])]
+        bad = [c for c in numeric if not is_modelled(types[c])]
         if bad:
-            raise ValueError(f"columns {bad} of {table!r} are not numeric ({[types[c] for c in bad]}); "
+            raise ValueError(f"columns {bad} of {table!r} are not numeric, DATE or TIMESTAMP ({[types[c] for c in bad]}); "
                              "categorical columns go in group_by")
         numeric = [c for c in numeric if c not in group_by]
         if not numeric:
@@ -259,10 +271,10 @@ def _totals(con, table, numeric, types, hashed_columns):
     floating = [c for c in numeric if types[c] in _FLOAT_TYPES]
     parts += [f"COUNT(*) FILTER (WHERE NOT isfinite({quote(c)}))" for c in floating]
     for c in numeric:
-        q = quote(c)
-        integral = "TRUE" if types[c] in _INTEGER_TYPES else f"bool_and({q} = round({q}))"
-        parts += [f"COUNT({q})", f"SUM(CAST({q} AS DOUBLE))", f"MIN(CAST({q} AS DOUBLE))", f"MAX(CAST({q} AS DOUBLE))",
-                  f"approx_count_distinct({q})", integral, f"stddev_samp(CAST({q} AS DOUBLE))"]
+        q, v = quote(c), read_as_double(c, types)
+        integral = "TRUE" if types[c] in _INTEGER_TYPES or types[c] == "DATE" else f"bool_and({v} = round({v}))"
+        parts += [f"COUNT({q})", f"SUM({v})", f"MIN({v})", f"MAX({v})",
+                  f"approx_count_distinct({q})", integral, f"stddev_samp({v})"]
     row = con.execute(f"SELECT {', '.join(parts)} FROM {quote(table)}").fetchone()
     first = 3 + len(floating)  # the first column's aggregates
     refuse_non_finite(table, dict(zip(floating, row[3:first])))
@@ -331,18 +343,18 @@ def _number(h) -> float:
                          f"got {h!r}") from None
 
 
-def _batches(con, table, numeric, rows: int = 1 << 20):
+def _batches(con, table, numeric, types, rows: int = 1 << 20):
     """Every row of the numeric columns, as dicts column -> float64 array (NULL: NaN), a batch at a time."""
-    cols = ", ".join(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric)
+    cols = ", ".join(f"{read_as_double(c, types)} AS {quote(c)}" for c in numeric)
     relation = con.sql(f"SELECT {cols} FROM {quote(table)}")
     reader = relation.to_arrow_reader(rows) if hasattr(relation, "to_arrow_reader") else relation.fetch_arrow_reader(rows)
     for batch in reader:
         yield {c: batch.column(k).to_numpy(zero_copy_only=False) for k, c in enumerate(numeric)}
 
 
-def _keyed_batches(con, table, numeric, group_by, rows: int = 1 << 20):
+def _keyed_batches(con, table, numeric, group_by, types, rows: int = 1 << 20):
     """Every row as (dict column -> float64 array (NULL: NaN), the group columns' arrays), a batch at a time."""
-    cols = ", ".join([*(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric), *map(quote, group_by)])
+    cols = ", ".join([*(f"{read_as_double(c, types)} AS {quote(c)}" for c in numeric), *map(quote, group_by)])
     relation = con.sql(f"SELECT {cols} FROM {quote(table)}")
     reader = relation.to_arrow_reader(rows) if hasattr(relation, "to_arrow_reader") else relation.fetch_arrow_reader(rows)
     for batch in reader:
@@ -432,14 +444,15 @@ def integral_factor(n: int) -> float:
     return (4.0 / n) ** (1.0 / 3.0) / (4.0 / (3.0 * n)) ** 0.2
 
 
-def _strata(con, table, numeric, group_by, rows, sample, seed, carried=()):
+def _strata(con, table, numeric, group_by, rows, sample, seed, carried=(), types=None):
     """Exact per-group totals and a stratified sample (proportional, at least MIN_GROUP_SAMPLE): each
     stratum's rows of the smallest keys hash(rowid, seed), with the sampled rows' values of the group
     columns and of the ``carried`` (categorical) columns, and their keys (uint64, in sample order)."""
     keys = ", ".join(quote(g) for g in group_by)
-    parts = ["COUNT(*)"] + [f"COUNT({quote(c)}), SUM(CAST({quote(c)} AS DOUBLE))" for c in numeric]
+    types = types or {}
+    parts = ["COUNT(*)"] + [f"COUNT({quote(c)}), SUM({read_as_double(c, types)})" for c in numeric]
     totals = con.execute(f"SELECT {keys}, {', '.join(parts)} FROM {quote(table)} GROUP BY {keys} ORDER BY {keys}").fetchall()
-    cols = ", ".join([*(f"CAST({quote(c)} AS DOUBLE) AS {quote(c)}" for c in numeric),
+    cols = ", ".join([*(f"{read_as_double(c, types)} AS {quote(c)}" for c in numeric),
                       *(f"{quote(c)} AS {quote('parzen_carried_' + c)}" for c in carried)])
     drawn = con.execute(
         f"SELECT {keys}, {cols}, __key FROM (SELECT *, hash(rowid, {int(seed)}) AS __key, row_number() OVER "

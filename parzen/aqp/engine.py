@@ -19,7 +19,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from . import answers, contract, domains, histogram, store
+from . import answers, contract, dates, domains, histogram, store
 from . import joins as join_synopses
 from .build import build_synopsis, quote
 from .categories import CATEGORY_LIMIT
@@ -28,6 +28,7 @@ from .estimate import warm_up, z_value
 from .grid import GRID_POINTS
 from .sql import AggregateQuery, Range, UnsupportedQuery, parse, read_only_sql, to_sql
 from .strata import Layout
+from .string_predicates import resolve_query
 from .synopsis import CorruptSynopsis, Synopsis
 
 #: ``Engine(on_stale=...)``: what an answer from a synopsis found stale does.
@@ -645,6 +646,7 @@ class Engine:
         if query.joined or synopsis.joins:
             join_synopses.covered(query, synopsis)
             query = join_synopses.inner_rows(query, synopsis)
+        query = resolve_query(query, synopsis)  # text tests and dates (parzen.aqp.string_predicates)
         has = synopsis.models.keys() | set(synopsis.group_by) | set(synopsis.categories.values if synopsis.categories else ())
         if table == query.table and query.columns <= has:
             return query
@@ -776,6 +778,8 @@ class Engine:
                                          [a.name for a in query.aggregates], query.group_by, held=bounded)
             if form == "grid":  # the grid's exact C bounds its COUNT
                 result = contract.bracket_grid_counts(result, query, synopsis)
+        if synopsis.temporal:  # MIN / MAX / quantiles of dates come back as dates
+            result = dates.typed_answer(result, query.aggregates, synopsis.temporal)
         return result, form
 
     def _resolved_histogram(self, binned: histogram.HistogramQuery) -> histogram.HistogramQuery:

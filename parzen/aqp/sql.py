@@ -28,6 +28,9 @@ from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError
 
+from . import dates
+from .string_predicates import collapse_equalities, text_test
+
 #: One DuckDB dialect for every parse: ``sqlglot.parse(read="duckdb")`` looks the dialect up by
 #: name on every call (a third of a parse's time with the compiled parser, ``sqlglot[c]``).
 _DUCKDB = DuckDB()
@@ -238,6 +241,8 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
         raise UnsupportedQuery("a SELECT without an aggregate")
     ranges: dict[str, Range] = {}
     members: dict[str, frozenset] = {}
+    if condition is not None:
+        condition = _rewritten(condition, numbers, names)
     if condition is not None and condition.find(exp.Or, exp.Not, exp.NEQ) is not None:
         boxes = _boxes(condition, numbers, names)
         if len(boxes) > 1:
@@ -247,6 +252,20 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
     for predicate in _conjuncts(condition) if condition is not None else ():
         _add_predicate(predicate, ranges, members, numbers, names)
     return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on)
+
+
+def _rewritten(condition: exp.Expr, numbers, names) -> exp.Expr:
+    """A WHERE with the years of dates compared with integers made ranges of dates
+    (:func:`parzen.aqp.dates.years_as_dates`) and ORs of string equalities on one column made one IN
+    (:func:`parzen.aqp.string_predicates.collapse_equalities`)."""
+    condition = dates.years_as_dates(condition, lambda node: _number(node, condition, numbers))
+    return collapse_equalities(condition, lambda node: _column(node, "WHERE", names) if _is_column(node) else None,
+                               _string)
+
+
+def _string(node: exp.Expr) -> str | None:
+    """A string literal's text (None: ``node`` is no string literal)."""
+    return node.this if isinstance(node, exp.Literal) and node.is_string else None
 
 
 def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, exp.Expr | None]:
@@ -582,6 +601,10 @@ def _disjuncts(node: exp.Expr, negate: bool) -> list[list[exp.Expr]]:
     if isinstance(node, exp.EQ) and not any(isinstance(side, exp.Literal) and side.is_string
                                             for side in (node.this, node.expression)):
         return [[exp.LT(this=node.this, expression=node.expression)], [exp.GT(this=node.this, expression=node.expression)]]
+    if isinstance(node, exp.EQ):  # <> 'text': the values but one (parzen.aqp.string_predicates)
+        return [[exp.NEQ(this=node.this, expression=node.expression)]]
+    if isinstance(node, (exp.Like, exp.In)) and text_test(exp.Not(this=node), _is_column, _string) is not None:
+        return [[exp.Not(this=node)]]  # NOT LIKE, NOT IN strings
     raise UnsupportedQuery(f"NOT / <> on {_text(node)} (negated ranges only: not IN or = on a group column)")
 
 
@@ -596,6 +619,17 @@ def _conjuncts(node: exp.Expr):
 
 def _add_predicate(node: exp.Expr, ranges: dict[str, Range], members: dict[str, frozenset], numbers,
                    names=()) -> None:
+    """Add one predicate to a box: a range (numbers, or dates folded to days: :mod:`parzen.aqp.dates`),
+    an IN set, or a text test (an order or BETWEEN with strings, LIKE, NOT LIKE, <> or NOT IN strings:
+    a :class:`parzen.aqp.string_predicates.ValuesWhere` that the engine resolves against the synopsis)."""
+    tested = text_test(node, _is_column, _string)
+    if tested is not None:
+        side = node.this.this if isinstance(node, exp.Not) else node.this
+        if not _is_column(side) and not isinstance(node, (exp.Between, exp.Not, exp.Like)):
+            side = node.expression
+        column = _column(side, "WHERE", names)
+        members[column] = members[column] & tested if column in members else tested
+        return
     if isinstance(node, exp.Between):
         new = Range(_column(node.this, "WHERE", names), _number(node.args["low"], node, numbers),
                     _number(node.args["high"], node, numbers))
@@ -650,6 +684,9 @@ def _number(node: exp.Expr, predicate: exp.Expr, numbers) -> float:
     negative = isinstance(node, exp.Neg)
     if negative:
         node = node.this
+    folded = None if negative else dates.fold(node, lambda n: _number(n, predicate, numbers))
+    if folded is not None:
+        return folded
     if isinstance(node, exp.Placeholder) and node.name.removeprefix("parzen_").isdigit() and numbers:
         literal = numbers[int(node.name.removeprefix("parzen_"))]
     elif isinstance(node, exp.Literal) and not node.is_string:
@@ -715,6 +752,8 @@ def _table_ident(name: str) -> exp.Table:
 def _literal(value) -> exp.Expr:
     if isinstance(value, str):
         return exp.Literal.string(value)
+    if isinstance(value, dates.Days):
+        return dates.literal(value)
     return exp.Literal.number(repr(float(value)))
 
 

@@ -41,8 +41,11 @@ from .regression import Regression
 from .sketches import DistinctSketches
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
-FORMAT_VERSION = 9  # 9: categorical columns (categories.py), join synopses (joins.py), and the sample's keys,
-#                      the rowid end and the rows of the last full build (appends.py)
+FORMAT_VERSION = 10  # 9: categorical columns (categories.py), join synopses (joins.py), and the sample's keys,
+#                       the rowid end and the rows of the last full build (appends.py); 10: DATE / TIMESTAMP
+#                       columns modelled as days, their logical types kept (dates.py)
+#: Older formats this parzen still reads: what they lack has its default (a format-9 synopsis models no dates).
+READABLE_VERSIONS = (9, FORMAT_VERSION)
 
 
 class CorruptSynopsis(ValueError):
@@ -89,6 +92,8 @@ class Synopsis:
     rowid_end: int = 0  # one past the table's largest rowid when the synopsis last read it (0: not kept)
     full_build_rows: int = 0  # rows when it was last built in full (0: this one); appends.py
     refreshed: str = ""  # what the last Engine.refresh did: "" (a build), rows appended, or why it rebuilt
+    #: modelled DATE / TIMESTAMP columns (as days since 1970-01-01) -> "date" or "timestamp" (dates.py)
+    temporal: dict[str, str] = field(default_factory=dict)
 
     @property
     def group_keys(self) -> list[tuple]:
@@ -153,6 +158,7 @@ class Synopsis:
             "rowid_end": self.rowid_end,
             "full_build_rows": self.full_build_rows,
             "refreshed": self.refreshed,
+            "temporal": self.temporal,
         }
         arrays = {f"sample/{k}": v for k, v in self.sample.items()}
         for column, grid in self.grids.items():
@@ -193,10 +199,10 @@ class Synopsis:
                 sample_keys = arrays["sample_keys"] if "sample_keys" in arrays.files else None
         except Exception as err:  # any decoding failure means the bytes are not a synopsis
             raise CorruptSynopsis(f"the synopsis{where} cannot be decoded ({err}); rebuild it") from err
-        if meta.get("format_version") != FORMAT_VERSION:
+        if meta.get("format_version") not in READABLE_VERSIONS:
             raise CorruptSynopsis(
                 f"the synopsis{where} has format {meta.get('format_version')}, this parzen reads "
-                f"{FORMAT_VERSION}; rebuild it"
+                f"{', '.join(map(str, READABLE_VERSIONS))}; rebuild it"
             )
         synopsis = cls(
             table=meta["table"],
@@ -223,6 +229,7 @@ class Synopsis:
             rowid_end=meta["rowid_end"],
             full_build_rows=meta["full_build_rows"],
             refreshed=meta["refreshed"],
+            temporal=meta.get("temporal", {}),
         )
         if "categories" in meta:
             synopsis.categories = Categories.from_stored(meta["categories"], category_arrays)
