@@ -230,3 +230,12 @@ def test_appended_rows_with_dates_are_added_as_a_rebuild_adds_them():
     sql = "SELECT COUNT(*) FROM sales WHERE s_shipdate >= DATE '1998-06-01'"
     answer, exact = engine.query(sql).iloc[0, 0], engine.query(sql, exact=True).iloc[0, 0]
     assert abs(answer - exact) <= 0.25 * exact
+
+
+def test_histograms_of_dates_are_refused_and_the_page_charts_only_number_columns(engine):
+    from parzen.serve.charts import Layout
+
+    with pytest.raises(UnsupportedQuery, match="a histogram of the DATE column 's_shipdate'"):
+        engine.query("SELECT FLOOR(s_shipdate / 30) * 30 AS bin, COUNT(*) FROM sales GROUP BY bin")
+    charted = {chart["column"] for chart in Layout.of(engine.synopsis("sales")).as_json() if chart.get("type") == "histogram"}
+    assert "s_price" in charted and not charted & {"s_shipdate", "s_time", "o_orderdate"}

@@ -166,6 +166,8 @@ def _add_months(base: float, months: int) -> Days:
     return Days((shifted - _EPOCH) / dt.timedelta(microseconds=1) / _MICROSECONDS_PER_DAY)
 
 
+#: Functions of dates that :func:`years_as_dates` reads (YEAR) or refuses by name (the others).
+DATE_PARTS = (exp.Extract, exp.Year, exp.Month, exp.Day, exp.DateTrunc, exp.TimestampTrunc)
 #: EXTRACT(YEAR FROM col) <op> n as a range on col: (low year offset, high year offset) of
 #: col >= DATE 'low-01-01' and col < DATE 'high-01-01' (None: no bound).
 _YEAR_BOUNDS: dict[type[exp.Expr], tuple[int | None, int | None]] = {exp.EQ: (0, 1), exp.GTE: (0, None), exp.GT: (1, None), exp.LT: (None, 0), exp.LTE: (None, 1)}
@@ -212,7 +214,7 @@ def years_as_dates(condition: exp.Expr, number) -> exp.Expr:
                 n = year(right, node)
                 low, high = _YEAR_BOUNDS[kind]
                 return year_bounds(column, None if low is None else n + low, None if high is None else n + high)
-        if isinstance(node, (exp.Extract, exp.Year, exp.Month, exp.Day, exp.DateTrunc, exp.TimestampTrunc)):
+        if isinstance(node, DATE_PARTS):
             raise UnsupportedQuery(f"{node.sql(dialect='duckdb')} in {node.parent.sql(dialect='duckdb') if node.parent else 'WHERE'} "
                                    "(of dates, only EXTRACT(YEAR FROM col) or YEAR(col) compared with integers)")
         return node

@@ -786,6 +786,9 @@ class Engine:
         """``binned`` with its table and column names spelled as in the synopsis (:meth:`_resolved`)."""
         base = self._resolved(binned.base)
         column = next(c for c in base.ranges if c.casefold() == binned.column.casefold())
+        if column in self._cache[base.table].temporal:
+            raise UnsupportedQuery(f"a histogram of the {self._cache[base.table].temporal[column].upper()} column "
+                                   f"{column!r} (FLOOR(col / w) of a number column only)")
         return replace(binned, base=base, column=column)
 
     def _histogram(self, binned: histogram.HistogramQuery, z: float | None) -> tuple[pd.DataFrame, str]:

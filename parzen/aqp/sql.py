@@ -258,7 +258,12 @@ def _rewritten(condition: exp.Expr, numbers, names) -> exp.Expr:
     """A WHERE with the years of dates compared with integers made ranges of dates
     (:func:`parzen.aqp.dates.years_as_dates`) and ORs of string equalities on one column made one IN
     (:func:`parzen.aqp.string_predicates.collapse_equalities`)."""
-    condition = dates.years_as_dates(condition, lambda node: _number(node, condition, numbers))
+    if condition.find(exp.Or, *dates.DATE_PARTS) is None:  # each rewrite copies the tree: only when it has work
+        return condition
+    if condition.find(*dates.DATE_PARTS) is not None:
+        condition = dates.years_as_dates(condition, lambda node: _number(node, condition, numbers))
+    if condition.find(exp.Or) is None:
+        return condition
     return collapse_equalities(condition, lambda node: _column(node, "WHERE", names) if _is_column(node) else None,
                                _string)
 
@@ -684,13 +689,12 @@ def _number(node: exp.Expr, predicate: exp.Expr, numbers) -> float:
     negative = isinstance(node, exp.Neg)
     if negative:
         node = node.this
-    folded = None if negative else dates.fold(node, lambda n: _number(n, predicate, numbers))
-    if folded is not None:
-        return folded
     if isinstance(node, exp.Placeholder) and node.name.removeprefix("parzen_").isdigit() and numbers:
         literal = numbers[int(node.name.removeprefix("parzen_"))]
     elif isinstance(node, exp.Literal) and not node.is_string:
         literal = node.this
+    elif not negative and (folded := dates.fold(node, lambda n: _number(n, predicate, numbers))) is not None:
+        return folded  # a date constant: days since 1970-01-01 (parzen.aqp.dates)
     else:
         raise UnsupportedQuery(f"{_text(node)} in {_text(predicate)} (compare columns with number literals)")
     value = float(literal)

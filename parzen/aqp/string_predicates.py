@@ -105,22 +105,22 @@ def text_test(node: exp.Expr, column_side, literal_text) -> ValuesWhere | None:
     """The :class:`ValuesWhere` of a predicate comparing a column with strings, or None when ``node``
     is none: a comparison or BETWEEN with string literals, LIKE, NOT LIKE, ``<>`` a string and NOT IN
     strings.  ``literal_text(node)`` is a string literal's text or None."""
-    shown = node.sql(dialect="duckdb")
+    def made(operator: str, operands) -> ValuesWhere:
+        return ValuesWhere((TextTest(operator, tuple(operands), node.sql(dialect="duckdb")),))
+
     negated = isinstance(node, exp.Not)
     inner = node.this.unnest() if negated else node
     if isinstance(inner, exp.Like) and (text := literal_text(inner.expression)) is not None:
         like = negated == bool(inner.args.get("negate"))  # sqlglot writes col NOT LIKE p as LIKE with negate
-        return ValuesWhere((TextTest("like" if like else "not like", (text,), shown),))
+        return made("like" if like else "not like", (text,))
     if negated and isinstance(inner, exp.In) and not inner.args.get("query"):
         texts = [literal_text(v) for v in inner.expressions]
-        if texts and all(t is not None for t in texts):
-            return ValuesWhere((TextTest("not in", tuple(t for t in texts if t is not None), shown),))
-        return None
+        return made("not in", texts) if texts and all(t is not None for t in texts) else None
     if negated:
         return None
     if isinstance(node, exp.Between):
         low, high = literal_text(node.args["low"]), literal_text(node.args["high"])
-        return None if low is None or high is None else ValuesWhere((TextTest("between", (low, high), shown),))
+        return None if low is None or high is None else made("between", (low, high))
     operator = _OPERATORS.get(type(node))
     if operator is None:
         return None
@@ -130,7 +130,7 @@ def text_test(node: exp.Expr, column_side, literal_text) -> ValuesWhere | None:
         return None
     if not left_is_column:  # 'a' < col is col > 'a'
         operator = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(operator, operator)
-    return ValuesWhere((TextTest(operator, (text,), shown),))
+    return made(operator, (text,))
 
 
 def collapse_equalities(condition: exp.Expr, column_name: Callable[[exp.Expr], str | None],

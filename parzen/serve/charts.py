@@ -122,7 +122,8 @@ class Layout:
         """
         histograms = {}
         for name, model in synopsis.models.items():
-            if model.minimum is None or model.maximum is None or not model.maximum > model.minimum:
+            if model.minimum is None or model.maximum is None or not model.maximum > model.minimum \
+                    or name in synopsis.temporal:  # DATE / TIMESTAMP columns (as days) get no numeric histogram
                 continue
             width = _width(model.maximum - model.minimum, model.integer)
             first = math.floor(model.minimum / width)
