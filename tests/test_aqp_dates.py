@@ -239,3 +239,23 @@ def test_histograms_of_dates_are_refused_and_the_page_charts_only_number_columns
         engine.query("SELECT FLOOR(s_shipdate / 30) * 30 AS bin, COUNT(*) FROM sales GROUP BY bin")
     charted = {chart["column"] for chart in Layout.of(engine.synopsis("sales")).as_json() if chart.get("type") == "histogram"}
     assert "s_price" in charted and not charted & {"s_shipdate", "s_time", "o_orderdate"}
+
+
+def test_ors_of_number_equalities_are_an_in_on_categorical_columns_and_points_on_modelled_ones():
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT (i % 97)::DOUBLE + (hash(i) % 1000) / 1000.0 AS x, i % 500 AS k, "
+                "1990 + i % 9 AS yr, 'g' || (i % 4)::VARCHAR AS g FROM range(40000) r(i)")
+    con.execute("SET enable_external_access = false")
+    engine = Engine(con)
+    engine.build("t", sample=4000, seed=1)
+    grouped = "SELECT g, COUNT(*) FROM t WHERE (yr = 1997 OR yr = 1998) GROUP BY g"  # yr: categorical
+    resolved = engine._resolved(parse(grouped))
+    assert resolved.members == {"yr": frozenset({1997.0, 1998.0})} and not resolved.boxes
+    assert list(engine.query(grouped).sort_values("g")["count_star()"]) == \
+        list(engine.query(grouped, exact=True).sort_values("g")["count_star()"])
+    points = "SELECT COUNT(*) FROM t WHERE (k = 7 OR k = 9 OR k IN (11)) AND x < 50"  # k: modelled, 500 values
+    resolved = engine._resolved(parse(points))
+    assert [b[0]["k"].low for b in resolved.boxes] == [7.0, 9.0, 11.0] and all("x" in b[0] for b in resolved.boxes)
+    answer = engine.query(points, with_error=True, confidence=0.99)
+    exact = int(engine.query(points, exact=True).iloc[0, 0])
+    assert answer["count_star() low"].iloc[0] <= exact <= answer["count_star() high"].iloc[0]

@@ -29,7 +29,7 @@ from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError
 
 from . import dates
-from .string_predicates import collapse_equalities, text_test
+from .string_predicates import POINTS, ValuesWhere, collapse_equalities, text_test
 
 #: One DuckDB dialect for every parse: ``sqlglot.parse(read="duckdb")`` looks the dialect up by
 #: name on every call (a third of a parse's time with the compiled parser, ``sqlglot[c]``).
@@ -265,7 +265,7 @@ def _rewritten(condition: exp.Expr, numbers, names) -> exp.Expr:
     if condition.find(exp.Or) is None:
         return condition
     return collapse_equalities(condition, lambda node: _column(node, "WHERE", names) if _is_column(node) else None,
-                               _string)
+                               _string, _is_number)
 
 
 def _string(node: exp.Expr) -> str | None:
@@ -610,7 +610,7 @@ def _disjuncts(node: exp.Expr, negate: bool) -> list[list[exp.Expr]]:
         return [[exp.NEQ(this=node.this, expression=node.expression)]]
     if isinstance(node, (exp.Like, exp.In)) and text_test(exp.Not(this=node), _is_column, _string) is not None:
         return [[exp.Not(this=node)]]  # NOT LIKE, NOT IN strings
-    raise UnsupportedQuery(f"NOT / <> on {_text(node)} (negated ranges only: not IN or = on a group column)")
+    raise UnsupportedQuery(f"NOT / <> on {_text(node)} (negated ranges, and NOT IN, <> and NOT LIKE of strings, only)")
 
 
 def _conjuncts(node: exp.Expr):
@@ -642,6 +642,8 @@ def _add_predicate(node: exp.Expr, ranges: dict[str, Range], members: dict[str, 
         if node.args.get("query"):
             raise UnsupportedQuery(f"a subquery in {_text(node)}")
         values = frozenset(_value(v, node, numbers) for v in node.expressions)
+        if node.meta.get(POINTS):  # ORs of equalities with numbers: categorical or not, the engine decides
+            values = ValuesWhere((), values)
         column = _column(node.this, "WHERE", names)
         members[column] = members[column] & values if column in members else values
         return

@@ -133,25 +133,35 @@ def text_test(node: exp.Expr, column_side, literal_text) -> ValuesWhere | None:
     return made(operator, (text,))
 
 
+#: The mark (in a sqlglot node's ``meta``) of an IN that :func:`collapse_equalities` made of ORs of
+#: equalities with numbers: on a column that is not categorical it is the union of those points.
+POINTS = "parzen_points"
+
+
 def collapse_equalities(condition: exp.Expr, column_name: Callable[[exp.Expr], str | None],
-                        literal_text: Callable[[exp.Expr], str | None]) -> exp.Expr:
-    """``condition`` with each OR whose every branch is ``col = 'text'`` or ``col IN ('text', ...)`` on one
-    column replaced by one ``col IN (...)`` (order kept, duplicates dropped).  ``column_name(node)``
-    names a column node (None: not a column); ``literal_text(node)`` reads a string literal (None: not one)."""
+                        literal_text: Callable[[exp.Expr], str | None],
+                        is_number: Callable[[exp.Expr], bool]) -> exp.Expr:
+    """``condition`` with each OR whose every branch is ``col = literal`` or ``col IN (literals)`` on one
+    column, all strings or all numbers, replaced by one ``col IN (...)`` (order kept, duplicate strings
+    dropped); one of numbers is marked :data:`POINTS`.  ``column_name(node)`` names a column node
+    (None: not a column); ``literal_text(node)`` reads a string literal (None: not one);
+    ``is_number(node)`` tells a number literal."""
+
+    def literal(node: exp.Expr) -> exp.Expr | None:
+        return node if literal_text(node) is not None or is_number(node) else None
 
     def branches(node: exp.Expr) -> list[exp.Expr]:
         node = node.unnest()
         return branches(node.left) + branches(node.right) if isinstance(node, exp.Or) else [node]
 
-    def equality(node: exp.Expr) -> tuple[str, exp.Expr, list[str]] | None:
+    def equality(node: exp.Expr) -> tuple[str, exp.Expr, list[exp.Expr]] | None:
         if isinstance(node, exp.EQ):
             for col, lit in ((node.this, node.expression), (node.expression, node.this)):
-                if column_name(col) is not None and (text := literal_text(lit)) is not None:
-                    return column_name(col), col, [text]  # type: ignore[return-value]
-        if isinstance(node, exp.In) and not node.args.get("query") and column_name(node.this) is not None:
-            texts = [literal_text(v) for v in node.expressions]
-            if texts and all(t is not None for t in texts):
-                return column_name(node.this), node.this, texts  # type: ignore[return-value]
+                if (name := column_name(col)) is not None and literal(lit) is not None:
+                    return name, col, [lit]
+        if isinstance(node, exp.In) and not node.args.get("query") and (name := column_name(node.this)) is not None \
+                and node.expressions and all(literal(v) is not None for v in node.expressions):
+            return name, node.this, list(node.expressions)
         return None
 
     def rewrite(node: exp.Expr) -> exp.Expr:
@@ -160,23 +170,34 @@ def collapse_equalities(condition: exp.Expr, column_name: Callable[[exp.Expr], s
         found = [equality(b) for b in branches(node)]
         if any(f is None for f in found) or len({f[0] for f in found if f is not None}) != 1:
             return node
-        texts = list(dict.fromkeys(t for f in found if f is not None for t in f[2]))
+        values = [v for f in found if f is not None for v in f[2]]
+        texts = [literal_text(v) for v in values]
+        if all(t is not None for t in texts):
+            first = found[0]
+            assert first is not None
+            return exp.In(this=first[1].copy(), expressions=[exp.Literal.string(t) for t in dict.fromkeys(texts)])
+        if any(t is not None for t in texts):  # strings and numbers: left as it is
+            return node
         first = found[0]
         assert first is not None
-        return exp.In(this=first[1].copy(), expressions=[exp.Literal.string(t) for t in texts])
+        collapsed = exp.In(this=first[1].copy(), expressions=[v.copy() for v in values])
+        collapsed.meta[POINTS] = True
+        return collapsed
 
     return condition.transform(rewrite, copy=True)
 
 
 def resolve_box(ranges: dict, members: dict, temporal: dict[str, str], known_values: dict[str, list],
-                stored: Callable[[str], str]) -> tuple[dict, dict]:
-    """A box (ranges, IN sets) of a parsed query made concrete for one synopsis.
+                stored: Callable[[str], str]) -> list[tuple[dict, dict]]:
+    """A box (ranges, IN sets) of a parsed query made concrete for one synopsis: the boxes whose union it is.
 
     - A :class:`ValuesWhere` on a categorical column becomes the IN set of its exact values that pass
       (``known_values[column]``, NULL never passes); on a DATE / TIMESTAMP column (``temporal``), its
       order tests become ranges of days, and an equality with a date's text a one-day range.
     - Ranges on DATE / TIMESTAMP columns must have date bounds (:class:`parzen.aqp.dates.Days`), and
       others must not.
+    - An OR of equalities with numbers on one column (:data:`POINTS`) is an IN set on a categorical
+      column, and on a modelled one the union of one box per value (a one-point range each).
 
     ``stored(name)`` spells a column as the synopsis does.  This is the one translation of text
     predicates: a WHERE's box and a CASE WHEN condition's alike.
@@ -196,8 +217,8 @@ def resolve_box(ranges: dict, members: dict, temporal: dict[str, str], known_val
 
     Returns
     -------
-    (dict, dict)
-        The ranges and plain IN sets.
+    list of (dict, dict)
+        Boxes (ranges, plain IN sets) whose union the box is: one unless points were expanded.
 
     Raises
     ------
@@ -207,14 +228,21 @@ def resolve_box(ranges: dict, members: dict, temporal: dict[str, str], known_val
     ValueError
         Text compared with a date column that is not a date.
     """
-    from .sql import UnsupportedQuery
+    from .sql import Range, UnsupportedQuery
 
     ranges, plain = dict(ranges), {}
+    points: dict[str, frozenset] = {}
     for column, values in members.items():
         name = stored(column)
         if name in temporal:
             for r in _date_ranges(name, values):
                 ranges[name] = ranges[name].intersect(r) if name in ranges else r
+            continue
+        if isinstance(values, ValuesWhere) and not values.tests and values.among is not None:  # points
+            if name in known_values:
+                plain[column] = values.among
+            else:
+                points[column] = values.among
             continue
         if isinstance(values, ValuesWhere):
             if name not in known_values:
@@ -231,7 +259,11 @@ def resolve_box(ranges: dict, members: dict, temporal: dict[str, str], known_val
                         "(compare it with a date: DATE 'YYYY-MM-DD')") if is_date else \
                     f"the column {column!r}, which is not a DATE or TIMESTAMP column, compared with a date"
                 raise UnsupportedQuery(what)
-    return ranges, plain
+    boxes = [(ranges, plain)]
+    for column, values in points.items():  # one box per point of each column
+        boxes = [({**r, column: r[column].intersect(Range(column, v, v)) if column in r else Range(column, v, v)}, m)
+                 for r, m in boxes for v in sorted(values)]
+    return boxes
 
 
 def _date_ranges(column: str, values: frozenset) -> list:
@@ -284,7 +316,7 @@ def resolve_query(query, synopsis):
     -------
     AggregateQuery
     """
-    from .sql import UnsupportedQuery
+    from .sql import MAX_BOXES, UnsupportedQuery
 
     temporal = synopsis.temporal
     boxes = [(query.ranges, query.members), *query.boxes]
@@ -302,5 +334,9 @@ def resolve_query(query, synopsis):
             raise UnsupportedQuery(f"{a.name} (of the {temporal[stored(dated[0])].upper()} column {dated[0]!r}: "
                                    "COUNT, MIN, MAX, quantiles and COUNT(DISTINCT) only)")
     known = synopsis.categories.values if synopsis.categories is not None else {}
-    resolved = [resolve_box(ranges, members, temporal, known, stored) for ranges, members in boxes]
-    return replace(query, ranges=resolved[0][0], members=resolved[0][1], boxes=tuple(resolved[1:]))
+    resolved = [b for ranges, members in (query.boxes or boxes[:1]) for b in resolve_box(ranges, members, temporal, known, stored)]
+    if len(resolved) == 1:
+        return replace(query, ranges=resolved[0][0], members=resolved[0][1], boxes=())
+    if len(resolved) > MAX_BOXES:
+        raise UnsupportedQuery(f"a WHERE whose OR / NOT expand to {len(resolved)} boxes (at most {MAX_BOXES})")
+    return replace(query, ranges={}, members={}, boxes=tuple(resolved))
