@@ -236,8 +236,8 @@ def run(args) -> dict:
     queries = random_queries(rng, args.table, q, args.queries, group)
     pairs = regression_pairs(queries) if args.regression else []
     started = time.perf_counter()
-    synopsis = engine.build(args.table, sample=args.sample, group_by=args.group_by or None, regression=pairs or None,
-                            seed=args.seed)
+    synopsis = engine.build(args.table, smoothed, sample=args.sample, group_by=args.group_by or None,
+                            regression=pairs or None, seed=args.seed)  # the numeric columns (dates left out)
     build_seconds = time.perf_counter() - started
     assert list(synopsis.models) == smoothed, (list(synopsis.models), smoothed)
     sizes = synopsis.nbytes()

@@ -87,7 +87,7 @@ def plot_densities(engine: Engine, path: Path) -> Path:
     from ..kde import KDE
 
     synopsis = engine.synopsis("flights")
-    columns = [c for c, m in synopsis.models.items() if m.bandwidth > 0][:4]
+    columns = [c for c, m in synopsis.models.items() if m.bandwidth > 0 and c not in synopsis.temporal][:4]  # numbers
     fig, axes = plt.subplots(2, 2, figsize=(10, 7))
     for ax, column in zip(axes.flat, columns):
         model = synopsis.models[column]

@@ -9,7 +9,14 @@
                                  by a table or alias of the query)
     [WHERE p AND p AND ...]     p: col BETWEEN a AND b | col <, <=, >, >=, = number
                                    | col = 'text' | col IN (v, ...)
-                                (or OR / NOT / <> over ranges: a union of boxes, :func:`_boxes`)
+                                (or OR / NOT / <> over ranges: a union of boxes, :func:`_boxes`;
+                                 an OR of equalities on one column is one IN)
+                                a, b, number may be dates: DATE '...', CAST('...' AS DATE), '...'::DATE,
+                                   TIMESTAMP '...', +/- INTERVAL, and EXTRACT(YEAR FROM col) / YEAR(col)
+                                   compared with integers (:mod:`parzen.aqp.dates`)
+                                text tests: col BETWEEN / <, <=, >, >= 'text', LIKE / NOT LIKE 'pattern',
+                                   <> 'text', NOT IN ('text', ...), resolved against the synopsis's
+                                   values (:mod:`parzen.aqp.string_predicates`)
     [GROUP BY g, ...]
 
 Anything else raises :class:`UnsupportedQuery`, which names the construct and suggests
@@ -629,7 +636,7 @@ def _add_predicate(node: exp.Expr, ranges: dict[str, Range], members: dict[str, 
     a :class:`parzen.aqp.string_predicates.ValuesWhere` that the engine resolves against the synopsis)."""
     tested = text_test(node, _is_column, _string)
     if tested is not None:
-        side = node.this.this if isinstance(node, exp.Not) else node.this
+        side = node.this.unnest().this if isinstance(node, exp.Not) else node.this
         if not _is_column(side) and not isinstance(node, (exp.Between, exp.Not, exp.Like)):
             side = node.expression
         column = _column(side, "WHERE", names)
