@@ -248,6 +248,9 @@ def resolve_box(ranges: dict, members: dict, temporal: dict[str, str], known_val
             if name not in known_values:
                 raise UnsupportedQuery(f"{values.tests[0].shown} (text comparisons and LIKE on categorical columns "
                                        f"and dates only; {name!r} is neither)")
+            if any(v is not None and not isinstance(v, str) for v in known_values[name]):
+                raise UnsupportedQuery(f"{values.tests[0].shown} (text compared with {name!r}, a categorical column "
+                                       "of numbers or booleans: compare it with numbers)")
             values = frozenset(v for v in known_values[name] if isinstance(v, str)
                                and (values.among is None or v in values.among) and all(t.holds(v) for t in values.tests))
         plain[column] = values
