@@ -705,7 +705,7 @@ def _number(node: exp.Expr, predicate: exp.Expr, numbers) -> float:
     elif not negative and (folded := dates.fold(node, lambda n: _number(n, predicate, numbers))) is not None:
         return folded  # a date constant: days since 1970-01-01 (parzen.aqp.dates)
     else:
-        raise UnsupportedQuery(f"{_text(node)} in {_text(predicate)} (compare columns with number literals)")
+        raise UnsupportedQuery(f"{_text(node)} in {_text(predicate)} (compare columns with number literals or dates)")
     value = float(literal)
     if not math.isfinite(value):
         raise ValueError(f"the literal {literal} in {_text(predicate)} is not a finite number")
