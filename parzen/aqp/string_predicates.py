@@ -44,15 +44,23 @@ class TextTest:
 
     def holds(self, value: str) -> bool:
         """Whether ``value`` passes (as DuckDB compares VARCHAR values and matches LIKE patterns)."""
-        if self.operator in _ORDER:
-            return _ORDER[self.operator](value, self.operands[0])
-        if self.operator == "between":
-            return self.operands[0] <= value <= self.operands[1]
-        if self.operator in ("like", "not like"):
-            return bool(_pattern(self.operands[0]).fullmatch(value)) == (self.operator == "like")
-        if self.operator == "<>":
-            return value != self.operands[0]
-        return value not in self.operands  # "not in"
+        return bool(self.passing([value]))
+
+    def passing(self, values: list[str]) -> list[str]:
+        """The ``values`` that pass, in order (one pass over them: a column may have 1000 values)."""
+        op, first = self.operator, self.operands[0]
+        if op in _ORDER:
+            test = _ORDER[op]
+            return [v for v in values if test(v, first)]
+        if op == "between":
+            return [v for v in values if first <= v <= self.operands[1]]
+        if op in ("like", "not like"):
+            match, wanted = _pattern(first).fullmatch, op == "like"
+            return [v for v in values if (match(v) is not None) == wanted]
+        if op == "<>":
+            return [v for v in values if v != first]
+        excluded = set(self.operands)  # "not in"
+        return [v for v in values if v not in excluded]
 
 
 def _pattern(like: str) -> re.Pattern:
@@ -248,11 +256,16 @@ def resolve_box(ranges: dict, members: dict, temporal: dict[str, str], known_val
             if name not in known_values:
                 raise UnsupportedQuery(f"{values.tests[0].shown} (text comparisons and LIKE on categorical columns "
                                        f"and dates only; {name!r} is neither)")
-            if any(v is not None and not isinstance(v, str) for v in known_values[name]):
+            known = known_values[name]
+            passing = [v for v in known if isinstance(v, str)]  # NULL never passes
+            if len(passing) < len(known) - (None in known):
                 raise UnsupportedQuery(f"{values.tests[0].shown} (text compared with {name!r}, a categorical column "
                                        "of numbers or booleans: compare it with numbers)")
-            values = frozenset(v for v in known_values[name] if isinstance(v, str)
-                               and (values.among is None or v in values.among) and all(t.holds(v) for t in values.tests))
+            if values.among is not None:
+                passing = [v for v in passing if v in values.among]
+            for test in values.tests:
+                passing = test.passing(passing)
+            values = frozenset(passing)
         plain[column] = values
     for column, r in ranges.items():
         is_date = stored(column) in temporal
