@@ -17,7 +17,10 @@ in (:mod:`parzen.aqp.domains` answers them).  docs/aqp.md, "GROUP BY any categor
 what is guaranteed.
 
 Categorical columns are text and boolean columns with at most :data:`CATEGORY_LIMIT` distinct
-values, integer columns with at most :data:`INTEGER_CATEGORY_LIMIT`, and every ``group_by`` column.
+values, integer columns that the synopsis does not model with at most :data:`CATEGORY_LIMIT` too
+(codes such as a dimension's year-month 199401: = / IN / ranges / GROUP BY are the only ways to
+read them), modelled integer columns with at most :data:`INTEGER_CATEGORY_LIMIT` (a measure with
+more values is answered by its density model), and every ``group_by`` column.
 Queries run here are generated from quoted identifiers read from the catalog, never user text.
 """
 
@@ -33,7 +36,8 @@ import pandas as pd
 
 #: Text and boolean columns with at most this many distinct values are categorical.
 CATEGORY_LIMIT = 1_000
-#: Integer columns with at most this many distinct values are categorical too (their density model stays).
+#: Modelled integer columns with at most this many distinct values are categorical too (their density model
+#: stays); integer columns without a density model are categorical up to :data:`CATEGORY_LIMIT`.
 INTEGER_CATEGORY_LIMIT = 64
 #: Pairs of categorical columns whose cardinality product is at most this keep exact counts per combination ...
 PAIR_LIMIT = 20_000
@@ -113,7 +117,7 @@ class Categories:
         return cls({c: list(v) for c, v in meta["values"].items()}, codes, tables)
 
 
-def discover(con, table: str, types: dict[str, str], group_by) -> list[str]:
+def discover(con, table: str, types: dict[str, str], group_by, modelled=()) -> list[str]:
     """The categorical columns of ``table`` (see the module's notes), in the table's order.
 
     Parameters
@@ -127,6 +131,9 @@ def discover(con, table: str, types: dict[str, str], group_by) -> list[str]:
     group_by : sequence of str
         Columns that are categorical whatever their number of values (the build's group columns,
         a join's foreign keys into small dimensions).
+    modelled : collection of str
+        The numeric columns the synopsis models as densities: an integer one is categorical up to
+        :data:`INTEGER_CATEGORY_LIMIT` values, any other integer column up to :data:`CATEGORY_LIMIT`.
 
     Returns
     -------
@@ -138,8 +145,9 @@ def discover(con, table: str, types: dict[str, str], group_by) -> list[str]:
         parts = ", ".join(f"approx_count_distinct({_quote(c)})" for c in candidates)
         counts = con.execute(f"SELECT {parts} FROM {_quote(table)}").fetchone()
         near = []  # HyperLogLog's estimate is off by a few per cent: near the limit, count exactly
+        limits = {c: _limit(types[c], c in modelled) for c in candidates}
         for c, n in zip(candidates, counts):
-            limit = _limit(types[c])
+            limit = limits[c]
             if int(n or 0) <= limit:
                 chosen.add(c)
             elif int(n or 0) <= limit * (1 + APPROXIMATE_MARGIN):
@@ -147,12 +155,12 @@ def discover(con, table: str, types: dict[str, str], group_by) -> list[str]:
         if near:
             exact = con.execute(f"SELECT {', '.join(f'COUNT(DISTINCT {_quote(c)})' for c in near)} "
                                 f"FROM {_quote(table)}").fetchone()
-            chosen.update(c for c, n in zip(near, exact) if int(n) <= _limit(types[c]))
+            chosen.update(c for c, n in zip(near, exact) if int(n) <= limits[c])
     return [c for c in types if c in chosen]
 
 
-def _limit(duckdb_type: str) -> int:
-    return INTEGER_CATEGORY_LIMIT if duckdb_type in _INTEGER_TYPES else CATEGORY_LIMIT
+def _limit(duckdb_type: str, modelled: bool) -> int:
+    return INTEGER_CATEGORY_LIMIT if modelled and duckdb_type in _INTEGER_TYPES else CATEGORY_LIMIT
 
 
 def value_order(value) -> tuple:

@@ -137,8 +137,9 @@ class Engine:
         ``ColumnModel.bandwidth_from`` (and :meth:`describe`) says how its h was chosen.
         ``group_by``: categorical columns whose groups stratify the sample (proportional, each
         group >= 1000 rows or all of it), each group keeping exact totals.  GROUP BY and IN / = work
-        on every categorical column (text and boolean columns with <= 1000 values, integer ones with
-        <= 64, and the ``group_by`` ones: :mod:`parzen.aqp.categories`, :mod:`parzen.aqp.domains`);
+        on every categorical column (text and boolean columns with <= 1000 values, integer ones
+        with <= 1000 that are not in ``columns``, modelled integer ones with <= 64, and the
+        ``group_by`` ones: :mod:`parzen.aqp.categories`, :mod:`parzen.aqp.domains`);
         strata make answers on their columns exact without a numeric predicate and more precise with one.
         ``joins``: a join synopsis (Acharya, Gibbons, Poosala and Ramaswamy, "Join synopses for
         approximate query answering", SIGMOD 1999; :mod:`parzen.aqp.joins`): the fact table

@@ -1,0 +1,77 @@
+"""Integer codes as categorical columns and GROUP BY over three or more categorical columns
+(issue 19, items 1 and 3(c)): answers from the synopsis against DuckDB's exact ones."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+from parzen.aqp import Engine, UnsupportedQuery
+from parzen.aqp.categories import discover
+
+
+def _insert(con, table, frame):
+    con.register("frame_to_insert", frame)
+    con.execute(f"INSERT INTO {table} SELECT * FROM frame_to_insert")
+    con.unregister("frame_to_insert")
+
+
+def test_integer_codes_are_categorical_up_to_1000_values_unless_modelled():
+    con = duckdb.connect(":memory:")
+    con.execute("CREATE TABLE t AS SELECT 199000 + (i % 300) AS code, i % 300 AS measure, i % 1500 AS wide, "
+                "i * 0.5 AS v FROM range(20000) r(i)")
+    types = {"code": "BIGINT", "measure": "BIGINT", "wide": "BIGINT", "v": "DOUBLE"}
+    assert discover(con, "t", types, [], modelled=["measure", "v"]) == ["code"]
+    assert discover(con, "t", types, []) == ["code", "measure"]  # a column no density models: up to 1000 values
+
+
+def _star(con, rows=30_000, seed=0):
+    """A fact table with a date dimension (84 year-months coded 199201 ...), customers and suppliers."""
+    rng = np.random.default_rng(seed)
+    months = [100 * (1992 + m // 12) + m % 12 + 1 for m in range(84)]
+    con.execute("CREATE TABLE dates (d_datekey INTEGER PRIMARY KEY, d_year BIGINT, d_yearmonthnum BIGINT)")
+    _insert(con, "dates", pd.DataFrame({"d_datekey": np.arange(840), "d_year": [months[k // 10] // 100 for k in range(840)],
+                                        "d_yearmonthnum": [months[k // 10] for k in range(840)]}))
+    con.execute("CREATE TABLE customer (c_custkey INTEGER PRIMARY KEY, c_city VARCHAR, c_nation VARCHAR)")
+    _insert(con, "customer", pd.DataFrame({"c_custkey": np.arange(300), "c_city": [f"C{k % 30:02d}" for k in range(300)],
+                                           "c_nation": [f"N{k % 30 // 10}" for k in range(300)]}))
+    con.execute("CREATE TABLE supplier (s_suppkey INTEGER PRIMARY KEY, s_city VARCHAR, s_nation VARCHAR)")
+    _insert(con, "supplier", pd.DataFrame({"s_suppkey": np.arange(200), "s_city": [f"S{k % 20:02d}" for k in range(200)],
+                                           "s_nation": [f"N{k % 20 // 10}" for k in range(200)]}))
+    con.execute("CREATE TABLE lineorder (lo_orderdate INTEGER, lo_custkey INTEGER, lo_suppkey INTEGER, "
+                "lo_quantity INTEGER, lo_revenue DOUBLE)")
+    _insert(con, "lineorder", pd.DataFrame({
+        "lo_orderdate": rng.integers(0, 840, rows), "lo_custkey": rng.integers(0, 300, rows),
+        "lo_suppkey": rng.integers(0, 200, rows), "lo_quantity": rng.integers(1, 51, rows),
+        "lo_revenue": rng.gamma(3.0, 100.0, rows)}))
+
+
+JOINS = {"lo_orderdate": "dates.d_datekey", "lo_custkey": "customer.c_custkey", "lo_suppkey": "supplier.s_suppkey"}
+FROM = ("FROM lineorder, dates, customer, supplier WHERE lo_orderdate = d_datekey AND lo_custkey = c_custkey "
+        "AND lo_suppkey = s_suppkey")
+
+
+@pytest.fixture(scope="module")
+def star():
+    con = duckdb.connect(":memory:")
+    _star(con)
+    con.execute("SET enable_external_access = false")
+    e = Engine(con)
+    e.build("lineorder", columns=["lo_quantity", "lo_revenue"], joins=JOINS, sample=3000, seed=4)
+    return e
+
+
+def test_a_dimension_code_answers_equalities_and_ranges(star):
+    for where in ("d_yearmonthnum = 199401", "d_yearmonthnum BETWEEN 199311 AND 199402", "d_yearmonthnum IN (199201, 199812)"):
+        sql = f"SELECT COUNT(*) {FROM} AND {where}"
+        assert star.query(sql).iloc[0, 0] == star.query(sql, exact=True).iloc[0, 0]  # exact: no numeric predicate
+        sql = f"SELECT SUM(lo_revenue) {FROM} AND {where} AND lo_quantity < 25"
+        approx, exact = star.query(sql, with_error=True), star.query(sql, exact=True).iloc[0, 0]
+        assert approx.iloc[0, 1] <= exact <= approx.iloc[0, 2], (where, approx, exact)
+
+
+def test_a_column_the_synopsis_lacks_is_refused_by_name(star):
+    with pytest.raises(UnsupportedQuery, match="d_nothing"):
+        star.query(f"SELECT COUNT(*) {FROM} AND d_nothing = 3")
