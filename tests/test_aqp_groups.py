@@ -75,3 +75,60 @@ def test_a_dimension_code_answers_equalities_and_ranges(star):
 def test_a_column_the_synopsis_lacks_is_refused_by_name(star):
     with pytest.raises(UnsupportedQuery, match="d_nothing"):
         star.query(f"SELECT COUNT(*) {FROM} AND d_nothing = 3")
+
+
+THREE = ("SELECT c_city, s_city, d_year, COUNT(*), SUM(lo_revenue) {FROM} AND c_nation = 'N0' AND s_nation = 'N1' "
+         "{extra}GROUP BY c_city, s_city, d_year").replace("{FROM}", FROM)
+
+
+@pytest.fixture(scope="module")
+def sparse():
+    """The star schema with a sample of 400 rows of 30 000: most groups of three columns are unsampled."""
+    con = duckdb.connect(":memory:")
+    _star(con)
+    con.execute("SET enable_external_access = false")
+    e = Engine(con)
+    e.build("lineorder", columns=["lo_quantity", "lo_revenue"], joins=JOINS, sample=400, seed=1)
+    return e
+
+
+@pytest.mark.parametrize("extra", ["", "AND lo_quantity < 25 "])
+def test_a_group_by_of_three_columns_returns_every_existing_group(sparse, extra):
+    sql = THREE.replace("{extra}", extra)
+    approx = sparse.query(sql, with_error=True)
+    exact = sparse.query(sql, exact=True)
+    keys = ["c_city", "s_city", "d_year"]
+    assert approx.attrs["groups_listed"] == "superset"
+    got = approx.set_index(keys)
+    assert set(map(tuple, exact[keys].to_numpy().tolist())) <= set(got.index)  # every existing group
+    assert len(got) == 10 * 10 * 7  # the candidates: cities of N0 x cities of N1 x years
+    truth = exact.set_index(keys).reindex(got.index, fill_value=0)  # a candidate that does not exist: 0
+    for name in ("count_star()", "sum(lo_revenue)"):
+        low, high = got[f"{name} low"].to_numpy(float), got[f"{name} high"].to_numpy(float)
+        inside = (low <= truth[name].to_numpy(float)) & (truth[name].to_numpy(float) <= high)
+        assert inside.mean() >= 0.93, (name, inside.mean())
+
+
+def test_unsampled_candidates_have_bounds_that_hold(sparse):
+    sql = THREE.replace("{extra}", "")
+    approx = sparse.query(sql, with_error=True).set_index(["c_city", "s_city", "d_year"])
+    exact = sparse.query(sql, exact=True).set_index(["c_city", "s_city", "d_year"]).reindex(approx.index, fill_value=0)
+    tables = sparse.synopsis("lineorder").categories
+    sampled = set(zip(*(np.asarray(tables.values[c], dtype=object)[tables.codes[c]] for c in ("c_city", "s_city", "d_year"))))
+    unsampled = [k for k in approx.index if k not in sampled]
+    assert len(unsampled) > 300  # groups that no sampled row holds
+    for k in unsampled:
+        assert approx.loc[k, "count_star() low"] == 0 <= exact.loc[k, "count_star()"] <= approx.loc[k, "count_star() high"]
+        assert approx.loc[k, "sum(lo_revenue) low"] <= exact.loc[k, "sum(lo_revenue)"] <= approx.loc[k, "sum(lo_revenue) high"]
+
+
+def test_past_the_candidate_limit_the_list_is_the_sampled_groups_and_the_contract_answers_exactly(sparse, monkeypatch):
+    from parzen.aqp import group_candidates
+
+    monkeypatch.setattr(group_candidates, "CANDIDATE_LIMIT", 50)
+    sql = THREE.replace("{extra}", "")
+    approx = sparse.query(sql)
+    assert approx.attrs["groups_listed"] == "sampled" and len(approx) < 10 * 10 * 7
+    bounded = sparse.query(sql, max_rel_error=1e6)  # any width: only the incomplete list sends it to DuckDB
+    assert bounded.attrs["form"] == "exact"
+    assert len(bounded) == len(sparse.query(sql, exact=True))

@@ -112,7 +112,7 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
             statistics=lambda: table_statistics(_keyed_batches(con, table, numeric, group_by)))
         synopsis = assemble_synopsis(options, Scan(rows, totals, stats, groups, drawn, hashed), passes, bar)
     if categorical:
-        values, tables = categories.exact_tables(con, table, categorical)
+        values, tables = categories.exact_tables(con, table, categorical, sampled)
         synopsis.categories = categories.Categories(values, categories.sample_codes(values, sampled), tables)
     synopsis.sample_keys, synopsis.rowid_end = keys, rowid_end
     synopsis.build_seconds = time.perf_counter() - started

@@ -6,8 +6,11 @@ stratify its sample.  For that the build keeps, per categorical column:
 
 - its exact distinct values and the table's rows per value (a GROUP BY of every row);
 - per pair of categorical columns whose cardinality product is at most :data:`PAIR_LIMIT`, the
-  table's rows per existing combination (one GROUPING SETS pass; at most :data:`MAX_PAIRS` pairs,
-  those of the smallest products);
+  table's rows per existing combination (one GROUPING SETS pass; at most :data:`MAX_PAIRS` pairs:
+  first the *dependent* pairs, whose sample shows fewer than half the combinations that independent
+  columns would show (a hierarchy such as city -> nation, or year -> year-month: the pairs that tell
+  which groups of several columns exist, :mod:`parzen.aqp.group_candidates`), then the others, each
+  kind by smallest product);
 - the value of every sampled row (a code into the values), drawn with the sample.
 
 The exact tables say which groups exist: a query's answer has one row per group that exists in
@@ -41,9 +44,11 @@ CATEGORY_LIMIT = 1_000
 INTEGER_CATEGORY_LIMIT = 64
 #: Pairs of categorical columns whose cardinality product is at most this keep exact counts per combination ...
 PAIR_LIMIT = 20_000
-#: ... at most this many pairs, those of the smallest products first (a wide star schema has hundreds of
-#: pairs, and each is one more aggregate of the build's GROUPING SETS pass over every row).
-MAX_PAIRS = 64
+#: ... at most this many pairs, dependent pairs first, then those of the smallest products (a wide star
+#: schema has hundreds of pairs, and each is one more aggregate of the build's GROUPING SETS pass over every row).
+MAX_PAIRS = 96
+#: A pair is dependent when its sample shows fewer than this share of the combinations independent columns would.
+DEPENDENT_SHARE = 0.5
 #: A column whose approximate distinct count is within this share above its limit is counted exactly.
 APPROXIMATE_MARGIN = 0.1
 _TEXT_TYPES = ("VARCHAR", "BOOLEAN")
@@ -168,9 +173,22 @@ def value_order(value) -> tuple:
     return value is None, str(type(value)), value
 
 
-def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], list[ExactTable]]:
+def exact_tables(con, table: str, columns: list[str], sampled: dict[str, np.ndarray] | None = None
+                 ) -> tuple[dict[str, list], list[ExactTable]]:
     """The exact values of ``columns`` and their exact tables (one per column, one per pair within
-    :data:`PAIR_LIMIT`), from two GROUPING SETS passes over ``table``.
+    :data:`PAIR_LIMIT`, at most :data:`MAX_PAIRS`), from two GROUPING SETS passes over ``table``.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection.
+    table : str
+        The table (or a join synopsis's view).
+    columns : list of str
+        Its categorical columns.
+    sampled : dict of str to numpy.ndarray, optional
+        Per column, its sampled rows' values: the pairs the sample shows dependent come first
+        (:func:`pair_order`); without it, pairs go by smallest product.
 
     Returns
     -------
@@ -191,7 +209,8 @@ def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], 
     def product(pair):
         return len(values[pair[0]]) * len(values[pair[1]])
 
-    pairs = sorted((p for p in combinations(kept, 2) if product(p) <= PAIR_LIMIT), key=product)[:MAX_PAIRS]
+    admitted = [p for p in combinations(kept, 2) if product(p) <= PAIR_LIMIT]
+    pairs = pair_order(admitted, values, sampled)[:MAX_PAIRS]
     if pairs:
         found_pairs = grouping_sets(con, table, kept, pairs)
         code = {c: {v: k for k, v in enumerate(values[c])} for c in kept}
@@ -200,6 +219,49 @@ def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], 
             codes = np.array([k for k, _ in rows], dtype=np.int32).reshape(-1, 2)
             tables.append(ExactTable(p, codes, np.array([n for _, n in rows], dtype=np.int64)))
     return values, tables
+
+
+def pair_order(pairs: list[tuple[str, str]], values: dict[str, list],
+               sampled: dict[str, np.ndarray] | None) -> list[tuple[str, str]]:
+    """``pairs`` in the order the build keeps them: dependent pairs first, then the others, each by
+    smallest cardinality product (ties in the given order).
+
+    A pair (a, b) is dependent when its n sampled rows show fewer than :data:`DEPENDENT_SHARE` of
+    the distinct combinations that independent columns with the sample's frequencies f_i, g_j
+    would show, sum_ij 1 - (1 - f_i g_j)^n (each combination's chance to be seen at least once).
+
+    Parameters
+    ----------
+    pairs : list of (str, str)
+        Pairs of categorical columns.
+    values : dict of str to list
+        Per column, its exact values.
+    sampled : dict of str to numpy.ndarray or None
+        Per column, the sampled rows' values (None: by product only).
+
+    Returns
+    -------
+    list of (str, str)
+    """
+    def product(pair):
+        return len(values[pair[0]]) * len(values[pair[1]])
+
+    if not sampled or not pairs:
+        return sorted(pairs, key=product)
+    codes = {c: np.unique(np.array([str(plain_value(v)) for v in sampled[c]], dtype=object), return_inverse=True)[1]
+             for c in {c for p in pairs for c in p}}
+    n = next(iter(codes.values())).size
+
+    def dependent(pair):
+        a, b = codes[pair[0]], codes[pair[1]]
+        if n == 0:
+            return False
+        seen = np.unique(a.astype(np.int64) * (int(b.max()) + 1) + b).size
+        f, g = np.bincount(a) / n, np.bincount(b) / n
+        expected = float((1.0 - (1.0 - np.outer(f, g)) ** n).sum())
+        return seen < DEPENDENT_SHARE * expected
+
+    return sorted(pairs, key=lambda p: (not dependent(p), product(p)))
 
 
 def grouping_sets(con, table: str, columns: list[str], sets: Sequence[tuple[str, ...]]) -> dict[tuple, list]:

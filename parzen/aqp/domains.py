@@ -36,6 +36,7 @@ import numpy as np
 from ._box import box_sums
 from .categories import Categories, matches
 from .estimate import _REACH, Estimate, row_terms
+from .group_candidates import LISTED, Candidates, candidates
 from .sql import AggregateQuery, UnsupportedQuery
 from .strata import Layout
 from .synopsis import Synopsis
@@ -112,8 +113,10 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     radix = [len(categories.values[g]) for g in query.group_by]
     kept = np.flatnonzero(keep)
     exact = _exact_groups(query, categories, allowed, radix)
+    found = None if exact is not None or not query.group_by else candidates(query.group_by, allowed, categories, radix)
+    listed = {k: 0.0 for k in found.keys.tolist()} if found is not None else exact
     keys, group = _groups(_mixed_radix([categories.codes[g][kept] for g in query.group_by], radix, kept.size),
-                          radix, exact)
+                          radix, listed)
     if not query.group_by and not keys:
         keys = [0]
     sizes = len(keys)
@@ -167,10 +170,13 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
             error = None if error is None else np.where(known, 0.0, error)
         answers[a.name] = value, error
     unsampled = size_estimate <= 0
+    bound, guess = (None, None) if found is None else _candidate_sizes(found, keys, sampled_rows)
     rows = {}
     for g, key in enumerate(keys):
         decoded = _decode(int(key), query.group_by, radix, categories)
-        if unsampled[g]:
+        if unsampled[g] and bound is not None and guess is not None:
+            rows[decoded] = _unsampled_candidate(query, synopsis, overall, float(bound[g]), float(guess[g]), z)
+        elif unsampled[g]:
             rows[decoded] = _unsampled(query, synopsis, overall, exact_rows[g], bool(ranges), z)
         else:
             rows[decoded] = {name: _interval(float(v[g]), None if z is None or e is None else z * float(e[g]))
@@ -178,7 +184,40 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     out = frame(query, rows, z is not None)
     #: the groups without a sampled row: their intervals are bounds that hold (no bias term widens them)
     out.attrs[BOUNDED_GROUPS] = [key for g, key in enumerate(rows) if unsampled[g]]
+    out.attrs[LISTED] = "exact" if exact is not None or not query.group_by else "superset" if found is not None \
+        else "sampled"
     return out, "sample"
+
+
+def _candidate_sizes(found: Candidates, keys: list[int], domain_rows: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per answer group: its candidate bound on rows and its tree estimate of rows, scaled so the
+    candidates' estimates add up to the domain's estimated rows and capped at the bound
+    (:mod:`parzen.aqp.group_candidates`)."""
+    at = np.searchsorted(found.keys, np.asarray(keys, dtype=np.int64))
+    at = np.minimum(at, found.keys.size - 1)
+    total = float(found.tree.sum())
+    scale = domain_rows / total if total > 0 else 0.0
+    return found.bounds[at], np.minimum(found.tree[at] * scale, found.bounds[at])
+
+
+def _unsampled_candidate(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, float], bound: float,
+                         rows: float, z: float | None) -> dict[str, Estimate]:
+    """A candidate group (:mod:`parzen.aqp.group_candidates`) with no sampled row: ``rows`` (its tree
+    estimate) times the whole query's rates per row, within intervals that hold whatever its rows
+    are in [0, ``bound``]: COUNT in [0, bound], SUM in bound [min(0, MIN), max(0, MAX)], AVG in [MIN, MAX]."""
+    out = {}
+    for a in query.aggregates:
+        model = synopsis.models.get(a.column) if a.column is not None else None
+        low = -math.inf if model is None or model.minimum is None else model.minimum
+        high = math.inf if model is None or model.maximum is None else model.maximum
+        if a.func == "avg":
+            value, bounds = overall[a.name], (low, high)
+        elif a.func == "count":
+            value, bounds = rows * overall[a.name], (0.0, bound)
+        else:
+            value, bounds = rows * overall[a.name], (bound * min(0.0, low), bound * max(0.0, high))
+        out[a.name] = Estimate(value) if z is None else Estimate(value, *bounds)
+    return out
 
 
 def _allowed_codes(query: AggregateQuery, categories: Categories, column: str) -> np.ndarray:
