@@ -132,3 +132,33 @@ def test_past_the_candidate_limit_the_list_is_the_sampled_groups_and_the_contrac
     bounded = sparse.query(sql, max_rel_error=1e6)  # any width: only the incomplete list sends it to DuckDB
     assert bounded.attrs["form"] == "exact"
     assert len(bounded) == len(sparse.query(sql, exact=True))
+
+
+def test_a_range_on_a_point_mass_column_calibrates_to_the_exact_pair_counts(star):
+    """lo_quantity (50 integers) is modelled with h = 0 and categorical: its range filters by codes, so
+    the pair table (d_yearmonthnum, lo_quantity) gives the domain's exact rows."""
+    synopsis = star.synopsis("lineorder")
+    assert synopsis.models["lo_quantity"].bandwidth == 0.0
+    assert synopsis.categories.covering(["d_yearmonthnum", "lo_quantity"]) is not None
+    for column, where in (("d_yearmonthnum", "d_yearmonthnum = 199401 AND lo_quantity < 25"),
+                          ("d_year", "d_year IN (1993, 1995) AND lo_quantity BETWEEN 3 AND 7")):
+        sql = f"SELECT COUNT(*) {FROM} AND {where}"
+        assert star.query(sql).iloc[0, 0] == star.query(sql, exact=True).iloc[0, 0]
+        sql = f"SELECT {column}, COUNT(*), AVG(lo_revenue) {FROM} AND {where} GROUP BY {column}"
+        approx, exact = star.query(sql, with_error=True), star.query(sql, exact=True).sort_values(column)
+        assert np.array_equal(approx["count_star()"].to_numpy(float), exact["count_star()"].to_numpy(float))
+        assert (approx["avg(lo_revenue) low"].to_numpy() <= exact["avg(lo_revenue)"].to_numpy()).all()
+        assert (exact["avg(lo_revenue)"].to_numpy() <= approx["avg(lo_revenue) high"].to_numpy()).all()
+
+
+def test_a_wide_dependent_pair_is_kept_and_an_independent_one_of_that_product_is_not():
+    from parzen.aqp.categories import PAIR_LIMIT, pair_order
+
+    rng = np.random.default_rng(0)
+    brand = rng.integers(0, 800, 20_000)
+    sampled = {"brand": brand, "category": brand // 20, "colour": rng.integers(0, 40, 20_000)}
+    values = {"brand": list(range(800)), "category": list(range(40)), "colour": list(range(40))}
+    pairs = [("brand", "category"), ("brand", "colour"), ("category", "colour")]
+    assert 800 * 40 > PAIR_LIMIT
+    assert pair_order(pairs, values, sampled) == [("brand", "category"), ("category", "colour")]
+    assert pair_order(pairs, values, None) == [("category", "colour")]

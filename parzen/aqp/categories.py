@@ -49,6 +49,9 @@ PAIR_LIMIT = 20_000
 MAX_PAIRS = 96
 #: A pair is dependent when its sample shows fewer than this share of the combinations independent columns would.
 DEPENDENT_SHARE = 0.5
+#: A dependent pair is kept up to this cardinality product (its combinations, at most :data:`PAIR_LIMIT`, are
+#: few: a brand names its category), any other pair up to :data:`PAIR_LIMIT`.
+WIDE_PAIR_LIMIT = 1_000_000
 #: A column whose approximate distinct count is within this share above its limit is counted exactly.
 APPROXIMATE_MARGIN = 0.1
 _TEXT_TYPES = ("VARCHAR", "BOOLEAN")
@@ -209,12 +212,13 @@ def exact_tables(con, table: str, columns: list[str], sampled: dict[str, np.ndar
     def product(pair):
         return len(values[pair[0]]) * len(values[pair[1]])
 
-    admitted = [p for p in combinations(kept, 2) if product(p) <= PAIR_LIMIT]
-    pairs = pair_order(admitted, values, sampled)[:MAX_PAIRS]
+    pairs = pair_order(list(combinations(kept, 2)), values, sampled)[:MAX_PAIRS]
     if pairs:
         found_pairs = grouping_sets(con, table, kept, pairs)
         code = {c: {v: k for k, v in enumerate(values[c])} for c in kept}
         for p in pairs:  # combinations in code order: DuckDB returns groups in any order, a build is reproducible
+            if len(found_pairs[p]) > PAIR_LIMIT:  # a wide dependent pair with more combinations than its sample showed
+                continue
             rows = sorted((tuple(code[c][v] for c, v in zip(p, key)), n) for key, n in found_pairs[p])
             codes = np.array([k for k, _ in rows], dtype=np.int32).reshape(-1, 2)
             tables.append(ExactTable(p, codes, np.array([n for _, n in rows], dtype=np.int64)))
@@ -223,12 +227,14 @@ def exact_tables(con, table: str, columns: list[str], sampled: dict[str, np.ndar
 
 def pair_order(pairs: list[tuple[str, str]], values: dict[str, list],
                sampled: dict[str, np.ndarray] | None) -> list[tuple[str, str]]:
-    """``pairs`` in the order the build keeps them: dependent pairs first, then the others, each by
-    smallest cardinality product (ties in the given order).
+    """The pairs of ``pairs`` the build may keep, in the order it keeps them: dependent pairs (cardinality
+    product up to :data:`WIDE_PAIR_LIMIT`) first, then the others (product up to :data:`PAIR_LIMIT`),
+    each by smallest product (ties in the given order).
 
     A pair (a, b) is dependent when its n sampled rows show fewer than :data:`DEPENDENT_SHARE` of
     the distinct combinations that independent columns with the sample's frequencies f_i, g_j
-    would show, sum_ij 1 - (1 - f_i g_j)^n (each combination's chance to be seen at least once).
+    would show, sum_ij 1 - (1 - f_i g_j)^n (each combination's chance to be seen at least once),
+    and at most :data:`PAIR_LIMIT` combinations.
 
     Parameters
     ----------
@@ -237,7 +243,7 @@ def pair_order(pairs: list[tuple[str, str]], values: dict[str, list],
     values : dict of str to list
         Per column, its exact values.
     sampled : dict of str to numpy.ndarray or None
-        Per column, the sampled rows' values (None: by product only).
+        Per column, the sampled rows' values (None: no pair is judged dependent).
 
     Returns
     -------
@@ -246,22 +252,21 @@ def pair_order(pairs: list[tuple[str, str]], values: dict[str, list],
     def product(pair):
         return len(values[pair[0]]) * len(values[pair[1]])
 
-    if not sampled or not pairs:
-        return sorted(pairs, key=product)
-    codes = {c: np.unique(np.array([str(plain_value(v)) for v in sampled[c]], dtype=object), return_inverse=True)[1]
-             for c in {c for p in pairs for c in p}}
-    n = next(iter(codes.values())).size
+    codes = sample_codes({c: values[c] for c in {c for p in pairs for c in p}}, sampled) if sampled and pairs else {}
+    n = next(iter(codes.values())).size if codes else 0
 
     def dependent(pair):
-        a, b = codes[pair[0]], codes[pair[1]]
-        if n == 0:
+        if n == 0 or product(pair) > WIDE_PAIR_LIMIT:
             return False
-        seen = np.unique(a.astype(np.int64) * (int(b.max()) + 1) + b).size
+        a, b = codes[pair[0]].astype(np.int64), codes[pair[1]].astype(np.int64)
+        seen = np.unique(a * len(values[pair[1]]) + b).size
         f, g = np.bincount(a) / n, np.bincount(b) / n
+        f, g = f[f > 0], g[g > 0]
         expected = float((1.0 - (1.0 - np.outer(f, g)) ** n).sum())
-        return seen < DEPENDENT_SHARE * expected
+        return seen <= PAIR_LIMIT and seen < DEPENDENT_SHARE * expected
 
-    return sorted(pairs, key=lambda p: (not dependent(p), product(p)))
+    judged = [(not dependent(p), product(p), p) for p in pairs]
+    return [p for other, size, p in sorted(judged, key=lambda j: j[:2]) if size <= (PAIR_LIMIT if other else WIDE_PAIR_LIMIT)]
 
 
 def grouping_sets(con, table: str, columns: list[str], sets: Sequence[tuple[str, ...]]) -> dict[tuple, list]:

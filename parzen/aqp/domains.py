@@ -104,8 +104,12 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
                                f"group_by) with OR / NOT or aggregates other than COUNT/SUM/AVG (of columns or "
                                f"of arithmetic of columns); rebuild with "
                                f"group_by=[{outside[0]!r}, ...] for those")
+    # a range on a point-mass column (h = 0) that is categorical too filters by its codes: the same
+    # rows as its indicator, and the exact tables then calibrate to the domain's size with it
+    discrete = {c for c in query.ranges if c in synopsis.models and synopsis.models[c].bandwidth == 0.0
+                and c in categories.values}
     read = list(dict.fromkeys([*query.group_by, *query.members,
-                               *(c for c in query.ranges if c not in synopsis.models)]))
+                               *(c for c in query.ranges if c not in synopsis.models or c in discrete)]))
     allowed = {c: _allowed_codes(query, categories, c) for c in read}
     keep = np.ones(synopsis.sample_size, dtype=bool)
     for c in read:
@@ -120,7 +124,7 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     if not query.group_by and not keys:
         keys = [0]
     sizes = len(keys)
-    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
+    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models and c not in discrete}
     aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None and a.plain))
     stratum = layout.stratum_of_row[kept]
     weight = layout.weight[stratum]
