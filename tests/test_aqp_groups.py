@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -117,6 +119,8 @@ def test_unsampled_candidates_have_bounds_that_hold(sparse):
     sampled = set(zip(*(np.asarray(tables.values[c], dtype=object)[tables.codes[c]] for c in ("c_city", "s_city", "d_year"))))
     unsampled = [k for k in approx.index if k not in sampled]
     assert len(unsampled) > 300  # groups that no sampled row holds
+    rule = math.log(1 - 0.95) / math.log1p(-400 / 30_000)  # more rows than this: sampled with chance >= 95 %
+    assert (approx.loc[unsampled, "count_star() high"] <= rule + 1e-9).all()
     for k in unsampled:
         assert approx.loc[k, "count_star() low"] == 0 <= exact.loc[k, "count_star()"] <= approx.loc[k, "count_star() high"]
         assert approx.loc[k, "sum(lo_revenue) low"] <= exact.loc[k, "sum(lo_revenue)"] <= approx.loc[k, "sum(lo_revenue) high"]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import replace
+from statistics import NormalDist
 
 import numpy as np
 
@@ -175,6 +176,9 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
         answers[a.name] = value, error
     unsampled = size_estimate <= 0
     bound, guess = (None, None) if found is None else _candidate_sizes(found, keys, sampled_rows)
+    if bound is not None and guess is not None and z is not None:  # more rows: unsampled with chance <= alpha
+        bound = np.minimum(bound, unsampled_rows_bound(layout, z))
+        guess = np.minimum(guess, bound)
     rows = {}
     for g, key in enumerate(keys):
         decoded = _decode(int(key), query.group_by, radix, categories)
@@ -191,6 +195,38 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     out.attrs[LISTED] = "exact" if exact is not None or not query.group_by else "superset" if found is not None \
         else "sampled"
     return out, "sample"
+
+
+def unsampled_rows_bound(layout: Layout, z: float) -> float:
+    """An upper confidence bound on the rows of a group that no sampled row holds.
+
+    Each stratum s draws drawn_s of its rows_s rows uniformly, so a group of N rows is missed by the
+    sample with probability at most (1 - f)^N, f the smallest drawn_s / rows_s: a group of more than
+    B = ln(alpha) / ln(1 - f) rows is unsampled with probability at most alpha, and [0, B] covers
+    an unsampled group's rows with probability >= 1 - alpha (the "rule of three" for alpha = 0.05:
+    B ~ 3 / f; Hanley and Lippman-Hand 1983, "If nothing goes wrong, is everything all right?",
+    JAMA 249).  alpha = 2 (1 - Phi(z)), the intervals' two-sided level.
+
+    Parameters
+    ----------
+    layout : Layout
+        The synopsis's strata.
+    z : float
+        The normal quantile of the intervals.
+
+    Returns
+    -------
+    float
+        B (infinite when some stratum is sampled whole or has no rows drawn).
+    """
+    alpha = 2.0 * (1.0 - NormalDist().cdf(z))
+    filled = layout.rows > 0
+    if not filled.any():
+        return math.inf
+    f = float(np.min(layout.drawn[filled] / layout.rows[filled]))
+    if f <= 0.0 or f >= 1.0 or alpha <= 0.0:
+        return 0.0 if f >= 1.0 else math.inf
+    return math.log(alpha) / math.log1p(-f)
 
 
 def _candidate_sizes(found: Candidates, keys: list[int], domain_rows: float) -> tuple[np.ndarray, np.ndarray]:

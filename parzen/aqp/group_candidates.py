@@ -14,7 +14,9 @@ For each candidate the tables give an upper bound on its rows: the smallest, ove
 columns it groups by (and the filtered columns), of their rows in its values (summed over the
 filtered values the query admits).  A candidate with no sampled row is answered by
 :mod:`parzen.aqp.domains` with intervals that always hold, as a group of known size, but from 0 to
-that bound: COUNT in [0, U], SUM in U [min(0, MIN), max(0, MAX)], AVG in [MIN, MAX]; its point
+that bound (or to the rows a group can have and still be missed by the sample at the intervals'
+level, :func:`parzen.aqp.domains.unsampled_rows_bound`, if fewer): COUNT in [0, U], SUM in
+U [min(0, MIN), max(0, MAX)], AVG in [MIN, MAX]; its point
 value is the tree (Chow-Liu) estimate of its rows from the pair tables that connect its columns,
 prod_edges N(u, v) / prod_nodes N(w)^(deg w - 1), scaled so that the candidates' estimates add up to
 the domain's estimated rows, and capped at U (docs/aqp.md, "GROUP BY any categorical column").
