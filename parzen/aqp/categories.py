@@ -259,7 +259,9 @@ def pair_order(pairs: list[tuple[str, str]], values: dict[str, list],
         if n == 0 or product(pair) > WIDE_PAIR_LIMIT:
             return False
         a, b = codes[pair[0]].astype(np.int64), codes[pair[1]].astype(np.int64)
-        seen = np.unique(a * len(values[pair[1]]) + b).size
+        seen = int(np.count_nonzero(np.bincount(a * len(values[pair[1]]) + b, minlength=product(pair))))
+        if seen > PAIR_LIMIT or seen >= DEPENDENT_SHARE * min(product(pair), n):  # expected <= min(product, n)
+            return False
         f, g = np.bincount(a) / n, np.bincount(b) / n
         f, g = f[f > 0], g[g > 0]
         expected = float((1.0 - (1.0 - np.outer(f, g)) ** n).sum())
