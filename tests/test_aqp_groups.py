@@ -166,3 +166,26 @@ def test_a_wide_dependent_pair_is_kept_and_an_independent_one_of_that_product_is
     assert 800 * 40 > PAIR_LIMIT
     assert pair_order(pairs, values, sampled) == [("brand", "category"), ("category", "colour")]
     assert pair_order(pairs, values, None) == [("category", "colour")]
+
+
+def test_garwood_factors_are_the_exact_poisson_limits_over_k():
+    from scipy.stats import chi2
+
+    from parzen.aqp.domains import garwood_factors
+
+    k = np.array([1, 2, 5, 40])
+    low, high = garwood_factors(k, 1.959963984540054)
+    np.testing.assert_allclose(low, chi2.ppf(0.025, 2 * k) / 2 / k, rtol=1e-10)
+    np.testing.assert_allclose(high, chi2.ppf(0.975, 2 * k + 2) / 2 / k, rtol=1e-10)
+    assert abs(high[0] - 5.5716) < 1e-4 and abs(low[0] - 0.0253) < 1e-4
+
+
+def test_groups_of_one_or_two_sampled_rows_are_covered(sparse):
+    """Groups of ~40 rows, 1 in 75 sampled: the normal interval alone misses most groups of one row."""
+    sql = ("SELECT c_city, d_year, SUM(lo_revenue), COUNT(*) " + FROM +
+           " AND c_nation = 'N0' AND lo_quantity > 10 GROUP BY c_city, d_year")
+    approx = sparse.query(sql, with_error=True).set_index(["c_city", "d_year"])
+    exact = sparse.query(sql, exact=True).set_index(["c_city", "d_year"]).reindex(approx.index, fill_value=0)
+    for name in ("sum(lo_revenue)", "count_star()"):
+        inside = (approx[f"{name} low"] <= exact[name]) & (exact[name] <= approx[f"{name} high"])
+        assert inside.mean() >= 0.93, (name, inside.mean())

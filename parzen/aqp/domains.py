@@ -148,6 +148,7 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
 
     overall: dict[str, float] = {}  # per aggregate: the whole query's rate per row (AVG: its average)
     answers: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+    poisson: dict[str, np.ndarray] = {}  # per COUNT / SUM: the groups whose intervals take Garwood's limits too
     for a in query.aggregates:
         if a.polynomial:
             name, num_name, den_name = f"sum {a.name}", f"sum {a.name}", f"count {a.name}"
@@ -174,7 +175,10 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
             value = np.where(known, exact_rows, value)
             error = None if error is None else np.where(known, 0.0, error)
         answers[a.name] = value, error
+        if z is not None:  # a domain of unknown size: its sampled rows' count is Poisson-like (Garwood's limits)
+            poisson[a.name] = ~known
     unsampled = size_estimate <= 0
+    factors = None if z is None or not poisson else garwood_factors(np.bincount(group, minlength=sizes), z)
     bound, guess = (None, None) if found is None else _candidate_sizes(found, keys, sampled_rows)
     if bound is not None and guess is not None and z is not None:  # more rows: unsampled with chance <= alpha
         bound = np.minimum(bound, unsampled_rows_bound(layout, z))
@@ -189,12 +193,52 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
         else:
             rows[decoded] = {name: _interval(float(v[g]), None if z is None or e is None else z * float(e[g]))
                              for name, (v, e) in answers.items()}
+            for name, widen in poisson.items():
+                if widen[g] and factors is not None:
+                    rows[decoded][name] = _widened(rows[decoded][name], factors[0][g], factors[1][g])
     out = frame(query, rows, z is not None)
     #: the groups without a sampled row: their intervals are bounds that hold (no bias term widens them)
     out.attrs[BOUNDED_GROUPS] = [key for g, key in enumerate(rows) if unsampled[g]]
     out.attrs[LISTED] = "exact" if exact is not None or not query.group_by else "superset" if found is not None \
         else "sampled"
     return out, "sample"
+
+
+def garwood_factors(k: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per domain with k sampled rows: L_k / k and U_k / k, Garwood's exact Poisson limits for the
+    mean of a count k at the two-sided level of ``z`` (Garwood 1936, Biometrika 28), over k.
+
+    A domain of unknown size holds a number of sampled rows that is binomial, near Poisson, so its
+    estimated COUNT or SUM (its rows' weighted sum) may be off by these factors at least; the normal
+    interval from the domain variance is too narrow when k is 1 or 2 (measured on SSB Q2.1: 44 %
+    coverage at k = 1).  :func:`approximate` widens a COUNT / SUM interval to hold value x the factors.
+
+    Parameters
+    ----------
+    k : numpy.ndarray
+        Sampled rows per domain (>= 0).
+    z : float
+        The normal quantile of the intervals.
+
+    Returns
+    -------
+    low, high : numpy.ndarray
+        L_k / k and U_k / k (1 where k = 0: the caller does not use them there).
+    """
+    from scipy import special  # chi2.ppf(p, 2 k) / 2 = gammaincinv(k, p)
+
+    alpha = 2.0 * (1.0 - NormalDist().cdf(z))
+    k = np.asarray(k, dtype=np.float64)
+    safe = np.maximum(k, 1.0)
+    low = np.where(k > 0, special.gammaincinv(safe, alpha / 2) / safe, 1.0)
+    high = np.where(k > 0, special.gammaincinv(safe + 1, 1 - alpha / 2) / safe, 1.0)
+    return low, high
+
+
+def _widened(estimate: Estimate, low_factor: float, high_factor: float) -> Estimate:
+    """``estimate``'s interval widened to hold value x ``low_factor`` and value x ``high_factor``."""
+    ends = (estimate.value * low_factor, estimate.value * high_factor)
+    return Estimate(estimate.value, min(estimate.low, *ends), max(estimate.high, *ends))
 
 
 def unsampled_rows_bound(layout: Layout, z: float) -> float:
