@@ -94,7 +94,8 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
     options = BuildOptions.checked(table, types, columns=columns, sample=sample, bandwidth=bandwidth,
                                    group_by=group_by, grid=grid, regression=regression, seed=seed)
     numeric, group_by = options.numeric, options.group_by
-    categorical = categories.discover(con, table, types, [*group_by, *(c for c in categorical if c not in group_by)])
+    categorical = categories.discover(con, table, types, [*group_by, *(c for c in categorical if c not in group_by)],
+                                      modelled=numeric)
     carried = [c for c in categorical if c not in group_by]  # drawn with the sample beside the group keys
     with progress_bar(progress, f"synopsis of {table}", total=options.steps) as bar:
         rows, totals, stats, hashed, rowid_end = _totals(con, table, numeric, types,
@@ -122,7 +123,7 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
             statistics=lambda: table_statistics(_keyed_batches(con, table, numeric, group_by, types)))
         synopsis = assemble_synopsis(options, Scan(rows, totals, stats, groups, drawn, hashed), passes, bar)
     if categorical:
-        values, tables = categories.exact_tables(con, table, categorical)
+        values, tables = categories.exact_tables(con, table, categorical, sampled)
         synopsis.categories = categories.Categories(values, categories.sample_codes(values, sampled), tables)
     synopsis.sample_keys, synopsis.rowid_end = keys, rowid_end
     synopsis.temporal = {c: kind for c in numeric if (kind := temporal_kind(types[c])) is not None}

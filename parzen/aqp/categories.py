@@ -6,8 +6,11 @@ stratify its sample.  For that the build keeps, per categorical column:
 
 - its exact distinct values and the table's rows per value (a GROUP BY of every row);
 - per pair of categorical columns whose cardinality product is at most :data:`PAIR_LIMIT`, the
-  table's rows per existing combination (one GROUPING SETS pass; at most :data:`MAX_PAIRS` pairs,
-  those of the smallest products);
+  table's rows per existing combination (one GROUPING SETS pass; at most :data:`MAX_PAIRS` pairs:
+  first the *dependent* pairs, whose sample shows fewer than half the combinations that independent
+  columns would show (a hierarchy such as city -> nation, or year -> year-month: the pairs that tell
+  which groups of several columns exist, :mod:`parzen.aqp.group_candidates`), then the others, each
+  kind by smallest product);
 - the value of every sampled row (a code into the values), drawn with the sample.
 
 The exact tables say which groups exist: a query's answer has one row per group that exists in
@@ -17,7 +20,10 @@ in (:mod:`parzen.aqp.domains` answers them).  docs/aqp.md, "GROUP BY any categor
 what is guaranteed.
 
 Categorical columns are text and boolean columns with at most :data:`CATEGORY_LIMIT` distinct
-values, integer columns with at most :data:`INTEGER_CATEGORY_LIMIT`, and every ``group_by`` column.
+values, integer columns that the synopsis does not model with at most :data:`CATEGORY_LIMIT` too
+(codes such as a dimension's year-month 199401: = / IN / ranges / GROUP BY are the only ways to
+read them), modelled integer columns with at most :data:`INTEGER_CATEGORY_LIMIT` (a measure with
+more values is answered by its density model), and every ``group_by`` column.
 Queries run here are generated from quoted identifiers read from the catalog, never user text.
 """
 
@@ -33,13 +39,19 @@ import pandas as pd
 
 #: Text and boolean columns with at most this many distinct values are categorical.
 CATEGORY_LIMIT = 1_000
-#: Integer columns with at most this many distinct values are categorical too (their density model stays).
+#: Modelled integer columns with at most this many distinct values are categorical too (their density model
+#: stays); integer columns without a density model are categorical up to :data:`CATEGORY_LIMIT`.
 INTEGER_CATEGORY_LIMIT = 64
 #: Pairs of categorical columns whose cardinality product is at most this keep exact counts per combination ...
 PAIR_LIMIT = 20_000
-#: ... at most this many pairs, those of the smallest products first (a wide star schema has hundreds of
-#: pairs, and each is one more aggregate of the build's GROUPING SETS pass over every row).
-MAX_PAIRS = 64
+#: ... at most this many pairs, dependent pairs first, then those of the smallest products (a wide star
+#: schema has hundreds of pairs, and each is one more aggregate of the build's GROUPING SETS pass over every row).
+MAX_PAIRS = 96
+#: A pair is dependent when its sample shows fewer than this share of the combinations independent columns would.
+DEPENDENT_SHARE = 0.5
+#: A dependent pair is kept up to this cardinality product (its combinations, at most :data:`PAIR_LIMIT`, are
+#: few: a brand names its category), any other pair up to :data:`PAIR_LIMIT`.
+WIDE_PAIR_LIMIT = 1_000_000
 #: A column whose approximate distinct count is within this share above its limit is counted exactly.
 APPROXIMATE_MARGIN = 0.1
 _TEXT_TYPES = ("VARCHAR", "BOOLEAN")
@@ -113,7 +125,7 @@ class Categories:
         return cls({c: list(v) for c, v in meta["values"].items()}, codes, tables)
 
 
-def discover(con, table: str, types: dict[str, str], group_by) -> list[str]:
+def discover(con, table: str, types: dict[str, str], group_by, modelled=()) -> list[str]:
     """The categorical columns of ``table`` (see the module's notes), in the table's order.
 
     Parameters
@@ -127,6 +139,9 @@ def discover(con, table: str, types: dict[str, str], group_by) -> list[str]:
     group_by : sequence of str
         Columns that are categorical whatever their number of values (the build's group columns,
         a join's foreign keys into small dimensions).
+    modelled : collection of str
+        The numeric columns the synopsis models as densities: an integer one is categorical up to
+        :data:`INTEGER_CATEGORY_LIMIT` values, any other integer column up to :data:`CATEGORY_LIMIT`.
 
     Returns
     -------
@@ -138,8 +153,9 @@ def discover(con, table: str, types: dict[str, str], group_by) -> list[str]:
         parts = ", ".join(f"approx_count_distinct({_quote(c)})" for c in candidates)
         counts = con.execute(f"SELECT {parts} FROM {_quote(table)}").fetchone()
         near = []  # HyperLogLog's estimate is off by a few per cent: near the limit, count exactly
+        limits = {c: _limit(types[c], c in modelled) for c in candidates}
         for c, n in zip(candidates, counts):
-            limit = _limit(types[c])
+            limit = limits[c]
             if int(n or 0) <= limit:
                 chosen.add(c)
             elif int(n or 0) <= limit * (1 + APPROXIMATE_MARGIN):
@@ -147,12 +163,12 @@ def discover(con, table: str, types: dict[str, str], group_by) -> list[str]:
         if near:
             exact = con.execute(f"SELECT {', '.join(f'COUNT(DISTINCT {_quote(c)})' for c in near)} "
                                 f"FROM {_quote(table)}").fetchone()
-            chosen.update(c for c, n in zip(near, exact) if int(n) <= _limit(types[c]))
+            chosen.update(c for c, n in zip(near, exact) if int(n) <= limits[c])
     return [c for c in types if c in chosen]
 
 
-def _limit(duckdb_type: str) -> int:
-    return INTEGER_CATEGORY_LIMIT if duckdb_type in _INTEGER_TYPES else CATEGORY_LIMIT
+def _limit(duckdb_type: str, modelled: bool) -> int:
+    return INTEGER_CATEGORY_LIMIT if modelled and duckdb_type in _INTEGER_TYPES else CATEGORY_LIMIT
 
 
 def value_order(value) -> tuple:
@@ -160,9 +176,22 @@ def value_order(value) -> tuple:
     return value is None, str(type(value)), value
 
 
-def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], list[ExactTable]]:
+def exact_tables(con, table: str, columns: list[str], sampled: dict[str, np.ndarray] | None = None
+                 ) -> tuple[dict[str, list], list[ExactTable]]:
     """The exact values of ``columns`` and their exact tables (one per column, one per pair within
-    :data:`PAIR_LIMIT`), from two GROUPING SETS passes over ``table``.
+    :data:`PAIR_LIMIT`, at most :data:`MAX_PAIRS`), from two GROUPING SETS passes over ``table``.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection.
+    table : str
+        The table (or a join synopsis's view).
+    columns : list of str
+        Its categorical columns.
+    sampled : dict of str to numpy.ndarray, optional
+        Per column, its sampled rows' values: the pairs the sample shows dependent come first
+        (:func:`pair_order`); without it, pairs go by smallest product.
 
     Returns
     -------
@@ -183,15 +212,63 @@ def exact_tables(con, table: str, columns: list[str]) -> tuple[dict[str, list], 
     def product(pair):
         return len(values[pair[0]]) * len(values[pair[1]])
 
-    pairs = sorted((p for p in combinations(kept, 2) if product(p) <= PAIR_LIMIT), key=product)[:MAX_PAIRS]
+    pairs = pair_order(list(combinations(kept, 2)), values, sampled)[:MAX_PAIRS]
     if pairs:
         found_pairs = grouping_sets(con, table, kept, pairs)
         code = {c: {v: k for k, v in enumerate(values[c])} for c in kept}
         for p in pairs:  # combinations in code order: DuckDB returns groups in any order, a build is reproducible
+            if len(found_pairs[p]) > PAIR_LIMIT:  # a wide dependent pair with more combinations than its sample showed
+                continue
             rows = sorted((tuple(code[c][v] for c, v in zip(p, key)), n) for key, n in found_pairs[p])
             codes = np.array([k for k, _ in rows], dtype=np.int32).reshape(-1, 2)
             tables.append(ExactTable(p, codes, np.array([n for _, n in rows], dtype=np.int64)))
     return values, tables
+
+
+def pair_order(pairs: list[tuple[str, str]], values: dict[str, list],
+               sampled: dict[str, np.ndarray] | None) -> list[tuple[str, str]]:
+    """The pairs of ``pairs`` the build may keep, in the order it keeps them: dependent pairs (cardinality
+    product up to :data:`WIDE_PAIR_LIMIT`) first, then the others (product up to :data:`PAIR_LIMIT`),
+    each by smallest product (ties in the given order).
+
+    A pair (a, b) is dependent when its n sampled rows show fewer than :data:`DEPENDENT_SHARE` of
+    the distinct combinations that independent columns with the sample's frequencies f_i, g_j
+    would show, sum_ij 1 - (1 - f_i g_j)^n (each combination's chance to be seen at least once),
+    and at most :data:`PAIR_LIMIT` combinations.
+
+    Parameters
+    ----------
+    pairs : list of (str, str)
+        Pairs of categorical columns.
+    values : dict of str to list
+        Per column, its exact values.
+    sampled : dict of str to numpy.ndarray or None
+        Per column, the sampled rows' values (None: no pair is judged dependent).
+
+    Returns
+    -------
+    list of (str, str)
+    """
+    def product(pair):
+        return len(values[pair[0]]) * len(values[pair[1]])
+
+    codes = sample_codes({c: values[c] for c in {c for p in pairs for c in p}}, sampled) if sampled and pairs else {}
+    n = next(iter(codes.values())).size if codes else 0
+
+    def dependent(pair):
+        if n == 0 or product(pair) > WIDE_PAIR_LIMIT:
+            return False
+        a, b = codes[pair[0]].astype(np.int64), codes[pair[1]].astype(np.int64)
+        seen = int(np.count_nonzero(np.bincount(a * len(values[pair[1]]) + b, minlength=product(pair))))
+        if seen > PAIR_LIMIT or seen >= DEPENDENT_SHARE * min(product(pair), n):  # expected <= min(product, n)
+            return False
+        f, g = np.bincount(a) / n, np.bincount(b) / n
+        f, g = f[f > 0], g[g > 0]
+        expected = float((1.0 - (1.0 - np.outer(f, g)) ** n).sum())
+        return seen <= PAIR_LIMIT and seen < DEPENDENT_SHARE * expected
+
+    judged = [(not dependent(p), product(p), p) for p in pairs]
+    return [p for other, size, p in sorted(judged, key=lambda j: j[:2]) if size <= (PAIR_LIMIT if other else WIDE_PAIR_LIMIT)]
 
 
 def grouping_sets(con, table: str, columns: list[str], sets: Sequence[tuple[str, ...]]) -> dict[tuple, list]:

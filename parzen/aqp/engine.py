@@ -26,6 +26,7 @@ from .categories import CATEGORY_LIMIT
 from .changes import table_changes
 from .estimate import warm_up, z_value
 from .grid import GRID_POINTS
+from .group_candidates import LISTED
 from .sql import AggregateQuery, Range, UnsupportedQuery, parse, read_only_sql, to_sql
 from .strata import Layout
 from .string_predicates import resolve_query
@@ -138,8 +139,9 @@ class Engine:
         ``ColumnModel.bandwidth_from`` (and :meth:`describe`) says how its h was chosen.
         ``group_by``: categorical columns whose groups stratify the sample (proportional, each
         group >= 1000 rows or all of it), each group keeping exact totals.  GROUP BY and IN / = work
-        on every categorical column (text and boolean columns with <= 1000 values, integer ones with
-        <= 64, and the ``group_by`` ones: :mod:`parzen.aqp.categories`, :mod:`parzen.aqp.domains`);
+        on every categorical column (text and boolean columns with <= 1000 values, integer ones
+        with <= 1000 that are not in ``columns``, modelled integer ones with <= 64, and the
+        ``group_by`` ones: :mod:`parzen.aqp.categories`, :mod:`parzen.aqp.domains`);
         strata make answers on their columns exact without a numeric predicate and more precise with one.
         ``joins``: a join synopsis (Acharya, Gibbons, Poosala and Ramaswamy, "Join synopses for
         approximate query answering", SIGMOD 1999; :mod:`parzen.aqp.joins`): the fact table
@@ -498,7 +500,14 @@ class Engine:
         ``confidence`` has half width <= ``max_rel_error`` |value|, otherwise exactly in DuckDB (the
         query re-generated from its parse, read-only); ``df.attrs["form"]`` is then "exact",
         ``df.attrs["relative_half_width"]`` the synopsis's largest half width / |value|, and with
-        ``with_error`` an exact answer has intervals of width 0.
+        ``with_error`` an exact answer has intervals of width 0.  A GROUP BY whose list of groups the
+        synopsis cannot promise complete (``df.attrs["groups_listed"] == "sampled"``, below) is
+        answered exactly too.
+        ``df.attrs["groups_listed"]`` (GROUP BY on categorical columns outside the strata) says how
+        the answer's groups relate to those that exist under the query's categorical filters:
+        "exact" (the same), "superset" (every one, and maybe combinations that do not exist, whose
+        intervals start at 0; three or more columns, :mod:`parzen.aqp.group_candidates`) or
+        "sampled" (those found in the sample).
         ``df.attrs["seconds"]`` holds the latency and ``df.attrs["form"]`` what answered: "grid"
         (one range column, no GROUP BY or IN), "sample", "totals" (no numeric predicate),
         "regression" or "exact".  A histogram query (``SELECT FLOOR(x / w) * w AS bin, ... GROUP BY bin``,
@@ -613,7 +622,8 @@ class Engine:
         names = [a.name for a in query.aggregates]
         approx = self.query(sql, with_error=True, confidence=confidence)
         worst = contract.relative_half_width(approx, names)
-        if worst <= max_rel_error:
+        complete = approx.attrs.get(LISTED, "exact") != "sampled"  # an existing group may be missing: exact
+        if worst <= max_rel_error and complete:
             result = approx if with_error else contract.without_intervals(approx, names)
         else:
             keys = list(query.group_by) if binned is None else []  # a histogram's SQL orders its bins
