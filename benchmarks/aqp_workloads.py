@@ -109,11 +109,19 @@ def workload_queries(args, con) -> list[tuple[str, str]]:
     return {"ssb": ssb, "tpch": tpch_joins, "flights": flights}[args.workload]()
 
 
-def build_synopses(engine: Engine, workload: str, seed: int) -> dict:
-    """Build each table's synopsis (with joins= where Engine.build takes it); what was built."""
+def build_synopses(engine: Engine, workload: str, seed: int, database: Path, reuse: bool = False) -> dict:
+    """Build each table's synopsis (with joins= where Engine.build takes it); what was built.
+
+    With ``reuse``, a synopsis already stored in the database that still describes its table (an earlier
+    run's, same options) is loaded instead of built, and its build time is the one that run recorded."""
     takes_joins = "joins" in inspect.signature(engine.build).parameters
     built = {}
     for table, (options, joins) in BUILDS[workload].items():
+        if reuse:
+            earlier = _reused(engine, database, table, options, joins)
+            if earlier is not None:
+                built[table] = earlier
+                continue
         started = time.perf_counter()
         extra = {"joins": joins} if joins and takes_joins else {}
         note = "" if not joins or extra else "Engine.build takes no joins= in this parzen"
@@ -128,7 +136,31 @@ def build_synopses(engine: Engine, workload: str, seed: int) -> dict:
         built[table] = {"seconds": time.perf_counter() - started, "bytes": sizes["total"],
                         "rows": synopsis.row_count, "columns": list(synopsis.models), "options": options,
                         "joins": joins if extra else None, "joins_note": note}
+        _build_log(database, table).write_text(json.dumps(built[table]))
     return built
+
+
+def _build_log(database: Path, table: str) -> Path:
+    """Where a build's record is kept beside its database, for ``--reuse``."""
+    return database.with_name(f"{database.name}.{table}.build.json")
+
+
+def _reused(engine: Engine, database: Path, table: str, options: dict, joins) -> dict | None:
+    """The record of the stored synopsis of ``table`` if it is fresh and was built with these options."""
+    log = _build_log(database, table)
+    if not log.exists():
+        return None
+    record = json.loads(log.read_text())
+    if record["options"] != options or (record["joins"] or None) != (joins or None):
+        return None
+    try:
+        engine.synopsis(table)
+    except ValueError:
+        return None
+    if engine.check(table):
+        return None
+    record["reused"] = True
+    return record
 
 
 def equal_bytes_samples(con, built: dict, seed: int) -> None:
@@ -293,7 +325,7 @@ def run(args) -> dict:
     con.execute(f"SET memory_limit = '{args.memory_limit}'")  # the machine is shared: DuckDB spills beyond it
     queries = workload_queries(args, con)
     engine = Engine(con)
-    built = build_synopses(engine, args.workload, args.seed)
+    built = build_synopses(engine, args.workload, args.seed, database, args.reuse)
     equal_bytes_samples(con, built, args.seed)
     contract = "max_rel_error" in inspect.signature(engine.query).parameters
     records, exacts = [], []
@@ -377,7 +409,7 @@ def markdown(result: dict) -> str:
     for table, info in result["synopses"].items():
         joins = f", joins {info['joins']}" if info["joins"] else (f" ({info['joins_note']})" if info["joins_note"] else "")
         lines.append(f"- `{table}`: {info['rows']} rows; synopsis {info['bytes'] / 1e6:.2f} MB built in "
-                     f"{info['seconds']:.1f} s (shared){joins}; equal-bytes sample {info['sample_rows']} rows.")
+                     f"{info['seconds']:.1f} s (shared{'; built by an earlier run, reused' if info.get('reused') else ''}){joins}; equal-bytes sample {info['sample_rows']} rows.")
     lines += ["", ("Latencies in ms on the shared machine; speed-up is the median over queries of exact / method. "
               "A query's error is the median over its groups and aggregates (a missed group counts 100 %); "
               "coverage counts the 95 % intervals (all cells) holding the exact value."), "",
@@ -474,6 +506,8 @@ def main() -> None:
                         help="the python of PilotDB's environment (see benchmarks/pilotdb_peer.py)")
     parser.add_argument("--bound", type=float, default=0.05, help="PilotDB's (and the contract's) relative error bound")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reuse", action="store_true",
+                        help="load a fresh synopsis an earlier run stored with the same options instead of building")
     parser.add_argument("--memory-limit", default="4GB", help="DuckDB's memory limit (default 4GB)")
     parser.add_argument("--output-dir", type=Path, default=RESULTS)
     args = parser.parse_args()
