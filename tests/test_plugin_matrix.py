@@ -209,10 +209,12 @@ def test_weighted_plugin_functionals_are_those_of_repeated_rows():
     assert stages.psi4 == pytest.approx(bw.psi_functional(repeated, 4, stages.g2, backend="numpy"), rel=1e-10)
 
 
-def test_weighted_plugin_refuses_the_binned_path():
+def test_weighted_plugin_binned_is_the_unweighted_one_for_equal_weights():
+    """Binned weighted PLUGIN (weighted linear binning) with equal weights is the binned unweighted h."""
     x = load("faithful")["waiting"].to_numpy()
-    with pytest.raises(ValueError, match="weighted PLUGIN is computed exactly"):
-        bw.plugin(x, weights=np.ones(x.size), method="binned")
+    stages = bw.plugin_stages(x, weights=np.full(x.size, 2.5), method="binned")
+    assert stages.method == "binned"
+    assert stages.h == pytest.approx(bw.plugin(x, method="binned"), rel=1e-12)
 
 
 @pytest.mark.parametrize("X", [load("faithful")["waiting"].to_numpy()[:150], load("faithful").to_numpy()[:150]], ids=["1-D", "2-D"])

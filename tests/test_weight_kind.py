@@ -161,3 +161,70 @@ def test_weighted_lscv_matrices(name):
         assert best < _weighted_lscv_criterion(X, w, step @ H @ step)
     with pytest.raises(ValueError, match="no minimum"):
         selector(X, weights=rng.integers(1, 3, size=50), weight_kind="frequency", backend="numpy", method="exact")
+
+
+@PROPERTY
+@given(cases, st.sampled_from(["scott", "silverman", "normal_scale"]), st.sampled_from([1, 2]))
+def test_rules_of_thumb_frequency_weights_equal_replication(case, name, d):
+    """Scott, Silverman (its weighted quartiles too) and the normal scale: n = sum w and the
+    replicated data's covariance."""
+    seed, n = case
+    X, w = _sample_data(seed, n, d)
+    rule = getattr(bw, name)
+    weighted = rule(X if d > 1 else X[:, 0], weights=w, weight_kind="frequency")
+    replicated = rule(np.repeat(X, w.astype(int), axis=0) if d > 1 else np.repeat(X[:, 0], w.astype(int)))
+    assert _relative(weighted, replicated) <= 1e-10
+
+
+@PROPERTY
+@given(cases, st.sampled_from(["scott", "silverman", "normal_scale", "plugin"]), st.floats(min_value=1e-3, max_value=1e3))
+def test_probability_weights_are_scale_free_and_equal_weights_are_unweighted(case, name, scale):
+    seed, n = case
+    x, w = _sample_data(seed, n, 1)
+    x = x[:, 0]
+    rule = getattr(bw, name)
+    options = {"backend": "numpy"} if name == "plugin" else {}
+    assert _relative(rule(x, weights=scale * w, **options), rule(x, weights=w, **options)) <= 1e-10
+    assert _relative(rule(x, weights=np.full(n, scale), **options), rule(x, **options)) <= 1e-10
+
+
+@PROPERTY
+@given(cases, st.sampled_from(["sd", "minim"]))
+def test_binned_plugin_frequency_weights_equal_replication(case, scale):
+    """Linear binning adds w_i where the replicated data add w_i ones: the same counts, the same
+    grid, the same binned h (to rounding)."""
+    seed, n = case
+    x, w = _sample_data(seed, 20 * n, 1)
+    weighted = bw.plugin_stages(x[:, 0], weights=w, weight_kind="frequency", scale=scale, method="binned")
+    replicated = bw.plugin_stages(np.repeat(x[:, 0], w.astype(int)), scale=scale, method="binned")
+    assert weighted.grid_size == replicated.grid_size
+    assert _relative(weighted.h, replicated.h) <= 1e-10
+
+
+def test_binned_weighted_plugin_is_near_the_exact_one_and_auto_bins_past_the_limit():
+    rng = np.random.default_rng(4)
+    x = np.r_[rng.normal(size=700), rng.normal(4.0, 0.5, size=300)]
+    w = rng.uniform(0.2, 3.0, size=x.size)
+    exact = bw.plugin(x, weights=w, method="exact", backend="numpy")
+    binned = bw.plugin_stages(x, weights=w, method="binned", tolerance=1e-5)
+    assert binned.h == pytest.approx(exact, rel=1e-5)
+    chosen = bw.selection("plugin", x, weights=w, backend="cpu")  # n = 1000 > the cpu's exact limit
+    assert chosen.method == "binned" and chosen.value == pytest.approx(exact, rel=1e-4)
+
+
+def test_chunked_frequency_weights_column_equals_replication():
+    from parzen.binned import ArrayChunks
+
+    X, w = _sample_data(3, 40, 2)
+    R = np.repeat(X, w.astype(int), axis=0)
+    for name in ("scott", "normal_scale"):
+        got = bw.select(name, ArrayChunks(X, w, chunk_rows=7), weight_kind="frequency")
+        assert _relative(got, bw.select(name, R)) <= 1e-10
+
+
+@pytest.mark.parametrize("name", ["scott", "silverman", "normal_scale", "plugin", "lscv_h", "plugin_H"])
+def test_fractional_frequency_weights_are_refused_naming_the_fix(name):
+    X, w = _sample_data(6, 30, 1 if name in ("plugin", "silverman") else 2)
+    w[3] = 1.5
+    with pytest.raises(ValueError, match=r"must be whole numbers, got 1\.5.*weight_kind='probability'"):
+        bw.select(name, X, weights=w, weight_kind="frequency", backend="numpy", method="exact")
