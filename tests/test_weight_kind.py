@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from parzen import KDE
 from parzen import bandwidth as bw
 from parzen.backends import resolve_backend
 from parzen.bandwidth.lscv import LSCVWarning, _criterion, _weighted_lscv_sample, lscv_h_objective
@@ -228,3 +229,35 @@ def test_fractional_frequency_weights_are_refused_naming_the_fix(name):
     w[3] = 1.5
     with pytest.raises(ValueError, match=r"must be whole numbers, got 1\.5.*weight_kind='probability'"):
         bw.select(name, X, weights=w, weight_kind="frequency", backend="numpy", method="exact")
+
+
+@pytest.mark.parametrize(("bandwidth", "d"), [("auto", 1), ("plugin", 1), ("silverman", 1), ("lscv_h", 2), ("plugin_H", 2),
+                                              ("scott", 2), ("auto", 2)])
+def test_kde_frequency_weights_select_and_estimate_as_the_replicated_data(bandwidth, d):
+    """KDE(weight_kind="frequency").fit(X, weights=w) has the replicated data's bandwidth and density."""
+    X, w = _sample_data(8, 40, d)
+    X = X if d > 1 else X[:, 0]
+    R = np.repeat(X, w.astype(int), axis=0)
+    Q = np.linspace(-3.0, 3.0, 7)[:, None] * np.ones(d) + np.mean(X, axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # lscv_h on the replicated (tied) rows
+        weighted = KDE(bandwidth=bandwidth, weight_kind="frequency", backend="numpy", method="exact").fit(X, weights=w)
+        replicated = KDE(bandwidth=bandwidth, backend="numpy", method="exact").fit(R)
+    assert _relative(weighted.H_, replicated.H_) <= 1e-10
+    assert _relative(weighted.pdf(Q), replicated.pdf(Q)) <= 1e-10
+
+
+def test_kde_probability_weights_are_the_default_and_scale_free():
+    X, w = _sample_data(9, 60, 1)
+    a = KDE(bandwidth="plugin", backend="numpy").fit(X, weights=w)
+    assert _relative(a.H_, KDE(bandwidth="plugin", backend="numpy", weight_kind="probability").fit(X, weights=50 * w).H_) <= 1e-10
+    assert _relative(a.bandwidth_, bw.plugin(X, weights=w, backend="numpy")) <= 1e-12
+    assert KDE().get_params()["weight_kind"] == "probability"
+
+
+def test_kde_bad_weight_kind_and_counts_name_the_fix():
+    X, w = _sample_data(10, 30, 1)
+    with pytest.raises(ValueError, match="weight_kind"):
+        KDE(weight_kind="counts").fit(X, weights=w)
+    with pytest.raises(ValueError, match="whole numbers.*weight_kind='probability'"):
+        KDE(bandwidth=0.5, weight_kind="frequency").fit(X, weights=w + 0.25)
