@@ -261,3 +261,21 @@ def test_kde_bad_weight_kind_and_counts_name_the_fix():
         KDE(weight_kind="counts").fit(X, weights=w)
     with pytest.raises(ValueError, match="whole numbers.*weight_kind='probability'"):
         KDE(bandwidth=0.5, weight_kind="frequency").fit(X, weights=w + 0.25)
+
+
+@pytest.mark.parametrize("weight_kind", ["probability", "frequency"])
+@pytest.mark.parametrize("scale", ["sd", "minim"])
+def test_chunked_weighted_plugin_equals_the_in_memory_binned_one(weight_kind, scale):
+    """A weights column of data served in chunks: the same counts, n and sigma as weights= in memory
+    (scale="minim": quartiles from the binned counts, within their grid's spacing)."""
+    from parzen.binned import ArrayChunks
+
+    rng = np.random.default_rng(13)
+    x = np.r_[rng.normal(size=1500), rng.normal(3.0, 0.7, size=500)]
+    w = rng.integers(1, 4, size=x.size).astype(np.float64)
+    chunked = bw.plugin_stages(ArrayChunks(x, w, chunk_rows=300), weight_kind=weight_kind, scale=scale)
+    memory = bw.plugin_stages(x, weights=w, weight_kind=weight_kind, scale=scale, method="binned")
+    assert chunked.method == "binned"
+    assert _relative(chunked.h, memory.h) <= (1e-10 if scale == "sd" else 1e-4)
+    if weight_kind == "frequency" and scale == "sd":
+        assert _relative(chunked.h, bw.plugin(np.repeat(x, w.astype(int)), method="binned")) <= 1e-10

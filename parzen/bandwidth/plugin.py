@@ -18,6 +18,7 @@ from .._validate import Data, as_data, check_variance, check_weights, choose, po
 from ..backends import resolve_backend
 from ..backends.reference import derivative_order
 from ..binned.chunked import binned_quantiles, checked_moments, chunked_binner, is_weighted, units_of
+from ..binned.chunked import weighted_covariance as chunked_weighted_covariance
 from ..binned.grid import BinCounts, GridSpec, linear_bin
 from ..binned.plugin import binned_pilot_stages, check_grid_size, check_tolerance
 from ..binned.source import ChunkedData, as_chunked
@@ -152,7 +153,7 @@ def plugin_stages(
                              "needs the rows in memory (or use normal_scale, scott or silverman with a weights column)")
         return _weighted_stages(x, weights, scale, backend, dtype, method, weight_kind, tolerance, grid_size)
     if chunked is not None:
-        sample = _chunked_sample(chunked, scale, progress)
+        sample = _chunked_sample(chunked, scale, progress, weight_kind)
         n = sample.n
     else:
         column = _float_column(x)
@@ -164,7 +165,7 @@ def plugin_stages(
             as_data(column, name="x")  # raises: too few rows
     be = resolve_backend(backend, dtype, work=0.5 * n * n)
     method = choose_method(
-        method, n=n, exact_up_to=AUTO_EXACT_MAX_N.get(be.name, AUTO_EXACT_MAX_N["cpu"]), what="PLUGIN",
+        method, n=round(n), exact_up_to=AUTO_EXACT_MAX_N.get(be.name, AUTO_EXACT_MAX_N["cpu"]), what="PLUGIN",
         chunked=None if chunked is None else chunked.description,
     )
     if sample is None:
@@ -177,13 +178,13 @@ def plugin_stages(
     if method == "binned":
         assert sample.bin_on is not None  # in memory, _binned_sample's
         binned = binned_pilot_stages(sample.bin_on, sample.low, sample.high, g1, sigma, tolerance=tolerance,
-                                     grid_size=grid_size, backend=be)
+                                     grid_size=grid_size, backend=be, n=sample.pairs_n)
         psi6, g2, psi4, h, grid_size = binned.psi6, binned.g2, binned.psi4, binned.h, binned.grid_size
     else:
         assert sample.values is not None  # exact only in memory (choose_method)
         psi6, g2, psi4, h = be.prepare_pair_sum_1d(sample.values, dtype=dtype).evaluate(_pilot_stages, n, g1)
         grid_size = None
-    report("plugin", method, n=n, grid_size=grid_size, tolerance=sized_by)
+    report("plugin", method, n=round(n), grid_size=grid_size, tolerance=sized_by)
     with np.errstate(over="ignore", under="ignore"):  # Psi_r in data units: u^-(r+1) (may not fit a float)
         psi6, psi4 = (float(psi / np.float64(unit) ** (order + 1)) for psi, order in ((psi6, 6), (psi4, 4)))
     return PluginStages(
@@ -203,13 +204,14 @@ class _Sample:
     """The sample as PLUGIN computes on it: divided by ``unit`` (a power of two, so that sigma is
     near 1; :func:`parzen._validate.standardised`), with its size, range and scale estimate."""
 
-    n: int
+    n: float  # the n of eqs. (15)-(19): rows, or the effective size of weighted rows
     low: float
     high: float
     sigma: float  # the scale estimate of the divided sample
     unit: float  # the power of two the data were divided by
     bin_on: Callable[[GridSpec], BinCounts] | None  # GridSpec (divided units) -> the counts; None: exact only
     values: np.ndarray | None  # the divided sample, None for data served in chunks
+    pairs_n: float | None = None  # n of the binned stages where it is not the counts' total (Kish's)
 
 
 def _float_column(x) -> np.ndarray | None:
@@ -298,30 +300,38 @@ def _sample(x, scale: str) -> _Sample:
                    None, v)
 
 
-def _chunked_sample(data: ChunkedData, scale: str, progress: bool) -> _Sample:
+def _chunked_sample(data: ChunkedData, scale: str, progress: bool, weight_kind: str = "probability") -> _Sample:
     """Data served in chunks: moments in one pass, then each binning a pass of its own.
 
     sigma is the standard deviation from the moments (Chan et al.'s pairwise update,
     :class:`parzen.binned.source.Moments`), equal to the in-memory one to rounding; with
     ``scale="minim"`` the IQR comes from the counts on a fine grid, one more pass
     (:func:`parzen.binned.chunked.binned_quantiles`: each quartile within (max - min) / 2^16, so
-    the IQR within twice that).
+    the IQR within twice that).  A weights column bins with its weights (the weighted
+    Psi_r of :func:`_weighted_stages`); n and sigma are those of ``weight_kind``
+    (:mod:`parzen.bandwidth.weight_kind`): frequency weights, n = W = sum w and the scatter over
+    W - 1, the replicated data's; probability weights, Kish's n and NumPy's ``aweights`` variance
+    (one more pass, for sum w^2: :func:`parzen.binned.chunked.weighted_covariance`).
     """
     if data.d != 1:
         raise ValueError(f"PLUGIN is univariate: {data.description} has {data.d} columns; serve one column")
     moments = checked_moments(data, progress=progress)
+    n, pairs_n, variance = float(moments.rows), None, float(moments.covariance[0, 0])
     if is_weighted(moments):
-        raise ValueError(f"PLUGIN is defined for unweighted data and {data.description} has weights; "
-                         "serve the data without a weights column, or use normal_scale, scott or silverman")
+        if weight_kind == "frequency":  # the scatter over W - 1 is moments.covariance (which raises for W <= 1)
+            n = float(moments.weight)
+        else:
+            covariance, n = chunked_weighted_covariance(data, moments, progress=progress)
+            variance, pairs_n = float(covariance[0, 0]), n
     unit = float(units_of(moments)[0])
-    sd = math.sqrt(float(moments.covariance[0, 0])) / unit
+    sd = math.sqrt(variance) / unit
     if scale == "minim":
         q75, q25 = binned_quantiles(data, moments, [0.75, 0.25], progress=progress) / unit
         sd = _minim(sd, float(q75), float(q25))
     unit_sigma = float(power_of_two(sd))
     unit *= unit_sigma
-    return _Sample(moments.rows, float(moments.lows[0]) / unit, float(moments.highs[0]) / unit, sd / unit_sigma, unit,
-                   chunked_binner(data, [unit], progress=progress), None)
+    return _Sample(n, float(moments.lows[0]) / unit, float(moments.highs[0]) / unit, sd / unit_sigma, unit,
+                   chunked_binner(data, [unit], progress=progress), None, pairs_n)
 
 
 def _weighted_stages(x, weights, scale: str, backend, dtype, method: str, weight_kind: str,
