@@ -233,9 +233,9 @@ def test_weighted_lscv_h_weights_count_against_the_rest():
     assert bw.lscv_h(x, weights=w, method="exact") != pytest.approx(bw.lscv_h(x, method="exact"), rel=1e-3)
 
 
-def test_weighted_lscv_h_refuses_the_binned_path_and_chunked_data():
+def test_weighted_lscv_h_binned_with_equal_weights_is_the_unweighted_binned_one():
     x = load("faithful")["waiting"].to_numpy()
-    with pytest.raises(ValueError, match="weighted LSCV_h is computed exactly"):
-        bw.lscv_h(x, weights=np.ones(x.size), method="binned")
+    plain = bw.lscv_h(x, method="binned")
+    assert bw.lscv_h(x, weights=np.full(x.size, 3.0), method="binned") == pytest.approx(plain, rel=1e-10)
     with pytest.raises(ValueError, match="finite and non-negative"):
         bw.lscv_h(x, weights=-np.ones(x.size))

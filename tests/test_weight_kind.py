@@ -55,7 +55,7 @@ def test_lscv_h_frequency_weights_equal_replication(case, d):
     seed, n = case
     X, w = _sample_data(seed, n, d)
     R = np.repeat(X, w.astype(int), axis=0)
-    n_e, d_, _, units, L, pair_sums = _weighted_lscv_sample(X, w, "exact", NUMPY, None, "frequency")
+    n_e, d_, _, units, L, pair_sums, _ = _weighted_lscv_sample(X, w, "exact", NUMPY, None, "frequency")
     h = np.array([0.2, 0.5, 1.3])
     weighted = _criterion(pair_sums(L, h), n_e, d_, h, float(np.prod(np.diag(L))))  # in the standardised units
     assert _relative(weighted, lscv_h_objective(R / units, h, backend="numpy")) <= 1e-10
@@ -279,3 +279,35 @@ def test_chunked_weighted_plugin_equals_the_in_memory_binned_one(weight_kind, sc
     assert _relative(chunked.h, memory.h) <= (1e-10 if scale == "sd" else 1e-4)
     if weight_kind == "frequency" and scale == "sd":
         assert _relative(chunked.h, bw.plugin(np.repeat(x, w.astype(int)), method="binned")) <= 1e-10
+
+
+@PROPERTY
+@given(cases, st.sampled_from([1, 2]))
+def test_binned_lscv_h_frequency_weights_equal_replication(case, d):
+    """Weighted linear binning with the copies' pairs left in D(e): the replicated data's binned
+    criterion at any h, and their binned LSCV_h."""
+    seed, n = case
+    X, w = _sample_data(seed, 10 * n, d)
+    R = np.repeat(X, w.astype(int), axis=0)
+    n_e, d_, _, units, L, pair_sums, binned = _weighted_lscv_sample(X, w, "binned", NUMPY, None, "frequency")
+    h = np.array([0.3, 0.6, 1.1])
+    weighted = _criterion(pair_sums(L, h), n_e, d_, h, float(np.prod(np.diag(L))))
+    replicated = lscv_h_objective(R / units, h, method="binned", grid_size=binned.sizes)
+    assert _relative(weighted, replicated) <= 1e-10
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LSCVWarning)
+        warnings.simplefilter("ignore", UserWarning)  # repeated rows
+        a = bw.lscv_h_factor(X, weights=w, weight_kind="frequency", method="binned")
+        b = bw.lscv_h_factor(R, method="binned")
+    assert _relative(a, b) <= 1e-10
+
+
+def test_binned_weighted_lscv_h_is_near_the_exact_one_and_scale_free():
+    rng = np.random.default_rng(21)
+    X = np.r_[rng.normal(size=(600, 2)), rng.normal(3.0, 0.6, size=(400, 2))]
+    w = rng.uniform(0.2, 3.0, size=len(X))
+    exact = bw.lscv_h(X, weights=w, method="exact", backend="numpy")
+    binned = bw.lscv_h(X, weights=w, method="binned", tolerance=1e-5)
+    assert _relative(binned, exact) <= 1e-3
+    assert _relative(bw.lscv_h(X, weights=40 * w, method="binned"), bw.lscv_h(X, weights=w, method="binned")) <= 1e-10
+    assert bw.selection("lscv_h", X, weights=w, method="binned").method == "binned"

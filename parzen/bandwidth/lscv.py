@@ -183,8 +183,9 @@ def lscv_h_objective(
     return float(values[0]) if np.ndim(h) == 0 else values
 
 
-def _weighted_lscv_sample(X, weights, method: str, backend, dtype, weight_kind: str = "probability"):
-    """(n_e, d, Sigma, units, L, pair_sums) of weighted data for LSCV_h, exact.
+def _weighted_lscv_sample(X, weights, method: str, backend, dtype, weight_kind: str = "probability", *,
+                          tolerance: float = DEFAULT_TOLERANCE, grid_size=None):
+    """(n_e, d, Sigma, units, L, pair_sums, binned) of weighted data for LSCV_h, exact or binned.
 
     With w normalised to sum 1, the weighted criterion
     h^-d |S|^-1/2 [2 sum_{i<j} w_i w_j T + sum w_i^2 R(K)] is :func:`_criterion` with n = n_e and
@@ -193,7 +194,13 @@ def _weighted_lscv_sample(X, weights, method: str, backend, dtype, weight_kind: 
     1/(sqrt(2) h) and 1/h; Sigma is the weighted covariance.  n_e, Sigma and the tied pairs t
     (copies of one row, at distance 0) are those of :mod:`parzen.bandwidth.weight_kind`: Kish's
     effective size and t = 0 for probability weights, sum w for frequency weights.  Equal weights
-    give the unweighted criterion; frequency weights that of the replicated data."""
+    give the unweighted criterion; frequency weights that of the replicated data.
+
+    Binned (``method="binned"``, or "auto" from :data:`AUTO_BINNED_FROM` rows on; ``binned`` is
+    then the :class:`parzen.binned.lscv.BinnedPairWeights`, else None), the pair sums come from the
+    counts of linear binning with the weights c (Wand & Jones 1995, appendix D), the diagonal
+    D(e) weighted by c_i^2 (probability) or c_i (frequency: the copies' pairs binned as the
+    replicated rows', so the binned criterion is theirs), times (n_e / sum c)^2."""
     data = as_data(X)
     w = check_weights(weights, data.n)
     data = Data(data.values[w > 0], data.columns)
@@ -201,23 +208,33 @@ def _weighted_lscv_sample(X, weights, method: str, backend, dtype, weight_kind: 
     w = counts / counts.sum()
     if data.n < 2:
         raise ValueError("only one row has a positive weight; a weighted bandwidth needs at least 2 rows with positive weights")
-    if lscv_method(method, data.n, data.d) == "binned":
-        raise ValueError(f"weighted LSCV_h is computed exactly (every pair), and n = {data.n} is past the exact limit of "
-                         "method='auto'; pass method='exact', or use normal_scale, scott or silverman")
     warn_if_repeated_rows(data, method="LSCV_h")
     check_variance(data, name="the rows with positive weights of X")
     data, units = standardised(data)
     sigma = weighted_covariance(data.values, counts, weight_kind)
     L = check_spd(sigma, what="the weighted covariance matrix of X", columns=data.columns)
-    Y = _whiten(data.values, L)
     n_e = sample_size(counts, weight_kind)
+    h0 = reference_h0(n_e, data.d)
+    centred = data.values - w @ data.values
+    binned = _binned_pair_weights(
+        method, data.n, data.d, centred, h_ref=h0, frame=L, tolerance=tolerance, grid_size=grid_size, max_sd=4 * h0,
+        weights=counts, diagonal_weights=counts if weight_kind == "frequency" else counts * counts,
+    )
+    if binned is not None:
+        factor = (n_e / float(counts.sum())) ** 2
+
+        def binned_sums(M: np.ndarray, h) -> np.ndarray:
+            return factor * binned.pair_sums(M, np.atleast_1d(np.asarray(h, dtype=np.float64)))
+
+        return n_e, data.d, sigma, units, L, binned_sums, binned
+    Y = _whiten(data.values, L)
     tied = tied_pairs(counts, weight_kind)
     rows = _WeightedRows(w, n_e, tied, resolve_backend(backend, dtype, work=0.5 * data.n * data.n), dtype)
 
     def pair_sums(_L: np.ndarray, h) -> np.ndarray:
         return rows.lscv_sums(Y, h)
 
-    return n_e, data.d, sigma, units, L, pair_sums
+    return n_e, data.d, sigma, units, L, pair_sums, None
 
 
 @dataclass(frozen=True)
@@ -484,9 +501,9 @@ def _lscv_h_search(
         if chunked is not None:
             raise ValueError(f"weights= was given for {chunked.description}, which is read in chunks; weighted LSCV_h "
                              "needs the rows in memory (or use normal_scale, scott or silverman with a weights column)")
-        n, d, sigma, units, L, pair_sums = _weighted_lscv_sample(X, weights, method, backend, dtype, weight_kind)
+        n, d, sigma, units, L, weighted_sums, binned = _weighted_lscv_sample(
+            X, weights, method, backend, dtype, weight_kind, tolerance=tolerance, grid_size=grid_size)
         h0 = reference_h0(n, d)
-        binned: BinnedPairWeights | None = None
     elif chunked is not None:  # binned from the moments' pass and a binning pass (and one for the range, d > 1)
         sample = _chunked_sample(chunked, method, progress)
         n, d, units, sigma = sample.n, sample.d, sample.units, sample.sigma
@@ -508,9 +525,11 @@ def _lscv_h_search(
         )
     sqrt_det = float(np.prod(np.diag(L)))
     _report_lscv("lscv_h", binned, round(n), tolerance if grid_size is None else None)
-    if binned is not None:
+    if weights is not None:
+        pair_sums = weighted_sums
+    elif binned is not None:
         pair_sums = binned.pair_sums
-    elif weights is None:
+    else:
         # the grid and the refinement share the rows y = L^-1 (x - mean), whitened once where the
         # backend computes (on the GPU: the centred data go up once and are whitened there)
         be = resolve_backend(backend, dtype, work=0.5 * n * n * grid)
