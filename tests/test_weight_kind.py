@@ -311,3 +311,22 @@ def test_binned_weighted_lscv_h_is_near_the_exact_one_and_scale_free():
     assert _relative(binned, exact) <= 1e-3
     assert _relative(bw.lscv_h(X, weights=40 * w, method="binned"), bw.lscv_h(X, weights=w, method="binned")) <= 1e-10
     assert bw.selection("lscv_h", X, weights=w, method="binned").method == "binned"
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_binned_kde_frequency_weights_equal_replication(d):
+    """Linear binning with weights gives the replicated data's counts on the same grid: the binned
+    density (and KDE's binned pdf) equals theirs to rounding."""
+    from parzen.binned import density_on_grid
+
+    X, w = _sample_data(14, 300, d)
+    R = np.repeat(X, w.astype(int), axis=0)
+    H = np.cov(X, rowvar=False).reshape(d, d) * 0.2
+    Q = np.mean(X, axis=0) + np.linspace(-2.0, 2.0, 9)[:, None] * np.std(X, axis=0)
+    weighted, replicated = density_on_grid(X, H, weights=w), density_on_grid(R, H)
+    assert weighted.spec == replicated.spec
+    assert _relative(weighted(Q), replicated(Q)) <= 1e-10
+    a = KDE(method="binned", weight_kind="frequency").fit(X, weights=w)
+    b = KDE(method="binned").fit(R)
+    assert a.grid_size_ == b.grid_size_
+    assert _relative(a.pdf(Q), b.pdf(Q)) <= 1e-10

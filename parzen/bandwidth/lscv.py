@@ -404,10 +404,12 @@ def lscv_h_factor(
     X : array_like of shape (n,) or (n, d)
         The sample (at least 2 rows, finite, covariance positive definite).
     weights : array_like of shape (n,), optional
-        Non-negative weights of the rows (in memory, exact only): the criterion
+        Non-negative weights of the rows (in memory): the criterion
         h^-d |Sigma|^-1/2 [2 sum_{i<j} w_i w_j T + sum w_i^2 R(K)] with w normalised, Sigma the
         weighted covariance and n (in h0) Kish's effective sample size (sum w)^2 / sum w^2; equal
-        weights give the unweighted answer.  ``method="binned"``, or "auto" past its exact limit, raises.
+        weights give the unweighted answer.  Binned (``method="binned"``, or "auto" from
+        :data:`AUTO_BINNED_FROM` rows on), from the weighted linear-binning counts
+        (docs/statistics.md, "Weighted data").
     weight_kind : {"probability", "frequency"}, default "probability"
         What the weights are (:mod:`parzen.bandwidth.weight_kind`): probability weights as
         above, or counts of each row's copies: then n = sum w, Sigma divides by sum w - 1 and the
@@ -443,7 +445,7 @@ def lscv_h_factor(
     ------
     ValueError
         If ``grid`` < 3, X is invalid, ``method`` is unknown, or binned with d > 4 or a grid
-        too large; or the weights are invalid or come with the binned method or chunked data.
+        too large; or the weights are invalid or come with data served in chunks.
     """
     return _lscv_h_search(X, grid, refine, backend, dtype, progress, method, grid_size, tolerance, weights, weight_kind)[0]
 
