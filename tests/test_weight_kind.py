@@ -330,3 +330,32 @@ def test_binned_kde_frequency_weights_equal_replication(d):
     b = KDE(method="binned").fit(R)
     assert a.grid_size_ == b.grid_size_
     assert _relative(a.pdf(Q), b.pdf(Q)) <= 1e-10
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_probability_weighted_scott_and_normal_scale_are_scipys(d):
+    """SciPy's gaussian_kde with weights: covariance factor^2 times np.cov(aweights=w), the factor
+    neff^(-1/(d+4)) ("scott") or (neff (d + 2) / 4)^(-1/(d+4)) ("silverman"), neff Kish's."""
+    from scipy.stats import gaussian_kde
+
+    X, _ = _sample_data(15, 50, d)
+    w = np.random.default_rng(15).uniform(0.1, 4.0, size=len(X))
+    for method, rule in (("scott", bw.scott), ("silverman", bw.normal_scale)):
+        kde = gaussian_kde(X.T, bw_method=method, weights=w)
+        got = rule(X if d > 1 else X[:, 0], weights=w)
+        assert _relative(np.atleast_2d(got ** 2 if d == 1 else got), kde.covariance) <= 1e-12
+
+
+@pytest.mark.parametrize(("weights", "message"), [
+    (lambda n: np.r_[-1.0, np.ones(n - 1)], r"finite and non-negative, got -1 for row 0; give such rows weight 0"),
+    (lambda n: np.r_[np.ones(n - 1), np.nan], r"finite and non-negative, got nan for row 29"),
+    (lambda n: np.ones(n - 2), r"weights must be 30 numbers, one per row of the data; got shape \(28,\)"),
+    (lambda n: np.zeros(n), r"weights sum to zero; at least one row needs a positive weight"),
+])
+@pytest.mark.parametrize("name", ["scott", "plugin", "lscv_h"])
+def test_bad_weights_name_the_row_and_the_fix(weights, message, name):
+    X, _ = _sample_data(16, 30, 1)
+    with pytest.raises(ValueError, match=message):
+        bw.select(name, X, weights=weights(30), backend="numpy")
+    with pytest.raises(ValueError, match=message):
+        KDE(bandwidth=name, backend="numpy").fit(X, weights=weights(30))
