@@ -229,7 +229,8 @@ def _weighted_lscv_sample(X, weights, method: str, backend, dtype, weight_kind: 
         return n_e, data.d, sigma, units, L, binned_sums, binned
     Y = _whiten(data.values, L)
     tied = tied_pairs(counts, weight_kind)
-    rows = _WeightedRows(w, n_e, tied, resolve_backend(backend, dtype, work=0.5 * data.n * data.n), dtype)
+    rows = _WeightedRows(w, n_e, tied, resolve_backend(backend, dtype, work=0.5 * data.n * data.n), dtype,
+                         _diagonal_weights(w, n_e, weight_kind))
 
     def pair_sums(_L: np.ndarray, h) -> np.ndarray:
         return rows.lscv_sums(Y, h)
@@ -247,6 +248,7 @@ class _WeightedRows:
     tied: float
     backend: Any  # a KDEBackend
     dtype: Any
+    diagonal: np.ndarray  # the rows' weights in binned LSCV's D(e), in w's units: w^2, or w / N for frequency counts
 
     def lscv_sums(self, Y: np.ndarray, h) -> np.ndarray:
         """(len(h), 2): n^2 [sum_{i<j} w_i w_j e^(-s/(4h^2)) + t] and the same with e^(-s/(2h^2)),
@@ -262,12 +264,18 @@ class _WeightedRows:
         return self.n * self.n * (np.array(sums) + self.tied)
 
 
+def _diagonal_weights(w: np.ndarray, n: float, weight_kind: str) -> np.ndarray:
+    """The rows' weights in binned LSCV's diagonal D(e) for weights w normalised to sum 1: w_i^2
+    (probability: only i = j leaves), or w_i / N = c_i / N^2 (frequency: the pairs between a row's
+    copies stay, as the replicated rows' do) -- :func:`parzen.binned.lscv.bin_pair_weights`."""
+    return w / n if weight_kind == "frequency" else w * w
+
+
 def _weighted_matrix_rows(X, weights, weight_kind: str, method: str, what: str, backend, dtype):
     """(standardised data of the rows with positive weights, units, weighted covariance, rows) for
-    weighted LSCV_H and LSCV_diag, exact.
+    weighted LSCV_H and LSCV_diag.
 
-    Raises ValueError for data read in chunks, fewer than d + 2 rows with positive weights, or a
-    binned ``method`` (or "auto" past the exact limit)."""
+    Raises ValueError for data read in chunks or fewer than d + 2 rows with positive weights."""
     if as_chunked(X) is not None:
         raise ValueError(f"weights= was given for data read in chunks; weighted {what} needs the rows in memory")
     data = as_data(X)
@@ -276,16 +284,14 @@ def _weighted_matrix_rows(X, weights, weight_kind: str, method: str, what: str, 
     counts = w[w > 0]
     if data.n < data.d + 2:
         raise ValueError(f"{what} needs at least d + 2 = {data.d + 2} rows with positive weights, got {data.n}")
-    if lscv_method(method, data.n, data.d) == "binned":
-        raise ValueError(f"weighted {what} is computed exactly (every pair), and n = {data.n} is past the exact limit of "
-                         "method='auto'; pass method='exact'")
     warn_if_tied(data, method=what)
     check_variance(data, name="the rows with positive weights of X")
     data, units = standardised(data)
     sigma = weighted_covariance(data.values, counts, weight_kind)
     n = sample_size(counts, weight_kind)
-    rows = _WeightedRows(counts / counts.sum(), n, tied_pairs(counts, weight_kind), resolve_backend(backend, dtype,
-                         work=0.5 * data.n * data.n), dtype)
+    w = counts / counts.sum()
+    rows = _WeightedRows(w, n, tied_pairs(counts, weight_kind), resolve_backend(backend, dtype, work=0.5 * data.n * data.n),
+                         dtype, _diagonal_weights(w, n, weight_kind))
     return data, units, sigma, rows
 
 
@@ -698,7 +704,8 @@ def _minimise_matrix(
     """Minimise g(H) over H = P M M^T P^T, M lower triangular (diagonal if asked).
 
     ``weighted``: the rows' weights (exact sums, :meth:`_WeightedRows.lscv_sums` on the rows
-    whitened by M on the host, and n its sample size).
+    whitened by M on the host, and n its sample size; binned, the counts of linear binning with
+    the weights and D(e) with :attr:`_WeightedRows.diagonal`, the sums times n^2).
 
     P pre-whitens the data (Z = P^-1 x), so the search is scale-free and starts near
     M = c I; Nelder-Mead on the log-Cholesky entries of M keeps H positive definite.
@@ -712,6 +719,10 @@ def _minimise_matrix(
     if weighted is not None:
         assert isinstance(data, Data)  # weighted rows are in memory
         Z = _whiten(data.values, P)
+        binned = _binned_pair_weights(
+            pair_sum_method, n, d, Z, h_ref=reference_h0(weighted.n, d), tolerance=tolerance, grid_size=grid_size,
+            max_sd=2 * reference_h0(weighted.n, d), weights=weighted.w, diagonal_weights=weighted.diagonal,
+        )
     elif isinstance(data, _ChunkedSample):  # the tolerance holds at kernel sd >= h0, the normal-scale start's
         binned = chunked_pair_weights(
             data.source, data.moments, P, np.eye(d), h_ref=reference_h0(n, d), tolerance=tolerance,
@@ -726,7 +737,12 @@ def _minimise_matrix(
         )
     _report_lscv("lscv_diag" if diagonal_only else "lscv_H", binned, round(criterion_n), tolerance if grid_size is None else None)
     computes_in = np.dtype(np.float64)
-    if weighted is not None:
+    if weighted is not None and binned is not None:
+        weighted_binned, scale = binned, weighted.n * weighted.n
+
+        def pair_sums(M: np.ndarray, h) -> np.ndarray:
+            return scale * weighted_binned.pair_sums(M, h)
+    elif weighted is not None:
         rows = weighted
 
         def pair_sums(M: np.ndarray, h) -> np.ndarray:
@@ -960,10 +976,11 @@ def lscv_H(
         sphered frame) of at least the normal reference h0 (:func:`reference_h0`,
         :func:`parzen.binned.lscv.grid_sizes`).
     weights : array_like of shape (n,), optional
-        Non-negative weights of the rows (in memory, exact only): g(H) =
+        Non-negative weights of the rows (in memory): g(H) =
         |H|^-1/2 [2 sum_{i<j} w_i w_j T + sum w_i^2 R(K)] with w normalised (the form of
         :func:`lscv_h_factor`'s), Sigma (of the start and the search's frame) the weighted
-        covariance and n (of the normal-scale start) the weights' sample size.
+        covariance and n (of the normal-scale start) the weights' sample size; binned from the
+        weighted linear-binning counts (docs/statistics.md, "Weighted data").
     weight_kind : {"probability", "frequency"}, default "probability"
         What the weights are (:mod:`parzen.bandwidth.weight_kind`).  Frequency weights above 1 are
         repeated rows, where g(H) has no minimum (ValueError), as on the replicated data.
@@ -990,6 +1007,7 @@ def lscv_H(
             rows_data, P, _matrix_start(rows_data, start, sigma, units, rows.n), diagonal_only=False, backend=backend,
             dtype=dtype, progress=progress, label=f"LSCV_H n={rows_data.n} d={rows_data.d} (weighted)",
             max_evaluations=max_evaluations, method="LSCV_H", weighted=rows,
+            pair_sum_method=method, grid_size=grid_size, tolerance=tolerance,
         )
         return from_matrix(H * np.outer(units, units))
     chunked = as_chunked(X)
@@ -1051,6 +1069,7 @@ def lscv_diag(
             rows_data, P, np.diag(np.diag(_matrix_start(rows_data, start, sigma, units, rows.n))), diagonal_only=True,
             backend=backend, dtype=dtype, progress=progress, label=f"LSCV diag n={rows_data.n} d={rows_data.d} (weighted)",
             max_evaluations=max_evaluations, method="LSCV (diagonal)", weighted=rows,
+            pair_sum_method=method, grid_size=grid_size, tolerance=tolerance,
         )
         return from_matrix(H * np.outer(units, units))
     chunked = as_chunked(X)
