@@ -375,3 +375,17 @@ def test_binned_weighted_lscv_matrices(name):
     exact = selector(X, weights=w, method="exact", backend="numpy")
     assert _relative(binned, exact) <= 1e-3  # measured 6e-5 (lscv_H) and 1.1e-4 (lscv_diag)
     assert _relative(selector(X, weights=7 * w, method="binned"), selector(X, weights=w, method="binned")) <= 1e-8
+
+
+@pytest.mark.parametrize("name", ["lscv_h", "lscv_H", "lscv_diag", "plugin_H", "plugin_diag", "scv_H", "scott", "normal_scale"])
+def test_matrix_selectors_probability_weights_scale_free_and_equal_weights_unweighted(name):
+    X, _ = _sample_data(18, 40, 2)
+    w = np.random.default_rng(18).uniform(0.2, 3.0, size=len(X))
+    options = {} if name in ("scott", "normal_scale") else {"backend": "numpy"}
+    selector = getattr(bw, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LSCVWarning)
+        base = selector(X, weights=w, **options)
+        # 1e-8: the optimisers (Nelder-Mead, BFGS) see the criterion rounded differently
+        assert _relative(selector(X, weights=1e3 * w, **options), base) <= 1e-8
+        assert _relative(selector(X, weights=np.full(len(X), 0.3), **options), selector(X, **options)) <= 1e-8
