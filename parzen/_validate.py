@@ -441,8 +441,11 @@ def check_weights(weights, n: int) -> np.ndarray:
         w = w.ravel()
     if w.shape != (n,):
         raise ValueError(f"weights must be {n} numbers, one per row of the data; got shape {np.shape(w)}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError("weights must be finite and non-negative")
+    bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
+    if bad.size:
+        raise ValueError(f"weights must be finite and non-negative, got {float(w[bad[0]]):g} for row {int(bad[0])}"
+                         f"{f' (and {bad.size - 1} more)' if bad.size > 1 else ''}; give such rows weight 0 or "
+                         "drop them (weights are relative: any non-negative scale)")
     if w.sum() <= 0:
         raise ValueError("weights sum to zero; at least one row needs a positive weight")
     return w

@@ -39,6 +39,13 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+class WeightKind(str, Enum):
+    """The --weight-kind choices: :data:`parzen.bandwidth.weight_kind.WEIGHT_KINDS`, in order (a test checks)."""
+
+    probability = "probability"
+    frequency = "frequency"
+
+
 class Scale(str, Enum):
     """The --scale choices: :data:`parzen.bandwidth.plugin.SCALES`, in order (a test checks)."""
 
@@ -111,6 +118,22 @@ MethodOption = Annotated[
         help=f"Bandwidth selector: {', '.join(SELECTOR_NAMES)} (default: plugin for one column, normal_scale for more).",
     ),
 ]
+WeightsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--weights", "-w", metavar="COLUMN",
+        help="A numeric column of FILE holding the rows' weights (non-negative, not all zero); rows where it "
+             "is missing are dropped. Every selector but isj takes weights.",
+    ),
+]
+WeightKindOption = Annotated[
+    WeightKind | None,
+    typer.Option(
+        help="What --weights are: probability (sampling or importance weights of any scale; n is Kish's "
+             "effective size, the default) or frequency (whole counts of each row's copies: the answer on the "
+             "replicated data).",
+    ),
+]
 ScaleOption = Annotated[
     Scale | None,
     typer.Option(help="Scale estimate of PLUGIN: sd (the papers, the default) or minim = min(sd, IQR/1.349) (R's ks::hpi)."),
@@ -146,10 +169,12 @@ class Selection:
 
 
 def select(table, method: str, *, scale: str | None = None, progress: bool = False,
-           computation: str = "auto", backend=None) -> Selection:
+           computation: str = "auto", backend=None, weights=None, weight_kind: str | None = None) -> Selection:
     """Run the registered selector ``method`` on the columns of ``table`` (a DataFrame, or data
     served in chunks: :class:`parzen.binned.ChunkedData`), exact, binned or "auto", with the
-    selector's default backend or ``backend`` (e.g. a :class:`parzen.distributed.DaskBackend`).
+    selector's default backend or ``backend`` (e.g. a :class:`parzen.distributed.DaskBackend`),
+    with the rows' ``weights`` (an array for a DataFrame; data served in chunks carry theirs) of
+    ``weight_kind`` (:mod:`parzen.bandwidth.weight_kind`).
 
     Every selector answers in data units (:mod:`parzen.bandwidth.convention`): a float h for one
     column (H = h^2), the matrix H for more.
@@ -162,9 +187,11 @@ def select(table, method: str, *, scale: str | None = None, progress: bool = Fal
         raise ValueError(f"--scale applies to --method plugin only, not {method!r}")
     kwargs["progress"] = progress  # passed on to the selectors that show progress
     kwargs["method"] = computation  # likewise: the rules of thumb sum no pairs
+    if weight_kind is not None:
+        kwargs["weight_kind"] = weight_kind
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = bw.selection(method, table, **kwargs)
+        result = bw.selection(method, table, weights=weights, **kwargs)
     notes = tuple(dict.fromkeys(_short(w) for w in caught))
     value = result.value
     h = None if np.ndim(value) == 2 else float(value)
@@ -230,13 +257,17 @@ def _one_line(message: str) -> str:
     return "; ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
-def _read(file: Path, columns: list[str]) -> tuple[pd.DataFrame, int]:
+def _read(file: Path, columns: list[str], weights: str | None = None) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """The columns of a CSV or Parquet file in memory, and the rows' weights from the column
+    ``weights`` (None without), the rows with a missing value dropped and reported."""
     from .io import read_table, select_columns
 
-    table, dropped = select_columns(read_table(file), columns)
+    if weights is not None and weights in columns:
+        raise ValueError(f"the weights column {weights!r} is also a data column; name it once, with --weights only")
+    table, dropped = select_columns(read_table(file), [*columns] + ([] if weights is None else [weights]))
     if dropped:
         err.print(Text(f"dropped {dropped} rows with missing values", style="yellow"))
-    return table, dropped
+    return table[columns], None if weights is None else table[weights].to_numpy()
 
 
 def _spinner(text: str):
@@ -248,6 +279,26 @@ def _method(method: str | None, d: int) -> str:
     from .bandwidth import default_selector
 
     return method if method is not None else default_selector(d)
+
+
+def _weight_kind(weights: str | None, weight_kind: WeightKind | None) -> str | None:
+    """The --weight-kind value ("probability" by default with --weights), checked to come with --weights."""
+    if weights is None:
+        if weight_kind is not None:
+            raise ValueError("--weight-kind says what --weights are; name the weights column with --weights COLUMN")
+        return None
+    return "probability" if weight_kind is None else weight_kind.value
+
+
+@contextlib.contextmanager
+def _naming_weights(weights: str | None):
+    """Errors about the weights name the --weights column they came from."""
+    try:
+        yield
+    except ValueError as exc:
+        if weights is None or "weight" not in str(exc):
+            raise
+        raise ValueError(f"--weights {weights}: {exc}") from None
 
 
 def _num(v: float) -> str:
@@ -289,6 +340,8 @@ def bandwidth_command(
     column: Columns,
     method: MethodOption = None,
     scale: ScaleOption = None,
+    weights: WeightsOption = None,
+    weight_kind: WeightKindOption = None,
     exact: Annotated[bool | None, typer.Option(
         "--exact/--binned",
         help="Sum every pair (exact; reads the rows into memory) or bin (to a stated tolerance); "
@@ -306,28 +359,36 @@ def bandwidth_command(
 
     Parquet data and DuckDB tables of over 10^7 rows are streamed: read in batches and binned, with progress bars.
 
+    With --weights, the rows are weighted by a column of FILE (--weight-kind says how).
+
     With --scheduler, the workers of a Dask cluster do the work."""
-    from .io import open_columns
+    from .io import open_weighted_columns
 
     computation = "auto" if exact is None else "exact" if exact else "binned"
     with _user_errors():
+        kind = _weight_kind(weights, weight_kind)
         name = _method(method, len(column))
         progress = out.is_terminal and not as_json
         with contextlib.ExitStack() as stack:
             if scheduler is None:
-                data, dropped = open_columns(file, column, table=table, exact=exact is True)
+                data, row_weights, dropped = open_weighted_columns(file, column, weights, table=table, exact=exact is True)
                 backend, ran_on = None, None
             else:
+                if weights is not None:
+                    raise ValueError("--weights is not read on a Dask cluster; drop --scheduler to weight the rows")
                 data, dropped, backend, ran_on = _on_dask(stack, scheduler, file, column, table, exact is True)
+                row_weights = None
             if dropped:
                 err.print(Text(f"dropped {dropped} rows with missing values", style="yellow"))
-            sel = select(data, name, scale=scale and scale.value, progress=progress, computation=computation,
-                         backend=backend)
+            with _naming_weights(weights):
+                sel = select(data, name, scale=scale and scale.value, progress=progress, computation=computation,
+                             backend=backend, weights=row_weights, weight_kind=kind)
     streamed = dropped is None and scheduler is None
     scale_used = (scale.value if scale else "sd") if name == "plugin" else None
     if as_json:
         print(json.dumps({
             "file": str(file), "table": table, "columns": column, "method": name, "scale": scale_used,
+            "weights": weights, "weight_kind": kind,
             "computation": sel.computation, "grid_size": None if sel.grid_size is None else list(sel.grid_size),
             "tolerance": sel.tolerance, "streamed": streamed, "ran_on": ran_on,
             "n": sel.n, "dropped_rows": dropped,
@@ -344,6 +405,8 @@ def bandwidth_command(
     if ran_on is not None:
         result.add_row("ran on", Text(ran_on))
     result.add_row("columns", Text(", ".join(column)))
+    if weights is not None:
+        result.add_row("weights", Text(f"{weights} ({kind})"))
     result.add_row("n", f"{sel.n}" + (f" ({dropped} rows with missing values dropped)" if dropped else ""))
     if sel.h is not None:
         result.add_row("h", _num(sel.h))
@@ -405,22 +468,30 @@ def plot(
     output: Annotated[Path, typer.Option("--output", "-o", help="PNG file to write.")],
     method: MethodOption = None,
     scale: ScaleOption = None,
+    weights: WeightsOption = None,
+    weight_kind: WeightKindOption = None,
 ) -> None:
-    """Fit a KDE to one or two columns and draw it (with the LSCV curve for lscv_h in 1-D)."""
+    """Fit a KDE to one or two columns and draw it (with the LSCV curve for lscv_h in 1-D).
+
+    With --weights, the rows are weighted by a column of FILE (--weight-kind says how)."""
     with _user_errors():
         from .kde import KDE
         from .plotting import plot_density
 
+        kind = _weight_kind(weights, weight_kind)
         if len(column) > 2:
             raise ValueError(f"plot draws one or two columns, got {len(column)}: {', '.join(column)}")
-        table, _ = _read(file, column)
+        table, row_weights = _read(file, column, weights)
         name = _method(method, len(column))
-        sel = select(table, name, scale=scale and scale.value, progress=out.is_terminal)
+        with _naming_weights(weights):
+            sel = select(table, name, scale=scale and scale.value, progress=out.is_terminal, weights=row_weights,
+                         weight_kind=kind)
+            kde = KDE(bandwidth=float(sel.bandwidths[0]) if len(column) == 1 else sel.H,
+                      weight_kind=kind or "probability").fit(table, weights=row_weights)
         for note in sel.notes:
             err.print(Text(f"note: {note}", style="yellow"))
-        kde = KDE(bandwidth=float(sel.bandwidths[0]) if len(column) == 1 else sel.H).fit(table)
         curve = None
-        if name == "lscv_h" and sel.h is not None:
+        if name == "lscv_h" and sel.h is not None and row_weights is None:
             curve = lscv_curve(table, sel.h)
         path = plot_density(table, kde, output, lscv_curve=curve, label=name, title=f"{file.name}: {name} bandwidth")
     out.print(f"wrote {path}")

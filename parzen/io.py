@@ -147,22 +147,57 @@ def open_columns(path, columns, *, table: str | None = None, exact: bool = False
         As :func:`read_table`, :class:`parzen.binned.ParquetData` and
         :class:`parzen.binned.DuckDBData`.
     """
+    data, _, dropped = open_weighted_columns(path, columns, None, table=table, exact=exact, stream_from=stream_from)
+    return data, dropped
+
+
+def open_weighted_columns(path, columns, weights: str | None, *, table: str | None = None, exact: bool = False,
+                          stream_from: int | None = None
+                          ) -> tuple[pd.DataFrame | ChunkedData, np.ndarray | None, int | None]:
+    """:func:`open_columns` with the rows' weights read from the column ``weights`` of the same data.
+
+    Parameters
+    ----------
+    path, columns, table, exact, stream_from
+        As in :func:`open_columns`.
+    weights : str or None
+        A numeric column of the rows' weights (not one of ``columns``), or None for none.
+
+    Returns
+    -------
+    data : pandas.DataFrame or ChunkedData
+        As :func:`open_columns` gives it; streamed data carry the weights as their own column
+        (``weights=`` of :class:`parzen.binned.ParquetData` and :class:`parzen.binned.DuckDBData`).
+    row_weights : numpy.ndarray or None
+        (n,) the weights of the rows of a DataFrame (those kept); None without ``weights`` or when streamed.
+    dropped : int or None
+        Rows dropped for a missing value, the weight's included (None when streamed).
+
+    Raises
+    ------
+    ValueError, FileNotFoundError, MissingExtraError
+        As :func:`open_columns`; also when ``weights`` is one of ``columns``.
+    """
     from .binned.stream import DuckDBData, ParquetData
 
+    if weights is not None and weights in columns:
+        raise ValueError(f"the weights column {weights!r} is also a data column; name it once, with --weights only")
     source: ParquetData | DuckDBData
     if table is not None:
         if not Path(path).is_file():
             raise FileNotFoundError(f"no such DuckDB database file: {str(path)!r}")
-        source = DuckDBData(path, table, list(columns))
+        source = DuckDBData(path, table, list(columns), weights=weights)
         rows = source.profile()[0]
     elif is_parquet_source(path):
-        source = ParquetData(path, list(columns))
+        source = ParquetData(path, list(columns), weights=weights)
         rows = source.dataset.count_rows()
     else:
-        return select_columns(read_table(path), columns)
+        frame, dropped = select_columns(read_table(path), [*columns] + ([] if weights is None else [weights]))
+        return frame[list(columns)], None if weights is None else frame[weights].to_numpy(), dropped
     if rows > (STREAM_FROM_ROWS if stream_from is None else stream_from) and not exact:
-        return source, None
-    return in_memory(source)
+        return source, None, None
+    frame, row_weights, dropped = rows_in_memory(source)
+    return frame, row_weights, dropped
 
 
 def in_memory(data: ChunkedData) -> tuple[pd.DataFrame, int]:
@@ -180,9 +215,32 @@ def in_memory(data: ChunkedData) -> tuple[pd.DataFrame, int]:
     dropped : int
         Rows with a NULL, left out.
     """
+    frame, _, dropped = rows_in_memory(data)
+    return frame, dropped
+
+
+def rows_in_memory(data: ChunkedData) -> tuple[pd.DataFrame, np.ndarray | None, int]:
+    """:func:`in_memory` with the rows' weights (None where the data have no weights column).
+
+    Parameters
+    ----------
+    data : ChunkedData
+        The data (small enough for memory).
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        float64 columns named as ``data.columns``.
+    weights : numpy.ndarray or None
+        (n,) the weights of those rows.
+    dropped : int
+        Rows with a NULL (in a column or the weight), left out.
+    """
     chunks = data.reduce(_listed, what="reading")
     values = np.concatenate([c.values for c in chunks]) if chunks else np.zeros((0, data.d))
-    return pd.DataFrame(values, columns=list(data.columns)), sum(c.null_rows for c in chunks)
+    weighted = [c.weights for c in chunks if c.weights is not None]
+    weights = np.concatenate(weighted) if weighted and len(weighted) == len(chunks) else None
+    return pd.DataFrame(values, columns=list(data.columns)), weights, sum(c.null_rows for c in chunks)
 
 
 def _listed(chunk: Chunk) -> list[Chunk]:

@@ -24,6 +24,7 @@ from .bandwidth.convention import bandwidth_matrix
 from .bandwidth.distribution import plugin_cdf
 from .bandwidth.method import choose_method
 from .bandwidth.registry import AUTO, SELECTORS, default_selector, select
+from .bandwidth.weight_kind import WEIGHT_KINDS, check_weight_kind, sample_size
 from .binned.chunked import checked_moments, chunked_density
 from .binned.density import FLOOR, BinnedDensity, binned_cost_wins, density_at_nodes, density_on_grid
 from .binned.grid import GridSpec, linear_bin
@@ -80,6 +81,13 @@ class KDE(Parameters):
         :meth:`cdf`, :meth:`quantile` and :meth:`sample` are those of the estimate reflected in
         them (:mod:`parzen.boundary`; 0 density outside), so that no mass leaks past an edge.
         The bandwidth is selected as without edges.
+    weight_kind : {"probability", "frequency"}, default "probability"
+        What the weights given to :meth:`fit` are (:mod:`parzen.bandwidth.weight_kind`;
+        docs/statistics.md, "Weighted data"), passed on to the selector: probability weights of
+        any scale (n is Kish's effective size (sum w)^2 / sum w^2), or frequency weights, whole
+        counts of each row's copies (n = sum w: every selector then gives the bandwidth of the
+        replicated data).  The estimate itself is the same for both: sum_i w_i K_H(x - X_i) with w
+        normalised to sum 1.
 
     Attributes
     ----------
@@ -107,6 +115,7 @@ class KDE(Parameters):
         "kernel": tuple(KERNELS),
         "bandwidth": (AUTO, *SELECTORS),
         "method": ("auto", "exact", "binned"),
+        "weight_kind": WEIGHT_KINDS,
     }
 
     def __init__(
@@ -122,6 +131,7 @@ class KDE(Parameters):
         tolerance: float = 1e-4,
         cdf_bandwidth="auto",
         boundary=None,
+        weight_kind: str = "probability",
     ):
         self.bandwidth = bandwidth
         self.kernel = kernel
@@ -133,6 +143,7 @@ class KDE(Parameters):
         self.tolerance = tolerance
         self.cdf_bandwidth = cdf_bandwidth
         self.boundary = boundary
+        self.weight_kind = weight_kind
 
     def __sklearn_tags__(self):
         """scikit-learn's tags (read by scikit-learn only, which is imported here, not by parzen):
@@ -157,8 +168,9 @@ class KDE(Parameters):
         y : None
             Ignored (scikit-learn API).
         weights : array_like of shape (n,), optional
-            Non-negative weights of the rows (only the rules of thumb or a numeric bandwidth
-            take them; data served in chunks carry theirs as a column).
+            Non-negative weights of the rows, of ``weight_kind``; every selector but "isj" takes
+            them (:data:`parzen.bandwidth.SELECTORS`, ``weighted``), and so does a numeric
+            bandwidth.  Data served in chunks carry theirs as a column.
 
         Returns
         -------
@@ -169,9 +181,12 @@ class KDE(Parameters):
         ------
         ValueError
             If a parameter or the data are invalid, or the selector does not support the data's
-            dimension or weights.
+            dimension or weights; or the weights are invalid (negative, not finite, another
+            length, all zero; with ``weight_kind="frequency"`` not whole numbers or summing to 1
+            or less).
         """
         choose(self.kernel, self._parameter_constraints["kernel"], what="kernel")
+        check_weight_kind(self.weight_kind)
         choose(self.method, self._parameter_constraints["method"], what="method")
         self.__dict__.pop("cdf_bandwidth_", None)  # chosen again, from these data, by the next cdf()
         resolve_backend(self.backend, self.dtype)  # fail early on a bad backend or dtype
@@ -186,6 +201,8 @@ class KDE(Parameters):
         if self._reflection is not None:
             self._reflection.check(data.values[:, 0])
         w = None if weights is None else check_weights(weights, data.n)
+        if w is not None and self.weight_kind == "frequency":
+            sample_size(w, "frequency")  # raises for counts that are not whole numbers, naming the fix
         self.bandwidth_, H = self._select(data, w) if named else _explicit_bandwidth(self.bandwidth, data.d)
         self.H_ = H
         self._chol = check_spd(H, what="the bandwidth matrix H")
@@ -222,7 +239,8 @@ class KDE(Parameters):
         moments = checked_moments(data, min_rows=2 if named else 1, progress=self.progress)
         if named:
             name = default_selector(data.d) if self.bandwidth == AUTO else self.bandwidth
-            self.bandwidth_ = select(name, data, backend=self.backend, dtype=self.dtype, progress=self.progress)
+            self.bandwidth_ = select(name, data, backend=self.backend, dtype=self.dtype, progress=self.progress,
+                                     weight_kind=self.weight_kind)
             H = bandwidth_matrix(self.bandwidth_, data.d)
         else:
             self.bandwidth_, H = _explicit_bandwidth(self.bandwidth, data.d)
@@ -321,7 +339,8 @@ class KDE(Parameters):
         """(bandwidth_, H_): the named selector's answer in data units and its matrix."""
         name = default_selector(data.d) if self.bandwidth == AUTO else self.bandwidth
         # Data keeps the column names for error messages
-        result = select(name, data, weights=w, backend=self.backend, dtype=self.dtype, progress=self.progress)
+        options = {} if w is None else {"weight_kind": self.weight_kind}
+        result = select(name, data, weights=w, backend=self.backend, dtype=self.dtype, progress=self.progress, **options)
         return result, bandwidth_matrix(result, data.d)
 
     def _check_fitted(self) -> None:

@@ -136,7 +136,6 @@ def test_silverman_quartiles_are_binned_and_reported():
     [
         (lambda data: bw.plugin(data, method="exact"), "method='exact' .* load it into memory .* method='binned'"),
         (lambda data: bw.plugin(ArrayChunks(np.c_[data.values, data.values])), "univariate"),
-        (lambda data: bw.plugin(ArrayChunks(data.values, np.ones(len(data.values)) * 2)), "unweighted"),
         (lambda data: bw.normal_scale(data, weights=np.ones(10)), "serve the weights as a column"),
         (lambda data: bw.plugin(ArrayChunks([1.0, 1.0, 1.0])), "'x0' of .* are constant"),
         (lambda data: bw.plugin(ArrayChunks([1.0])), "1 row"),

@@ -689,3 +689,81 @@ def test_bench_table_fits_80_columns():
     assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
     for cell in ("100000", "float64 x16", "0.0001235", "12.35", "9.415e-16", "skipped (too"):
         assert cell in text
+
+
+@pytest.fixture
+def weighted_csv(tmp_path, faithful):
+    """faithful with a column of whole counts, a column of sampling weights and one of bad weights."""
+    rng = np.random.default_rng(12)
+    frame = faithful.assign(count=rng.integers(1, 4, len(faithful)), prob=rng.uniform(0.1, 2.0, len(faithful)),
+                            half=np.where(np.arange(len(faithful)) == 3, 1.5, 1.0),
+                            negative=np.where(np.arange(len(faithful)) == 3, -1.0, 1.0))
+    path = tmp_path / "weighted.csv"
+    frame.to_csv(path, index=False)
+    return path, frame
+
+
+def test_weight_kind_choices_follow_the_library():
+    from parzen.bandwidth.weight_kind import WEIGHT_KINDS
+
+    assert [(k.name, k.value) for k in cli.WeightKind] == [(name, name) for name in WEIGHT_KINDS]
+
+
+@pytest.mark.parametrize("method", ["plugin", "silverman", "scott"])
+def test_bandwidth_frequency_weights_column_gives_the_replicated_answer(weighted_csv, method):
+    path, frame = weighted_csv
+    got = as_json(invoke("bandwidth", path, "-c", "waiting", "-m", method, "--weights", "count",
+                         "--weight-kind", "frequency", "--json"))
+    replicated = np.repeat(frame["waiting"].to_numpy(dtype=float), frame["count"])
+    assert (got["weights"], got["weight_kind"], got["n"]) == ("count", "frequency", len(replicated))
+    assert got["h"] == pytest.approx(getattr(bw, method)(replicated), rel=1e-10)
+
+
+def test_bandwidth_probability_weights_are_the_default(weighted_csv):
+    path, frame = weighted_csv
+    got = as_json(invoke("bandwidth", path, "-c", "eruptions", "-c", "waiting", "-m", "plugin_H", "-w", "prob", "--json"))
+    assert got["weight_kind"] == "probability"
+    want = bw.plugin_H(frame[["eruptions", "waiting"]], weights=frame["prob"])
+    np.testing.assert_allclose(got["H"], want, rtol=1e-10)
+    table = invoke("bandwidth", path, "-c", "waiting", "-w", "prob", columns=100)
+    assert "prob (probability)" in flat(table.stdout)
+
+
+def test_bandwidth_weights_from_streamed_parquet(tmp_path, weighted_csv, monkeypatch):
+    from parzen import io
+
+    frame = weighted_csv[1]
+    frame.to_parquet(tmp_path / "weighted.parquet")
+    monkeypatch.setattr(io, "STREAM_FROM_ROWS", 100)
+    got = as_json(invoke("bandwidth", tmp_path / "weighted.parquet", "-c", "waiting", "-m", "scott", "-w", "count",
+                         "--weight-kind", "frequency", "--json"))
+    assert got["streamed"]
+    replicated = np.repeat(frame["waiting"].to_numpy(dtype=float), frame["count"])
+    assert got["h"] == pytest.approx(bw.scott(replicated), rel=1e-10)
+    exact = as_json(invoke("bandwidth", tmp_path / "weighted.parquet", "-c", "waiting", "-w", "count", "--weight-kind",
+                           "frequency", "--exact", "--json"))
+    assert exact["h"] == pytest.approx(bw.plugin(replicated, method="exact"), rel=1e-10)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-w", "half", "--weight-kind", "frequency"], ("--weights half: frequency weights count the rows' copies and must "
+                                                    "be whole numbers, got 1.5; pass weight_kind='probability'")),
+    (["-w", "negative"], "--weights negative: weights must be finite and non-negative"),
+    (["-w", "nope"], "no column 'nope'"),
+    (["-w", "waiting"], "the weights column 'waiting' is also a data column"),
+    (["--weight-kind", "frequency"], "--weight-kind says what --weights are"),
+    (["-w", "count", "-m", "isj"], "bandwidth='isj' is defined for unweighted data"),
+])
+def test_bandwidth_weights_errors_name_the_fix(weighted_csv, args, message):
+    result = invoke("bandwidth", weighted_csv[0], "-c", "waiting", *args, columns=400)
+    assert result.exit_code == 2 and message in flat(result.output)
+
+
+def test_plot_with_weights(tmp_path, weighted_csv):
+    output = tmp_path / "weighted.png"
+    result = invoke("plot", weighted_csv[0], "-c", "waiting", "-w", "count", "--weight-kind", "frequency", "-o", output)
+    assert result.exit_code == 0, result.output
+    assert output.read_bytes().startswith(PNG_MAGIC)
+    bad = invoke("plot", weighted_csv[0], "-c", "waiting", "-w", "half", "--weight-kind", "frequency", "-o", output,
+                 columns=400)
+    assert bad.exit_code == 2 and "whole numbers" in flat(bad.output)

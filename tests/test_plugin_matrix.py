@@ -209,10 +209,12 @@ def test_weighted_plugin_functionals_are_those_of_repeated_rows():
     assert stages.psi4 == pytest.approx(bw.psi_functional(repeated, 4, stages.g2, backend="numpy"), rel=1e-10)
 
 
-def test_weighted_plugin_refuses_the_binned_path():
+def test_weighted_plugin_binned_is_the_unweighted_one_for_equal_weights():
+    """Binned weighted PLUGIN (weighted linear binning) with equal weights is the binned unweighted h."""
     x = load("faithful")["waiting"].to_numpy()
-    with pytest.raises(ValueError, match="weighted PLUGIN is computed exactly"):
-        bw.plugin(x, weights=np.ones(x.size), method="binned")
+    stages = bw.plugin_stages(x, weights=np.full(x.size, 2.5), method="binned")
+    assert stages.method == "binned"
+    assert stages.h == pytest.approx(bw.plugin(x, method="binned"), rel=1e-12)
 
 
 @pytest.mark.parametrize("X", [load("faithful")["waiting"].to_numpy()[:150], load("faithful").to_numpy()[:150]], ids=["1-D", "2-D"])
@@ -231,9 +233,9 @@ def test_weighted_lscv_h_weights_count_against_the_rest():
     assert bw.lscv_h(x, weights=w, method="exact") != pytest.approx(bw.lscv_h(x, method="exact"), rel=1e-3)
 
 
-def test_weighted_lscv_h_refuses_the_binned_path_and_chunked_data():
+def test_weighted_lscv_h_binned_with_equal_weights_is_the_unweighted_binned_one():
     x = load("faithful")["waiting"].to_numpy()
-    with pytest.raises(ValueError, match="weighted LSCV_h is computed exactly"):
-        bw.lscv_h(x, weights=np.ones(x.size), method="binned")
+    plain = bw.lscv_h(x, method="binned")
+    assert bw.lscv_h(x, weights=np.full(x.size, 3.0), method="binned") == pytest.approx(plain, rel=1e-10)
     with pytest.raises(ValueError, match="finite and non-negative"):
         bw.lscv_h(x, weights=-np.ones(x.size))

@@ -41,7 +41,7 @@ def test_registry_records():
         "plugin", "lscv_h", "lscv_H", "lscv_diag", "plugin_H", "plugin_diag", "scv_H", "scott", "silverman", "normal_scale",
     ]
     assert SELECTORS["lscv_H"].options >= {"backend", "dtype", "progress", "start", "max_evaluations"}
-    assert SELECTORS["scott"].options == {"weights", "progress"}  # progress: over the passes of chunked data
+    assert SELECTORS["scott"].options == {"weights", "weight_kind", "progress"}  # progress: over the passes of chunked data
 
 
 def test_registering_a_selector_checks_its_form():

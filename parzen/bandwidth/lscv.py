@@ -183,8 +183,9 @@ def lscv_h_objective(
     return float(values[0]) if np.ndim(h) == 0 else values
 
 
-def _weighted_lscv_sample(X, weights, method: str, backend, dtype, weight_kind: str = "probability"):
-    """(n_e, d, Sigma, units, L, pair_sums) of weighted data for LSCV_h, exact.
+def _weighted_lscv_sample(X, weights, method: str, backend, dtype, weight_kind: str = "probability", *,
+                          tolerance: float = DEFAULT_TOLERANCE, grid_size=None):
+    """(n_e, d, Sigma, units, L, pair_sums, binned) of weighted data for LSCV_h, exact or binned.
 
     With w normalised to sum 1, the weighted criterion
     h^-d |S|^-1/2 [2 sum_{i<j} w_i w_j T + sum w_i^2 R(K)] is :func:`_criterion` with n = n_e and
@@ -193,7 +194,13 @@ def _weighted_lscv_sample(X, weights, method: str, backend, dtype, weight_kind: 
     1/(sqrt(2) h) and 1/h; Sigma is the weighted covariance.  n_e, Sigma and the tied pairs t
     (copies of one row, at distance 0) are those of :mod:`parzen.bandwidth.weight_kind`: Kish's
     effective size and t = 0 for probability weights, sum w for frequency weights.  Equal weights
-    give the unweighted criterion; frequency weights that of the replicated data."""
+    give the unweighted criterion; frequency weights that of the replicated data.
+
+    Binned (``method="binned"``, or "auto" from :data:`AUTO_BINNED_FROM` rows on; ``binned`` is
+    then the :class:`parzen.binned.lscv.BinnedPairWeights`, else None), the pair sums come from the
+    counts of linear binning with the weights c (Wand & Jones 1995, appendix D), the diagonal
+    D(e) weighted by c_i^2 (probability) or c_i (frequency: the copies' pairs binned as the
+    replicated rows', so the binned criterion is theirs), times (n_e / sum c)^2."""
     data = as_data(X)
     w = check_weights(weights, data.n)
     data = Data(data.values[w > 0], data.columns)
@@ -201,23 +208,34 @@ def _weighted_lscv_sample(X, weights, method: str, backend, dtype, weight_kind: 
     w = counts / counts.sum()
     if data.n < 2:
         raise ValueError("only one row has a positive weight; a weighted bandwidth needs at least 2 rows with positive weights")
-    if lscv_method(method, data.n, data.d) == "binned":
-        raise ValueError(f"weighted LSCV_h is computed exactly (every pair), and n = {data.n} is past the exact limit of "
-                         "method='auto'; pass method='exact', or use normal_scale, scott or silverman")
     warn_if_repeated_rows(data, method="LSCV_h")
     check_variance(data, name="the rows with positive weights of X")
     data, units = standardised(data)
     sigma = weighted_covariance(data.values, counts, weight_kind)
     L = check_spd(sigma, what="the weighted covariance matrix of X", columns=data.columns)
-    Y = _whiten(data.values, L)
     n_e = sample_size(counts, weight_kind)
+    h0 = reference_h0(n_e, data.d)
+    centred = data.values - w @ data.values
+    binned = _binned_pair_weights(
+        method, data.n, data.d, centred, h_ref=h0, frame=L, tolerance=tolerance, grid_size=grid_size, max_sd=4 * h0,
+        weights=counts, diagonal_weights=counts if weight_kind == "frequency" else counts * counts,
+    )
+    if binned is not None:
+        factor = (n_e / float(counts.sum())) ** 2
+
+        def binned_sums(M: np.ndarray, h) -> np.ndarray:
+            return factor * binned.pair_sums(M, np.atleast_1d(np.asarray(h, dtype=np.float64)))
+
+        return n_e, data.d, sigma, units, L, binned_sums, binned
+    Y = _whiten(data.values, L)
     tied = tied_pairs(counts, weight_kind)
-    rows = _WeightedRows(w, n_e, tied, resolve_backend(backend, dtype, work=0.5 * data.n * data.n), dtype)
+    rows = _WeightedRows(w, n_e, tied, resolve_backend(backend, dtype, work=0.5 * data.n * data.n), dtype,
+                         _diagonal_weights(w, n_e, weight_kind))
 
     def pair_sums(_L: np.ndarray, h) -> np.ndarray:
         return rows.lscv_sums(Y, h)
 
-    return n_e, data.d, sigma, units, L, pair_sums
+    return n_e, data.d, sigma, units, L, pair_sums, None
 
 
 @dataclass(frozen=True)
@@ -230,6 +248,7 @@ class _WeightedRows:
     tied: float
     backend: Any  # a KDEBackend
     dtype: Any
+    diagonal: np.ndarray  # the rows' weights in binned LSCV's D(e), in w's units: w^2, or w / N for frequency counts
 
     def lscv_sums(self, Y: np.ndarray, h) -> np.ndarray:
         """(len(h), 2): n^2 [sum_{i<j} w_i w_j e^(-s/(4h^2)) + t] and the same with e^(-s/(2h^2)),
@@ -245,12 +264,18 @@ class _WeightedRows:
         return self.n * self.n * (np.array(sums) + self.tied)
 
 
+def _diagonal_weights(w: np.ndarray, n: float, weight_kind: str) -> np.ndarray:
+    """The rows' weights in binned LSCV's diagonal D(e) for weights w normalised to sum 1: w_i^2
+    (probability: only i = j leaves), or w_i / N = c_i / N^2 (frequency: the pairs between a row's
+    copies stay, as the replicated rows' do) -- :func:`parzen.binned.lscv.bin_pair_weights`."""
+    return w / n if weight_kind == "frequency" else w * w
+
+
 def _weighted_matrix_rows(X, weights, weight_kind: str, method: str, what: str, backend, dtype):
     """(standardised data of the rows with positive weights, units, weighted covariance, rows) for
-    weighted LSCV_H and LSCV_diag, exact.
+    weighted LSCV_H and LSCV_diag.
 
-    Raises ValueError for data read in chunks, fewer than d + 2 rows with positive weights, or a
-    binned ``method`` (or "auto" past the exact limit)."""
+    Raises ValueError for data read in chunks or fewer than d + 2 rows with positive weights."""
     if as_chunked(X) is not None:
         raise ValueError(f"weights= was given for data read in chunks; weighted {what} needs the rows in memory")
     data = as_data(X)
@@ -259,16 +284,14 @@ def _weighted_matrix_rows(X, weights, weight_kind: str, method: str, what: str, 
     counts = w[w > 0]
     if data.n < data.d + 2:
         raise ValueError(f"{what} needs at least d + 2 = {data.d + 2} rows with positive weights, got {data.n}")
-    if lscv_method(method, data.n, data.d) == "binned":
-        raise ValueError(f"weighted {what} is computed exactly (every pair), and n = {data.n} is past the exact limit of "
-                         "method='auto'; pass method='exact'")
     warn_if_tied(data, method=what)
     check_variance(data, name="the rows with positive weights of X")
     data, units = standardised(data)
     sigma = weighted_covariance(data.values, counts, weight_kind)
     n = sample_size(counts, weight_kind)
-    rows = _WeightedRows(counts / counts.sum(), n, tied_pairs(counts, weight_kind), resolve_backend(backend, dtype,
-                         work=0.5 * data.n * data.n), dtype)
+    w = counts / counts.sum()
+    rows = _WeightedRows(w, n, tied_pairs(counts, weight_kind), resolve_backend(backend, dtype, work=0.5 * data.n * data.n),
+                         dtype, _diagonal_weights(w, n, weight_kind))
     return data, units, sigma, rows
 
 
@@ -387,10 +410,12 @@ def lscv_h_factor(
     X : array_like of shape (n,) or (n, d)
         The sample (at least 2 rows, finite, covariance positive definite).
     weights : array_like of shape (n,), optional
-        Non-negative weights of the rows (in memory, exact only): the criterion
+        Non-negative weights of the rows (in memory): the criterion
         h^-d |Sigma|^-1/2 [2 sum_{i<j} w_i w_j T + sum w_i^2 R(K)] with w normalised, Sigma the
         weighted covariance and n (in h0) Kish's effective sample size (sum w)^2 / sum w^2; equal
-        weights give the unweighted answer.  ``method="binned"``, or "auto" past its exact limit, raises.
+        weights give the unweighted answer.  Binned (``method="binned"``, or "auto" from
+        :data:`AUTO_BINNED_FROM` rows on), from the weighted linear-binning counts
+        (docs/statistics.md, "Weighted data").
     weight_kind : {"probability", "frequency"}, default "probability"
         What the weights are (:mod:`parzen.bandwidth.weight_kind`): probability weights as
         above, or counts of each row's copies: then n = sum w, Sigma divides by sum w - 1 and the
@@ -426,7 +451,7 @@ def lscv_h_factor(
     ------
     ValueError
         If ``grid`` < 3, X is invalid, ``method`` is unknown, or binned with d > 4 or a grid
-        too large; or the weights are invalid or come with the binned method or chunked data.
+        too large; or the weights are invalid or come with data served in chunks.
     """
     return _lscv_h_search(X, grid, refine, backend, dtype, progress, method, grid_size, tolerance, weights, weight_kind)[0]
 
@@ -484,9 +509,9 @@ def _lscv_h_search(
         if chunked is not None:
             raise ValueError(f"weights= was given for {chunked.description}, which is read in chunks; weighted LSCV_h "
                              "needs the rows in memory (or use normal_scale, scott or silverman with a weights column)")
-        n, d, sigma, units, L, pair_sums = _weighted_lscv_sample(X, weights, method, backend, dtype, weight_kind)
+        n, d, sigma, units, L, weighted_sums, binned = _weighted_lscv_sample(
+            X, weights, method, backend, dtype, weight_kind, tolerance=tolerance, grid_size=grid_size)
         h0 = reference_h0(n, d)
-        binned: BinnedPairWeights | None = None
     elif chunked is not None:  # binned from the moments' pass and a binning pass (and one for the range, d > 1)
         sample = _chunked_sample(chunked, method, progress)
         n, d, units, sigma = sample.n, sample.d, sample.units, sample.sigma
@@ -508,9 +533,11 @@ def _lscv_h_search(
         )
     sqrt_det = float(np.prod(np.diag(L)))
     _report_lscv("lscv_h", binned, round(n), tolerance if grid_size is None else None)
-    if binned is not None:
+    if weights is not None:
+        pair_sums = weighted_sums
+    elif binned is not None:
         pair_sums = binned.pair_sums
-    elif weights is None:
+    else:
         # the grid and the refinement share the rows y = L^-1 (x - mean), whitened once where the
         # backend computes (on the GPU: the centred data go up once and are whitened there)
         be = resolve_backend(backend, dtype, work=0.5 * n * n * grid)
@@ -677,7 +704,8 @@ def _minimise_matrix(
     """Minimise g(H) over H = P M M^T P^T, M lower triangular (diagonal if asked).
 
     ``weighted``: the rows' weights (exact sums, :meth:`_WeightedRows.lscv_sums` on the rows
-    whitened by M on the host, and n its sample size).
+    whitened by M on the host, and n its sample size; binned, the counts of linear binning with
+    the weights and D(e) with :attr:`_WeightedRows.diagonal`, the sums times n^2).
 
     P pre-whitens the data (Z = P^-1 x), so the search is scale-free and starts near
     M = c I; Nelder-Mead on the log-Cholesky entries of M keeps H positive definite.
@@ -691,6 +719,10 @@ def _minimise_matrix(
     if weighted is not None:
         assert isinstance(data, Data)  # weighted rows are in memory
         Z = _whiten(data.values, P)
+        binned = _binned_pair_weights(
+            pair_sum_method, n, d, Z, h_ref=reference_h0(weighted.n, d), tolerance=tolerance, grid_size=grid_size,
+            max_sd=2 * reference_h0(weighted.n, d), weights=weighted.w, diagonal_weights=weighted.diagonal,
+        )
     elif isinstance(data, _ChunkedSample):  # the tolerance holds at kernel sd >= h0, the normal-scale start's
         binned = chunked_pair_weights(
             data.source, data.moments, P, np.eye(d), h_ref=reference_h0(n, d), tolerance=tolerance,
@@ -705,7 +737,12 @@ def _minimise_matrix(
         )
     _report_lscv("lscv_diag" if diagonal_only else "lscv_H", binned, round(criterion_n), tolerance if grid_size is None else None)
     computes_in = np.dtype(np.float64)
-    if weighted is not None:
+    if weighted is not None and binned is not None:
+        weighted_binned, scale = binned, weighted.n * weighted.n
+
+        def pair_sums(M: np.ndarray, h) -> np.ndarray:
+            return scale * weighted_binned.pair_sums(M, h)
+    elif weighted is not None:
         rows = weighted
 
         def pair_sums(M: np.ndarray, h) -> np.ndarray:
@@ -939,10 +976,11 @@ def lscv_H(
         sphered frame) of at least the normal reference h0 (:func:`reference_h0`,
         :func:`parzen.binned.lscv.grid_sizes`).
     weights : array_like of shape (n,), optional
-        Non-negative weights of the rows (in memory, exact only): g(H) =
+        Non-negative weights of the rows (in memory): g(H) =
         |H|^-1/2 [2 sum_{i<j} w_i w_j T + sum w_i^2 R(K)] with w normalised (the form of
         :func:`lscv_h_factor`'s), Sigma (of the start and the search's frame) the weighted
-        covariance and n (of the normal-scale start) the weights' sample size.
+        covariance and n (of the normal-scale start) the weights' sample size; binned from the
+        weighted linear-binning counts (docs/statistics.md, "Weighted data").
     weight_kind : {"probability", "frequency"}, default "probability"
         What the weights are (:mod:`parzen.bandwidth.weight_kind`).  Frequency weights above 1 are
         repeated rows, where g(H) has no minimum (ValueError), as on the replicated data.
@@ -969,6 +1007,7 @@ def lscv_H(
             rows_data, P, _matrix_start(rows_data, start, sigma, units, rows.n), diagonal_only=False, backend=backend,
             dtype=dtype, progress=progress, label=f"LSCV_H n={rows_data.n} d={rows_data.d} (weighted)",
             max_evaluations=max_evaluations, method="LSCV_H", weighted=rows,
+            pair_sum_method=method, grid_size=grid_size, tolerance=tolerance,
         )
         return from_matrix(H * np.outer(units, units))
     chunked = as_chunked(X)
@@ -1030,6 +1069,7 @@ def lscv_diag(
             rows_data, P, np.diag(np.diag(_matrix_start(rows_data, start, sigma, units, rows.n))), diagonal_only=True,
             backend=backend, dtype=dtype, progress=progress, label=f"LSCV diag n={rows_data.n} d={rows_data.d} (weighted)",
             max_evaluations=max_evaluations, method="LSCV (diagonal)", weighted=rows,
+            pair_sum_method=method, grid_size=grid_size, tolerance=tolerance,
         )
         return from_matrix(H * np.outer(units, units))
     chunked = as_chunked(X)

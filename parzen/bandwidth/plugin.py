@@ -18,13 +18,14 @@ from .._validate import Data, as_data, check_variance, check_weights, choose, po
 from ..backends import resolve_backend
 from ..backends.reference import derivative_order
 from ..binned.chunked import binned_quantiles, checked_moments, chunked_binner, is_weighted, units_of
-from ..binned.grid import BinCounts, GridSpec
+from ..binned.chunked import weighted_covariance as chunked_weighted_covariance
+from ..binned.grid import BinCounts, GridSpec, linear_bin
 from ..binned.plugin import binned_pilot_stages, check_grid_size, check_tolerance
 from ..binned.source import ChunkedData, as_chunked
 from ..kernels import GAUSS_MU2, GAUSS_RK, gauss_derivative_at_zero
 from .method import METHODS, choose_method, report
-from .rules import NORMAL_IQR, _weighted_quantiles
-from .weight_kind import check_weight_kind, frequency_quantiles, sample_size, tied_pairs, weighted_covariance
+from .rules import NORMAL_IQR
+from .weight_kind import check_weight_kind, sample_size, tied_pairs, weighted_covariance, weighted_quantiles
 
 #: Orders r of the functionals Psi_r = int f^(r) f that psi_functional estimates.
 _PSI_ORDERS = (0, 2, 4, 6, 8)
@@ -150,9 +151,9 @@ def plugin_stages(
         if chunked is not None:
             raise ValueError(f"weights= was given for {chunked.description}, which is read in chunks; weighted PLUGIN "
                              "needs the rows in memory (or use normal_scale, scott or silverman with a weights column)")
-        return _weighted_stages(x, weights, scale, backend, dtype, method, weight_kind)
+        return _weighted_stages(x, weights, scale, backend, dtype, method, weight_kind, tolerance, grid_size)
     if chunked is not None:
-        sample = _chunked_sample(chunked, scale, progress)
+        sample = _chunked_sample(chunked, scale, progress, weight_kind)
         n = sample.n
     else:
         column = _float_column(x)
@@ -164,7 +165,7 @@ def plugin_stages(
             as_data(column, name="x")  # raises: too few rows
     be = resolve_backend(backend, dtype, work=0.5 * n * n)
     method = choose_method(
-        method, n=n, exact_up_to=AUTO_EXACT_MAX_N.get(be.name, AUTO_EXACT_MAX_N["cpu"]), what="PLUGIN",
+        method, n=round(n), exact_up_to=AUTO_EXACT_MAX_N.get(be.name, AUTO_EXACT_MAX_N["cpu"]), what="PLUGIN",
         chunked=None if chunked is None else chunked.description,
     )
     if sample is None:
@@ -177,13 +178,13 @@ def plugin_stages(
     if method == "binned":
         assert sample.bin_on is not None  # in memory, _binned_sample's
         binned = binned_pilot_stages(sample.bin_on, sample.low, sample.high, g1, sigma, tolerance=tolerance,
-                                     grid_size=grid_size, backend=be)
+                                     grid_size=grid_size, backend=be, n=sample.pairs_n)
         psi6, g2, psi4, h, grid_size = binned.psi6, binned.g2, binned.psi4, binned.h, binned.grid_size
     else:
         assert sample.values is not None  # exact only in memory (choose_method)
         psi6, g2, psi4, h = be.prepare_pair_sum_1d(sample.values, dtype=dtype).evaluate(_pilot_stages, n, g1)
         grid_size = None
-    report("plugin", method, n=n, grid_size=grid_size, tolerance=sized_by)
+    report("plugin", method, n=round(n), grid_size=grid_size, tolerance=sized_by)
     with np.errstate(over="ignore", under="ignore"):  # Psi_r in data units: u^-(r+1) (may not fit a float)
         psi6, psi4 = (float(psi / np.float64(unit) ** (order + 1)) for psi, order in ((psi6, 6), (psi4, 4)))
     return PluginStages(
@@ -203,13 +204,14 @@ class _Sample:
     """The sample as PLUGIN computes on it: divided by ``unit`` (a power of two, so that sigma is
     near 1; :func:`parzen._validate.standardised`), with its size, range and scale estimate."""
 
-    n: int
+    n: float  # the n of eqs. (15)-(19): rows, or the effective size of weighted rows
     low: float
     high: float
     sigma: float  # the scale estimate of the divided sample
     unit: float  # the power of two the data were divided by
     bin_on: Callable[[GridSpec], BinCounts] | None  # GridSpec (divided units) -> the counts; None: exact only
     values: np.ndarray | None  # the divided sample, None for data served in chunks
+    pairs_n: float | None = None  # n of the binned stages where it is not the counts' total (Kish's)
 
 
 def _float_column(x) -> np.ndarray | None:
@@ -298,34 +300,44 @@ def _sample(x, scale: str) -> _Sample:
                    None, v)
 
 
-def _chunked_sample(data: ChunkedData, scale: str, progress: bool) -> _Sample:
+def _chunked_sample(data: ChunkedData, scale: str, progress: bool, weight_kind: str = "probability") -> _Sample:
     """Data served in chunks: moments in one pass, then each binning a pass of its own.
 
     sigma is the standard deviation from the moments (Chan et al.'s pairwise update,
     :class:`parzen.binned.source.Moments`), equal to the in-memory one to rounding; with
     ``scale="minim"`` the IQR comes from the counts on a fine grid, one more pass
     (:func:`parzen.binned.chunked.binned_quantiles`: each quartile within (max - min) / 2^16, so
-    the IQR within twice that).
+    the IQR within twice that).  A weights column bins with its weights (the weighted
+    Psi_r of :func:`_weighted_stages`); n and sigma are those of ``weight_kind``
+    (:mod:`parzen.bandwidth.weight_kind`): frequency weights, n = W = sum w and the scatter over
+    W - 1, the replicated data's; probability weights, Kish's n and NumPy's ``aweights`` variance
+    (one more pass, for sum w^2: :func:`parzen.binned.chunked.weighted_covariance`).
     """
     if data.d != 1:
         raise ValueError(f"PLUGIN is univariate: {data.description} has {data.d} columns; serve one column")
     moments = checked_moments(data, progress=progress)
+    n, pairs_n, variance = float(moments.rows), None, float(moments.covariance[0, 0])
     if is_weighted(moments):
-        raise ValueError(f"PLUGIN is defined for unweighted data and {data.description} has weights; "
-                         "serve the data without a weights column, or use normal_scale, scott or silverman")
+        if weight_kind == "frequency":  # the scatter over W - 1 is moments.covariance (which raises for W <= 1)
+            n = float(moments.weight)
+        else:
+            covariance, n = chunked_weighted_covariance(data, moments, progress=progress)
+            variance, pairs_n = float(covariance[0, 0]), n
     unit = float(units_of(moments)[0])
-    sd = math.sqrt(float(moments.covariance[0, 0])) / unit
+    sd = math.sqrt(variance) / unit
     if scale == "minim":
         q75, q25 = binned_quantiles(data, moments, [0.75, 0.25], progress=progress) / unit
         sd = _minim(sd, float(q75), float(q25))
     unit_sigma = float(power_of_two(sd))
     unit *= unit_sigma
-    return _Sample(moments.rows, float(moments.lows[0]) / unit, float(moments.highs[0]) / unit, sd / unit_sigma, unit,
-                   chunked_binner(data, [unit], progress=progress), None)
+    return _Sample(n, float(moments.lows[0]) / unit, float(moments.highs[0]) / unit, sd / unit_sigma, unit,
+                   chunked_binner(data, [unit], progress=progress), None, pairs_n)
 
 
-def _weighted_stages(x, weights, scale: str, backend, dtype, method: str, weight_kind: str) -> PluginStages:
-    """PLUGIN of weighted data, exact: the stages of :func:`_pilot_stages` with weighted pair sums.
+def _weighted_stages(x, weights, scale: str, backend, dtype, method: str, weight_kind: str,
+                     tolerance: float, grid_size: int | None) -> PluginStages:
+    """PLUGIN of weighted data: the stages of :func:`_pilot_stages` with weighted pair sums, exact
+    or binned.
 
     With w normalised to sum 1, the weighted estimate
     Psi_r(g) = g^-(r+1) [2 sum_{i<j} w_i w_j K^(r)((X_i - X_j)/g) + sum w_i^2 K^(r)(0)]
@@ -334,7 +346,12 @@ def _weighted_stages(x, weights, scale: str, backend, dtype, method: str, weight
     sigma is the weighted standard deviation (or min(sd, IQR/1.349) from the weighted quartiles)
     and n_e the n of eqs. (15), (17) and (19): Kish's effective size for probability weights,
     sum w for frequency weights (:mod:`parzen.bandwidth.weight_kind`).  Equal weights give the
-    unweighted h; frequency weights give the h of the replicated data."""
+    unweighted h; frequency weights give the h of the replicated data.
+
+    Binned, Psi_r(g) is the same double sum over all i, j (the diagonal sum w_i^2 K^(r)(0) included)
+    from the weighted linear-binning counts (Wand & Jones 1995, appendix D; Hall & Wand 1996):
+    linear binning adds w_i where a copy adds 1, so frequency weights give the replicated data's
+    counts, and the binned h equals theirs to rounding."""
     data = _univariate(x)
     w = check_weights(weights, data.n)
     data = Data(data.values[w > 0], data.columns)
@@ -347,18 +364,22 @@ def _weighted_stages(x, weights, scale: str, backend, dtype, method: str, weight
     tied = tied_pairs(counts, weight_kind)
     be = resolve_backend(backend, dtype, work=0.5 * data.n * data.n)
     method = choose_method(method, n=data.n, exact_up_to=AUTO_EXACT_MAX_N.get(be.name, AUTO_EXACT_MAX_N["cpu"]), what="PLUGIN")
-    if method == "binned":
-        raise ValueError(f"weighted PLUGIN is computed exactly (every pair), and n = {data.n} is past the exact limit of "
-                         "method='auto' on this backend; pass method='exact', or use normal_scale, scott or silverman")
     data, units = standardised(data)
     v = data.values[:, 0]
     sigma = math.sqrt(float(weighted_covariance(v[:, None], counts, weight_kind)[0, 0]))
     if scale == "minim":
-        quantiles = frequency_quantiles if weight_kind == "frequency" else _weighted_quantiles
-        q75, q25 = quantiles(v, counts if weight_kind == "frequency" else w, [0.75, 0.25])
+        q75, q25 = weighted_quantiles(v, counts, [0.75, 0.25], weight_kind)
         sigma = _minim(sigma, float(q75), float(q25))
     unit_sigma = float(power_of_two(sigma))
     v, sigma, unit = v / unit_sigma, sigma / unit_sigma, float(units[0]) * unit_sigma
+    g1 = first_pilot(sigma, n_e)
+    if method == "binned":
+        binned = binned_pilot_stages(lambda spec: linear_bin(v, spec, counts, backend=be), float(v.min()), float(v.max()),
+                                     g1, sigma, tolerance=tolerance, grid_size=grid_size, backend=be, n=n_e)
+        psi6, g2, psi4, h, size = binned.psi6, binned.g2, binned.psi4, binned.h, binned.grid_size
+        report("plugin", "binned", n=round(n_e), grid_size=size, tolerance=tolerance if grid_size is None else None)
+        return PluginStages(h=h * unit, sigma=sigma * unit, g1=g1 * unit, psi6=psi6 / unit**7, g2=g2 * unit,
+                            psi4=psi4 / unit**5, method="binned", grid_size=size)
     root_2pi = math.sqrt(2.0 * math.pi)
 
     def pair_sum(kind: str, g):
@@ -366,7 +387,6 @@ def _weighted_stages(x, weights, scale: str, backend, dtype, method: str, weight
         pairs = float(be.pair_sum_hermite(v[:, None] / g, np.array([[order]]), w, dtype=dtype)[0]) / root_2pi
         return n_e * n_e * (pairs + tied * gauss_derivative_at_zero(order))
 
-    g1 = first_pilot(sigma, n_e)
     psi6, g2, psi4, h = _pilot_stages(pair_sum, n_e, g1)
     report("plugin", "exact", n=round(n_e))
     return PluginStages(h=h * unit, sigma=sigma * unit, g1=g1 * unit, psi6=psi6 / unit**7, g2=g2 * unit, psi4=psi4 / unit**5,
@@ -442,8 +462,9 @@ def plugin(
     weights : array_like of shape (n,), optional
         Non-negative weights of the rows (any positive scale; in memory only): the functionals
         become weighted pair sums, sigma the weighted standard deviation (quartiles), and n Kish's
-        effective sample size (sum w)^2 / sum w^2, as for the weighted rules of thumb.  Exact
-        only: ``method="auto"`` past its exact limit raises.
+        effective sample size (sum w)^2 / sum w^2, as for the weighted rules of thumb.  Binned
+        (``method="binned"``, or "auto" past its exact limit), the counts are the weighted
+        linear-binning counts (docs/statistics.md, "Weighted data").
     weight_kind : {"probability", "frequency"}, default "probability"
         What the weights are (:mod:`parzen.bandwidth.weight_kind`): probability weights as
         above, or frequency weights, counts of each row's copies: then n = sum w, the standard
@@ -475,7 +496,8 @@ def plugin(
     ValueError
         If x has more than one column, is constant, or ``scale``, ``method``, ``grid_size`` or
         ``tolerance`` is invalid; or ``method="exact"`` or weights for data served in chunks;
-        or the weights are invalid, or given with ``method="binned"`` (or "auto" past the exact limit).
+        or the weights are invalid (:func:`parzen._validate.check_weights`; frequency weights
+        that are not whole numbers or sum to 1 or less).
     """
     return plugin_stages(
         x, weights=weights, weight_kind=weight_kind, scale=scale, backend=backend, dtype=dtype, method=method, grid_size=grid_size, tolerance=tolerance,

@@ -11,9 +11,9 @@ Weighted data enter a selector through three numbers (issue 20, item 2; docs/sta
 effective sample size (sum w)^2 / sum w^2 and the covariance is NumPy's ``aweights`` one,
 sum w (x - m)(x - m)^T / (sum w - sum w^2 / sum w).
 
-``"frequency"``: w_i counts how often row i occurs (integer counts; other positive values are
-read as fractional counts); n = N = sum w and the covariance divides by N - 1, as for the data
-with each row repeated w_i times.  In pair sums over i != j the repeated copies of one row are
+``"frequency"``: w_i counts how often row i occurs (whole numbers: :func:`sample_size` refuses
+others); n = N = sum w and the covariance divides by N - 1, as for the data with each row
+repeated w_i times.  In pair sums over i != j the repeated copies of one row are
 pairs at distance 0: there are sum_i w_i (w_i - 1) / 2 of them, which :func:`tied_pairs`
 counts, so that a selector's answer on frequency-weighted data equals its answer on the
 replicated data (to rounding; tests/test_weight_kind.py holds it to 1e-10).
@@ -66,7 +66,8 @@ def sample_size(w: np.ndarray, weight_kind: str) -> float:
     Raises
     ------
     ValueError
-        If frequency weights sum to 1 or less (the replicated data would have fewer than 2 rows).
+        If frequency weights sum to 1 or less (the replicated data would have fewer than 2 rows)
+        or are not whole numbers.
     """
     total = float(w.sum())
     if weight_kind == "probability":
@@ -74,6 +75,11 @@ def sample_size(w: np.ndarray, weight_kind: str) -> float:
     if total <= 1.0:
         raise ValueError(f"frequency weights count the rows' copies and must sum to more than 1, got {total:g}; "
                          "pass weight_kind='probability' for weights of any scale")
+    fractional = np.flatnonzero(w != np.round(w))
+    if fractional.size:
+        more = f" and {fractional.size - 1} more" if fractional.size > 1 else ""
+        raise ValueError(f"frequency weights count the rows' copies and must be whole numbers, got {float(w[fractional[0]]):g}"
+                         f"{more}; pass weight_kind='probability' for weights that are not counts, or round them")
     return total
 
 
@@ -122,6 +128,32 @@ def tied_pairs(w: np.ndarray, weight_kind: str) -> float:
         return 0.0
     total = float(w.sum())
     return float(w @ (w - 1.0)) / (2.0 * total * total)
+
+
+def weighted_quantiles(x: np.ndarray, w: np.ndarray, probs, weight_kind: str) -> np.ndarray:
+    """Quantiles of ``x`` under positive weights ``w``, equal to ``np.percentile``'s for equal weights.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        (n,) values.
+    w : numpy.ndarray
+        (n,) positive weights as given.
+    probs : array_like
+        Probabilities in [0, 1].
+    weight_kind : {"probability", "frequency"}
+
+    Returns
+    -------
+    numpy.ndarray
+        Frequency weights: :func:`frequency_quantiles`, the quantiles of the replicated data.
+        Probability weights: the same with w rescaled to sum to n, the number of rows, so that the
+        answer does not change when w is scaled and equal weights give ``np.percentile(x, 100 p)``
+        (linear interpolation, Hyndman & Fan 1996's definition 7) -- docs/statistics.md,
+        "Weighted data".
+    """
+    counts = w if weight_kind == "frequency" else w * (w.size / float(w.sum()))
+    return frequency_quantiles(x, counts, probs)
 
 
 def frequency_quantiles(x: np.ndarray, w: np.ndarray, probs) -> np.ndarray:

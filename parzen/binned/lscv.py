@@ -163,13 +163,14 @@ class BinnedPairWeights:
         Linear-binning counts on ``spec``.
     diagonal : dict
         D(e) for e in {-1, 0, 1}^d (module docstring).
-    n : int
-        Rows binned.
+    n : float
+        Rows binned; weighted, sum of the diagonal weights (the criterion's n^2 / n_e in the
+        counts' units: :func:`bin_pair_weights`).
     max_lag : sequence of int
         Lags held per axis (at most m_a - 1).
     """
 
-    def __init__(self, frame: np.ndarray, spec: GridSpec, counts: np.ndarray, diagonal: dict, n: int, max_lag) -> None:
+    def __init__(self, frame: np.ndarray, spec: GridSpec, counts: np.ndarray, diagonal: dict, n: float, max_lag) -> None:
         self.frame, self.spec, self.counts, self.diagonal, self.n = frame, spec, counts, diagonal, n
         self.spacing = spec.spacing
         self._hold_lags(max_lag)
@@ -297,7 +298,8 @@ class BinnedPairWeights:
 
 
 def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_TOLERANCE,
-                     grid_size=None, shrink_to_fit: bool = False, max_sd: float | None = None) -> BinnedPairWeights:
+                     grid_size=None, shrink_to_fit: bool = False, max_sd: float | None = None,
+                     weights=None, diagonal_weights=None) -> BinnedPairWeights:
     """Bin the rows F^-1 z and compute the lag weights a(e) - D(e) (module docstring).
 
     Parameters
@@ -322,6 +324,15 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
     max_sd : float, optional
         The largest kernel standard deviation h (frame units) expected: the lags are computed
         for it first (default: every lag).  Larger ones are computed when asked.
+    weights : array_like of shape (n,), optional
+        Weights c_i of the rows: the counts are sum_i c_i w_ik (linear binning with weights,
+        Wand & Jones 1995, appendix D), so a(e) sums c_i c_j over the pairs of nodes.
+    diagonal_weights : array_like of shape (n,), optional
+        The weight of row i in D(e) (default ``weights``, or 1): c_i^2 takes out the i = j terms
+        (:meth:`BinnedPairWeights.pair_sums` is then sum_{i<j} c_i c_j E); c_i leaves in the pairs
+        between the c_i copies of a row that frequency weights stand for, binned as the replicated
+        rows are, so that the sums equal the replicated data's.  Their sum is the n of the error
+        estimate (the criterion's n^2 / n_e in the counts' units).
 
     Returns
     -------
@@ -340,16 +351,20 @@ def bin_pair_weights(Z, *, h_ref: float, frame=None, tolerance: float = DEFAULT_
         raise ValueError(f"binned LSCV takes at most {MAX_DIMENSIONS} dimensions, not {d}; use method='exact'")
     F = np.eye(d) if frame is None else np.asarray(frame, dtype=np.float64)
     Y = linalg.solve_triangular(F, Z.T, lower=True).T
+    if diagonal_weights is None:
+        diagonal_weights = weights
+    rows = float(len(Y)) if diagonal_weights is None else float(np.sum(diagonal_weights))
     spec, _ = pair_weights_grid(Y.min(axis=0), Y.max(axis=0), h_ref=h_ref, tolerance=tolerance, grid_size=grid_size,
-                                shrink_to_fit=shrink_to_fit, max_sd=max_sd, rows=len(Y),
-                                pilot=lambda pilot_spec: (linear_bin(Y, pilot_spec).counts, _diagonal_moments(Y, pilot_spec)))
-    return _binned_weights(Y, spec, F, max_sd)
+                                shrink_to_fit=shrink_to_fit, max_sd=max_sd, rows=rows,
+                                pilot=lambda pilot_spec: (linear_bin(Y, pilot_spec, weights).counts,
+                                                          _diagonal_moments(Y, pilot_spec, diagonal_weights)))
+    return _binned_weights(Y, spec, F, max_sd, weights, diagonal_weights)
 
 
 def pair_weights_grid(lows, highs, *, h_ref: float, tolerance: float = DEFAULT_TOLERANCE, grid_size=None,
                       shrink_to_fit: bool = False, max_sd: float | None = None,
                       pilot: Callable[[GridSpec], tuple[np.ndarray, dict]] | None = None,
-                      rows: int = 0) -> tuple[GridSpec, list[int]]:
+                      rows: float = 0) -> tuple[GridSpec, list[int]]:
     """The grid of :func:`bin_pair_weights` for rows (in the frame) spanning [lows, highs], and the
     lags to hold: what the binning needs from the data besides their counts, so that data served
     in chunks can be binned on it too (:mod:`parzen.binned.chunked`).
@@ -364,8 +379,8 @@ def pair_weights_grid(lows, highs, *, h_ref: float, tolerance: float = DEFAULT_T
         GridSpec -> (counts, diagonal moments D(e)) of the rows in the frame on it: a pilot grid's
         error estimate may then choose a coarser grid than the rule's (module docstring, "Grid
         size").  Without it the grid is the rule's.
-    rows : int
-        The number of rows (needed with ``pilot``).
+    rows : float
+        The number of rows, or the sum of the diagonal weights (needed with ``pilot``).
 
     Returns
     -------
@@ -426,13 +441,17 @@ def _lags_for(spec: GridSpec, max_sd: float | None) -> list[int]:
     return np.ceil(TRUNCATION_SD * math.sqrt(2.0) * max_sd / spec.spacing).astype(np.int64).tolist()
 
 
-def _binned_weights(Y: np.ndarray, spec: GridSpec, frame: np.ndarray, max_sd: float | None) -> BinnedPairWeights:
-    """Bin the frame's rows Y on ``spec``: counts, diagonal moments and the lags for ``max_sd``."""
-    counts = linear_bin(Y, spec).counts
-    return BinnedPairWeights(frame, spec, counts, _diagonal_moments(Y, spec), len(Y), _lags_for(spec, max_sd))
+def _binned_weights(Y: np.ndarray, spec: GridSpec, frame: np.ndarray, max_sd: float | None, weights=None,
+                    diagonal_weights=None) -> BinnedPairWeights:
+    """Bin the frame's rows Y on ``spec`` (with ``weights``): counts, diagonal moments (rows weighted
+    by ``diagonal_weights``) and the lags for ``max_sd``."""
+    counts = linear_bin(Y, spec, weights).counts
+    rows = float(len(Y)) if diagonal_weights is None else float(np.sum(diagonal_weights))
+    return BinnedPairWeights(frame, spec, counts, _diagonal_moments(Y, spec, diagonal_weights), rows,
+                             _lags_for(spec, max_sd))
 
 
-def _sizes_from_estimate(pilot: Callable[[GridSpec], tuple[np.ndarray, dict]], rows: int, lows, highs,
+def _sizes_from_estimate(pilot: Callable[[GridSpec], tuple[np.ndarray, dict]], rows: float, lows, highs,
                          sizes: tuple[int, ...], h_ref: float, max_sd: float | None,
                          tolerance: float) -> tuple[tuple[int, ...], float | None]:
     """The grid the data's own error estimate asks for, between the pilot's and the rule's.
@@ -492,8 +511,9 @@ def _autocorrelation(counts: np.ndarray, max_lag) -> np.ndarray:
 DIAGONAL_BLOCK_ROWS = 2**16
 
 
-def _diagonal_moments(Y: np.ndarray, spec: GridSpec) -> dict[tuple[int, ...], float]:
-    """D(e) = sum_i prod_a m_{e_a}(f_ia) for e in {-1, 0, 1}^d: the binned i = j terms.
+def _diagonal_moments(Y: np.ndarray, spec: GridSpec, weights=None) -> dict[tuple[int, ...], float]:
+    """D(e) = sum_i u_i prod_a m_{e_a}(f_ia) for e in {-1, 0, 1}^d: the binned i = j terms, each
+    row weighted by u_i (``weights``; default 1: see ``diagonal_weights`` of :func:`bin_pair_weights`).
 
     m_{+1} = m_{-1}, so D(e) depends only on which e_a are non-zero: the 2^d sums
     T(s) = sum_i prod_a G_a[i, s_a], G_a = [m_0(f_ia), m_1(f_ia)], s in {0, 1}^d.  T is the
@@ -509,7 +529,7 @@ def _diagonal_moments(Y: np.ndarray, spec: GridSpec) -> dict[tuple[int, ...], fl
         f = positions - np.minimum(np.floor(positions), sizes - 2)  # as in linear_bin
         cross = f * (1.0 - f)
         G = np.stack([1.0 - 2.0 * cross, cross], axis=2)  # m_0 = f^2 + (1 - f)^2 = 1 - 2 f (1 - f)
-        rows = G[:, 0, :]
+        rows = G[:, 0, :] if weights is None else G[:, 0, :] * np.asarray(weights)[start:start + DIAGONAL_BLOCK_ROWS, None]
         for a in range(1, d - 1):
             rows = (rows[:, :, None] * G[:, a, None, :]).reshape(len(G), -1)
         table += (rows.T @ G[:, d - 1, :]).reshape(table.shape) if d > 1 else rows.sum(axis=0)

@@ -78,7 +78,9 @@ class BinnedPairSums1D:
     Parameters
     ----------
     binned : BinCounts
-        1-D linear-binning counts of the sample (unweighted: they sum to n).
+        1-D linear-binning counts of the sample (unweighted: they sum to n; weighted: to sum w,
+        and :meth:`psi` is then the weighted estimate, sum over pairs of v_i v_j, v = w / sum w;
+        :meth:`pair_sum` takes out a diagonal of n unit weights, so it needs unweighted counts).
     backend : "numpy", "cpu", "gpu" or KDEBackend, default "numpy"
         Who computes the autocorrelation's FFTs (:func:`counts_autocorrelation`).
 

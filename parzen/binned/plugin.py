@@ -145,7 +145,7 @@ def predicted_relative_error(sums: BinnedPairSums1D, g1: float, g2: float) -> fl
 
 def binned_pilot_stages(
     bin_on: Callable[[GridSpec], BinCounts], low: float, high: float, g1: float, sigma: float, *,
-    tolerance: float, grid_size: int | None, backend="numpy"
+    tolerance: float, grid_size: int | None, backend="numpy", n: float | None = None
 ) -> BinnedStages:
     """PLUGIN's eqs. (16)-(19) on binned pair sums, the grid sized from ``tolerance``.
 
@@ -168,6 +168,8 @@ def binned_pilot_stages(
     backend : "numpy", "cpu", "gpu" or KDEBackend, default "numpy"
         Who computes the FFTs (:func:`parzen.binned.pair_sums.counts_autocorrelation`); the
         formulas are the same on all.
+    n : float, optional
+        The sample size of eqs. (17) and (19), as :func:`stages_from_counts` takes it.
 
     Returns
     -------
@@ -178,7 +180,7 @@ def binned_pilot_stages(
     be = resolve_backend(backend)
     size = grid_size if grid_size is not None else prior_grid_size(high - low, sigma, tolerance)
     while True:
-        stages = stages_from_counts(bin_on(GridSpec.covering(low, high, size)), g1, backend=be)
+        stages = stages_from_counts(bin_on(GridSpec.covering(low, high, size)), g1, backend=be, n=n)
         if grid_size is not None or stages.predicted_error <= tolerance:
             return stages
         refined = refined_grid_size(size, stages.predicted_error, tolerance, stacklevel=4)
@@ -187,23 +189,30 @@ def binned_pilot_stages(
         size = refined
 
 
-def stages_from_counts(binned: BinCounts, g1: float, *, backend="numpy") -> BinnedStages:
+def stages_from_counts(binned: BinCounts, g1: float, *, backend="numpy", n: float | None = None) -> BinnedStages:
     """PLUGIN's eqs. (16)-(19) on the binned pair sums of 1-D linear-binning counts.
 
     psi6 = Psi_6(g1), g2 = [-2 K^(4)(0) / (mu_2 psi6 n)]^(1/7), psi4 = Psi_4(g2) and
-    h = [R(K) / (mu_2^2 psi4 n)]^(1/5), n the counts' total (paper 000 in docs/statistics.md,
-    eqs. 16-19; Wand & Jones 1995, section 3.6), with each Psi_r from
-    :meth:`parzen.binned.pair_sums.BinnedPairSums1D.psi`.
+    h = [R(K) / (mu_2^2 psi4 n)]^(1/5) (paper 000 in docs/statistics.md, eqs. 16-19; Wand & Jones
+    1995, section 3.6), with each Psi_r from :meth:`parzen.binned.pair_sums.BinnedPairSums1D.psi`:
+    the binned double sum over the counts' total squared, so that weighted counts give the
+    weighted Psi_r = g^-(r+1) sum_{i,j} v_i v_j K^(r)((x_i - x_j)/g), v = w / sum w
+    (docs/statistics.md, "Weighted data").
 
     Parameters
     ----------
     binned : BinCounts
-        Unweighted 1-D counts of the n data (in the units of ``g1``); they may have been added up
+        1-D linear-binning counts of the data (in the units of ``g1``), unweighted or weighted
+        (:func:`parzen.binned.grid.linear_bin` with ``weights``); they may have been added up
         over chunks of the data (a table read in batches).
     g1 : float
         The pilot bandwidth of Psi_6, eq. (15).
     backend : "numpy", "cpu", "gpu" or KDEBackend, default "numpy"
         Who computes the FFTs (:func:`parzen.binned.pair_sums.counts_autocorrelation`).
+    n : float, optional
+        The sample size of eqs. (17) and (19): the counts' total when None (unweighted counts,
+        or frequency weights); Kish's effective size for probability weights
+        (:func:`parzen.bandwidth.weight_kind.sample_size`).
 
     Returns
     -------
@@ -211,7 +220,7 @@ def stages_from_counts(binned: BinCounts, g1: float, *, backend="numpy") -> Binn
         With the grid's size and :func:`predicted_relative_error`.
     """
     sums = BinnedPairSums1D(binned, backend)
-    n = binned.total
+    n = binned.total if n is None else n
     psi6 = float(sums.psi(6, g1))  # eq. (16)
     g2 = (-2.0 * gauss_derivative_at_zero(4) / (GAUSS_MU2 * psi6 * n)) ** (1 / 7)  # eq. (17)
     psi4 = float(sums.psi(4, g2))  # eq. (18)
