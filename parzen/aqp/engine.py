@@ -12,6 +12,7 @@ import math
 import os
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from . import answers, case_aggregates, contract, domains, histogram, ratios, store
+from . import answers, case_aggregates, contract, domains, histogram, query_samples, ratios, store
 from . import joins as join_synopses
 from .build import build_synopsis, quote
 from .categories import CATEGORY_LIMIT
@@ -617,6 +618,8 @@ class Engine:
         worst = contract.relative_half_width(approx, names)
         if worst <= max_rel_error:
             result = approx if with_error else contract.without_intervals(approx, names)
+        elif (drawn := self._drawn(sql, approx, worst, max_rel_error, confidence, names, keys)) is not None:
+            result = drawn if with_error else contract.without_intervals(drawn, names)
         else:
             ordered = [] if histogram.parse_histogram(sql) is not None else keys  # a histogram's SQL orders its bins
             result = contract.in_answer_order(exact_answer(), ordered)
@@ -626,6 +629,46 @@ class Engine:
         result.attrs.update(seconds=time.perf_counter() - started, relative_half_width=worst,
                             max_rel_error=max_rel_error, confidence=confidence)
         return result
+
+    def _drawn(self, sql: str, approx: pd.DataFrame, worst: float, bound: float, confidence: float,
+               names: Sequence[str], keys: Sequence[str]) -> pd.DataFrame | None:
+        """The answer from a sample of the fact table drawn now (:mod:`parzen.aqp.query_samples`), when
+        the fraction the synopsis's relative half width ``worst`` calls for is at most
+        :data:`~parzen.aqp.query_samples.MAX_FRACTION` and the drawn sample's intervals meet ``bound``
+        for every group of the synopsis's answer ``approx``; None otherwise (DuckDB answers exactly).
+        Histogram queries, aggregates that are not functions of totals, OR / NOT, and tables read from
+        Parquet files or dask DataFrames get None."""
+        if histogram.parse_histogram(sql) is not None:
+            return None
+        composite = _composite_of(sql)
+        if composite is not None:
+            subqueries = [self._resolved(parse(text)) for text, _ in composite.subqueries]
+            query, planned = subqueries[0], query_samples.plan(None, composite, subqueries)
+        else:
+            query = self._resolved(parse(sql))
+            planned = query_samples.plan(query)
+        synopsis = self._answering(query.table)
+        read = {t.casefold() for t in query.joined}
+        if planned is None or synopsis.source or (query.table.casefold(),) not in _catalog_tables(self.con)[0] \
+                or any(e.get("nulls") and e["parent"].casefold() in read for e in synopsis.joins):
+            return None  # Parquet / dask rows have no rowid; a join that drops NULL keys changes the rows N
+        fraction = query_samples.fraction_needed(synopsis.sample_size, synopsis.row_count, worst, bound)
+        if fraction > query_samples.MAX_FRACTION:
+            return None
+        drawn = query_samples.answer(self._run, planned, synopsis.row_count, 100.0 * fraction, z_value(confidence))
+        if drawn is None or drawn[1] < query_samples.MIN_BLOCKS:
+            return None
+        keys = list(keys)
+        frame = drawn[0].rename(columns=dict(zip(query.group_by, keys)))
+        if keys:
+            wanted = set(approx[keys].itertuples(index=False, name=None))
+            if not wanted <= set(frame[keys].itertuples(index=False, name=None)):
+                return None  # a group of the table that the drawn sample missed
+        if contract.relative_half_width(frame, names) > bound:
+            return None
+        frame = contract.in_answer_order(frame, keys)
+        frame.attrs.update(form=query_samples.FORM, sampled_fraction=fraction)
+        return frame
 
     def _shape(self, sql: str):
         """The aggregates' output names of ``sql``, the columns keying its rows (GROUP BY columns; a
