@@ -500,13 +500,19 @@ class Engine:
         (:mod:`parzen.aqp.contract`; docs/aqp.md, "Error contract", gives the coverage measured per
         query family).
         ``max_rel_error``: answer from the synopsis only when every returned value's interval at
-        ``confidence`` has half width <= ``max_rel_error`` |value|, otherwise exactly in DuckDB (the
-        query re-generated from its parse, read-only); ``df.attrs["form"]`` is then "exact",
-        ``df.attrs["relative_half_width"]`` the synopsis's largest half width / |value|, and with
+        ``confidence`` has half width <= ``max_rel_error`` |value|; otherwise from a sample of the
+        fact table drawn now, sized from the synopsis's interval, when at most 10 % of the table is
+        needed and its interval meets the bound for every group (form "query sample",
+        ``df.attrs["sampled_fraction"]``: :mod:`parzen.aqp.query_samples`); otherwise exactly in
+        DuckDB (the query re-generated from its parse, read-only; form "exact").
+        ``df.attrs["relative_half_width"]`` is the synopsis's largest half width / |value|, and with
         ``with_error`` an exact answer has intervals of width 0.
         ``df.attrs["seconds"]`` holds the latency and ``df.attrs["form"]`` what answered: "grid"
-        (one range column, no GROUP BY or IN), "sample", "totals" (no numeric predicate),
-        "regression" or "exact".  A histogram query (``SELECT FLOOR(x / w) * w AS bin, ... GROUP BY bin``,
+        (one range column, no GROUP BY or IN), "sample" (the synopsis's sample), "totals" (no
+        numeric predicate), "regression", "query sample" or "exact".  CASE inside SUM / COUNT / AVG
+        and arithmetic of aggregates (``SUM(a) / SUM(b)``, ``100.00 * SUM(CASE ...) / SUM(...)``)
+        are answered from totals under the WHERE and the CASE conditions, with delta-method
+        intervals (:mod:`parzen.aqp.case_aggregates`, :mod:`parzen.aqp.ratios`).  A histogram query (``SELECT FLOOR(x / w) * w AS bin, ... GROUP BY bin``,
         :mod:`parzen.aqp.histogram`) answers one row per bin, each bin a range on x answered as above.
         VAR/STDDEV, MIN/MAX, quantiles, COUNT(DISTINCT), SUM/AVG of arithmetic of
         columns and OR / NOT are answered too (:mod:`parzen.aqp.aggregates`, :mod:`parzen.aqp.unions`;

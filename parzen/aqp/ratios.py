@@ -7,9 +7,9 @@ estimates), and an arithmetic expression g per output column.  The answer is g(L
 
 **The interval** is the delta method with the covariance of the leaves, which are estimated from
 the same weighted sample (Cochran, W. G., *Sampling Techniques*, 3rd ed., Wiley 1977, chapter 6,
-"Ratio estimators", eqs. 6.9-6.13 for the variance of R_hat = Y_hat / X_hat; Woodruff, R. S., "A
-simple method for approximating the variance of a complicated estimate", JASA 66, 1971, for any
-smooth g).  Each leaf is a stratified total of per-row terms t_{k,i} (the row's kernel mass in the
+"Ratio estimators": the first-order variance of R_hat = Y_hat / X_hat; Woodruff, R. S., "A simple
+method for approximating the variance of a complicated estimate", JASA 66(334), 1971, 411-414, for
+any smooth g; full citations in docs/statistics.md, "Sources").  Each leaf is a stratified total of per-row terms t_{k,i} (the row's kernel mass in the
 box, times the summed expression's kernel moment; 0 for rows its conditions exclude),
 L_hat_k = sum_i w_i t_{k,i}, w_i = rows_s / drawn_s of the row's stratum s, so
 
