@@ -164,3 +164,34 @@ def test_compare_and_prepare(engine):
 def test_where_refusal_is_named_for_a_case_condition(engine):
     with pytest.raises(UnsupportedQuery, match="x IS NULL|IS NULL"):
         engine.query("SELECT SUM(CASE WHEN x IS NULL THEN 1 ELSE 0 END) / COUNT(*) FROM t")
+
+
+def test_join_synopsis_ratio_and_case_counts():
+    """TPC-H Q14 and Q12 shapes on a star schema: the CASE condition on a dimension's column."""
+    rng = np.random.default_rng(8)
+    n, keys = 30_000, 200
+    fact = pd.DataFrame({"fk": rng.integers(0, keys, n), "x": rng.normal(5.0, 2.0, n), "w": rng.gamma(2.0, 3.0, n),
+                         "mode": rng.choice(["air", "mail", "ship"], n)})
+    dim = pd.DataFrame({"pk": np.arange(keys), "kind": rng.choice(["PROMO", "STANDARD", "SMALL"], keys),
+                        "priority": rng.choice(["1-URGENT", "2-HIGH", "3-LOW"], keys)})
+    con = duckdb.connect(":memory:", config={"enable_external_access": False})
+    for name, frame in (("fact", fact), ("dim", dim)):
+        con.register("frame", frame)
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM frame")
+        con.unregister("frame")
+    e = Engine(con)
+    e.build("fact", columns=["x", "w"], joins={"fk": "dim.pk"}, sample=8_000, seed=4)
+    q14 = ("SELECT 100.00 * SUM(CASE WHEN kind = 'PROMO' THEN w * (1 - x / 100) ELSE 0 END) / SUM(w * (1 - x / 100)) "
+           "AS promo FROM fact, dim WHERE fk = pk AND x BETWEEN 3 AND 7")
+    approx, exact = _both(e, q14)
+    truth = float(exact["promo"].iloc[0])
+    assert abs(float(approx["promo"].iloc[0]) - truth) / truth < 0.05
+    assert approx["promo low"].iloc[0] <= truth <= approx["promo high"].iloc[0]
+    q12 = ("SELECT mode, SUM(CASE WHEN priority IN ('1-URGENT', '2-HIGH') THEN 1 ELSE 0 END) AS high, "
+           "SUM(CASE WHEN priority IN ('1-URGENT', '2-HIGH') THEN 0 ELSE 1 END) AS low FROM fact JOIN dim ON fk = pk "
+           "WHERE mode IN ('air', 'mail') AND x > 4 GROUP BY mode")
+    approx, exact = _both(e, q12, ["mode"])
+    assert list(approx["mode"]) == list(exact["mode"]) == ["air", "mail"]
+    for name in ("high", "low"):
+        np.testing.assert_allclose(approx[name], exact[name].astype(float), rtol=0.08)
+        assert ((approx[f"{name} low"] <= exact[name]) & (exact[name] <= approx[f"{name} high"])).all()
