@@ -195,3 +195,13 @@ def test_join_synopsis_ratio_and_case_counts():
     for name in ("high", "low"):
         np.testing.assert_allclose(approx[name], exact[name].astype(float), rtol=0.08)
         assert ((approx[f"{name} low"] <= exact[name]) & (exact[name] <= approx[f"{name} high"])).all()
+
+
+def test_group_columns_selected_in_another_order(engine):
+    sql = "SELECT h, g, SUM(y) / SUM(w) AS r FROM t WHERE x > 8 GROUP BY g, h"
+    approx = engine.query(sql, with_error=True)
+    assert list(approx.columns[:3]) == ["h", "g", "r"]
+    exact = engine.query(sql, max_rel_error=1e-9)
+    assert exact.attrs["form"] == "exact"
+    assert list(exact.columns) == ["h", "g", "r"]
+    assert list(zip(exact["g"], exact["h"])) == list(zip(approx["g"], approx["h"]))  # sorted by g, then h

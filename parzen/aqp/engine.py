@@ -665,7 +665,8 @@ class Engine:
         if drawn is None or drawn[1] < query_samples.MIN_BLOCKS:
             return None
         keys = list(keys)
-        frame = drawn[0].rename(columns=dict(zip(query.group_by, keys)))
+        frame = drawn[0].rename(columns={g: next((k for k in keys if k.casefold() == g.casefold()), g)
+                                         for g in query.group_by})
         if keys:
             wanted = set(approx[keys].itertuples(index=False, name=None))
             if not wanted <= set(frame[keys].itertuples(index=False, name=None)):
@@ -685,8 +686,7 @@ class Engine:
         binned = histogram.parse_histogram(sql)
         composite = _composite_of(sql) if binned is None else None
         if composite is not None:
-            keys = [item for item in composite.select if isinstance(item, str)]
-            return [o.name for o in composite.outputs], keys, lambda: self._exact(sql)
+            return [o.name for o in composite.outputs], _selected_groups(composite), lambda: self._exact(sql)
         query = self._resolved(parse(sql) if binned is None else binned.base)
         keys = list(query.group_by) if binned is None else [binned.label]
         return [a.name for a in query.aggregates], keys, lambda: self._exact_of(query, binned)
@@ -707,7 +707,7 @@ class Engine:
 
         result, form = ratios.approximate(composite, subqueries, synopsis, layout, answer, z if with_error else None)
         if with_error:
-            keys = [item for item in composite.select if isinstance(item, str)]
+            keys = _selected_groups(composite)
             result = contract.cover_bias(
                 result, lambda s: ratios.approximate(composite, subqueries, s, layout, answer, None)[0], synopsis,
                 [o.name for o in composite.outputs], keys)
@@ -888,6 +888,13 @@ class Engine:
         synopsis = self._answering(query.table)
         _check_columns(query, synopsis)
         return answers.regression(query, synopsis)
+
+
+def _selected_groups(composite: case_aggregates.Composite) -> list[str]:
+    """The group columns that ``composite`` selects, named as selected, in its GROUP BY's order (the
+    order its answer's rows are sorted in)."""
+    selected = [item for item in composite.select if isinstance(item, str)]
+    return [name for g in composite.group_by for name in selected if name.casefold() == g.casefold()]
 
 
 def _composite_of(sql: str) -> case_aggregates.Composite | None:
