@@ -120,3 +120,8 @@ def test_drawn_answer_matches_the_estimator_on_the_whole_table(engine):
     np.testing.assert_allclose(frame["s"], exact["s"], rtol=1e-9)
     np.testing.assert_allclose(frame["s high"] - frame["s low"], 0.0, atol=1e-6)
     assert fewest > query_samples.MIN_BLOCKS
+
+
+def test_redrawn_fraction_holds_the_design_effect():
+    assert query_samples.redrawn_fraction(0.05, 0.03, 0.02) == pytest.approx(1.5 * 0.05 * 2.25)
+    assert query_samples.redrawn_fraction(0.05, float("nan"), 0.02) == float("inf")

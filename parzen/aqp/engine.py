@@ -641,7 +641,9 @@ class Engine:
         """The answer from a sample of the fact table drawn now (:mod:`parzen.aqp.query_samples`), when
         the fraction the synopsis's relative half width ``worst`` calls for is at most
         :data:`~parzen.aqp.query_samples.MAX_FRACTION` and the drawn sample's intervals meet ``bound``
-        for every group of the synopsis's answer ``approx``; None otherwise (DuckDB answers exactly).
+        for every group of the synopsis's answer ``approx`` (a sample that misses is drawn once more,
+        sized from its own half width, which holds the blocks' design effect); None otherwise (DuckDB
+        answers exactly).
         Histogram queries, aggregates that are not functions of totals, OR / NOT, and tables read from
         Parquet files or dask DataFrames get None."""
         if histogram.parse_histogram(sql) is not None:
@@ -659,23 +661,26 @@ class Engine:
                 or any(e.get("nulls") and e["parent"].casefold() in read for e in synopsis.joins):
             return None  # Parquet / dask rows have no rowid; a join that drops NULL keys changes the rows N
         fraction = query_samples.fraction_needed(synopsis.sample_size, synopsis.row_count, worst, bound)
-        if fraction > query_samples.MAX_FRACTION:
-            return None
-        drawn = query_samples.answer(self._run, planned, synopsis.row_count, 100.0 * fraction, z_value(confidence))
-        if drawn is None or drawn[1] < query_samples.MIN_BLOCKS:
-            return None
         keys = list(keys)
-        frame = drawn[0].rename(columns={g: next((k for k in keys if k.casefold() == g.casefold()), g)
-                                         for g in query.group_by})
-        if keys:
-            wanted = set(approx[keys].itertuples(index=False, name=None))
-            if not wanted <= set(frame[keys].itertuples(index=False, name=None)):
-                return None  # a group of the table that the drawn sample missed
-        if contract.relative_half_width(frame, names) > bound:
-            return None
-        frame = contract.in_answer_order(frame, keys)
-        frame.attrs.update(form=query_samples.FORM, sampled_fraction=fraction)
-        return frame
+        for _ in range(query_samples.DRAWS):
+            if fraction > query_samples.MAX_FRACTION:
+                return None
+            drawn = query_samples.answer(self._run, planned, synopsis.row_count, 100.0 * fraction, z_value(confidence))
+            if drawn is None or drawn[1] < query_samples.MIN_BLOCKS:
+                return None
+            frame = drawn[0].rename(columns={g: next((k for k in keys if k.casefold() == g.casefold()), g)
+                                             for g in query.group_by})
+            if keys:
+                wanted = set(approx[keys].itertuples(index=False, name=None))
+                if not wanted <= set(frame[keys].itertuples(index=False, name=None)):
+                    return None  # a group of the table that the drawn sample missed
+            reached = contract.relative_half_width(frame, names)
+            if reached <= bound:
+                frame = contract.in_answer_order(frame, keys)
+                frame.attrs.update(form=query_samples.FORM, sampled_fraction=fraction)
+                return frame
+            fraction = query_samples.redrawn_fraction(fraction, reached, bound)
+        return None
 
     def _shape(self, sql: str):
         """The aggregates' output names of ``sql``, the columns keying its rows (GROUP BY columns; a

@@ -11,7 +11,9 @@ the safety factor allowing for the design effect of drawing blocks of rows (belo
 above :data:`MAX_FRACTION` (10 %) goes to DuckDB's exact answer at once: a block sample of 10 % of the
 table costs about a tenth of the scan, and one that then misses the bound too makes the query cost
 more than the exact answer alone (a 5 % sample ran in 1.5 ms against 23 ms for the full scan of 3 M
-rows here); so does a drawn sample whose own interval misses the bound, or that misses a group of
+rows here); so does a drawn sample whose own interval misses the bound twice (the second draw is
+sized SAFETY f (r' / e)^2 from the first's half width r', which holds the design effect of drawing
+blocks: rows of one TPC-H order share a block, its date and its customer), or that misses a group of
 the synopsis's answer, or that holds fewer than :data:`MIN_BLOCKS` blocks for a group (the CLT
 interval needs them): every group is returned, from the sample or from DuckDB.
 
@@ -51,11 +53,13 @@ FORM = "query sample"
 MAX_FRACTION = 0.10
 #: The factor on the rows the synopsis's interval says are needed.
 SAFETY = 1.5
+#: Samples drawn at most for one query (the second sized from the first's half width).
+DRAWS = 2
 #: The fewest sampled blocks a group's interval is trusted from.
 MIN_BLOCKS = 30
 #: The rows of one block (DuckDB's vector), the unit SYSTEM sampling keeps or drops.
 BLOCK_ROWS = 2048
-#: The seed of the drawn sample (answers are reproducible).
+#: The seed of the drawn sample (``REPEATABLE``; DuckDB's multi-threaded scans may still vary the blocks drawn).
 SEED = 19
 #: The block key's column name in the generated SQL.
 BLOCK = "__parzen_block"
@@ -86,6 +90,29 @@ def fraction_needed(sampled_rows: int, table_rows: int, relative_half_width: flo
         return math.inf
     least = 2 * MIN_BLOCKS * BLOCK_ROWS / table_rows  # twice the fewest blocks an interval is trusted from
     return max(SAFETY * sampled_rows * (relative_half_width / bound) ** 2 / table_rows, least)
+
+
+def redrawn_fraction(fraction: float, relative_half_width: float, bound: float) -> float:
+    """The fraction for a second draw after a drawn sample of ``fraction`` reached the relative half
+    width r > e: SAFETY f (r / e)^2 (its half width holds the blocks' design effect, which the
+    synopsis's uniform sample does not show).
+
+    Parameters
+    ----------
+    fraction : float
+        f, the fraction drawn.
+    relative_half_width : float
+        r, its largest relative half width.
+    bound : float
+        e, the bound.
+
+    Returns
+    -------
+    float
+    """
+    if not math.isfinite(relative_half_width):
+        return math.inf
+    return SAFETY * fraction * (relative_half_width / bound) ** 2
 
 
 def plan(query: AggregateQuery | None, composite: Composite | None = None,
