@@ -205,3 +205,13 @@ def test_group_columns_selected_in_another_order(engine):
     assert exact.attrs["form"] == "exact"
     assert list(exact.columns) == ["h", "g", "r"]
     assert list(zip(exact["g"], exact["h"])) == list(zip(approx["g"], approx["h"]))  # sorted by g, then h
+
+
+def test_case_condition_with_not_over_a_range(engine):
+    """NOT / OR in a CASE condition go through the WHERE's union of boxes; the interval is then the
+    first-order sum of the totals' half widths (no per-row terms for a union)."""
+    sql = "SELECT SUM(CASE WHEN NOT (x BETWEEN 8 AND 12) THEN w ELSE 0 END) / SUM(w) AS outside FROM t WHERE y > 3"
+    approx, exact = _both(engine, sql)
+    truth = float(exact["outside"].iloc[0])
+    assert abs(float(approx["outside"].iloc[0]) - truth) / truth < 0.05
+    assert approx["outside low"].iloc[0] <= truth <= approx["outside high"].iloc[0]
