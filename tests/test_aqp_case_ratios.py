@@ -215,3 +215,11 @@ def test_case_condition_with_not_over_a_range(engine):
     truth = float(exact["outside"].iloc[0])
     assert abs(float(approx["outside"].iloc[0]) - truth) / truth < 0.05
     assert approx["outside low"].iloc[0] <= truth <= approx["outside high"].iloc[0]
+
+
+def test_unaliased_outputs_compare_and_fall_back(engine):
+    sql = "SELECT g, SUM(w) / SUM(x) FROM t WHERE y > 4 GROUP BY g"
+    compared = engine.compare(sql)
+    assert (compared["SUM(w) / SUM(x) rel. error"] < 0.05).all()
+    exact = engine.query(sql, max_rel_error=1e-9)
+    assert exact.attrs["form"] == "exact" and list(exact.columns) == ["g", "SUM(w) / SUM(x)"]

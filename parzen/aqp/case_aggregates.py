@@ -84,6 +84,9 @@ class Composite:
     group_by: tuple[str, ...]
     leaves: tuple[Leaf, ...]
     subqueries: tuple[tuple[str, tuple[int, ...]], ...]
+    #: The query re-generated with every output aliased by its name (for DuckDB's exact answer, whose
+    #: columns are then named as the approximate answer's).
+    exact_sql: str = ""
 
     @property
     def outputs(self) -> tuple[Output, ...]:
@@ -124,16 +127,22 @@ def split(sql: str) -> Composite | None:
     leaves: dict[Leaf, int] = {}
     condition_nodes: dict[str, exp.Expr] = {}
     select: list[str | Output] = []
+    aliased: list[exp.Expr] = []
     for item in tree.expressions:
         alias = item.alias if isinstance(item, exp.Alias) else None
         node = item.this if isinstance(item, exp.Alias) else item
         if isinstance(node, exp.Column):
             select.append(node.name)  # parse() of the sub-queries checks it is a group column
+            aliased.append(item.copy())
             continue
         shown = node.sql(dialect="duckdb")
         expression = _Translator(leaves, condition_nodes, shown).arithmetic(node)
         select.append(Output(alias or shown, expression))
-    return Composite(tuple(select), group_by, tuple(leaves), _subqueries(tree, group_nodes, leaves, condition_nodes))
+        aliased.append(exp.alias_(node.copy(), alias or shown, quoted=True))
+    exact = tree.copy()
+    exact.set("expressions", aliased)
+    return Composite(tuple(select), group_by, tuple(leaves), _subqueries(tree, group_nodes, leaves, condition_nodes),
+                     exact.sql(dialect="duckdb"))
 
 
 def _is_composite(node: exp.Expr) -> bool:
