@@ -10,7 +10,14 @@ bias's estimate, :mod:`parzen.aqp.contract`) and exactly by DuckDB:
 - "SUM", "AVG": SUM(y) / AVG(y) of a random column under one or two ranges;
 - "GROUP BY": COUNT(*), SUM(y) or AVG(y) per group of a group column, under one or two ranges;
 - "IN / =": COUNT(*), SUM(y) or AVG(y) under a range and ``g IN (...)`` or ``g = ...``;
-- "quantile": MEDIAN(y) or QUANTILE_CONT(y, p) under one range.
+- "quantile": MEDIAN(y) or QUANTILE_CONT(y, p) under one range;
+- "ratio": SUM(y) / SUM(z), SUM(y) / COUNT(*) or 100.0 * SUM(y) / SUM(z) (z a column whose 1 %
+  quantile is positive) under one or two ranges, half of them per group (:mod:`parzen.aqp.ratios`);
+- "CASE": SUM(CASE WHEN g IN (...) THEN y ELSE 0 END), COUNT(CASE WHEN g = ... THEN 1 END) or the
+  share SUM(CASE WHEN g IN (...) THEN z ELSE 0 END) / SUM(z), under one or two ranges
+  (:mod:`parzen.aqp.case_aggregates`).
+
+``--families`` runs some of them only (written to ``aqp_coverage_<data>_<families>``).
 
 Ranges have selectivity 1 % .. 50 % (set by the columns' exact quantiles).  Each returned value (one
 per group for GROUP BY) counts once: covered when DuckDB's answer lies in [low, high].  The same
@@ -48,7 +55,7 @@ from parzen.aqp import Engine, contract
 from parzen.aqp.demo import load_flights
 
 RESULTS = Path(__file__).resolve().parent / "results"
-FAMILIES = ("1-D COUNT", "2-D COUNT", "SUM", "AVG", "GROUP BY", "IN / =", "quantile")
+FAMILIES = ("1-D COUNT", "2-D COUNT", "SUM", "AVG", "GROUP BY", "IN / =", "quantile", "ratio", "CASE")
 BOUND = 0.01
 
 
@@ -99,12 +106,22 @@ def random_query(rng, family: str, table: str, q: dict[str, np.ndarray], group: 
     aggregate = {"1-D COUNT": "COUNT(*)", "2-D COUNT": "COUNT(*)", "SUM": f"SUM({y})", "AVG": f"AVG({y})",
                  "quantile": f"MEDIAN({y})" if rng.random() < 0.5 else f"QUANTILE_CONT({y}, {rng.uniform(0.1, 0.9):.2f})",
                  }.get(family) or str(rng.choice(["COUNT(*)", f"SUM({y})", f"AVG({y})"]))
+    if family in ("ratio", "CASE"):  # drawn only here: the other families' queries stay as they were
+        z = f'"{rng.choice([c for c in columns if q[c][10] > 0])}"'
+        quoted_levels = ", ".join("'" + str(v).replace("'", "''") + "'" for v in
+                                  rng.choice(levels, int(rng.integers(1, max(2, len(levels) - 1))), replace=False))
+    if family == "ratio":
+        aggregate = str(rng.choice([f"SUM({y}) / SUM({z})", f"SUM({y}) / COUNT(*)", f"100.0 * SUM({y}) / SUM({z})"]))
+    if family == "CASE":
+        aggregate = str(rng.choice([f'SUM(CASE WHEN "{group}" IN ({quoted_levels}) THEN {y} ELSE 0 END)',
+                                    f"COUNT(CASE WHEN \"{group}\" = '{rng.choice(levels)}' THEN 1 END)",
+                                    f'SUM(CASE WHEN "{group}" IN ({quoted_levels}) THEN {z} ELSE 0 END) / SUM({z})']))
     if family == "IN / =":
         chosen_levels = rng.choice(levels, int(rng.integers(1, min(4, len(levels)) + 1)), replace=False)
         quoted = ", ".join("'" + str(v).replace("'", "''") + "'" for v in chosen_levels)
         predicates.append(f'"{group}" = {quoted}' if len(chosen_levels) == 1 else f'"{group}" IN ({quoted})')
     where = " AND ".join(predicates)
-    if family == "GROUP BY":
+    if family == "GROUP BY" or (family == "ratio" and rng.random() < 0.5):
         return f'SELECT "{group}", {aggregate} AS value FROM "{table}" WHERE {where} GROUP BY "{group}"'
     return f'SELECT {aggregate} AS value FROM "{table}" WHERE {where}'
 
@@ -161,11 +178,11 @@ def run(args) -> dict:
         synopsis = engine.build(table, columns=list(q), group_by=[group], sample=args.sample, seed=seed)
         builds.append({"seed": seed, "seconds": time.perf_counter() - started, "sample_rows": synopsis.sample_size})
         rng = np.random.default_rng(1000 + seed)
-        for family in FAMILIES:
+        for family in args.families:
             made = 0
             while made < args.queries:
                 sql = random_query(rng, family, table, q, group, levels)
-                keys = [group] if family == "GROUP BY" else []
+                keys = [group] if " GROUP BY " in sql else []
                 answered = run_family(engine, con, sql, keys)
                 if answered is None:
                     continue
@@ -191,7 +208,7 @@ def run(args) -> dict:
                 })
     frame = pd.DataFrame(records)
     summary = []
-    for family in FAMILIES:
+    for family in args.families:
         part = frame[frame["family"] == family]
         synopsis_part = part[part["from_synopsis_at_bound"]]
         summary.append({
@@ -208,11 +225,14 @@ def run(args) -> dict:
         })
     return {"data": args.data, "table": table, "rows": rows, "group_by": group, "columns": list(q),
             "sample": args.sample, "seeds": list(args.seeds), "queries_per_family_and_seed": args.queries,
+            "families": list(args.families),
             "builds": builds, "machine": machine(), "duckdb": duckdb.__version__, "summary": summary,
             "queries": records}
 
 
 def markdown(result: dict) -> str:
+    chosen = result.get("families", list(FAMILIES))
+    families = "" if chosen == list(FAMILIES) else " --families " + " ".join(f"'{f}'" if " " in f else f for f in chosen)
     lines = [
         f"# AQP interval coverage: {result['data']} ({result['table']}, {result['rows']} rows)",
         "",
@@ -227,7 +247,7 @@ def markdown(result: dict) -> str:
             "At 1 %: the share of queries that `max_rel_error=0.01` answers from the synopsis, and of those the "
             f"share within 1 % of DuckDB's answer. Machine: {result['machine']} (shared with other jobs: "
             f"latencies are noisy), DuckDB {result['duckdb']}. Command: `python benchmarks/aqp_coverage.py "
-            f"--data {result['data']}`."
+            f"--data {result['data']}{families}`."
         ),
         "",
         ("| family | queries (values) | answered from | coverage | worst seed | coverage, sampling only "
@@ -252,11 +272,14 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=100, help="per family and synopsis")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
     parser.add_argument("--output-dir", type=Path, default=RESULTS)
     args = parser.parse_args()
     result = run(args)
     args.output_dir.mkdir(parents=True, exist_ok=True)
     name = f"aqp_coverage_{args.data}"
+    if list(args.families) != list(FAMILIES):
+        name += "_" + "_".join(f.lower().replace(" / ", "_").replace(" ", "_").replace("=", "eq") for f in args.families)
     (args.output_dir / f"{name}.json").write_text(json.dumps(result, indent=1))
     text = markdown(result)
     (args.output_dir / f"{name}.md").write_text(text)

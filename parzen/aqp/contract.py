@@ -42,7 +42,9 @@ docs/aqp.md, "Error contract" (``benchmarks/aqp_coverage.py``).
 
 **The bound.**  ``Engine.query(sql, max_rel_error=e, confidence=p)`` answers from the synopsis when
 every returned value's interval at confidence p has half width <= e |value| (:func:`meets`),
-otherwise exactly in DuckDB; ``df.attrs["form"]`` then says which ("exact", or the synopsis's form).
+otherwise from a sample drawn at query time where that is cheap and meets the bound
+(:mod:`parzen.aqp.query_samples`), otherwise exactly in DuckDB; ``df.attrs["form"]`` then says which
+("exact", "query sample", or the synopsis's form).
 
 Sources (full citations in docs/statistics.md, "Sources"): Wand and Jones (1995); Jones and Foster
 (1993), generalised jackknifing; Horvitz and Thompson (1952), the design-unbiased sample estimate; Armstrong and Kolesar (2020), bias-aware intervals; Calonico,

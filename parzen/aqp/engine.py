@@ -12,6 +12,7 @@ import math
 import os
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from . import answers, contract, dates, domains, histogram, store
+from . import answers, case_aggregates, contract, dates, domains, histogram, query_samples, ratios, store
 from . import joins as join_synopses
 from .build import build_synopsis, quote
 from .categories import CATEGORY_LIMIT
@@ -348,7 +349,12 @@ class Engine:
             As :meth:`query` would: the query is outside the subset, or its table has no readable synopsis.
         """
         binned = histogram.parse_histogram(sql)
-        table = self._answering_name(parse(sql) if binned is None else binned.base)
+        if binned is not None:
+            parsed = binned.base
+        else:
+            composite = _composite_of(sql)
+            parsed = parse(sql if composite is None else composite.subqueries[0][0])
+        table = self._answering_name(parsed)
         if table in self._cache:
             return 0.0
         started = time.perf_counter()
@@ -497,20 +503,26 @@ class Engine:
         (:mod:`parzen.aqp.contract`; docs/aqp.md, "Error contract", gives the coverage measured per
         query family).
         ``max_rel_error``: answer from the synopsis only when every returned value's interval at
-        ``confidence`` has half width <= ``max_rel_error`` |value|, otherwise exactly in DuckDB (the
-        query re-generated from its parse, read-only); ``df.attrs["form"]`` is then "exact",
-        ``df.attrs["relative_half_width"]`` the synopsis's largest half width / |value|, and with
-        ``with_error`` an exact answer has intervals of width 0.  A GROUP BY whose list of groups the
-        synopsis cannot promise complete (``df.attrs["groups_listed"] == "sampled"``, below) is
-        answered exactly too.
+        ``confidence`` has half width <= ``max_rel_error`` |value| and its list of groups is complete;
+        otherwise from a sample of the fact table drawn now, sized from the synopsis's interval, when at
+        most 10 % of the table is needed and its interval meets the bound for every group (form "query
+        sample", ``df.attrs["sampled_fraction"]``: :mod:`parzen.aqp.query_samples`); otherwise exactly
+        in DuckDB (the query re-generated from its parse, read-only; form "exact").  A GROUP BY whose
+        list of groups the synopsis cannot promise complete (``df.attrs["groups_listed"] ==
+        "sampled"``, below) is answered exactly.  ``df.attrs["relative_half_width"]`` is the
+        synopsis's largest half width / |value|, and with ``with_error`` an exact answer has intervals
+        of width 0.
         ``df.attrs["groups_listed"]`` (GROUP BY on categorical columns outside the strata) says how
         the answer's groups relate to those that exist under the query's categorical filters:
         "exact" (the same), "superset" (every one, and maybe combinations that do not exist, whose
         intervals start at 0; three or more columns, :mod:`parzen.aqp.group_candidates`) or
         "sampled" (those found in the sample).
         ``df.attrs["seconds"]`` holds the latency and ``df.attrs["form"]`` what answered: "grid"
-        (one range column, no GROUP BY or IN), "sample", "totals" (no numeric predicate),
-        "regression" or "exact".  A histogram query (``SELECT FLOOR(x / w) * w AS bin, ... GROUP BY bin``,
+        (one range column, no GROUP BY or IN), "sample" (the synopsis's sample), "totals" (no
+        numeric predicate), "regression", "query sample" or "exact".  CASE inside SUM / COUNT / AVG
+        and arithmetic of aggregates (``SUM(a) / SUM(b)``, ``100.00 * SUM(CASE ...) / SUM(...)``)
+        are answered from totals under the WHERE and the CASE conditions, with delta-method
+        intervals (:mod:`parzen.aqp.case_aggregates`, :mod:`parzen.aqp.ratios`).  A histogram query (``SELECT FLOOR(x / w) * w AS bin, ... GROUP BY bin``,
         :mod:`parzen.aqp.histogram`) answers one row per bin, each bin a range on x answered as above.
         VAR/STDDEV, MIN/MAX, quantiles, COUNT(DISTINCT), SUM/AVG of arithmetic of
         columns and OR / NOT are answered too (:mod:`parzen.aqp.aggregates`, :mod:`parzen.aqp.unions`;
@@ -570,6 +582,8 @@ class Engine:
             if with_error:
                 raise ValueError("method='regression' gives no intervals; with_error=True needs method='density'")
             result, form = self._regression(self._resolved(parse(sql))), "regression"
+        elif (composite := _composite_of(sql)) is not None:  # CASE in aggregates, ratios (parzen.aqp.ratios)
+            result, form = self._composite(composite, with_error, z_value(confidence))
         else:
             result, form = self._approximate(self._resolved(parse(sql)), with_error, z_value(confidence))
         result.attrs["seconds"] = time.perf_counter() - started
@@ -595,16 +609,14 @@ class Engine:
         pandas.DataFrame
             Per group: ``<name> approx``, ``<name> exact`` and ``<name> rel. error``.
         """
-        binned = histogram.parse_histogram(sql)
-        query = self._resolved(parse(sql) if binned is None else binned.base)
+        names, keys, exact_answer = self._shape(sql)
         approx = self.query(sql, method=method)
-        exact = self._exact_of(query, binned)
-        keys = list(query.group_by) if binned is None else [binned.label]
+        exact = exact_answer()
         merged = approx.merge(exact, on=keys, how="outer", suffixes=(" approx", " exact")) if keys else \
             approx.add_suffix(" approx").join(exact.add_suffix(" exact"))
-        for a in query.aggregates:
-            e = merged[f"{a.name} exact"].astype(float)
-            merged[f"{a.name} rel. error"] = (merged[f"{a.name} approx"] - e).abs() / e.abs()
+        for name in names:
+            e = merged[f"{name} exact"].astype(float)
+            merged[f"{name} rel. error"] = (merged[f"{name} approx"] - e).abs() / e.abs()
         merged.attrs = {"approximate_seconds": approx.attrs["seconds"], "exact_seconds": exact.attrs["seconds"],
                         "form": approx.attrs["form"]}
         return merged
@@ -617,23 +629,107 @@ class Engine:
         if exact or method != "density":
             raise ValueError("max_rel_error chooses between the synopsis's density answer and the exact one; "
                              "it takes neither exact=True nor method='regression'")
-        binned = histogram.parse_histogram(sql)
-        query = self._resolved(parse(sql) if binned is None else binned.base)
-        names = [a.name for a in query.aggregates]
+        names, keys, exact_answer = self._shape(sql)
         approx = self.query(sql, with_error=True, confidence=confidence)
         worst = contract.relative_half_width(approx, names)
         complete = approx.attrs.get(LISTED, "exact") != "sampled"  # an existing group may be missing: exact
         if worst <= max_rel_error and complete:
             result = approx if with_error else contract.without_intervals(approx, names)
+        elif complete and (drawn := self._drawn(sql, approx, worst, max_rel_error, confidence, names, keys)) is not None:
+            result = drawn if with_error else contract.without_intervals(drawn, names)
         else:
-            keys = list(query.group_by) if binned is None else []  # a histogram's SQL orders its bins
-            result = contract.in_answer_order(self._exact_of(query, binned), keys)
+            ordered = [] if histogram.parse_histogram(sql) is not None else keys  # a histogram's SQL orders its bins
+            result = contract.in_answer_order(exact_answer(), ordered)
             if with_error:
                 result = contract.with_exact_intervals(result, names)
             result.attrs["form"] = "exact"
         result.attrs.update(seconds=time.perf_counter() - started, relative_half_width=worst,
                             max_rel_error=max_rel_error, confidence=confidence)
         return result
+
+    def _drawn(self, sql: str, approx: pd.DataFrame, worst: float, bound: float, confidence: float,
+               names: Sequence[str], keys: Sequence[str]) -> pd.DataFrame | None:
+        """The answer from a sample of the fact table drawn now (:mod:`parzen.aqp.query_samples`), when
+        the fraction the synopsis's relative half width ``worst`` calls for is at most
+        :data:`~parzen.aqp.query_samples.MAX_FRACTION` and the drawn sample's intervals meet ``bound``
+        for every group of the synopsis's answer ``approx`` (a sample that misses is drawn once more,
+        sized from its own half width, which holds the blocks' design effect); None otherwise (DuckDB
+        answers exactly).
+        Histogram queries, aggregates that are not functions of totals, OR / NOT, and tables read from
+        Parquet files or dask DataFrames get None."""
+        if histogram.parse_histogram(sql) is not None:
+            return None
+        composite = _composite_of(sql)
+        if composite is not None:
+            subqueries = [self._resolved(parse(text)) for text, _ in composite.subqueries]
+            query, planned = subqueries[0], query_samples.plan(None, composite, subqueries)
+        else:
+            query = self._resolved(parse(sql))
+            planned = query_samples.plan(query)
+        synopsis = self._answering(query.table)
+        read = {t.casefold() for t in query.joined}
+        if planned is None or synopsis.source or (query.table.casefold(),) not in _catalog_tables(self.con)[0] \
+                or any(e.get("nulls") and e["parent"].casefold() in read for e in synopsis.joins):
+            return None  # Parquet / dask rows have no rowid; a join that drops NULL keys changes the rows N
+        fraction = query_samples.fraction_needed(synopsis.sample_size, synopsis.row_count, worst, bound)
+        keys = list(keys)
+        for _ in range(query_samples.DRAWS):
+            if fraction > query_samples.MAX_FRACTION:
+                return None
+            drawn = query_samples.answer(self._run, planned, synopsis.row_count, 100.0 * fraction, z_value(confidence))
+            if drawn is None or drawn[1] < query_samples.MIN_BLOCKS:
+                return None
+            frame = drawn[0].rename(columns={g: next((k for k in keys if k.casefold() == g.casefold()), g)
+                                             for g in query.group_by})
+            if keys:
+                wanted = set(approx[keys].itertuples(index=False, name=None))
+                if not wanted <= set(frame[keys].itertuples(index=False, name=None)):
+                    return None  # a group of the table that the drawn sample missed
+            reached = contract.relative_half_width(frame, names)
+            if reached <= bound:
+                frame = contract.in_answer_order(frame, keys)
+                frame.attrs.update(form=query_samples.FORM, sampled_fraction=fraction)
+                return frame
+            fraction = query_samples.redrawn_fraction(fraction, reached, bound)
+        return None
+
+    def _shape(self, sql: str):
+        """The aggregates' output names of ``sql``, the columns keying its rows (GROUP BY columns; a
+        histogram's bin, which its SQL orders, only for :meth:`compare`) and a function giving DuckDB's
+        answer: the SQL re-generated from the parse (:meth:`_exact_of`), or for CASE in aggregates and
+        ratios (:mod:`parzen.aqp.case_aggregates`) the query re-generated with its outputs aliased as
+        the approximate answer names them, run through the read-only allow-list of ``exact=True``
+        (:meth:`_exact`)."""
+        binned = histogram.parse_histogram(sql)
+        composite = _composite_of(sql) if binned is None else None
+        if composite is not None:
+            return [o.name for o in composite.outputs], _selected_groups(composite), \
+                lambda: self._exact(composite.exact_sql)
+        query = self._resolved(parse(sql) if binned is None else binned.base)
+        keys = list(query.group_by) if binned is None else [binned.label]
+        return [a.name for a in query.aggregates], keys, lambda: self._exact_of(query, binned)
+
+    def _composite(self, composite: case_aggregates.Composite, with_error: bool, z: float) -> tuple[pd.DataFrame, str]:
+        """A query with CASE inside aggregates or arithmetic of aggregates: its generated sub-queries
+        answered by the engine's forms and combined by :func:`parzen.aqp.ratios.approximate`, widened
+        by the bias estimate of the whole expression (:mod:`parzen.aqp.contract`)."""
+        subqueries = [self._resolved(parse(text)) for text, _ in composite.subqueries]
+        synopsis = self._answering(subqueries[0].table)
+        for q in subqueries:
+            _check_columns(q, synopsis, categorical=True)
+        layout = self._layouts[synopsis.table]
+
+        def answer(q: AggregateQuery, s: Synopsis, z_or_none: float | None) -> tuple[pd.DataFrame, str]:
+            approximate = domains.approximate if domains.needed(q, s) else answers.approximate
+            return approximate(q, s, layout, z_or_none)
+
+        result, form = ratios.approximate(composite, subqueries, synopsis, layout, answer, z if with_error else None)
+        if with_error:
+            keys = _selected_groups(composite)
+            result = contract.cover_bias(
+                result, lambda s: ratios.approximate(composite, subqueries, s, layout, answer, None)[0], synopsis,
+                [o.name for o in composite.outputs], keys)
+        return result, form
 
     def _exact_of(self, query: AggregateQuery, binned: histogram.HistogramQuery | None = None) -> pd.DataFrame:
         """DuckDB's answer to a parsed query (names as in the synopsis): its SQL re-generated from the
@@ -816,6 +912,27 @@ class Engine:
         synopsis = self._answering(query.table)
         _check_columns(query, synopsis)
         return answers.regression(query, synopsis)
+
+
+def _selected_groups(composite: case_aggregates.Composite) -> list[str]:
+    """The group columns that ``composite`` selects, named as selected, in its GROUP BY's order (the
+    order its answer's rows are sorted in)."""
+    selected = [item for item in composite.select if isinstance(item, str)]
+    return [name for g in composite.group_by for name in selected if name.casefold() == g.casefold()]
+
+
+def _composite_of(sql: str) -> case_aggregates.Composite | None:
+    """The split of ``sql`` when the plain subset refuses it and its SELECT list has CASE inside
+    aggregates or arithmetic of aggregates (:func:`parzen.aqp.case_aggregates.split`), else None
+    (the plain subset answers it, or ``parse`` raises again with its reason)."""
+    try:
+        parse(sql)
+    except UnsupportedQuery:
+        composite = case_aggregates.split(sql)
+        if composite is None:
+            raise
+        return composite
+    return None
 
 
 def _build_from(source, table: str, client, options: dict) -> Synopsis:

@@ -1,0 +1,312 @@
+"""Answers to arithmetic of aggregates (ratios above all) and CASE inside aggregates, with the delta method.
+
+:mod:`parzen.aqp.case_aggregates` splits such a query into leaves L_1, ..., L_m, totals (COUNT(*),
+COUNT(col), SUM of an expression) under the query's WHERE AND-ed with conditions, answered by
+generated sub-queries through the engine's own forms (totals, grid, calibrated sample, domain
+estimates), and an arithmetic expression g per output column.  The answer is g(L_hat) per group.
+
+**The interval** is the delta method with the covariance of the leaves, which are estimated from
+the same weighted sample (Cochran, W. G., *Sampling Techniques*, 3rd ed., Wiley 1977, chapter 6,
+"Ratio estimators": the first-order variance of R_hat = Y_hat / X_hat; Woodruff, R. S., "A simple
+method for approximating the variance of a complicated estimate", JASA 66(334), 1971, 411-414, for
+any smooth g; full citations in docs/statistics.md, "Sources").  Each leaf is a stratified total of per-row terms t_{k,i} (the row's kernel mass in the
+box, times the summed expression's kernel moment; 0 for rows its conditions exclude),
+L_hat_k = sum_i w_i t_{k,i}, w_i = rows_s / drawn_s of the row's stratum s, so
+
+    g(L_hat) - g(L) ~ sum_k (dg / dL_k) (L_hat_k - L_k) = sum_i w_i z_i - E,
+    z_i = sum_k (dg / dL_k)(L_hat) t_{k,i},
+    Var g(L_hat) ~ sum_s rows_s^2 (1 - drawn_s / rows_s) S^2_{s,d}(z) / drawn_s
+
+(the stratified variance of the total of z over the answer row's domain d, as in
+:mod:`parzen.aqp.domains`: S^2_{s,d} over all drawn rows of stratum s of z_i 1[i in d]).  For
+R = Y / X this is Cochran's Var(R_hat) = Var(Y_hat - R X_hat) / X^2, whose covariance term makes a
+ratio of two totals of the same rows (TPC-H Q14's promotion share) far narrower than the two
+totals' own errors.  A leaf that the engine answers exactly (interval of width 0: exact totals) is
+a constant there.  The interval is g +- z sd; under GROUP BY it also spans g at the plain
+(uncalibrated) totals, as :func:`parzen.aqp.answers.approximate` does for raked groups.  A WHERE
+with OR / NOT, or a group without a sampled row, has no per-row terms here: its half width is
+sum_k |dg / dL_k| h_k from the leaves' own half widths h_k (first order; sd(X + Y) <= sd(X) +
+sd(Y), conservative).  :meth:`parzen.aqp.Engine.query` widens the result by the smoothing bias's
+estimate of the whole expression (:func:`parzen.aqp.contract.cover_bias`), which is where the
+leaves' bias enters.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .case_aggregates import LEAF, ROWS, Composite, Expression
+from .categories import matches
+from .domains import BOUNDED_GROUPS, _domain_variance
+from .sql import AggregateQuery
+from .strata import Layout
+from .synopsis import Synopsis
+
+#: Answers one parsed sub-query from a synopsis: (frame, form), intervals at z when z is given.
+Answerer = Callable[[AggregateQuery, Synopsis, "float | None"], "tuple[pd.DataFrame, str]"]
+#: Forms, most exact first: a composite answer names the least exact of its sub-queries'.
+_FORMS = ("totals", "grid", "sample")
+
+
+def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], synopsis: Synopsis, layout: Layout,
+                answer: Answerer, z: float | None) -> tuple[pd.DataFrame, str]:
+    """The answer to a :class:`~parzen.aqp.case_aggregates.Composite` query (see the module).
+
+    Parameters
+    ----------
+    composite : Composite
+        The split query.
+    subqueries : sequence of AggregateQuery
+        Its sub-queries parsed (and resolved to the synopsis's names), in ``composite.subqueries``'s order.
+    synopsis : Synopsis
+        The synopsis that answers them.
+    layout : Layout
+        Its strata.
+    answer : callable
+        Answers one sub-query (the engine's forms, without the bias term).
+    z : float or None
+        The intervals' normal quantile; None: none.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        One row per group of the query (those of its WHERE alone), the group columns and each output
+        (with ``<name> low`` / ``<name> high`` when ``z`` is given).
+    form : str
+        The least exact form among the sub-queries' ("totals", "grid", "sample").
+    """
+    frames, forms = zip(*(answer(q, synopsis, z) for q in subqueries))
+    keys, leaf_values, leaf_half, bounded = _leaf_table(composite, frames, z is not None)
+    values, gradients = {}, {}
+    for output in composite.outputs:
+        values[output.name], gradients[output.name] = _evaluate(output.expression, leaf_values)
+    low = high = None
+    if z is not None:
+        low, high = {}, {}
+        exact = {k: half == 0.0 for k, half in leaf_half.items()}
+        per_row = _RowTerms(composite, subqueries, synopsis, layout, keys) if not any(q.boxes for q in subqueries) \
+            else None
+        for output in composite.outputs:
+            value, gradient = values[output.name], gradients[output.name]
+            first_order = sum((np.abs(d) * leaf_half[k] for k, d in gradient.items()), np.zeros(len(keys)))
+            if per_row is None:
+                half, plain = first_order, value
+            else:
+                half = z * np.sqrt(per_row.variance(gradient, exact))
+                half = np.where(bounded, first_order, half)
+                plain_values = {k: np.where(exact[k], leaf_values[k], per_row.total(k)) for k in leaf_values}
+                plain = _evaluate(output.expression, plain_values)[0] if composite.group_by else value
+                plain = np.where(np.isnan(plain) | bounded, value, plain)
+            with np.errstate(invalid="ignore"):
+                low[output.name] = np.fmin(value, plain) - half
+                high[output.name] = np.fmax(value, plain) + half
+    form = max(forms, key=_FORMS.index)
+    return _frame(composite, keys, values, low, high), form
+
+
+def _leaf_table(composite: Composite, frames, with_error: bool):
+    """The groups (those of the first sub-query, which has no condition), each leaf's value and half
+    width per group (0 and 0 where its sub-query has no such group: no row), and the groups that some
+    sub-query answered without a sampled row (:data:`parzen.aqp.domains.BOUNDED_GROUPS`)."""
+    group_by = list(composite.group_by)
+    base = frames[0]
+    if group_by:
+        group_columns = [c for c in base.columns if c not in (ROWS, f"{ROWS} low", f"{ROWS} high")
+                         and not str(c).startswith(LEAF)]
+        keys = [tuple(row) for row in base[group_columns].itertuples(index=False, name=None)]
+    else:
+        keys = [()]
+    position = {key: g for g, key in enumerate(keys)}
+    values: dict[int, np.ndarray] = {}
+    half: dict[int, np.ndarray] = {}
+    bounded = np.zeros(len(keys), dtype=bool)
+    for frame, (_, indices) in zip(frames, composite.subqueries):
+        held = set(frame.attrs.get(BOUNDED_GROUPS, []))
+        if group_by:
+            columns = [c for c in frame.columns if not str(c).startswith(LEAF) and not str(c).startswith(ROWS)]
+            rows = [position.get(tuple(key), -1) for key in frame[columns].itertuples(index=False, name=None)]
+            if held:
+                for key in held:
+                    if tuple(key) in position:
+                        bounded[position[tuple(key)]] = True
+        else:
+            rows = [0] * len(frame)
+            bounded[0] |= bool(held)
+        rows_array = np.asarray(rows, dtype=np.intp)
+        found = rows_array >= 0
+        for k in indices:
+            name = f"{LEAF}{k}"
+            v = np.zeros(len(keys))
+            v[rows_array[found]] = frame[name].to_numpy(dtype=np.float64)[found]
+            values[k] = np.nan_to_num(v)  # SUM over no row: 0 in a sum of totals
+            h = np.zeros(len(keys))
+            if with_error:
+                column = frame[name].to_numpy(dtype=np.float64)[found]
+                h[rows_array[found]] = np.fmax(column - frame[f"{name} low"].to_numpy(dtype=np.float64)[found],
+                                               frame[f"{name} high"].to_numpy(dtype=np.float64)[found] - column)
+            half[k] = np.nan_to_num(h, nan=np.inf)
+    return keys, values, half, bounded
+
+
+def _evaluate(expression: Expression, leaves: dict[int, np.ndarray]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """The expression's value per group and its gradient (leaf -> d value / d leaf), forward mode."""
+    kind = expression[0]
+    size = len(next(iter(leaves.values()))) if leaves else 1
+    if kind == "number":
+        return np.full(size, expression[1]), {}
+    if kind == "leaf":
+        return leaves[expression[1]].astype(np.float64), {expression[1]: np.ones(size)}
+    (a, da), (b, db) = _evaluate(expression[1], leaves), _evaluate(expression[2], leaves)
+    gradient: dict[int, np.ndarray] = {}
+
+    def add(d: dict[int, np.ndarray], factor) -> None:
+        for k, v in d.items():
+            gradient[k] = gradient.get(k, 0.0) + factor * v
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if kind == "+":
+            add(da, 1.0)
+            add(db, 1.0)
+            return a + b, gradient
+        if kind == "-":
+            add(da, 1.0)
+            add(db, -1.0)
+            return a - b, gradient
+        if kind == "*":
+            add(da, b)
+            add(db, a)
+            return a * b, gradient
+        value = np.where(b != 0.0, a / np.where(b != 0.0, b, 1.0), np.nan)  # x / 0: NULL
+        add(da, 1.0 / b)
+        add(db, -a / (b * b))
+        return value, gradient
+
+
+class _RowTerms:
+    """Per sampled row: each leaf's term t_{k,i}, the row's answer row and its stratum."""
+
+    def __init__(self, composite: Composite, subqueries: Sequence[AggregateQuery], synopsis: Synopsis,
+                 layout: Layout, keys: list[tuple]) -> None:
+        self.synopsis, self.layout = synopsis, layout
+        self.size = synopsis.sample_size
+        self.stratum = layout.stratum_of_row
+        self.weight = layout.weight[self.stratum]
+        self.group = _row_groups(composite.group_by and subqueries[0].group_by, synopsis, layout, keys)
+        self.groups = len(keys)
+        self.terms: dict[int, np.ndarray] = {}
+        for query, (_, indices) in zip(subqueries, composite.subqueries):
+            keep = _categorical_filter(query, synopsis, layout)
+            for k in indices:
+                aggregate = next(a for a in query.aggregates if a.name == f"{LEAF}{k}")
+                self.terms[k] = _leaf_terms(query, aggregate, synopsis, layout) * keep
+
+    def total(self, k: int) -> np.ndarray:
+        """The plain stratified total of leaf k per answer row."""
+        inside = self.group >= 0
+        return np.bincount(self.group[inside], weights=(self.weight * self.terms[k])[inside], minlength=self.groups)
+
+    def variance(self, gradient: dict[int, np.ndarray], exact: dict[int, np.ndarray]) -> np.ndarray:
+        """Var of g per answer row: the domain variance of z_i = sum_k dg/dL_k t_{k,i} (exact leaves left out)."""
+        inside = self.group >= 0
+        group = self.group[inside]
+        z = np.zeros(int(inside.sum()))
+        for k, d in gradient.items():
+            factor = np.where(exact[k], 0.0, np.nan_to_num(d, nan=0.0, posinf=0.0, neginf=0.0))
+            z += factor[group] * self.terms[k][inside]
+        return _domain_variance(z, self.stratum[inside], group, self.layout, len(self.layout.keys), self.groups)
+
+
+def _leaf_terms(query: AggregateQuery, aggregate, synopsis: Synopsis, layout: Layout) -> np.ndarray:
+    """Per sampled row, the leaf's term: its kernel mass in the query's box on the numeric columns
+    (1 without a range), times the summed expression's kernel moments (:class:`parzen.aqp.aggregates._SampleTerms`),
+    0 where an aggregated column is NULL (COUNT(col), SUM)."""
+    from .aggregates import _SampleTerms
+
+    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
+    sample = _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1)
+    if aggregate.func == "count":
+        term = sample.p if aggregate.column is None else sample.p * sample.valid([aggregate.column])
+    elif aggregate.polynomial:
+        valid = sample.valid(aggregate.inputs)
+        term = np.zeros(sample.rows.size)
+        for k, monomial in aggregate.polynomial:
+            term = term + k * sample.monomial(Counter(monomial), valid)
+    else:
+        term = sample.monomial(Counter({aggregate.column: 1}), sample.valid([aggregate.column]))
+    out = np.zeros(synopsis.sample_size)
+    out[sample.rows] = term
+    return out
+
+
+def _row_values(column: str, synopsis: Synopsis, layout: Layout) -> tuple[np.ndarray, list]:
+    """Per sampled row the code of its value of the categorical ``column``, and the values by code."""
+    if column in synopsis.group_by:
+        position = synopsis.group_by.index(column)
+        values: list = []
+        index: dict = {}
+        code_of_stratum = np.array([index.setdefault(key[position], len(index)) for key in layout.keys], dtype=np.intp)
+        values = list(index)
+        return code_of_stratum[layout.stratum_of_row], values
+    categories = synopsis.categories
+    assert categories is not None and column in categories.values
+    return np.asarray(categories.codes[column], dtype=np.intp), list(categories.values[column])
+
+
+def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> np.ndarray:
+    """1 for the sampled rows whose categorical values pass the query's IN / = and ranges on
+    categorical columns, else 0."""
+    keep = np.ones(synopsis.sample_size)
+    columns = [*query.members, *(c for c in query.ranges if c not in synopsis.models)]
+    for column in dict.fromkeys(columns):
+        codes, values = _row_values(column, synopsis, layout)
+        allowed = np.ones(len(values), dtype=bool)
+        if column in query.members:
+            allowed &= np.array([any(matches(v, lit) for lit in query.members[column]) for v in values], dtype=bool)
+        if column in query.ranges:
+            r = query.ranges[column]
+            allowed &= np.array([v is not None and not isinstance(v, str) and r.contains(float(v)) for v in values],
+                                dtype=bool)
+        keep = keep * allowed[codes]
+    return keep
+
+
+def _row_groups(group_by, synopsis: Synopsis, layout: Layout, keys: list[tuple]) -> np.ndarray:
+    """Per sampled row, the index of its answer row in ``keys`` (-1: none), read from its values of
+    the GROUP BY columns (strata keys or categorical codes)."""
+    if not group_by:
+        return np.zeros(synopsis.sample_size, dtype=np.intp)
+    combined = np.zeros(synopsis.sample_size, dtype=np.int64)
+    tables = []
+    for column in group_by:
+        codes, values = _row_values(column, synopsis, layout)
+        combined = combined * len(values) + codes
+        tables.append(values)
+    present, inverse = np.unique(combined, return_inverse=True)
+    position = {key: g for g, key in enumerate(keys)}
+    lookup = np.full(present.size, -1, dtype=np.intp)
+    for u, code in enumerate(present.tolist()):
+        decoded = []
+        for values in reversed(tables):
+            code, c = divmod(code, len(values))
+            decoded.append(values[c])
+        lookup[u] = position.get(tuple(reversed(decoded)), -1)
+    return lookup[inverse.reshape(-1)]
+
+
+def _frame(composite: Composite, keys: list[tuple], values, low, high) -> pd.DataFrame:
+    """The answer in the query's SELECT order, one row per group key."""
+    columns: dict[str, object] = {}
+    for item in composite.select:
+        if isinstance(item, str):
+            position = next(k for k, g in enumerate(composite.group_by) if g.casefold() == item.casefold())
+            columns[item] = [key[position] for key in keys]
+            continue
+        columns[item.name] = values[item.name]
+        if low is not None:
+            columns[f"{item.name} low"] = low[item.name]
+            columns[f"{item.name} high"] = high[item.name]
+    return pd.DataFrame(columns, index=pd.RangeIndex(len(keys)))

@@ -1,0 +1,225 @@
+"""CASE inside aggregates and arithmetic of aggregates (issue 19, items 2 and 3): the split into leaves,
+answers against DuckDB's, the delta-method intervals and the refusals by name."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+from parzen.aqp import Engine
+from parzen.aqp.case_aggregates import Leaf, split
+from parzen.aqp.sql import UnsupportedQuery
+
+N = 20_000
+
+
+@pytest.fixture(scope="module")
+def engine():
+    rng = np.random.default_rng(3)
+    x = rng.normal(10.0, 3.0, N)
+    frame = pd.DataFrame({
+        "x": x, "w": rng.gamma(2.0, 2.0, N), "y": 0.5 * x + rng.normal(0.0, 1.0, N),
+        "v": np.where(rng.random(N) < 0.2, np.nan, rng.normal(5.0, 1.0, N)),  # NULLs
+        "g": rng.choice(["a", "b", "c"], N, p=[0.6, 0.3, 0.1]), "h": rng.choice(["p", "q", "r", "s"], N),
+    })
+    con = duckdb.connect(":memory:", config={"enable_external_access": False})
+    con.register("frame", frame)
+    con.execute("CREATE TABLE t AS SELECT * FROM frame")
+    con.unregister("frame")
+    e = Engine(con)
+    e.build("t", group_by=["g"], sample=N // 4, seed=1)
+    return e
+
+
+def _both(engine, sql, keys=()):
+    approx = engine.query(sql, with_error=True)
+    exact = engine.query(sql, exact=True)
+    if keys:
+        exact = exact.sort_values(list(keys)).reset_index(drop=True)
+    return approx, exact
+
+
+def test_split_expands_case_branches_by_inclusion_exclusion():
+    c = split("SELECT SUM(CASE WHEN a > 1 THEN x WHEN b = 'k' THEN 2 ELSE y END) AS s FROM t WHERE z < 3")
+    assert set(c.leaves) == {Leaf("SUM(x)", ("a > 1",)), Leaf("COUNT(*)", ("b = 'k'",)),
+                             Leaf("COUNT(*)", ("a > 1", "b = 'k'")), Leaf("SUM(y)", ()), Leaf("SUM(y)", ("a > 1",)),
+                             Leaf("SUM(y)", ("b = 'k'",)), Leaf("SUM(y)", ("a > 1", "b = 'k'"))}
+    first_sql, _ = c.subqueries[0]
+    assert "__parzen_rows" in first_sql and "WHERE z < 3" in first_sql
+    assert all("(z < 3)" in text for text, _ in c.subqueries[1:])
+    assert split("SELECT SUM(x) FROM t") is None
+    assert split("SELECT SUM(x) - SUM(y) FROM t") is None  # the plain subset answers sums of aggregates
+
+
+@pytest.mark.parametrize("sql, named", [
+    ("SELECT SUM(CASE WHEN a > 1 THEN CASE WHEN b > 1 THEN 1 END ELSE 0 END) FROM t", "nested CASE"),
+    ("SELECT SUM(CASE WHEN a = 1 THEN 1 WHEN a = 2 THEN 2 WHEN a = 3 THEN 3 WHEN a = 4 THEN 4 END) FROM t",
+     "4 WHEN branches"),
+    ("SELECT COUNT(CASE WHEN a > 1 THEN x * y END) FROM t", "COUNT of"),
+    ("SELECT SUM(x * CASE WHEN a > 1 THEN 1 ELSE 0 END) FROM t", "a CASE inside an expression"),
+    ("SELECT SUM(CASE a WHEN 1 THEN x END) FROM t", "simple CASE"),
+    ("SELECT SUM(x) / MAX(y) FROM t", r"MAX\(y\) in"),
+    ("SELECT SUM(x) / SUM(y) + x FROM t", "the column x"),
+])
+def test_refused_by_name(sql, named):
+    with pytest.raises(UnsupportedQuery, match=named):
+        split(sql)
+
+
+def test_case_on_strata_column_is_exact(engine):
+    sql = ("SELECT h, SUM(CASE WHEN g IN ('a', 'b') THEN 1 ELSE 0 END) AS hi, "
+           "SUM(CASE WHEN g = 'c' THEN w WHEN g = 'b' THEN 2 ELSE y END) AS mixed, "
+           "COUNT(CASE WHEN g IN ('a', 'c') THEN v END) AS present, AVG(CASE WHEN g = 'b' THEN v END) AS mean_b "
+           "FROM t GROUP BY h")
+    approx, exact = _both(engine, sql, ["h"])
+    assert list(approx["h"]) == list(exact["h"])
+    for name in ("hi", "present"):
+        np.testing.assert_allclose(approx[name], exact[name].astype(float), rtol=0.02)
+    np.testing.assert_allclose(approx["mixed"], exact["mixed"], rtol=0.03)
+    np.testing.assert_allclose(approx["mean_b"], exact["mean_b"], rtol=0.03)
+    for name in ("hi", "mixed", "present", "mean_b"):
+        assert (approx[f"{name} low"] <= exact[name]).all() and (exact[name] <= approx[f"{name} high"]).all()
+
+
+def test_case_without_groups_is_exact_from_totals(engine):
+    approx, exact = _both(engine, "SELECT SUM(CASE WHEN g = 'b' THEN w ELSE 0 END) AS s, "
+                                  "COUNT(CASE WHEN g = 'b' THEN NULL ELSE 1 END) AS c FROM t")
+    np.testing.assert_allclose(approx[["s", "c"]].to_numpy(), exact[["s", "c"]].to_numpy(dtype=float), rtol=1e-9)
+    assert approx.attrs["form"] == "totals"
+    np.testing.assert_allclose(approx["s high"] - approx["s low"], 0.0)
+
+
+def test_ratio_of_case_sums_like_tpch_q14(engine):
+    sql = ("SELECT 100.00 * SUM(CASE WHEN h = 'p' THEN w * (1 - y / 100) ELSE 0 END) / SUM(w * (1 - y / 100)) "
+           "AS promo FROM t WHERE x BETWEEN 8 AND 12")
+    approx, exact = _both(engine, sql)
+    value, truth = float(approx["promo"].iloc[0]), float(exact["promo"].iloc[0])
+    assert abs(value - truth) / truth < 0.05
+    assert approx["promo low"].iloc[0] <= truth <= approx["promo high"].iloc[0]
+    assert approx.attrs["form"] == "sample"
+
+
+def test_ratio_interval_uses_the_covariance(engine):
+    """SUM(w) / SUM(w) under a range is 1 with no sampling error: the covariance cancels the two
+    sums' errors (the first-order bound |dg| h would not)."""
+    frame = engine.query("SELECT SUM(w) / SUM(w) AS one, SUM(w) AS s FROM t WHERE x > 11", with_error=True)
+    assert frame["one"].iloc[0] == pytest.approx(1.0)
+    assert frame["one high"].iloc[0] - frame["one low"].iloc[0] < 1e-9
+    assert frame["s high"].iloc[0] > frame["s low"].iloc[0]
+
+
+def test_ratio_with_group_by_returns_every_group(engine):
+    sql = "SELECT g, h, SUM(y) / SUM(w) AS r, SUM(w) / COUNT(*) AS m FROM t WHERE x > 7 GROUP BY g, h"
+    approx, exact = _both(engine, sql, ["g", "h"])
+    assert len(approx) == len(exact) == 12
+    merged = approx.merge(exact, on=["g", "h"], suffixes=("", " exact"))
+    for name in ("r", "m"):
+        assert ((merged[name] - merged[f"{name} exact"]).abs() / merged[f"{name} exact"].abs()).median() < 0.05
+        inside = (merged[f"{name} low"] <= merged[f"{name} exact"]) & (merged[f"{name} exact"] <= merged[f"{name} high"])
+        assert inside.mean() >= 0.75
+
+
+def test_group_with_zero_case_total_is_returned(engine):
+    approx, exact = _both(engine, "SELECT g, SUM(CASE WHEN g = 'a' THEN w ELSE 0 END) AS s FROM t WHERE x > 9 "
+                                  "GROUP BY g", ["g"])
+    assert list(approx["g"]) == ["a", "b", "c"]
+    assert (approx["s"].iloc[1:] == 0.0).all() and (exact["s"].iloc[1:] == 0.0).all()
+
+
+def test_ratio_coverage_over_random_ranges(engine):
+    rng = np.random.default_rng(11)
+    covered = 0
+    trials = 40
+    for _ in range(trials):
+        low = float(rng.uniform(4.0, 11.0))
+        high = low + float(rng.uniform(2.0, 6.0))
+        sql = (f"SELECT SUM(CASE WHEN h IN ('p', 'q') THEN w ELSE 0 END) / SUM(w) AS share FROM t "
+               f"WHERE x BETWEEN {low} AND {high}")
+        approx, exact = _both(engine, sql)
+        truth = float(exact["share"].iloc[0])
+        covered += approx["share low"].iloc[0] <= truth <= approx["share high"].iloc[0]
+    assert covered / trials >= 0.85
+
+
+def test_max_rel_error_falls_back_to_exact(engine):
+    sql = "SELECT h, SUM(y) / SUM(w) AS r FROM t WHERE x > 12 GROUP BY h"
+    loose = engine.query(sql, max_rel_error=0.5)
+    assert loose.attrs["form"] == "sample"
+    tight = engine.query(sql, max_rel_error=1e-6)
+    assert tight.attrs["form"] == "exact"
+    exact = engine.query(sql, exact=True).sort_values("h").reset_index(drop=True)
+    np.testing.assert_allclose(tight["r"], exact["r"])
+    assert list(tight["h"]) == list(exact["h"])
+
+
+def test_compare_and_prepare(engine):
+    sql = "SELECT SUM(CASE WHEN h = 'q' THEN 1 ELSE 0 END) / COUNT(*) AS share FROM t WHERE x < 10"
+    assert engine.prepare(sql) == 0.0
+    compared = engine.compare(sql)
+    assert compared["share rel. error"].iloc[0] < 0.05
+
+
+def test_where_refusal_is_named_for_a_case_condition(engine):
+    with pytest.raises(UnsupportedQuery, match="x IS NULL|IS NULL"):
+        engine.query("SELECT SUM(CASE WHEN x IS NULL THEN 1 ELSE 0 END) / COUNT(*) FROM t")
+
+
+def test_join_synopsis_ratio_and_case_counts():
+    """TPC-H Q14 and Q12 shapes on a star schema: the CASE condition on a dimension's column."""
+    rng = np.random.default_rng(8)
+    n, keys = 30_000, 200
+    fact = pd.DataFrame({"fk": rng.integers(0, keys, n), "x": rng.normal(5.0, 2.0, n), "w": rng.gamma(2.0, 3.0, n),
+                         "mode": rng.choice(["air", "mail", "ship"], n)})
+    dim = pd.DataFrame({"pk": np.arange(keys), "kind": rng.choice(["PROMO", "STANDARD", "SMALL"], keys),
+                        "priority": rng.choice(["1-URGENT", "2-HIGH", "3-LOW"], keys)})
+    con = duckdb.connect(":memory:", config={"enable_external_access": False})
+    for name, frame in (("fact", fact), ("dim", dim)):
+        con.register("frame", frame)
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM frame")
+        con.unregister("frame")
+    e = Engine(con)
+    e.build("fact", columns=["x", "w"], joins={"fk": "dim.pk"}, sample=8_000, seed=4)
+    q14 = ("SELECT 100.00 * SUM(CASE WHEN kind = 'PROMO' THEN w * (1 - x / 100) ELSE 0 END) / SUM(w * (1 - x / 100)) "
+           "AS promo FROM fact, dim WHERE fk = pk AND x BETWEEN 3 AND 7")
+    approx, exact = _both(e, q14)
+    truth = float(exact["promo"].iloc[0])
+    assert abs(float(approx["promo"].iloc[0]) - truth) / truth < 0.05
+    assert approx["promo low"].iloc[0] <= truth <= approx["promo high"].iloc[0]
+    q12 = ("SELECT mode, SUM(CASE WHEN priority IN ('1-URGENT', '2-HIGH') THEN 1 ELSE 0 END) AS high, "
+           "SUM(CASE WHEN priority IN ('1-URGENT', '2-HIGH') THEN 0 ELSE 1 END) AS low FROM fact JOIN dim ON fk = pk "
+           "WHERE mode IN ('air', 'mail') AND x > 4 GROUP BY mode")
+    approx, exact = _both(e, q12, ["mode"])
+    assert list(approx["mode"]) == list(exact["mode"]) == ["air", "mail"]
+    for name in ("high", "low"):
+        np.testing.assert_allclose(approx[name], exact[name].astype(float), rtol=0.08)
+        assert ((approx[f"{name} low"] <= exact[name]) & (exact[name] <= approx[f"{name} high"])).all()
+
+
+def test_group_columns_selected_in_another_order(engine):
+    sql = "SELECT h, g, SUM(y) / SUM(w) AS r FROM t WHERE x > 8 GROUP BY g, h"
+    approx = engine.query(sql, with_error=True)
+    assert list(approx.columns[:3]) == ["h", "g", "r"]
+    exact = engine.query(sql, max_rel_error=1e-9)
+    assert exact.attrs["form"] == "exact"
+    assert list(exact.columns) == ["h", "g", "r"]
+    assert list(zip(exact["g"], exact["h"])) == list(zip(approx["g"], approx["h"]))  # sorted by g, then h
+
+
+def test_case_condition_with_not_over_a_range(engine):
+    """NOT / OR in a CASE condition go through the WHERE's union of boxes; the interval is then the
+    first-order sum of the totals' half widths (no per-row terms for a union)."""
+    sql = "SELECT SUM(CASE WHEN NOT (x BETWEEN 8 AND 12) THEN w ELSE 0 END) / SUM(w) AS outside FROM t WHERE y > 3"
+    approx, exact = _both(engine, sql)
+    truth = float(exact["outside"].iloc[0])
+    assert abs(float(approx["outside"].iloc[0]) - truth) / truth < 0.05
+    assert approx["outside low"].iloc[0] <= truth <= approx["outside high"].iloc[0]
+
+
+def test_unaliased_outputs_compare_and_fall_back(engine):
+    sql = "SELECT g, SUM(w) / SUM(x) FROM t WHERE y > 4 GROUP BY g"
+    compared = engine.compare(sql)
+    assert (compared["SUM(w) / SUM(x) rel. error"] < 0.05).all()
+    exact = engine.query(sql, max_rel_error=1e-9)
+    assert exact.attrs["form"] == "exact" and list(exact.columns) == ["g", "SUM(w) / SUM(x)"]
