@@ -119,10 +119,10 @@ def compare(before: str, after: str, listing: list, rounds: int, repeats: int) -
 
 def markdown(result: dict, note: str) -> str:
     lines = ["# AQP answer latency: `Engine.query(sql, with_error=True)`", "",
-             f"Machine: {result['machine']}{note}. Each checkout in its own process, the two alternating "
+             (f"Machine: {result['machine']}{note}. Each checkout in its own process, the two alternating "
              f"{result['rounds']} times; a query's time is its best over rounds and {result['repeats']} repeats "
              f"after one warm answer. Answers differing between the checkouts (values and interval ends): "
-             f"{result['answers differing']} of {result['queries']} queries.", "",
+             f"{result['answers differing']} of {result['queries']} queries."), "",
              "| family | answered | before median ms | after median ms | before p95 ms | after p95 ms | after <= 2 ms |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in result["families"]:

@@ -1,11 +1,15 @@
 """What ``parzen serve`` answers, without HTTP: queries, the tables' charts and brushes, as JSON-ready dicts.
 
 One :class:`Service` per database file, opened read-only, its synopses loaded once.  Approximate
-answers (a fraction of a millisecond to a few) run one at a time on one Engine under a lock: its
-caches are filled lazily and are not meant for threads.  Exact answers run in DuckDB on a small pool
-of cursors of the same read-only, locked-down connection (:data:`parzen.aqp.engine.LOCKED_DOWN`),
-each under a timer that interrupts DuckDB at the deadline (:class:`Timeout`), so a slow exact query
-neither holds up the approximate ones nor outlives its request.
+answers (a fraction of a millisecond to a few) run at once, up to :data:`APPROXIMATE_ENGINES` of
+them, each on an Engine of its own that shares the loaded synopses (which never change while the
+server runs) and reads the database, when it must, through a cursor of its own (a DuckDB connection
+is not for threads); a request finding every engine busy past its time gets :class:`Busy`.  The
+warnings of each answer are recorded per thread (:mod:`parzen.serve.captured`).  Exact answers run
+in DuckDB on a small pool of cursors of the same read-only, locked-down connection
+(:data:`parzen.aqp.engine.LOCKED_DOWN`), each under a timer that interrupts DuckDB at the deadline
+(:class:`Timeout`), so a slow exact query neither holds up the approximate ones nor outlives its
+request.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ import math
 import queue
 import threading
 import time
-import warnings
 from decimal import Decimal
 from pathlib import Path
 
@@ -25,10 +28,13 @@ import pandas as pd
 
 from ..aqp import Engine, histogram
 from ..aqp.sql import UnsupportedQuery
+from .captured import captured
 from .charts import Layout
 
 #: Cursors answering exact queries at once.
 EXACT_CURSORS = 4
+#: Engines answering approximate queries at once (the rest wait up to the request's time).
+APPROXIMATE_ENGINES = 8
 
 
 class BadRequest(ValueError):
@@ -71,7 +77,6 @@ class Service:
         self.timeout = float(timeout)
         self.allow_exact = allow_exact
         self.engine = Engine(database, read_only=True, on_stale=on_stale)
-        self._lock = threading.Lock()
         listing = self.engine.list()  # loads and checks every synopsis now, not in a request
         if listing.empty:
             raise ValueError(f"{database} holds no synopsis: build one with `parzen aqp build {database} TABLE`")
@@ -81,13 +86,18 @@ class Service:
         self._cursors: queue.Queue = queue.Queue()
         for _ in range(EXACT_CURSORS):
             self._cursors.put(Engine(self.engine.con.cursor(), on_stale=on_stale))
+        self._engines: queue.Queue = queue.Queue()
+        for _ in range(APPROXIMATE_ENGINES):
+            self._engines.put(_sharing(self.engine, on_stale))
         self._passes_max_rel_error = "max_rel_error" in inspect.signature(Engine.query).parameters
         self._tables: list[dict] | None = None
+        self._tables_lock = threading.Lock()
 
     def close(self) -> None:
         """Close the cursors and the database."""
-        while not self._cursors.empty():
-            self._cursors.get_nowait().con.close()
+        for pool in (self._cursors, self._engines):
+            while not pool.empty():
+                pool.get_nowait().con.close()
         self.engine.con.close()
 
     # --- requests ---------------------------------------------------------------------------
@@ -148,8 +158,9 @@ class Service:
         -------
         list of dict
         """
-        if self._tables is None:  # the synopses do not change while the server runs
-            self._tables = self._list_tables()
+        with self._tables_lock:  # the main engine's connection serves one thread at a time
+            if self._tables is None:  # the synopses do not change while the server runs
+                self._tables = self._list_tables()
         return self._tables
 
     def _list_tables(self) -> list[dict]:
@@ -224,16 +235,17 @@ class Service:
     # --- the engines --------------------------------------------------------------------------
 
     def _approximate(self, work):
-        """``work(engine)`` under the engine's lock, with the warnings it gave."""
-        if not self._lock.acquire(timeout=self.timeout):
-            raise Busy(f"the engine stayed busy with other requests for {self.timeout:g} s; try again")
+        """``work(engine)`` on a free engine of the pool, with the warnings it gave."""
         try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                result = work(self.engine)
+            engine = self._engines.get(timeout=self.timeout)
+        except queue.Empty:
+            raise Busy(f"every engine stayed busy with other requests for {self.timeout:g} s; try again") from None
+        try:
+            with captured() as caught:
+                result = work(engine)
         finally:
-            self._lock.release()
-        return result, [str(w.message) for w in caught]
+            self._engines.put(engine)
+        return result, [str(message) for message in caught]
 
     def _exact(self, sql: str) -> pd.DataFrame:
         """``sql`` run in DuckDB on a free cursor, interrupted at the deadline."""
@@ -254,6 +266,14 @@ class Service:
         finally:
             timer.cancel()
             self._cursors.put(engine)
+
+
+def _sharing(engine: Engine, on_stale: str) -> Engine:
+    """An Engine on a new cursor of ``engine``'s connection that shares its loaded synopses, their
+    strata and staleness verdicts (the same dicts: a synopsis loaded by one is there for all)."""
+    sibling = Engine(engine.con.cursor(), on_stale=on_stale)
+    sibling._cache, sibling._layouts, sibling._stale = engine._cache, engine._layouts, engine._stale
+    return sibling
 
 
 def _plan(layout: Layout, name: str, filters: dict) -> dict:
