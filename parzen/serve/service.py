@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..aqp import Engine, histogram
+from ..aqp.engine import _check_columns as check_columns
 from ..aqp.sql import UnsupportedQuery
 from .captured import captured
 from .charts import Layout
@@ -289,30 +290,34 @@ def _plan(layout: Layout, name: str, filters: dict) -> dict:
 
 
 def _chart_answer(engine: Engine, plan: dict) -> dict:
-    frame = engine.query(plan["sql"])
-    chart = {"column": plan["column"], "type": plan["type"], "sql": plan["sql"],
-             "labels": _floats(plan["labels"]) if plan["type"] == "histogram" else [_json_value(v) for v in plan["labels"]],
-             "values": _floats(_aligned(plan, frame)),
-             "form": frame.attrs["form"], "ms": 1e3 * frame.attrs["seconds"], "curve": None}
+    started = time.perf_counter()
+    curve = None
     if plan.get("curve_sql"):
-        started = time.perf_counter()
-        labels, masses = _density(engine, plan["curve_sql"])
+        frame, form, labels, masses = _bars_and_density(engine, plan["sql"], plan["curve_sql"])
         factor, width = plan["curve_factor"], plan["width"] / plan["curve_factor"]
-        chart["curve"] = {"x": [float(v + width / 2) for v in labels], "y": [float(v * factor) for v in masses]}
-        chart["ms"] += 1e3 * (time.perf_counter() - started)
-    return chart
+        curve = {"x": [float(v + width / 2) for v in labels], "y": [float(v * factor) for v in masses]}
+    else:
+        frame = engine.query(plan["sql"])
+        form = frame.attrs["form"]
+    return {"column": plan["column"], "type": plan["type"], "sql": plan["sql"],
+            "labels": _floats(plan["labels"]) if plan["type"] == "histogram" else [_json_value(v) for v in plan["labels"]],
+            "values": _floats(_aligned(plan, frame)), "form": form, "ms": 1e3 * (time.perf_counter() - started),
+            "curve": curve}
 
 
-def _density(engine: Engine, sql: str) -> tuple[np.ndarray, np.ndarray]:
-    """The density curve of histogram query ``sql``: the synopsis's kernel density under its WHERE
-    clause integrated over its bins, not calibrated (:func:`parzen.aqp.histogram.density`), with the
-    engine's name resolution and staleness handling (its internals: the curve is no SQL answer)."""
-    parsed = histogram.parse_histogram(sql)
-    if parsed is None:
-        raise ValueError(f"not a histogram query: {sql}")
-    binned = engine._resolved_histogram(parsed)
+def _bars_and_density(engine: Engine, sql: str, curve_sql: str) -> tuple[pd.DataFrame, str, np.ndarray, np.ndarray]:
+    """A smoothed chart: the answer to its histogram query ``sql`` (as ``engine.query(sql)`` gives it)
+    and its density curve, the synopsis's kernel density under the same WHERE clause integrated over
+    the finer bins of ``curve_sql``, not calibrated, from one pass over the sample
+    (:func:`parzen.aqp.histogram.answer_with_density`), with the engine's name resolution, checks and
+    staleness handling (its internals: the curve is no SQL answer)."""
+    parsed, fine = histogram.parse_histogram(sql), histogram.parse_histogram(curve_sql)
+    if parsed is None or fine is None:
+        raise ValueError(f"not a histogram query: {sql if parsed is None else curve_sql}")
+    binned, fine = engine._resolved_histogram(parsed), engine._resolved_histogram(fine)
     synopsis = engine._answering(binned.base.table)
-    return histogram.density(binned, synopsis, engine._layouts[synopsis.table])
+    check_columns(binned.base, synopsis)
+    return histogram.answer_with_density(binned, fine, synopsis, engine._layouts[synopsis.table])
 
 
 def _aligned(plan: dict, frame: pd.DataFrame) -> np.ndarray:
