@@ -24,6 +24,7 @@ Intervals (``z``) add each bin's standard error as its own query computes it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -59,7 +60,7 @@ class BinnedAnswer:
 
 
 def one_pass_answers(base: AggregateQuery, column: str, boxes: list[Range], synopsis: Synopsis, layout: Layout,
-                     z: float | None, also: list[Range] = ()) -> BinnedAnswer | None:
+                     z: float | None, also: Sequence[Range] = ()) -> BinnedAnswer | None:
     """The answers of ``base`` with its range on ``column`` replaced by each of ``boxes`` (the bins'
     ranges, ascending and disjoint), as :func:`parzen.aqp.answers.approximate` gives them one by
     one; None when the query needs the per-bin path (an aggregate other than COUNT / SUM / AVG).
@@ -142,7 +143,7 @@ class _Pass:
 
 
 def _one_pass(base: AggregateQuery, column: str, boxes: list[Range], synopsis: Synopsis, layout: Layout,
-              output_of_stratum: np.ndarray, also: list[Range] = ()) -> _Pass:
+              output_of_stratum: np.ndarray, also: Sequence[Range] = ()) -> _Pass:
     """The sums of :func:`parzen.aqp._box.box_sums` for every bin's query, from one pass over the rows;
     and for the boxes ``also`` on the same column (another set of bins), the same pass adds theirs."""
     models = synopsis.models
@@ -209,7 +210,7 @@ def kernel_masses(base: AggregateQuery, column: str, boxes: list[Range], synopsi
 
 def _sample_values(base: AggregateQuery, column: str, boxes: list[Range], synopsis: Synopsis, layout: Layout,
                    output_of_stratum: np.ndarray, names: list[str],
-                   also: list[Range] = ()) -> tuple[np.ndarray, np.ndarray]:
+                   also: Sequence[Range] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Per bin, :func:`parzen.aqp.answers.calibrated_values` of its query (``base`` with x in the
     bin), the sums from one pass, each bin's calibration factor as its query's; and per box of
     ``also``, its :func:`kernel_masses` from the same pass."""
