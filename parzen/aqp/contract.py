@@ -52,6 +52,8 @@ Cattaneo and Farrell (2018), bias and coverage in nonparametric inference.
 from __future__ import annotations
 
 import math
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -86,8 +88,25 @@ def with_bandwidths_scaled(synopsis: Synopsis, factor: float) -> Synopsis:
     """
     if not factor >= 0.0:
         raise ValueError(f"the bandwidth factor must be >= 0, got {factor!r}")
+    key = id(synopsis)
+    with _SCALED_LOCK:
+        kept = _SCALED.get(key)
+        if kept is not None and kept[0]() is synopsis and factor in kept[1]:
+            return kept[1][factor]
     models = {name: replace(m, bandwidth=m.bandwidth * factor) for name, m in synopsis.models.items()}
-    return replace(synopsis, models=models)
+    scaled = replace(synopsis, models=models)
+    with _SCALED_LOCK:
+        kept = _SCALED.get(key)
+        if kept is None or kept[0]() is not synopsis:
+            kept = _SCALED[key] = (weakref.ref(synopsis), {})
+            weakref.finalize(synopsis, _SCALED.pop, key, None)
+        return kept[1].setdefault(factor, scaled)
+
+
+#: Per synopsis (by id, while it lives): its copies with scaled bandwidths, made once per factor (the
+#: bias term asks for the same two on every answer; a synopsis does not change once answering).
+_SCALED: dict[int, tuple[weakref.ref, dict[float, Synopsis]]] = {}
+_SCALED_LOCK = threading.Lock()
 
 
 def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str], keys: Sequence[str],
@@ -138,10 +157,18 @@ def _same_keys(at_h: pd.DataFrame, at_ch: pd.DataFrame, keys: list[str]) -> bool
     """Whether the two answers list the same keys in the same order (then row i of one is row i of the
     other; otherwise :func:`bias_estimates` aligns them by a merge, which gives the same result where
     this holds).  Compared as Python lists, column by column (a pandas ``equals`` of the key frames
-    costs about 1 ms); a NaN key may compare unequal, and the merge then aligns it."""
+    costs about 1 ms); numbers as arrays, where NaN (the NULL group) equals NaN as in ``equals``.  Where
+    this says False for the same keys (a NaN among other objects), the merge aligns them."""
     if len(at_h) != len(at_ch):
         return False
-    return all(at_h[k].tolist() == at_ch[k].tolist() for k in keys)
+    for k in keys:
+        mine, theirs = at_h[k].to_numpy(), at_ch[k].to_numpy()
+        if mine.dtype.kind == "f" and theirs.dtype.kind == "f":
+            if not np.array_equal(mine, theirs, equal_nan=True):
+                return False
+        elif mine.tolist() != theirs.tolist():
+            return False
+    return True
 
 
 def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame], synopsis: Synopsis,
