@@ -19,6 +19,7 @@ import math
 import queue
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 
@@ -36,6 +37,9 @@ from .charts import Layout
 EXACT_CURSORS = 4
 #: Engines answering approximate queries at once (the rest wait up to the request's time).
 APPROXIMATE_ENGINES = 8
+#: Threads answering the charts of brushes, shared by all brushes (the compiled kernels run without
+#: Python's global lock, so one brush's charts use two cores).
+CHART_THREADS = 2
 
 
 class BadRequest(ValueError):
@@ -87,6 +91,7 @@ class Service:
         self._cursors: queue.Queue = queue.Queue()
         for _ in range(EXACT_CURSORS):
             self._cursors.put(Engine(self.engine.con.cursor(), on_stale=on_stale))
+        self._charts = ThreadPoolExecutor(max_workers=CHART_THREADS, thread_name_prefix="parzen-charts")
         self._engines: queue.Queue = queue.Queue()
         for _ in range(APPROXIMATE_ENGINES):
             self._engines.put(_sharing(self.engine, on_stale))
@@ -95,7 +100,8 @@ class Service:
         self._tables_lock = threading.Lock()
 
     def close(self) -> None:
-        """Close the cursors and the database."""
+        """Close the chart threads, the cursors and the database."""
+        self._charts.shutdown(wait=True)
         for pool in (self._cursors, self._engines):
             while not pool.empty():
                 pool.get_nowait().con.close()
@@ -219,12 +225,14 @@ class Service:
             names = [c for c in names if c in charts]
         plans = [_plan(layout, name, checked) for name in names]
 
-        def answer_all(engine: Engine) -> list[dict]:
-            return [_chart_answer(engine, plan) for plan in plans]
+        def answer_all(engine: Engine) -> list[tuple[dict, list[str]]]:  # the charts at once, on this engine
+            return list(self._charts.map(lambda plan: _captured_chart(engine, plan), plans))
 
         started = time.perf_counter()
-        answered, caught = self._approximate(answer_all)
+        charted, caught = self._approximate(answer_all)
         server_ms = 1e3 * (time.perf_counter() - started)
+        answered = [chart for chart, _ in charted]
+        caught += [message for _, messages in charted for message in messages]  # in the charts' order
         if exact:
             for plan, chart in zip(plans, answered):
                 started = time.perf_counter()
@@ -287,6 +295,13 @@ def _plan(layout: Layout, name: str, filters: dict) -> dict:
                 "curve_factor": chart.curve_factor, "first": chart.first, "count": chart.count}
     group = layout.groups[name]
     return {"column": name, "type": "groups", "sql": layout.groups_sql(name, filters), "labels": list(group.values)}
+
+
+def _captured_chart(engine: Engine, plan: dict) -> tuple[dict, list[str]]:
+    """:func:`_chart_answer` in a thread of the chart pool, with the warnings it gave."""
+    with captured() as caught:
+        chart = _chart_answer(engine, plan)
+    return chart, [str(message) for message in caught]
 
 
 def _chart_answer(engine: Engine, plan: dict) -> dict:
