@@ -82,8 +82,8 @@ def main() -> None:
         f"{summary['requests_per_s']:.0f} | {summary['p50_ms']:.1f} | {summary['p95_ms']:.1f} | "
         f"{summary['p99_ms']:.1f} | {summary['max_ms']:.1f} |"),
         "",
-        ("Latencies include queueing: the engine answers one request at a time (a lock), so with 50 clients "
-        "a request waits for the ones ahead of it."),
+        ("Latencies include queueing: up to 8 approximate answers run at once (an engine each), on the "
+        "machine's cores, so with 50 clients a request waits for its share of them."),
     ]) + "\n"
     (RESULTS / "serve_load.md").write_text(text)
     print(text)

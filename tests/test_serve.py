@@ -213,8 +213,12 @@ def test_a_slow_exact_query_is_stopped_with_504_and_a_busy_engine_gives_503(data
             assert response.status_code == 504 and "stopped" in response.json()["error"]
             # the cursor is usable again after the interrupt
             assert client.post("/query", json={"sql": "SELECT COUNT(*) FROM t", "exact": True}).status_code == 200
-            with service._lock:  # another request holds the engine past this one's time
+            taken = [service._engines.get_nowait() for _ in range(service._engines.qsize())]
+            try:  # other requests hold every engine past this one's time
                 response = client.post("/query", json={"sql": "SELECT COUNT(*) FROM t WHERE x > 1"})
+            finally:
+                for engine in taken:
+                    service._engines.put(engine)
             assert response.status_code == 503 and "busy" in response.json()["error"]
     finally:
         service.close()

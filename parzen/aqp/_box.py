@@ -103,7 +103,7 @@ def row_box(x, a, b, h, lower, reflect, reach, moment):
     return m, mo
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # answers may run in several threads (parzen serve)
 def box_masses(x, scale, h0, a, b, lower, reflect, reach):
     """(mass, moment) per row: bandwidth h0 * scale[i], reflection at ``lower`` if ``reflect``."""
     n = x.size
@@ -219,7 +219,7 @@ def box_sums(query: BoxQuery) -> np.ndarray:
                      q.constrained, q.reach, q.moments, q.repeats)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _reached_rows(rows, starts, n):
     """The rows (ascending) in every range's candidate set ``rows[starts[j]:starts[j + 1]]``."""
     bits = _mark(rows[starts[0]:starts[1]], n)
@@ -249,7 +249,7 @@ def _add_row(out, g, w, p, i, data, mass, moment, aggregated, constrained):
                 out[g, 2 + 2 * q] += w * y * p
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _box_sums(rows, starts, data, columns, lows, highs, bandwidths, lowers, reflects, row_scale, stratum_of_row,
               output_of_stratum, weight_of_stratum, groups, aggregated, constrained, reach, moments, repeats):
     """:func:`box_sums`, compiled: the fields of :class:`BoxQuery` in order."""

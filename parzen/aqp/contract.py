@@ -54,6 +54,8 @@ Cattaneo and Farrell (2018), bias and coverage in nonparametric inference.
 from __future__ import annotations
 
 import math
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -88,8 +90,25 @@ def with_bandwidths_scaled(synopsis: Synopsis, factor: float) -> Synopsis:
     """
     if not factor >= 0.0:
         raise ValueError(f"the bandwidth factor must be >= 0, got {factor!r}")
+    key = id(synopsis)
+    with _SCALED_LOCK:
+        kept = _SCALED.get(key)
+        if kept is not None and kept[0]() is synopsis and factor in kept[1]:
+            return kept[1][factor]
     models = {name: replace(m, bandwidth=m.bandwidth * factor) for name, m in synopsis.models.items()}
-    return replace(synopsis, models=models)
+    scaled = replace(synopsis, models=models)
+    with _SCALED_LOCK:
+        kept = _SCALED.get(key)
+        if kept is None or kept[0]() is not synopsis:
+            kept = _SCALED[key] = (weakref.ref(synopsis), {})
+            weakref.finalize(synopsis, _SCALED.pop, key, None)
+        return kept[1].setdefault(factor, scaled)
+
+
+#: Per synopsis (by id, while it lives): its copies with scaled bandwidths, made once per factor (the
+#: bias term asks for the same two on every answer; a synopsis does not change once answering).
+_SCALED: dict[int, tuple[weakref.ref, dict[float, Synopsis]]] = {}
+_SCALED_LOCK = threading.Lock()
 
 
 def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str], keys: Sequence[str],
@@ -120,8 +139,7 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str]
     if not step >= 0.0 or step == 1.0:
         raise ValueError(f"the bandwidth step c must be >= 0 and not 1, got {step!r}")
     keys = list(keys)
-    if not keys or (len(at_h) == len(at_ch) and at_h[keys].reset_index(drop=True).equals(
-            at_ch[keys].reset_index(drop=True))):
+    if not keys or _same_keys(at_h, at_ch, keys):
         other = {name: at_ch[name].to_numpy(dtype=np.float64) for name in names}
     else:
         aligned = at_h[keys].merge(at_ch[[*keys, *names]], on=keys, how="left")
@@ -135,6 +153,24 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str]
         size = np.abs(other[name] - value) / abs(step * step - 1.0)
         out[name] = np.where(np.isnan(value), 0.0, np.where(np.isnan(size), np.inf, size))
     return out
+
+
+def _same_keys(at_h: pd.DataFrame, at_ch: pd.DataFrame, keys: list[str]) -> bool:
+    """Whether the two answers list the same keys in the same order (then row i of one is row i of the
+    other; otherwise :func:`bias_estimates` aligns them by a merge, which gives the same result where
+    this holds).  Compared as Python lists, column by column (a pandas ``equals`` of the key frames
+    costs about 1 ms); numbers as arrays, where NaN (the NULL group) equals NaN as in ``equals``.  Where
+    this says False for the same keys (a NaN among other objects), the merge aligns them."""
+    if len(at_h) != len(at_ch):
+        return False
+    for k in keys:
+        mine, theirs = at_h[k].to_numpy(), at_ch[k].to_numpy()
+        if mine.dtype.kind == "f" and theirs.dtype.kind == "f":
+            if not np.array_equal(mine, theirs, equal_nan=True):
+                return False
+        elif mine.tolist() != theirs.tolist():
+            return False
+    return True
 
 
 def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame], synopsis: Synopsis,
@@ -171,8 +207,9 @@ def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame
                  for c in BIAS_STEPS]
     bias = {name: np.maximum.reduce([e[name] for e in estimates]) for name in names}
     if held:
-        row_keys = frame[list(keys)].apply(tuple, axis=1) if keys else pd.Series([()] * len(frame))
-        kept = row_keys.isin(set(held)).to_numpy()
+        held_keys = set(held)
+        row_keys = zip(*(frame[k].tolist() for k in keys)) if keys else [()] * len(frame)
+        kept = np.array([key in held_keys for key in row_keys], dtype=bool)
         for name in names:
             bias[name] = np.where(kept, 0.0, bias[name])
     for name in names:

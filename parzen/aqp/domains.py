@@ -28,19 +28,21 @@ AVG in [MIN, MAX] (the column's exact MIN and MAX).  docs/aqp.md, "GROUP BY any 
 from __future__ import annotations
 
 import math
-from collections import Counter
-from dataclasses import replace
+import threading
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
 
 from ._box import box_sums
-from .categories import Categories, matches
+from .categories import Categories
 from .estimate import _REACH, Estimate, row_terms
 from .group_candidates import LISTED, Candidates, candidates
 from .sql import AggregateQuery, UnsupportedQuery
 from .strata import Layout
 from .synopsis import Synopsis
+from .value_index import member_mask
 
 #: ``attrs`` key of a domain answer: the group keys whose intervals are bounds that hold (no sampled row)
 BOUNDED_GROUPS = "parzen_bounded_groups"
@@ -105,40 +107,18 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
                                f"group_by) with OR / NOT or aggregates other than COUNT/SUM/AVG (of columns or "
                                f"of arithmetic of columns); rebuild with "
                                f"group_by=[{outside[0]!r}, ...] for those")
-    # a range on a point-mass column (h = 0) that is categorical too filters by its codes: the same
-    # rows as its indicator, and the exact tables then calibrate to the domain's size with it
-    discrete = {c for c in query.ranges if c in synopsis.models and synopsis.models[c].bandwidth == 0.0
-                and c in categories.values}
-    read = list(dict.fromkeys([*query.group_by, *query.members,
-                               *(c for c in query.ranges if c not in synopsis.models or c in discrete)]))
-    allowed = {c: _allowed_codes(query, categories, c) for c in read}
-    keep = np.ones(synopsis.sample_size, dtype=bool)
-    for c in read:
-        keep &= allowed[c][categories.codes[c]]
-    radix = [len(categories.values[g]) for g in query.group_by]
-    kept = np.flatnonzero(keep)
-    exact = _exact_groups(query, categories, allowed, radix)
-    found = None if exact is not None or not query.group_by else candidates(query.group_by, allowed, categories, radix)
-    listed = {k: 0.0 for k in found.keys.tolist()} if found is not None else exact
-    keys, group = _groups(_mixed_radix([categories.codes[g][kept] for g in query.group_by], radix, kept.size),
-                          radix, listed)
-    if not query.group_by and not keys:
-        keys = [0]
-    sizes = len(keys)
-    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models and c not in discrete}
+    selected = domain_selection(query, synopsis, layout)
+    keep, kept, group, sizes = selected.keep, selected.kept, selected.group, selected.sizes
+    stratum, weight, size_estimate = selected.stratum, selected.weight, selected.size_estimate
+    exact_rows, known, share = selected.exact_rows, selected.known, selected.share
+    found = selected.found
+    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models and c not in selected.discrete}
     aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None and a.plain))
-    stratum = layout.stratum_of_row[kept]
-    weight = layout.weight[stratum]
-    size_estimate = np.bincount(group, weights=weight, minlength=sizes)
-    totals = _point_totals(synopsis, layout, ranges, aggregated, keep, kept, group, weight, sizes)
+    totals = _point_totals(synopsis, layout, ranges, aggregated, keep, kept, group, weight, sizes, selected)
     polynomials = [a for a in query.aggregates if a.polynomial]
     dense = _polynomial_terms(query, synopsis, layout, ranges, polynomials, keep, kept) if polynomials else {}
     for name, values in dense.items():
         totals[name] = np.bincount(group, weights=weight * values, minlength=sizes)
-    exact_rows = np.array([np.nan if exact is None else exact.get(k, 0.0) for k in keys], dtype=np.float64)
-    known = ~np.isnan(exact_rows) & (size_estimate > 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.where(known, exact_rows / size_estimate, 1.0)
     sampled_rows = float(size_estimate.sum())
     terms = None if z is None else {**_dense_terms(synopsis, layout, ranges, aggregated, keep, kept), **dense}
     strata = len(layout.keys)
@@ -179,13 +159,12 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
             poisson[a.name] = ~known
     unsampled = size_estimate <= 0
     factors = None if z is None or not poisson else garwood_factors(np.bincount(group, minlength=sizes), z)
-    bound, guess = (None, None) if found is None else _candidate_sizes(found, keys, sampled_rows)
+    bound, guess = (None, None) if found is None else _candidate_sizes(found, selected.keys, sampled_rows)
     if bound is not None and guess is not None and z is not None:  # more rows: unsampled with chance <= alpha
         bound = np.minimum(bound, unsampled_rows_bound(layout, z))
         guess = np.minimum(guess, bound)
     rows = {}
-    for g, key in enumerate(keys):
-        decoded = _decode(int(key), query.group_by, radix, categories)
+    for g, decoded in enumerate(selected.decoded):
         if unsampled[g] and bound is not None and guess is not None:
             rows[decoded] = _unsampled_candidate(query, synopsis, overall, float(bound[g]), float(guess[g]), z)
         elif unsampled[g]:
@@ -199,7 +178,7 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     out = frame(query, rows, z is not None)
     #: the groups without a sampled row: their intervals are bounds that hold (no bias term widens them)
     out.attrs[BOUNDED_GROUPS] = [key for g, key in enumerate(rows) if unsampled[g]]
-    out.attrs[LISTED] = "exact" if exact is not None or not query.group_by else "superset" if found is not None \
+    out.attrs[LISTED] = "exact" if selected.exact_list or not query.group_by else "superset" if found is not None \
         else "sampled"
     return out, "sample"
 
@@ -304,12 +283,159 @@ def _unsampled_candidate(query: AggregateQuery, synopsis: Synopsis, overall: dic
     return out
 
 
+@dataclass
+class DomainSelection:
+    """What a domain answer reads of the sample before any kernel: the same at every bandwidth, so the
+    answers at c h that :func:`parzen.aqp.contract.cover_bias` compares share it (:func:`domain_selection`).
+
+    Parameters
+    ----------
+    keep : numpy.ndarray of bool
+        Per sampled row, whether the query's categorical filters admit it.
+    kept : numpy.ndarray
+        The admitted rows' indices.
+    keys : list of int
+        The answer's group keys (mixed radix of the GROUP BY codes).
+    decoded : list of tuple
+        Each key's GROUP BY values.
+    group : numpy.ndarray
+        Per admitted row, its group's index in ``keys``.
+    stratum, weight : numpy.ndarray
+        Per admitted row, its stratum and the stratum's rows / drawn.
+    size_estimate : numpy.ndarray
+        Per group, the stratified estimate of its rows, T_1d.
+    exact_rows : numpy.ndarray
+        Per group, its exact rows N_d (NaN where no exact table covers the query).
+    known : numpy.ndarray of bool
+        Per group, whether N_d is known and T_1d > 0.
+    share : numpy.ndarray
+        Per group, N_d / T_1d where known, else 1.
+    discrete : frozenset of str
+        The range columns filtered by their codes (point-mass columns that are categorical too).
+    found : Candidates or None
+        The candidate groups of a GROUP BY that no exact table lists (:mod:`parzen.aqp.group_candidates`).
+    exact_list : bool
+        Whether an exact table lists the groups.
+    """
+
+    keep: np.ndarray
+    kept: np.ndarray
+    keys: list
+    decoded: list
+    group: np.ndarray
+    stratum: np.ndarray
+    weight: np.ndarray
+    size_estimate: np.ndarray
+    exact_rows: np.ndarray
+    known: np.ndarray
+    share: np.ndarray
+    discrete: frozenset
+    found: Candidates | None
+    exact_list: bool
+    _cells: tuple | None = None
+
+    @property
+    def sizes(self) -> int:
+        """The answer's number of groups."""
+        return len(self.keys)
+
+    def cells(self, layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per sampled row its cell stratum x group (filtered-out rows: the last cell, of no group), and
+        per cell its group and weight (:func:`_point_totals`), made once."""
+        if self._cells is None:
+            self._cells = _cells(layout, self.keep, self.kept, self.group, self.sizes)
+        return self._cells
+
+
+def _cells(layout: Layout, keep: np.ndarray, kept: np.ndarray, group: np.ndarray,
+           sizes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per sampled row its cell stratum x group (rows not kept: the last cell, of no group), and per
+    cell its group and its stratum's rows / drawn."""
+    strata = len(layout.keys)
+    cell = np.full(keep.size, strata * sizes, dtype=np.intp)  # filtered out: the last cell
+    cell[kept] = layout.stratum_of_row[kept] * sizes + group
+    output = np.append(np.tile(np.arange(sizes, dtype=np.intp), strata), -1)
+    weights = np.append(np.repeat(layout.weight, sizes), 0.0)
+    return cell, output, weights
+
+
+#: The last selections made, by the identities of (query, categories, layout), which they hold.
+_SELECTIONS: OrderedDict[tuple[int, int, int], tuple[AggregateQuery, Categories, Layout, DomainSelection]] = \
+    OrderedDict()
+_SELECTIONS_KEPT = 32
+_SELECTIONS_LOCK = threading.Lock()  # answers may run in several threads (parzen serve)
+
+
+def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> DomainSelection:
+    """The query's :class:`DomainSelection` on ``synopsis``'s sample, made once per query object,
+    categories and layout (a synopsis's categories and layout never change once loaded; a copy with
+    other bandwidths, :func:`parzen.aqp.contract.with_bandwidths_scaled`, shares them).
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query, names spelled as in the synopsis.
+    synopsis : Synopsis
+        Its synopsis (with categories).
+    layout : Layout
+        The synopsis's strata.
+
+    Returns
+    -------
+    DomainSelection
+    """
+    categories = synopsis.categories
+    assert categories is not None
+    key = (id(query), id(categories), id(layout))
+    with _SELECTIONS_LOCK:
+        found = _SELECTIONS.get(key)
+        if found is not None and found[0] is query and found[1] is categories and found[2] is layout:
+            _SELECTIONS.move_to_end(key)
+            return found[3]
+    # a range on a point-mass column (h = 0) that is categorical too filters by its codes: the same
+    # rows as its indicator, and the exact tables then calibrate to the domain's size with it
+    discrete = frozenset(c for c in query.ranges if c in synopsis.models and synopsis.models[c].bandwidth == 0.0
+                         and c in categories.values)
+    read = list(dict.fromkeys([*query.group_by, *query.members,
+                               *(c for c in query.ranges if c not in synopsis.models or c in discrete)]))
+    allowed = {c: _allowed_codes(query, categories, c) for c in read}
+    keep = np.ones(synopsis.sample_size, dtype=bool)
+    for c in read:
+        keep &= allowed[c][categories.codes[c]]
+    radix = [len(categories.values[g]) for g in query.group_by]
+    kept = np.flatnonzero(keep)
+    exact = _exact_groups(query, categories, allowed, radix)
+    listing = None if exact is not None or not query.group_by else \
+        candidates(query.group_by, allowed, categories, radix)
+    listed = {k: 0.0 for k in listing.keys.tolist()} if listing is not None else exact
+    keys, group = _groups(_mixed_radix([categories.codes[g][kept] for g in query.group_by], radix, kept.size),
+                          radix, listed)
+    if not query.group_by and not keys:
+        keys = [0]
+    sizes = len(keys)
+    stratum = layout.stratum_of_row[kept]
+    weight = layout.weight[stratum]
+    size_estimate = np.bincount(group, weights=weight, minlength=sizes)
+    exact_rows = np.array([np.nan if exact is None else exact.get(k, 0.0) for k in keys], dtype=np.float64)
+    known = ~np.isnan(exact_rows) & (size_estimate > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(known, exact_rows / size_estimate, 1.0)
+    decoded = [_decode(int(k), query.group_by, radix, categories) for k in keys]
+    selected = DomainSelection(keep, kept, keys, decoded, group, stratum, weight, size_estimate, exact_rows, known,
+                               share, discrete, listing, exact is not None)
+    with _SELECTIONS_LOCK:
+        _SELECTIONS[key] = (query, categories, layout, selected)
+        if len(_SELECTIONS) > _SELECTIONS_KEPT:
+            _SELECTIONS.popitem(last=False)
+    return selected
+
+
 def _allowed_codes(query: AggregateQuery, categories: Categories, column: str) -> np.ndarray:
     """Per code of ``column``, whether the query's IN / = and range on it admit the value."""
     values = categories.values[column]
     ok = np.ones(len(values), dtype=bool)
     if column in query.members:
-        ok &= np.array([any(matches(v, lit) for lit in query.members[column]) for v in values], dtype=bool)
+        ok &= member_mask(values, query.members[column])  # matches(v, literal) for every pair
     if column in query.ranges:
         r = query.ranges[column]
         if any(isinstance(v, str) for v in values):
@@ -349,11 +475,13 @@ def _groups(key_of_row: np.ndarray, radix: list[int], exact: dict[int, float] | 
 
 
 def _point_totals(synopsis: Synopsis, layout: Layout, ranges, aggregated: list[str], keep: np.ndarray,
-                  kept: np.ndarray, group: np.ndarray, weight: np.ndarray, sizes: int) -> dict[str, np.ndarray]:
+                  kept: np.ndarray, group: np.ndarray, weight: np.ndarray, sizes: int,
+                  selected: DomainSelection | None = None) -> dict[str, np.ndarray]:
     """Per group, the stratified totals T of the COUNT(*) terms ("count") and of each aggregated
     column's COUNT and SUM terms: weighted bincounts without ranges, else one compiled pass of the
     box integrals (:func:`~parzen.aqp._box.box_sums`) over cells stratum x group, each weighing its
-    stratum's rows / drawn (rows filtered out go to a cell of no group)."""
+    stratum's rows / drawn (rows filtered out go to a cell of no group; ``selected``, the selection
+    that ``keep`` ... ``sizes`` come from, keeps the cells between answers)."""
     from .answers import box_query
 
     out: dict[str, np.ndarray] = {}
@@ -370,11 +498,7 @@ def _point_totals(synopsis: Synopsis, layout: Layout, ranges, aggregated: list[s
     if any(b < a for a, b in boxes.values()):
         sums = np.zeros((sizes, 1 + 2 * len(aggregated)), dtype=np.float64)
     else:
-        strata = len(layout.keys)
-        cell = np.full(synopsis.sample_size, strata * sizes, dtype=np.intp)  # filtered out: the last cell
-        cell[kept] = layout.stratum_of_row[kept] * sizes + group
-        output = np.append(np.tile(np.arange(sizes, dtype=np.intp), strata), -1)
-        weights = np.append(np.repeat(layout.weight, sizes), 0.0)
+        cell, output, weights = selected.cells(layout) if selected else _cells(layout, keep, kept, group, sizes)
         widest = 1.0 if layout.row_scale is None else float(layout.row_scale.max(initial=1.0))
         found = {c: layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest) for c, (a, b) in boxes.items()}
         order = sorted(found, key=lambda c: found[c].size)

@@ -781,13 +781,17 @@ class Engine:
         """The synopsis that answers ``query``: its FROM table's, or for a join the first of its
         tables that has one (a join synopsis is stored under its fact table)."""
         if query.joined:
-            stored = store.stored_tables(self.con)
             tables = [query.table, *query.joined]
-            found = [name for name in map(self._synopsis_name, tables) if name in self._cache or name in stored]
+
             def held(name: str) -> int:  # how many of the query's tables its synopsis holds
                 joined = {j["parent"].casefold() for j in self._loaded(name).joins} | {name.casefold()}
                 return sum(t.casefold() in joined for t in tables)
 
+            first = self._synopsis_name(query.table)
+            if first in self._cache and held(first) == len(tables):  # the first that holds all: no catalog read
+                return first
+            stored = store.stored_tables(self.con)
+            found = [name for name in map(self._synopsis_name, tables) if name in self._cache or name in stored]
             if found:  # the one holding most of them (the first of those): its refusal names what it lacks
                 return max(found, key=held)
         return self._synopsis_name(query.table)

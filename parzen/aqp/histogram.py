@@ -349,6 +349,13 @@ def answer(query: HistogramQuery, synopsis: Synopsis, layout: Layout, z: float |
             values[row] = frame.to_numpy(dtype=np.float64)[0]  # its one row: the aggregates (and intervals) in order
             forms.add(one_form)
         form = "+".join(sorted(forms)) or "none"
+    return _framed(query, ks, values, z, columns), form
+
+
+def _framed(query: HistogramQuery, ks: np.ndarray, values: np.ndarray, z: float | None,
+            columns: list[str]) -> pd.DataFrame:
+    """:func:`answer`'s frame from its values per bin: bins without rows left out, the bin's label
+    placed in the SELECT list's order, descending for ORDER BY ... DESC."""
     point = values[:, ::3] if z is not None else values  # the answers, without their intervals
     held = ~((point == 0.0) | np.isnan(point)).all(axis=1)  # a bin the synopsis gives no rows: as DuckDB, no row
     ks, values = ks[held], values[held]
@@ -357,7 +364,50 @@ def answer(query: HistogramQuery, synopsis: Synopsis, layout: Layout, z: float |
         labels, values = labels[::-1], values[::-1]
     at = query.position * (3 if z is not None else 1)  # aggregates only before the bin
     table = np.column_stack([values[:, :at], labels, values[:, at:]])
-    return pd.DataFrame(table, columns=pd.Index([*columns[:at], query.label, *columns[at:]])), form
+    return pd.DataFrame(table, columns=pd.Index([*columns[:at], query.label, *columns[at:]]))
+
+
+def answer_with_density(query: HistogramQuery, fine: HistogramQuery, synopsis: Synopsis,
+                        layout: Layout) -> tuple[pd.DataFrame, str, np.ndarray, np.ndarray]:
+    """:func:`answer` of ``query`` without intervals and :func:`density` of ``fine`` (the same query
+    at a finer bin width: a chart's bars and its density curve), the same numbers as those two give,
+    from one pass over the sample where both read it (COUNT(*) bars answered from the sample:
+    :func:`parzen.aqp.histogram_pass.one_pass_answers` with ``also``, which computes each row's
+    masses in the other ranges once for both sets of bins).
+
+    Parameters
+    ----------
+    query : HistogramQuery
+        The bars, with names spelled as in the synopsis.
+    fine : HistogramQuery
+        The curve's bins: the same column and WHERE clause as ``query``.
+    synopsis : Synopsis
+    layout : Layout
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        As :func:`answer` gives it.
+    form : str
+        What answered the bars.
+    labels, masses : numpy.ndarray
+        As :func:`density` gives them.
+    """
+    base = query.base
+    shared = (fine.column == query.column and fine.base.ranges == base.ranges and fine.base.members == base.members
+              and not base.boxes and not fine.base.boxes and all(a.func == "count" and a.column is None
+                                                                 for a in base.aggregates))
+    ks, fine_ks = bins(query, synopsis), bins(fine, synopsis)
+    if shared and ks.size and fine_ks.size:
+        boxes, fine_boxes = bin_ranges(query, ks), bin_ranges(fine, fine_ks)
+        binned = histogram_pass.one_pass_answers(base, query.column, boxes, synopsis, layout, None, also=fine_boxes)
+        if binned is not None and binned.masses is not None:
+            names = [a.name for a in base.aggregates]
+            return (_framed(query, ks, binned.values, None, names), binned.form,
+                    (fine_ks if fine.index else fine_ks * fine.width), binned.masses)
+    frame, form = answer(query, synopsis, layout, None)
+    labels, masses = density(fine, synopsis, layout)
+    return frame, form, labels, masses
 
 
 def bin_ranges(query: HistogramQuery, ks: np.ndarray) -> list[Range]:

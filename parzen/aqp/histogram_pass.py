@@ -24,6 +24,7 @@ Intervals (``z``) add each bin's standard error as its own query computes it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -55,10 +56,11 @@ class BinnedAnswer:
 
     values: np.ndarray
     form: str
+    masses: np.ndarray | None = None
 
 
 def one_pass_answers(base: AggregateQuery, column: str, boxes: list[Range], synopsis: Synopsis, layout: Layout,
-                     z: float | None) -> BinnedAnswer | None:
+                     z: float | None, also: Sequence[Range] = ()) -> BinnedAnswer | None:
     """The answers of ``base`` with its range on ``column`` replaced by each of ``boxes`` (the bins'
     ranges, ascending and disjoint), as :func:`parzen.aqp.answers.approximate` gives them one by
     one; None when the query needs the per-bin path (an aggregate other than COUNT / SUM / AVG).
@@ -77,6 +79,10 @@ def one_pass_answers(base: AggregateQuery, column: str, boxes: list[Range], syno
         Its strata.
     z : float or None
         The normal quantile of the intervals; None: no intervals.
+    also : list of Range
+        Other boxes on ``column`` (a density curve's finer bins, ascending and disjoint): where the
+        answers come from the sample, the same pass gives their :func:`kernel_masses` too
+        (``BinnedAnswer.masses``; None otherwise).
 
     Returns
     -------
@@ -95,10 +101,10 @@ def one_pass_answers(base: AggregateQuery, column: str, boxes: list[Range], syno
         output_of_stratum, form = layout.whole, "grid"
     else:
         _, output_of_stratum = output_groups(base, synopsis, layout)  # one answer row: no GROUP BY but the bin
-        point = _sample_values(base, column, boxes, synopsis, layout, output_of_stratum, names)
+        point, masses = _sample_values(base, column, boxes, synopsis, layout, output_of_stratum, names, also)
         form = "sample"
     if z is None:
-        return BinnedAnswer(point, form)
+        return BinnedAnswer(point, form, masses if grid is None and also else None)
     out = np.empty((len(boxes), 3 * len(names)))
     for k, box in enumerate(boxes):
         q = replace(base, ranges={**base.ranges, column: box})
@@ -133,30 +139,33 @@ class _Pass:
     held: np.ndarray  # per bin: its interval is not empty
     reach: float  # how far from a box x's kernels reach (6 h times the widest bandwidth factor)
     aggregated: list  # the aggregated columns
+    also: np.ndarray  # the same sums for the boxes of ``_one_pass(also=...)`` (none: 0 rows)
 
 
 def _one_pass(base: AggregateQuery, column: str, boxes: list[Range], synopsis: Synopsis, layout: Layout,
-              output_of_stratum: np.ndarray) -> _Pass:
-    """The sums of :func:`parzen.aqp._box.box_sums` for every bin's query, from one pass over the rows."""
+              output_of_stratum: np.ndarray, also: Sequence[Range] = ()) -> _Pass:
+    """The sums of :func:`parzen.aqp._box.box_sums` for every bin's query, from one pass over the rows;
+    and for the boxes ``also`` on the same column (another set of bins), the same pass adds theirs."""
     models = synopsis.models
     model = models[column]
     others = {c: models[c].interval(r) for c, r in base.ranges.items() if c in models and c != column}
-    bins = np.array([model.interval(box) for box in boxes], dtype=np.float64).reshape(-1, 2)
+    every = np.array([model.interval(box) for box in [*boxes, *also]], dtype=np.float64).reshape(-1, 2)
+    bins = every[:len(boxes)]
     aggregated = list(dict.fromkeys(a.column for a in base.aggregates if a.column is not None))
     whole = answers.whole_table(base, output_of_stratum)
     widest = 1.0 if whole or layout.row_scale is None else float(layout.row_scale.max(initial=1.0))
     reach_x = _REACH * model.bandwidth * widest
     found = {c: layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest) for c, (a, b) in others.items()}
-    held = bins[:, 1] >= bins[:, 0]
-    sums = np.zeros((len(boxes), 1 + 2 * len(aggregated)))
+    held = every[:, 1] >= every[:, 0]
+    sums = np.zeros((len(every), 1 + 2 * len(aggregated)))
     if held.any() and not any(b < a for a, b in others.values()):
-        span = layout.view.candidates(column, float(bins[held, 0].min()), float(bins[held, 1].max()), reach_x)
+        span = layout.view.candidates(column, float(every[held, 0].min()), float(every[held, 1].max()), reach_x)
         rows = _reached(list(found.values()) + [span], layout.data.shape[1])
         names = list(others)
         sums = _binned_sums(
-            rows, layout.data, layout.position[column], bins[:, 0].copy(), bins[:, 1].copy(),
-            bins[:, 0] - reach_x, bins[:, 1] + reach_x, held,
-            model.bandwidth, 0.0 if model.lower is None else model.lower, model.lower is not None,
+            rows, layout.data, layout.position[column], every[:, 0].copy(), every[:, 1].copy(),
+            every[:, 0] - reach_x, every[:, 1] + reach_x, held,
+            np.array([0, len(boxes), len(every)], dtype=np.intp), model.bandwidth, 0.0 if model.lower is None else model.lower, model.lower is not None,
             np.array([layout.position[c] for c in names], dtype=np.intp),
             np.array([others[c][0] for c in names]), np.array([others[c][1] for c in names]),
             np.array([models[c].bandwidth for c in names]),
@@ -168,7 +177,8 @@ def _one_pass(base: AggregateQuery, column: str, boxes: list[Range], synopsis: S
             np.array([-1 if y == column else (names.index(y) if y in others else -2) for y in aggregated],
                      dtype=np.intp),
             _REACH)
-    return _Pass(sums, bins, others, found, held, reach_x, aggregated)
+    n = len(boxes)
+    return _Pass(sums[:n], bins, others, found, held[:n], reach_x, aggregated, sums[n:])
 
 
 def kernel_masses(base: AggregateQuery, column: str, boxes: list[Range], synopsis: Synopsis,
@@ -199,11 +209,13 @@ def kernel_masses(base: AggregateQuery, column: str, boxes: list[Range], synopsi
 
 
 def _sample_values(base: AggregateQuery, column: str, boxes: list[Range], synopsis: Synopsis, layout: Layout,
-                   output_of_stratum: np.ndarray, names: list[str]) -> np.ndarray:
+                   output_of_stratum: np.ndarray, names: list[str],
+                   also: Sequence[Range] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Per bin, :func:`parzen.aqp.answers.calibrated_values` of its query (``base`` with x in the
-    bin), the sums from one pass, each bin's calibration factor as its query's."""
+    bin), the sums from one pass, each bin's calibration factor as its query's; and per box of
+    ``also``, its :func:`kernel_masses` from the same pass."""
     models = synopsis.models
-    found = _one_pass(base, column, boxes, synopsis, layout, output_of_stratum)
+    found = _one_pass(base, column, boxes, synopsis, layout, output_of_stratum, also)
     factors = np.ones(len(boxes))
     sizes = _candidate_counts(layout, column, found.bins, found.reach)
     empty = any(b < a for a, b in found.others.values())
@@ -217,7 +229,7 @@ def _sample_values(base: AggregateQuery, column: str, boxes: list[Range], synops
             factors[k] = answers.calibration_factor(base, synopsis, layout, ends, order, found.sums[k:k + 1],
                                                     output_of_stratum, _no_groups)
     result = answers._aggregate_values(base, found.sums, found.aggregated, factors)  # elementwise, as per bin
-    return np.stack([np.asarray(result[name], dtype=np.float64) for name in names], axis=1)
+    return np.stack([np.asarray(result[name], dtype=np.float64) for name in names], axis=1), found.also[:, 0].copy()
 
 
 def _no_groups() -> np.ndarray:
@@ -260,19 +272,27 @@ def _bins_reached(x, reach_lows, reach_highs, start, step):
     return first, last
 
 
-@njit(cache=True)
-def _binned_sums(rows, data, x_column, x_lows, x_highs, reach_lows, reach_highs, held, x_bandwidth, x_lower, x_reflect,
-                 columns, lows, highs, bandwidths, lowers, reflects, moments, x_moment, row_scale, stratum_of_row,
-                 output_of_stratum, weight_of_stratum, aggregated, constrained, reach):
+@njit(cache=True, nogil=True)  # answers may run in several threads (parzen serve)
+def _binned_sums(rows, data, x_column, x_lows, x_highs, reach_lows, reach_highs, held, set_starts, x_bandwidth,
+                 x_lower, x_reflect, columns, lows, highs, bandwidths, lowers, reflects, moments, x_moment, row_scale,
+                 stratum_of_row, output_of_stratum, weight_of_stratum, aggregated, constrained, reach):
     """Per bin k: [sum w p, then per aggregated column: sum w COUNT-term, sum w SUM-term] as
     :func:`parzen.aqp._box.box_sums` gives them for bin k's query, p = P_x(B_k) times the other
     ranges' masses; ``constrained[q]`` is -1 when aggregated column q is x, its index among the
     other ranges, or -2 for an unconstrained column; moments (of the kernels near a box's ends, two
     exponentials) are computed only for aggregated columns (``moments``, ``x_moment``), as there.  A row counts in bin k when its x is within
-    reach of its box, reach_lows[k] <= x <= reach_highs[k] (both ascending: [x_lows[k], x_highs[k]]
-    widened by 6 h times the widest bandwidth factor, as bin k's candidate rows are found)."""
+    reach of its box, reach_lows[k] <= x <= reach_highs[k] (ascending within each set of bins: [x_lows[k], x_highs[k]]
+    widened by 6 h times the widest bandwidth factor, as bin k's candidate rows are found).  The bins
+    come in sets, set s the bins set_starts[s] .. set_starts[s + 1] - 1 (a histogram's bars and its
+    density curve's finer bins): each row's other masses are computed once for all of them, and each
+    bin's sums are those of a pass over its set alone."""
     bins = x_lows.size
-    step = (x_highs[bins - 1] - x_lows[0]) / bins if bins > 0 else 1.0
+    sets = set_starts.size - 1
+    steps = np.ones(sets)
+    for s_ in range(sets):
+        a_, b_ = set_starts[s_], set_starts[s_ + 1]
+        if b_ > a_:
+            steps[s_] = (x_highs[b_ - 1] - x_lows[a_]) / (b_ - a_)
     cache_x = np.full(_CACHE, np.nan)  # (value, bandwidth, bin) -> x's (mass, moment): integer columns
     cache_h = np.zeros(_CACHE)  # repeat a few values near each bin's ends, each integrated once
     cache_k = np.full(_CACHE, -1, dtype=np.intp)
@@ -300,41 +320,51 @@ def _binned_sums(rows, data, x_column, x_lows, x_highs, reach_lows, reach_highs,
         if p_other == 0.0:
             continue
         x = data[x_column, i]
-        if not (x >= reach_lows[0] and x <= reach_highs[bins - 1]):  # also NaN: no bin
-            continue
-        first, last = _bins_reached(x, reach_lows, reach_highs, x_lows[0], step)
         w = weight_of_stratum[stratum]
-        for k in range(first, last):
-            if not held[k]:
+        for s_ in range(sets):
+            start, end = set_starts[s_], set_starts[s_ + 1]
+            if end == start or not (x >= reach_lows[start] and x <= reach_highs[end - 1]):  # also NaN: no bin
                 continue
-            h = x_bandwidth * s
-            slot = (int(x) * 61 + k) & (_CACHE - 1) if abs(x) < _CACHE_MAX else -1
-            if slot >= 0 and cache_x[slot] == x and cache_h[slot] == h and cache_k[slot] == k:
-                m_x, mo_x = cache_m[slot], cache_mo[slot]
-            else:
-                m_x, mo_x = row_box(x, x_lows[k], x_highs[k], h, x_lower, x_reflect, reach, x_moment)
-                if slot >= 0:
-                    cache_x[slot], cache_h[slot], cache_k[slot] = x, h, k
-                    cache_m[slot], cache_mo[slot] = m_x, mo_x
-            p = m_x * p_other
-            if p == 0.0:
-                continue
-            out[k, 0] += w * p
-            for q in range(aggregated.size):
-                c = constrained[q]
-                if c == -1:
-                    out[k, 1 + 2 * q] += w * p
-                    out[k, 2 + 2 * q] += w * mo_x * p_other
-                elif c >= 0:
-                    rest = m_x
-                    for j in range(r):
-                        if j != c:
-                            rest *= mass[j]
-                    out[k, 1 + 2 * q] += w * p
-                    out[k, 2 + 2 * q] += w * moment[c] * rest
-                else:
-                    y = data[aggregated[q], i]
-                    if not math.isnan(y):
-                        out[k, 1 + 2 * q] += w * p
-                        out[k, 2 + 2 * q] += w * y * p
+            first, last = _bins_reached(x, reach_lows[start:end], reach_highs[start:end], x_lows[start], steps[s_])
+            _add_bins(out, x, start + first, start + last, held, x_lows, x_highs, x_bandwidth * s, x_lower, x_reflect,
+                      reach, x_moment, w, p_other, mass, moment, r, aggregated, constrained, data, i, cache_x, cache_h,
+                      cache_k, cache_m, cache_mo)
     return out
+
+
+@njit(cache=True, inline="always")
+def _add_bins(out, x, first, last, held, x_lows, x_highs, h, x_lower, x_reflect, reach, x_moment, w, p_other, mass,
+              moment, r, aggregated, constrained, data, i, cache_x, cache_h, cache_k, cache_m, cache_mo):
+    """Row i's terms added to bins first .. last - 1 (:func:`_binned_sums`)."""
+    for k in range(first, last):
+        if not held[k]:
+            continue
+        slot = (int(x) * 61 + k) & (_CACHE - 1) if abs(x) < _CACHE_MAX else -1
+        if slot >= 0 and cache_x[slot] == x and cache_h[slot] == h and cache_k[slot] == k:
+            m_x, mo_x = cache_m[slot], cache_mo[slot]
+        else:
+            m_x, mo_x = row_box(x, x_lows[k], x_highs[k], h, x_lower, x_reflect, reach, x_moment)
+            if slot >= 0:
+                cache_x[slot], cache_h[slot], cache_k[slot] = x, h, k
+                cache_m[slot], cache_mo[slot] = m_x, mo_x
+        p = m_x * p_other
+        if p == 0.0:
+            continue
+        out[k, 0] += w * p
+        for q in range(aggregated.size):
+            c = constrained[q]
+            if c == -1:
+                out[k, 1 + 2 * q] += w * p
+                out[k, 2 + 2 * q] += w * mo_x * p_other
+            elif c >= 0:
+                rest = m_x
+                for j in range(r):
+                    if j != c:
+                        rest *= mass[j]
+                out[k, 1 + 2 * q] += w * p
+                out[k, 2 + 2 * q] += w * moment[c] * rest
+            else:
+                y = data[aggregated[q], i]
+                if not math.isnan(y):
+                    out[k, 1 + 2 * q] += w * p
+                    out[k, 2 + 2 * q] += w * y * p

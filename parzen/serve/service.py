@@ -1,11 +1,15 @@
 """What ``parzen serve`` answers, without HTTP: queries, the tables' charts and brushes, as JSON-ready dicts.
 
 One :class:`Service` per database file, opened read-only, its synopses loaded once.  Approximate
-answers (a fraction of a millisecond to a few) run one at a time on one Engine under a lock: its
-caches are filled lazily and are not meant for threads.  Exact answers run in DuckDB on a small pool
-of cursors of the same read-only, locked-down connection (:data:`parzen.aqp.engine.LOCKED_DOWN`),
-each under a timer that interrupts DuckDB at the deadline (:class:`Timeout`), so a slow exact query
-neither holds up the approximate ones nor outlives its request.
+answers (a fraction of a millisecond to a few) run at once, up to :data:`APPROXIMATE_ENGINES` of
+them, each on an Engine of its own that shares the loaded synopses (which never change while the
+server runs) and reads the database, when it must, through a cursor of its own (a DuckDB connection
+is not for threads); a request finding every engine busy past its time gets :class:`Busy`.  The
+warnings of each answer are recorded per thread (:mod:`parzen.serve.captured`).  Exact answers run
+in DuckDB on a small pool of cursors of the same read-only, locked-down connection
+(:data:`parzen.aqp.engine.LOCKED_DOWN`), each under a timer that interrupts DuckDB at the deadline
+(:class:`Timeout`), so a slow exact query neither holds up the approximate ones nor outlives its
+request.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import math
 import queue
 import threading
 import time
-import warnings
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 
@@ -24,11 +28,18 @@ import numpy as np
 import pandas as pd
 
 from ..aqp import Engine, histogram
+from ..aqp.engine import _check_columns as check_columns
 from ..aqp.sql import UnsupportedQuery
+from .captured import captured
 from .charts import Layout
 
 #: Cursors answering exact queries at once.
 EXACT_CURSORS = 4
+#: Engines answering approximate queries at once (the rest wait up to the request's time).
+APPROXIMATE_ENGINES = 8
+#: Threads answering the charts of brushes, shared by all brushes (the compiled kernels run without
+#: Python's global lock, so one brush's charts use two cores).
+CHART_THREADS = 2
 
 
 class BadRequest(ValueError):
@@ -71,7 +82,6 @@ class Service:
         self.timeout = float(timeout)
         self.allow_exact = allow_exact
         self.engine = Engine(database, read_only=True, on_stale=on_stale)
-        self._lock = threading.Lock()
         listing = self.engine.list()  # loads and checks every synopsis now, not in a request
         if listing.empty:
             raise ValueError(f"{database} holds no synopsis: build one with `parzen aqp build {database} TABLE`")
@@ -81,13 +91,20 @@ class Service:
         self._cursors: queue.Queue = queue.Queue()
         for _ in range(EXACT_CURSORS):
             self._cursors.put(Engine(self.engine.con.cursor(), on_stale=on_stale))
+        self._charts = ThreadPoolExecutor(max_workers=CHART_THREADS, thread_name_prefix="parzen-charts")
+        self._engines: queue.Queue = queue.Queue()
+        for _ in range(APPROXIMATE_ENGINES):
+            self._engines.put(_sharing(self.engine, on_stale))
         self._passes_max_rel_error = "max_rel_error" in inspect.signature(Engine.query).parameters
         self._tables: list[dict] | None = None
+        self._tables_lock = threading.Lock()
 
     def close(self) -> None:
-        """Close the cursors and the database."""
-        while not self._cursors.empty():
-            self._cursors.get_nowait().con.close()
+        """Close the chart threads, the cursors and the database."""
+        self._charts.shutdown(wait=True)
+        for pool in (self._cursors, self._engines):
+            while not pool.empty():
+                pool.get_nowait().con.close()
         self.engine.con.close()
 
     # --- requests ---------------------------------------------------------------------------
@@ -148,8 +165,9 @@ class Service:
         -------
         list of dict
         """
-        if self._tables is None:  # the synopses do not change while the server runs
-            self._tables = self._list_tables()
+        with self._tables_lock:  # the main engine's connection serves one thread at a time
+            if self._tables is None:  # the synopses do not change while the server runs
+                self._tables = self._list_tables()
         return self._tables
 
     def _list_tables(self) -> list[dict]:
@@ -207,12 +225,14 @@ class Service:
             names = [c for c in names if c in charts]
         plans = [_plan(layout, name, checked) for name in names]
 
-        def answer_all(engine: Engine) -> list[dict]:
-            return [_chart_answer(engine, plan) for plan in plans]
+        def answer_all(engine: Engine) -> list[tuple[dict, list[str]]]:  # the charts at once, on this engine
+            return list(self._charts.map(lambda plan: _captured_chart(engine, plan), plans))
 
         started = time.perf_counter()
-        answered, caught = self._approximate(answer_all)
+        charted, caught = self._approximate(answer_all)
         server_ms = 1e3 * (time.perf_counter() - started)
+        answered = [chart for chart, _ in charted]
+        caught += [message for _, messages in charted for message in messages]  # in the charts' order
         if exact:
             for plan, chart in zip(plans, answered):
                 started = time.perf_counter()
@@ -224,16 +244,17 @@ class Service:
     # --- the engines --------------------------------------------------------------------------
 
     def _approximate(self, work):
-        """``work(engine)`` under the engine's lock, with the warnings it gave."""
-        if not self._lock.acquire(timeout=self.timeout):
-            raise Busy(f"the engine stayed busy with other requests for {self.timeout:g} s; try again")
+        """``work(engine)`` on a free engine of the pool, with the warnings it gave."""
         try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                result = work(self.engine)
+            engine = self._engines.get(timeout=self.timeout)
+        except queue.Empty:
+            raise Busy(f"every engine stayed busy with other requests for {self.timeout:g} s; try again") from None
+        try:
+            with captured() as caught:
+                result = work(engine)
         finally:
-            self._lock.release()
-        return result, [str(w.message) for w in caught]
+            self._engines.put(engine)
+        return result, [str(message) for message in caught]
 
     def _exact(self, sql: str) -> pd.DataFrame:
         """``sql`` run in DuckDB on a free cursor, interrupted at the deadline."""
@@ -256,6 +277,14 @@ class Service:
             self._cursors.put(engine)
 
 
+def _sharing(engine: Engine, on_stale: str) -> Engine:
+    """An Engine on a new cursor of ``engine``'s connection that shares its loaded synopses, their
+    strata and staleness verdicts (the same dicts: a synopsis loaded by one is there for all)."""
+    sibling = Engine(engine.con.cursor(), on_stale=on_stale)
+    sibling._cache, sibling._layouts, sibling._stale = engine._cache, engine._layouts, engine._stale
+    return sibling
+
+
 def _plan(layout: Layout, name: str, filters: dict) -> dict:
     """One chart's queries: its SQL, its bars' labels, and its density curve's SQL (or None)."""
     if name in layout.histograms:
@@ -268,31 +297,42 @@ def _plan(layout: Layout, name: str, filters: dict) -> dict:
     return {"column": name, "type": "groups", "sql": layout.groups_sql(name, filters), "labels": list(group.values)}
 
 
+def _captured_chart(engine: Engine, plan: dict) -> tuple[dict, list[str]]:
+    """:func:`_chart_answer` in a thread of the chart pool, with the warnings it gave."""
+    with captured() as caught:
+        chart = _chart_answer(engine, plan)
+    return chart, [str(message) for message in caught]
+
+
 def _chart_answer(engine: Engine, plan: dict) -> dict:
-    frame = engine.query(plan["sql"])
-    chart = {"column": plan["column"], "type": plan["type"], "sql": plan["sql"],
-             "labels": _floats(plan["labels"]) if plan["type"] == "histogram" else [_json_value(v) for v in plan["labels"]],
-             "values": _floats(_aligned(plan, frame)),
-             "form": frame.attrs["form"], "ms": 1e3 * frame.attrs["seconds"], "curve": None}
+    started = time.perf_counter()
+    curve = None
     if plan.get("curve_sql"):
-        started = time.perf_counter()
-        labels, masses = _density(engine, plan["curve_sql"])
+        frame, form, labels, masses = _bars_and_density(engine, plan["sql"], plan["curve_sql"])
         factor, width = plan["curve_factor"], plan["width"] / plan["curve_factor"]
-        chart["curve"] = {"x": [float(v + width / 2) for v in labels], "y": [float(v * factor) for v in masses]}
-        chart["ms"] += 1e3 * (time.perf_counter() - started)
-    return chart
+        curve = {"x": [float(v + width / 2) for v in labels], "y": [float(v * factor) for v in masses]}
+    else:
+        frame = engine.query(plan["sql"])
+        form = frame.attrs["form"]
+    return {"column": plan["column"], "type": plan["type"], "sql": plan["sql"],
+            "labels": _floats(plan["labels"]) if plan["type"] == "histogram" else [_json_value(v) for v in plan["labels"]],
+            "values": _floats(_aligned(plan, frame)), "form": form, "ms": 1e3 * (time.perf_counter() - started),
+            "curve": curve}
 
 
-def _density(engine: Engine, sql: str) -> tuple[np.ndarray, np.ndarray]:
-    """The density curve of histogram query ``sql``: the synopsis's kernel density under its WHERE
-    clause integrated over its bins, not calibrated (:func:`parzen.aqp.histogram.density`), with the
-    engine's name resolution and staleness handling (its internals: the curve is no SQL answer)."""
-    parsed = histogram.parse_histogram(sql)
-    if parsed is None:
-        raise ValueError(f"not a histogram query: {sql}")
-    binned = engine._resolved_histogram(parsed)
+def _bars_and_density(engine: Engine, sql: str, curve_sql: str) -> tuple[pd.DataFrame, str, np.ndarray, np.ndarray]:
+    """A smoothed chart: the answer to its histogram query ``sql`` (as ``engine.query(sql)`` gives it)
+    and its density curve, the synopsis's kernel density under the same WHERE clause integrated over
+    the finer bins of ``curve_sql``, not calibrated, from one pass over the sample
+    (:func:`parzen.aqp.histogram.answer_with_density`), with the engine's name resolution, checks and
+    staleness handling (its internals: the curve is no SQL answer)."""
+    parsed, fine = histogram.parse_histogram(sql), histogram.parse_histogram(curve_sql)
+    if parsed is None or fine is None:
+        raise ValueError(f"not a histogram query: {sql if parsed is None else curve_sql}")
+    binned, fine = engine._resolved_histogram(parsed), engine._resolved_histogram(fine)
     synopsis = engine._answering(binned.base.table)
-    return histogram.density(binned, synopsis, engine._layouts[synopsis.table])
+    check_columns(binned.base, synopsis)
+    return histogram.answer_with_density(binned, fine, synopsis, engine._layouts[synopsis.table])
 
 
 def _aligned(plan: dict, frame: pd.DataFrame) -> np.ndarray:
