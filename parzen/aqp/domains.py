@@ -36,6 +36,7 @@ import numpy as np
 from ._box import box_sums
 from .categories import Categories, matches
 from .estimate import _REACH, Estimate, row_terms
+from .row_predicates import row_mask
 from .sql import AggregateQuery, UnsupportedQuery
 from .strata import Layout
 from .synopsis import Synopsis
@@ -109,9 +110,11 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     keep = np.ones(synopsis.sample_size, dtype=bool)
     for c in read:
         keep &= allowed[c][categories.codes[c]]
+    if query.compared:  # comparisons of two columns: 1[pred] per row, no exact domain sizes (parzen.aqp.row_predicates)
+        keep &= row_mask(query.compared, synopsis, layout)
     radix = [len(categories.values[g]) for g in query.group_by]
     kept = np.flatnonzero(keep)
-    exact = _exact_groups(query, categories, allowed, radix)
+    exact = None if query.compared else _exact_groups(query, categories, allowed, radix)
     keys, group = _groups(_mixed_radix([categories.codes[g][kept] for g in query.group_by], radix, kept.size),
                           radix, exact)
     if not query.group_by and not keys:
