@@ -154,6 +154,10 @@ def test_the_exact_fallback_runs_the_comparisons(engine):
     exact = engine.query(Q12, exact=True)
     merged = fallback.merge(exact, on="l_mode")
     np.testing.assert_allclose(merged["count_star()_x"], merged["count_star()_y"])
+    fallback = engine.query(Q5, max_rel_error=1e-9)  # the foreign key met through s_nationkey = n_nationkey
+    assert fallback.attrs["form"] == "exact"
+    merged = fallback.merge(engine.query(Q5, exact=True), on="n_name")
+    np.testing.assert_allclose(merged["revenue_x"], merged["revenue_y"])
 
 
 @pytest.mark.parametrize(("sql", "named"), [
@@ -163,6 +167,8 @@ def test_the_exact_fallback_runs_the_comparisons(engine):
     ("SELECT COUNT(*) FROM lineitem WHERE l_shipdate < l_quantity", "date column with a number column"),
     ("SELECT MIN(l_price) FROM lineitem WHERE l_shipdate < l_commitdate", "COUNT, SUM and AVG only"),
     ("SELECT COUNT(*) FROM lineitem WHERE l_shipdate < l_commitdate + INTERVAL 3 DAY", "l_commitdate"),
+    ("SELECT FLOOR(l_price / 10) * 10 AS bin, COUNT(*) FROM lineitem WHERE l_quantity < l_price GROUP BY bin",
+     "l_quantity < l_price"),
 ])
 def test_other_comparisons_are_refused_by_name(engine, sql, named):
     with pytest.raises(UnsupportedQuery, match=named):
