@@ -297,8 +297,10 @@ def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, exp.
     ON clauses' other predicates), on a copy of ``tree`` whose columns lost their qualifiers.
 
     Inner joins only: ``JOIN d ON ...``, ``INNER JOIN``, ``CROSS JOIN`` and ``FROM a, b``; every
-    equality of two columns in ON, or in WHERE's top-level conjunction, is a join condition (the
-    engine checks that they are the foreign keys of a join synopsis, :func:`parzen.aqp.joins.covered`).
+    equality of two columns in ON, or in WHERE's top-level conjunction, is a join condition here (the
+    engine keeps those that are, or imply, the foreign keys of its join synopsis and makes the others
+    row filters, :func:`parzen.aqp.row_predicates.separate_filters`; :func:`parzen.aqp.joins.covered`
+    refuses what is left).
     A qualifier must name a table or alias of the query; a table read twice, outer, semi, anti,
     natural, ASOF and USING joins raise :class:`UnsupportedQuery`.
     """
