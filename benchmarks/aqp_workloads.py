@@ -77,7 +77,7 @@ BUILDS = {
                        "lo_suppkey": "supplier.s_suppkey", "lo_partkey": "part.p_partkey"}),
     },
     "tpch": {
-        "lineitem": ({"columns": ["l_quantity", "l_extendedprice", "l_discount", "l_shipdate", "l_receiptdate",
+        "lineitem": ({"columns": ["l_quantity", "l_extendedprice", "l_discount", "l_shipdate", "l_commitdate", "l_receiptdate",
                                   "o_orderdate"],
                       "group_by": ["l_returnflag", "l_shipmode"]},
                      {"l_orderkey": "orders.o_orderkey", "orders.o_custkey": "customer.c_custkey",

@@ -161,6 +161,11 @@ def tpch_joins() -> list[tuple[str, str]]:
                         f"JOIN orders ON l_orderkey = o_orderkey WHERE l_shipmode IN ('{modes[0]}', '{modes[1]}') "
                         f"AND l_receiptdate >= DATE '{year}-01-01' AND l_receiptdate < DATE '{year + 1}-01-01' "
                         "GROUP BY l_shipmode, o_orderpriority")))
+        queries.append(("TPC-H Q12 shape, date comparisons", ("SELECT l_shipmode, o_orderpriority, COUNT(*) FROM lineitem "
+                        f"JOIN orders ON l_orderkey = o_orderkey WHERE l_shipmode IN ('{modes[0]}', '{modes[1]}') "
+                        "AND l_commitdate < l_receiptdate AND l_shipdate < l_commitdate "
+                        f"AND l_receiptdate >= DATE '{year}-01-01' AND l_receiptdate < DATE '{year + 1}-01-01' "
+                        "GROUP BY l_shipmode, o_orderpriority")))
     for month in ("1995-09", "1995-10", "1996-03", "1997-06"):
         year, mm = (int(x) for x in month.split("-"))
         end = f"{year + mm // 12}-{mm % 12 + 1:02d}-01"

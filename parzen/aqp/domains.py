@@ -39,6 +39,7 @@ from ._box import box_sums
 from .categories import Categories
 from .estimate import _REACH, Estimate, row_terms
 from .group_candidates import LISTED, Candidates, candidates
+from .row_predicates import row_mask
 from .sql import AggregateQuery, UnsupportedQuery
 from .strata import Layout
 from .synopsis import Synopsis
@@ -402,10 +403,12 @@ def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) 
     keep = np.ones(synopsis.sample_size, dtype=bool)
     for c in read:
         keep &= allowed[c][categories.codes[c]]
+    if query.compared:  # comparisons of two columns: 1[pred] per row, no exact domain sizes (parzen.aqp.row_predicates)
+        keep &= row_mask(query.compared, synopsis, layout)
     radix = [len(categories.values[g]) for g in query.group_by]
     kept = np.flatnonzero(keep)
-    exact = _exact_groups(query, categories, allowed, radix)
-    listing = None if exact is not None or not query.group_by else \
+    exact = None if query.compared else _exact_groups(query, categories, allowed, radix)
+    listing = None if exact is not None or not query.group_by or query.compared else \
         candidates(query.group_by, allowed, categories, radix)
     listed = {k: 0.0 for k in listing.keys.tolist()} if listing is not None else exact
     keys, group = _groups(_mixed_radix([categories.codes[g][kept] for g in query.group_by], radix, kept.size),

@@ -20,7 +20,18 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from . import answers, case_aggregates, contract, dates, domains, histogram, query_samples, ratios, store
+from . import (
+    answers,
+    case_aggregates,
+    contract,
+    dates,
+    domains,
+    histogram,
+    query_samples,
+    ratios,
+    row_predicates,
+    store,
+)
 from . import joins as join_synopses
 from .build import build_synopsis, quote
 from .categories import CATEGORY_LIMIT
@@ -749,6 +760,7 @@ class Engine:
         """
         table = self._answering_name(query)
         synopsis = self._cache.get(table) or self.synopsis(table)
+        query = row_predicates.separate_filters(query, synopsis)  # equalities that join no foreign key filter rows
         if query.joined or synopsis.joins:
             join_synopses.covered(query, synopsis)
             query = join_synopses.inner_rows(query, synopsis)
@@ -775,7 +787,8 @@ class Engine:
         ranges, members = box(query.ranges, query.members)
         joined = tuple(t for t in (query.table, *query.joined) if t.casefold() != table.casefold())
         return AggregateQuery(table, select, ranges, members, tuple(stored(g) for g in query.group_by),
-                              boxes=tuple(box(*b) for b in query.boxes), joined=joined, join_on=query.join_on)
+                              boxes=tuple(box(*b) for b in query.boxes), joined=joined, join_on=query.join_on,
+                              compared=tuple(c.renamed(stored) for c in query.compared))
 
     def _answering_name(self, query: AggregateQuery) -> str:
         """The synopsis that answers ``query``: its FROM table's, or for a join the first of its
@@ -880,7 +893,10 @@ class Engine:
         _check_columns(query, synopsis, categorical=True)
         layout = self._layouts[synopsis.table]
         # GROUP BY / IN on a categorical column outside the strata: domain estimates (parzen.aqp.domains)
-        approximate = domains.approximate if domains.needed(query, synopsis) else answers.approximate
+        # and comparisons of two columns (parzen.aqp.row_predicates): the domain estimate's kept rows
+        if query.compared:
+            row_predicates.check_answerable(query, synopsis)
+        approximate = domains.approximate if query.compared or domains.needed(query, synopsis) else answers.approximate
         result, form = approximate(query, synopsis, layout, z if with_error else None)
         bounded = result.attrs.pop(domains.BOUNDED_GROUPS, [])  # groups whose intervals are bounds that hold
         if with_error:  # the smoothing bias's estimate widens the interval (parzen.aqp.contract)
@@ -913,6 +929,9 @@ class Engine:
         return result, form
 
     def _regression(self, query: AggregateQuery) -> pd.DataFrame:
+        if query.compared:
+            raise UnsupportedQuery(f"method='regression' under the comparison of two columns {query.compared[0]} "
+                                   "(method='density' answers it)")
         synopsis = self._answering(query.table)
         _check_columns(query, synopsis)
         return answers.regression(query, synopsis)

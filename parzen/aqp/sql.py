@@ -17,6 +17,9 @@
                                 text tests: col BETWEEN / <, <=, >, >= 'text', LIKE / NOT LIKE 'pattern',
                                    <> 'text', NOT IN ('text', ...), resolved against the synopsis's
                                    values (:mod:`parzen.aqp.string_predicates`)
+                                col =, <>, <, <=, >, >= col: two columns of a row, AND-ed at the top
+                                   level (:mod:`parzen.aqp.row_predicates`; an equality that is no
+                                   foreign key of the join synopsis is such a filter, not a join)
     [GROUP BY g, ...]
 
 Anything else raises :class:`UnsupportedQuery`, which names the construct and suggests
@@ -36,6 +39,7 @@ from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError
 
 from . import dates
+from .row_predicates import OPERATORS, ColumnComparison, split_comparisons
 from .string_predicates import POINTS, ValuesWhere, collapse_equalities, text_test
 
 #: One DuckDB dialect for every parse: ``sqlglot.parse(read="duckdb")`` looks the dialect up by
@@ -145,6 +149,8 @@ class AggregateQuery:
     #: The join conditions: per equality of two columns, ((table or None, column), (table or None, column)),
     #: the table named by its qualifier (None: unqualified).  :mod:`parzen.aqp.joins` checks them.
     join_on: tuple[tuple[tuple[str | None, str], tuple[str | None, str]], ...] = ()
+    #: AND-ed comparisons of two columns of a row (:mod:`parzen.aqp.row_predicates`), answered from the sample.
+    compared: tuple[ColumnComparison, ...] = ()
 
     @property
     def aggregates(self) -> tuple[Aggregate, ...]:
@@ -155,6 +161,7 @@ class AggregateQuery:
         """Every column the query reads."""
         used = set(self.ranges) | set(self.members) | set(self.group_by)
         used |= {c for ranges, members in self.boxes for c in [*ranges, *members]}
+        used |= {c for comparison in self.compared for c in (comparison.left, comparison.right)}
         return used | {c for a in self.aggregates for c in a.inputs}
 
 
@@ -248,17 +255,22 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
         raise UnsupportedQuery("a SELECT without an aggregate")
     ranges: dict[str, Range] = {}
     members: dict[str, frozenset] = {}
+    compared: tuple[ColumnComparison, ...] = ()
     if condition is not None:
         condition = _rewritten(condition, numbers, names)
+        compared, condition = split_comparisons(  # comparisons of two columns: parzen.aqp.row_predicates
+            condition, lambda node: _column(node, "WHERE", names) if _is_column(node) else None)
     if condition is not None and condition.find(exp.Or, exp.Not, exp.NEQ) is not None:
         boxes = _boxes(condition, numbers, names)
         if len(boxes) > 1:
-            return AggregateQuery(table, select, {}, {}, group_by, boxes=boxes, joined=joined, join_on=join_on)
+            return AggregateQuery(table, select, {}, {}, group_by, boxes=boxes, joined=joined, join_on=join_on,
+                                  compared=compared)
         ranges, members = boxes[0] if boxes else ({}, {})
-        return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on)
+        return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on,
+                              compared=compared)
     for predicate in _conjuncts(condition) if condition is not None else ():
         _add_predicate(predicate, ranges, members, numbers, names)
-    return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on)
+    return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on, compared=compared)
 
 
 def _rewritten(condition: exp.Expr, numbers, names) -> exp.Expr:
@@ -285,8 +297,10 @@ def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, exp.
     ON clauses' other predicates), on a copy of ``tree`` whose columns lost their qualifiers.
 
     Inner joins only: ``JOIN d ON ...``, ``INNER JOIN``, ``CROSS JOIN`` and ``FROM a, b``; every
-    equality of two columns in ON, or in WHERE's top-level conjunction, is a join condition (the
-    engine checks that they are the foreign keys of a join synopsis, :func:`parzen.aqp.joins.covered`).
+    equality of two columns in ON, or in WHERE's top-level conjunction, is a join condition here (the
+    engine keeps those that are, or imply, the foreign keys of its join synopsis and makes the others
+    row filters, :func:`parzen.aqp.row_predicates.separate_filters`; :func:`parzen.aqp.joins.covered`
+    refuses what is left).
     A qualifier must name a table or alias of the query; a table read twice, outer, semi, anti,
     natural, ASOF and USING joins raise :class:`UnsupportedQuery`.
     """
@@ -737,11 +751,16 @@ def to_sql(query: AggregateQuery) -> str:
     if query.boxes:
         conditions = conditions[:len(query.join_on)] + [exp.or_(*(exp.paren(exp.and_(*_box_conditions(*box)) if box[0] or box[1] else exp.true())
                                 for box in query.boxes))]
+    conditions += [_COMPARISON_NODES[c.op](this=_ident(c.left), expression=_ident(c.right)) for c in query.compared]
     if conditions:
         select = select.where(exp.and_(*conditions))
     if query.group_by:
         select = select.group_by(*(_ident(g) for g in query.group_by))
     return select.sql(dialect="duckdb")
+
+
+#: A :class:`~parzen.aqp.row_predicates.ColumnComparison`'s operator -> its sqlglot node.
+_COMPARISON_NODES: dict[str, type[exp.Expr]] = {op: node for node, op in OPERATORS.items()}
 
 
 def _box_conditions(ranges: dict[str, Range], members: dict[str, frozenset]) -> list[exp.Expr]:
