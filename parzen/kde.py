@@ -174,6 +174,7 @@ class KDE(Parameters):
         choose(self.kernel, self._parameter_constraints["kernel"], what="kernel")
         choose(self.method, self._parameter_constraints["method"], what="method")
         self.__dict__.pop("cdf_bandwidth_", None)  # chosen again, from these data, by the next cdf()
+        self.__dict__.pop("_prepared_sums", None)  # the sums over the former rows
         resolve_backend(self.backend, self.dtype)  # fail early on a bad backend or dtype
         named = isinstance(self.bandwidth, str)
         if named:
@@ -373,8 +374,25 @@ class KDE(Parameters):
         Qz = self._transform(points)
         if Qz.shape[0] == 0:
             return np.empty(0)
-        sums = self._evaluation_backend(Qz).kernel_sum(self._Z, Qz, self.kernel, self.weights_, dtype=self.dtype)
+        sums = self._kernel_sums(self._evaluation_backend(Qz))(Qz)
         return self._norm * np.asarray(sums, dtype=np.float64)
+
+    def _kernel_sums(self, backend):
+        """``backend``'s kernel sums over the fitted rows as a function of the queries
+        (``prepare_kernel_sum``), made at the first evaluation on that backend and kept until
+        the next :meth:`fit`: the GPU backend keeps the rows centred, padded and in device
+        memory, so that each :meth:`pdf` moves only its queries."""
+        kept = self.__dict__.setdefault("_prepared_sums", {})
+        key = (id(backend), self.kernel, str(self.dtype))
+        if key not in kept:  # the entry holds the backend, so its id is not reused while kept
+            kept[key] = (backend, backend.prepare_kernel_sum(self._Z, self.kernel, self.weights_, dtype=self.dtype))
+        return kept[key][1]
+
+    def __getstate__(self) -> dict:
+        """Pickles and copies leave out the prepared sums (device memory; made again when needed)."""
+        state = self.__dict__.copy()
+        state.pop("_prepared_sums", None)
+        return state
 
     @single_threaded_blas
     def score_samples(self, Q) -> np.ndarray:
