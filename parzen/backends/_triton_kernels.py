@@ -324,26 +324,28 @@ def gaussian_log_sum_kernel(
 @triton.jit
 def gaussian_gram_sum_kernel(
     zt, z_norms, w, qt, q_norms, n_padded, m_padded, chunk_blocks, out,
-    DIM: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr, PRECISION: tl.constexpr, FLUSH: tl.constexpr,
-    FAST: tl.constexpr,
+    DIM: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr, PRECISION: tl.constexpr, FAST: tl.constexpr,
 ):
     """out[chunk, q] = sum over the chunk's data points i of w_i 2^-|q - z_i|^2, the Gram form.
 
     |q - z|^2 = |q|^2 + |z|^2 - 2 q.z: the products of a (BLOCK_Q, BLOCK_Z) tile are one
     ``tl.dot`` of (BLOCK_Q, DIM) by (DIM, BLOCK_Z) (DIM a power of two >= 16, the added
-    coordinates 0), so a pair costs two subtractions, one exp2 and one multiply-add besides its
-    share of the matrix product.  The product comes first and the norms are subtracted from it,
-    (2 q.z - |q|^2) - |z|^2: started from -|q|^2 instead, the product's running sums are as large
-    as |q|^2 and round more (float32 emulation at n = 2^20, d = 16: largest error 2.4e-5 against
-    1.6e-5).  The norms ``q_norms`` and ``z_norms`` are per point (the wrapper computes them in
-    float64 from the float32 coordinates, so that the only rounding left is the product's and
-    the subtractions').  Each (query, lane) cell adds the terms of ``FLUSH`` data blocks in
-    float32, then the row's cells go into a float64 total: the float32 running sums stay short
-    (a lane of one program otherwise adds 8192 terms at n = 2^20).  ``PRECISION`` is the dot's
-    ``input_precision``: "tf32x3" (three TF32 tensor-core products of the operands' high and
-    low parts, about float32 accuracy) or "ieee" (float32 multiply-adds).  zt (DIM, n_padded)
-    and qt (DIM, m_padded) row-major; padded data points are at 0 with weight 0.  A negative
-    rounding of |q - z|^2 (coincident points) gives 2^+tiny, which is harmless.
+    coordinates 0), so a pair costs one subtraction, one exp2 and one multiply-add besides its
+    share of the matrix product, one norm entering as the product's initial accumulator.  The
+    norms ``q_norms`` and ``z_norms`` are per point (the wrapper computes them in float64 from
+    the float32 coordinates, so that the only rounding left is the product's and the
+    subtraction's).  ``PRECISION`` is the dot's ``input_precision``:
+
+    - "ieee" (float32 multiply-adds): they start from -|z|^2 and |q|^2 is subtracted last.  H100,
+      n = 2^20, m = 131072 (benchmarks/results/gpu_kde_multivariate.md): largest relative error
+      2.4e-5 at d = 16 and 3.0e-5 at d = 8, against 3.7e-5 and 3.4e-5 starting from -|q|^2 (whose
+      running sums are as large as |q|^2, and |q| is largest at the far queries).
+    - "tf32x3" (three TF32 tensor-core products of the operands' high and low parts, about
+      float32 accuracy): they start from -|q|^2, the same for every data block, which ran faster
+      (d = 32: 212 against 258 ms) and errs no more (the split's own rounding dominates).
+
+    zt (DIM, n_padded) and qt (DIM, m_padded) row-major; padded data points are at 0 with weight
+    0.  A negative rounding of |q - z|^2 (coincident points) gives 2^+tiny, which is harmless.
     """
     qb = tl.program_id(0)
     chunk = tl.program_id(1)
@@ -352,18 +354,21 @@ def gaussian_gram_sum_kernel(
     z_range = tl.arange(0, BLOCK_Z)
     two_q = 2.0 * tl.load(qt + c[None, :] * m_padded + q_offs[:, None])
     q_norm = tl.load(q_norms + q_offs)
+    minus_q_norm = tl.broadcast_to(-q_norm[:, None], (BLOCK_Q, BLOCK_Z))
     first = chunk * chunk_blocks
     last = tl.minimum(first + chunk_blocks, n_padded // BLOCK_Z)
-    total = tl.zeros((BLOCK_Q,), dtype=tl.float64)
-    for start in range(first, last, FLUSH):
-        acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=tl.float32)
-        for zb in range(start, tl.minimum(start + FLUSH, last)):
-            z_offs = zb * BLOCK_Z + z_range
-            z = tl.load(zt + c[:, None] * n_padded + z_offs[None, :])
-            minus_s = (tl.dot(two_q, z, input_precision=PRECISION) - q_norm[:, None]) - tl.load(z_norms + z_offs)[None, :]
-            acc += _exp2(minus_s, FAST) * tl.load(w + z_offs)[None, :]
-        total += tl.sum(acc, axis=1).to(tl.float64)
-    tl.store(out + chunk * m_padded + q_offs, total)
+    acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=tl.float32)
+    for zb in range(first, last):
+        z_offs = zb * BLOCK_Z + z_range
+        z = tl.load(zt + c[:, None] * n_padded + z_offs[None, :])
+        z_norm = tl.load(z_norms + z_offs)
+        if PRECISION == "ieee":  # -|q - z|^2 = (2 q.z - |z|^2) - |q|^2
+            minus_s = tl.dot(two_q, z, tl.broadcast_to(-z_norm[None, :], (BLOCK_Q, BLOCK_Z)), input_precision="ieee")
+            minus_s -= q_norm[:, None]
+        else:  # (2 q.z - |q|^2) - |z|^2
+            minus_s = tl.dot(two_q, z, minus_q_norm, input_precision=PRECISION) - z_norm[None, :]
+        acc += _exp2(minus_s, FAST) * tl.load(w + z_offs)[None, :]
+    tl.store(out + chunk * m_padded + q_offs, tl.sum(acc, axis=1).to(tl.float64))
 
 
 @triton.jit

@@ -64,9 +64,6 @@ FAST_EXP2 = not INTERPRETED
 #: 137 ms; d = 32 ieee 285 ms, tf32x3 205 ms; one TF32 product (79 and 121 ms) errs by 1e-1.
 GRAM_LAUNCH = MappingProxyType({16: ("ieee", 4, 3)})
 GRAM_WIDE_LAUNCH = ("tf32x3", 8, 3)
-#: Data blocks whose terms a Gram-form program adds in float32 before it moves them into its
-#: float64 totals (see ``gaussian_gram_sum_kernel``).
-GRAM_FLUSH = 16
 #: 2^-t is exactly 0 in float32 and float64 beyond this t; P(t) is clamped there.
 T_ZERO = 2000.0
 _LOG2E = 1.0 / math.log(2.0)
@@ -657,7 +654,7 @@ def _gaussian_gram_chunk(z_tensor, z_norms, w_tensor, q_tensor, tiles: GpuTiles,
     kernels.gaussian_gram_sum_kernel[(query_blocks, data_chunks)](
         z_tensor, z_norms, w_tensor, q_tensor, _squared_norms(q_tensor), n_padded, m_padded, chunk_blocks, partial,
         DIM=dims, BLOCK_Q=tiles.gram_query_block, BLOCK_Z=tiles.gram_data_block, PRECISION=precision,
-        FLUSH=GRAM_FLUSH, FAST=_fast(z_tensor.dtype), num_warps=warps, num_stages=stages,
+        FAST=_fast(z_tensor.dtype), num_warps=warps, num_stages=stages,
     )
     return partial.sum(dim=0)
 
@@ -738,8 +735,15 @@ class _DeviceKernelSum:
         return total
 
     def queries(self, Q: np.ndarray) -> torch.Tensor:
-        """(m, d) queries centred and scaled as the data, padded, on the device."""
-        return _padded((Q - self.centre) * self.scale, self.query_block, 0.0, 0.0, self.fdtype, self.dims)
+        """(m, d) queries centred and scaled as the data (in float64, then rounded once to the
+        compute type), sent as rows and laid out on the device as :func:`_padded` does (pads at 0)."""
+        rows = np.subtract(Q, self.centre)
+        rows *= self.scale
+        m, d = rows.shape
+        q_tensor = torch.zeros((self.dims or d, triton.cdiv(max(m, 1), self.query_block) * self.query_block),
+                               dtype=self.fdtype, device=DEVICE)
+        q_tensor[:d, :m] = _to_device(rows, self.fdtype).T
+        return q_tensor
 
     def __call__(self, Q) -> np.ndarray:
         """For each query q: sum_i w_i k(|q - z_i|^2) (float64)."""
