@@ -186,6 +186,14 @@ class Problem:
         worst = float(np.max(np.abs(got[held] - ref[held]) / ref[held])) if held.any() else float("nan")
         return worst, float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
 
+    def log_error(self, logs: np.ndarray) -> float:
+        """Largest absolute error of log densities (the relative error of the densities) over the
+        checked queries whose float64 sum is at least :data:`SMALLEST_SUM`, after removing the
+        constant log of the normalisation (the median difference)."""
+        held = self.reference >= SMALLEST_SUM
+        difference = np.asarray(logs)[: len(self.reference)][held] - np.log(self.reference[held])
+        return float(np.max(np.abs(difference - np.median(difference))))
+
     @property
     def underflowed(self) -> int:
         return int(np.sum(self.reference < SMALLEST_SUM))
@@ -267,6 +275,14 @@ def measure(problem: Problem, args) -> dict:
     row["pdf_first_s"] = wall(lambda: problem.kde.pdf(queries), 1, warm=False)  # prepares the data on the device
     row["pdf_s"] = wall(lambda: problem.kde.pdf(queries), 3 if not args.quick else 1)
     row["pdf_max_rel_err"], _ = problem.pdf_errors()
+    row["log_s"] = wall(lambda: problem.kde.score_samples(queries), 3 if not args.quick else 1)
+    row["log_max_abs_err"] = problem.log_error(problem.kde.score_samples(queries[:CHECKED_QUERIES]))
+    if pairs * problem.d <= args.direct_max_work:  # the direct log-sum kernel (the Gram form's threshold out of reach)
+        direct = gpu.GpuBackend(replace(tiles, gram_min_dim=1 << 30))
+        kde = problem.kde
+        row["log_direct_s"] = wall(lambda: direct.log_kernel_sum(kde._Z, kde._transform(queries), "gaussian", kde.weights_), 1)
+        logs = kde._log_norm + direct.log_kernel_sum(kde._Z, kde._transform(queries[:CHECKED_QUERIES]), "gaussian", kde.weights_)
+        row["log_direct_max_abs_err"] = problem.log_error(logs)
     for key in ("gram", "direct", "torch"):
         if row.get(f"{key}_s"):
             row[f"{key}_pairs_per_s"] = pairs / row[f"{key}_s"]
@@ -290,14 +306,18 @@ def markdown(rows: list[dict], sweep_rows: list[dict], meta: dict) -> str:
          f"Command: `{meta['command']}`."), "",
         ("Times are medians (ms) of device-resident runs (do_bench) except `pdf` (host rows to host "
          "densities, wall clock, median of 3 calls of a fitted KDE, whose data stay on the device between calls) "
-         "and `pdf first` (the first call after fit, which also centres, pads and sends the data).  Errors are the largest relative error over "
+         "and `pdf first` (the first call after fit, which also centres, pads and sends the data), `log` "
+         "(`score_samples`, wall clock, the log-sum-exp kernel in Gram form from d = 6, data sent at each call) and "
+         "`log direct` (the same sums by the direct log-sum kernel, the former path for every d).  Errors are the largest relative error over "
          f"{CHECKED_QUERIES} queries: `err` against the float64 sums of the float64 data (float32's "
          "rounding of the coordinates included), `arith` against the float64 sums of the float32-rounded "
-         "coordinates (the kernel's arithmetic alone).  `variant`: dot precision, query x data block, "
+         "coordinates (the kernel's arithmetic alone); for `log`, the largest absolute error of the log density "
+         "(= relative error of the density) against the float64 data's.  `variant`: dot precision, query x data block, "
          "warps, pipeline stages."), "",
         ("| n | m | d | variant | gram ms | gram pairs/s | gram err | gram arith | direct ms | direct err | direct arith "
-         "| torch ms | torch err | torch arith | gram vs torch | pdf first ms | pdf ms (end to end) | pdf err |"),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+         "| torch ms | torch err | torch arith | gram vs torch | pdf first ms | pdf ms (end to end) | pdf err "
+         "| log ms | log err | log direct ms | log direct err |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         speedup = "" if not r.get("torch_s") else f"{r['torch_s'] / r['gram_s']:.1f}x"
@@ -307,7 +327,8 @@ def markdown(rows: list[dict], sweep_rows: list[dict], meta: dict) -> str:
             f"{_err(r, 'gram_max_rel_err')} | {_err(r, 'gram_arithmetic_rel_err')} | {_ms(r['direct_s'])} | "
             f"{_err(r, 'direct_max_rel_err')} | {_err(r, 'direct_arithmetic_rel_err')} | {_ms(r['torch_s'])} | "
             f"{_err(r, 'torch_max_rel_err')} | {_err(r, 'torch_arithmetic_rel_err')} | {speedup} | {_ms(r['pdf_first_s'])} | {_ms(r['pdf_s'])} | "
-            f"{_err(r, 'pdf_max_rel_err')} |"
+            f"{_err(r, 'pdf_max_rel_err')} | {_ms(r['log_s'])} | {_err(r, 'log_max_abs_err')} | {_ms(r.get('log_direct_s'))} | "
+            f"{_err(r, 'log_direct_max_abs_err')} |"
         )
     if sweep_rows:
         lines += ["", "Sweep of the Gram kernel (n = 2^20, m = 131072):", "",

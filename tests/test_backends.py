@@ -350,7 +350,9 @@ def test_gpu_prepared_kernel_sum_keeps_data_that_fit_and_streams_the_rest():
 @pytest.mark.skipif(not OTHER_BACKENDS, reason="no backend besides the reference is available")
 @pytest.mark.parametrize(("backend", "dtype"), CASES)
 @pytest.mark.parametrize("kind", sorted(KERNELS))
-@pytest.mark.parametrize(("n", "m", "d"), [(1, 1, 1), (17, 5, 1), (1025, 33, 1), (100, 7, 2), (333, 65, 5), (40, 3, 16)])
+@pytest.mark.parametrize(
+    ("n", "m", "d"), [(1, 1, 1), (17, 5, 1), (1025, 33, 1), (100, 7, 2), (333, 65, 5), (40, 3, 16), (70, 19, 6), (50, 20, 17)]
+)  # d >= 6: the GPU's Gram form (16 and 32 coordinate rows)
 @pytest.mark.parametrize("weighted", [False, True])
 def test_log_kernel_sum_agrees(tiles, backend, dtype, kind, n, m, d, weighted):
     """As kernel_sum's test, plus queries 40 units from the data, where the Gaussian sum

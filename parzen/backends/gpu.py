@@ -760,25 +760,37 @@ _LOWEST_EXPONENT = MappingProxyType({torch.float32: -1e38, torch.float64: -1e300
 
 
 def _gaussian_log_sum_chunk(
-    z_tensor, q_tensor, log2_w: np.ndarray, fdtype, tiles: GpuTiles
+    z_tensor, q_tensor, log2_w: np.ndarray, fdtype, tiles: GpuTiles, *, gram: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """One launch over a chunk of queries and a chunk of n data points: each data chunk's
-    (top, total) per query, top in base 2 (see ``gaussian_log_sum_kernel``)."""
+    (top, total) per query, top in base 2 (see ``gaussian_log_sum_kernel``; with ``gram`` the
+    tensors have :func:`_gram_dims` rows and ``gaussian_gram_log_sum_kernel`` takes the squared
+    distances from one product per tile, launched as :data:`GRAM_LAUNCH` says)."""
     d, n_padded = z_tensor.shape
     m_padded = q_tensor.shape[1]
-    query_blocks, data_blocks = m_padded // tiles.query_block, n_padded // tiles.data_block
+    query_block, data_block = (tiles.gram_query_block, tiles.gram_data_block) if gram else (tiles.query_block, tiles.data_block)
+    query_blocks, data_blocks = m_padded // query_block, n_padded // data_block
     data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
     chunk_blocks = triton.cdiv(data_blocks, data_chunks)
     data_chunks = triton.cdiv(data_blocks, chunk_blocks)
     w_padded = np.zeros(n_padded)
     w_padded[: log2_w.size] = log2_w
+    log2_w_tensor = _to_device(w_padded, fdtype)
     top = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
     total = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
-    kernels.gaussian_log_sum_kernel[(query_blocks, data_chunks)](
-        z_tensor, q_tensor, _to_device(w_padded, fdtype), log2_w.size, n_padded, m_padded, chunk_blocks, top, total,
-        DIM=d, BLOCK_Q=tiles.query_block, BLOCK_Z=tiles.data_block, FAST=_fast(fdtype), LOWEST=_LOWEST_EXPONENT[fdtype],
-        num_warps=NUM_WARPS,
-    )
+    grid = (query_blocks, data_chunks)
+    common = {"DIM": d, "BLOCK_Q": query_block, "BLOCK_Z": data_block, "FAST": _fast(fdtype), "LOWEST": _LOWEST_EXPONENT[fdtype]}
+    if gram:
+        precision, warps, stages = GRAM_LAUNCH.get(d, GRAM_WIDE_LAUNCH)
+        kernels.gaussian_gram_log_sum_kernel[grid](
+            z_tensor, _squared_norms(z_tensor), q_tensor, _squared_norms(q_tensor), log2_w_tensor, log2_w.size, n_padded,
+            m_padded, chunk_blocks, top, total, PRECISION=precision, **common, num_warps=warps, num_stages=stages,
+        )
+    else:
+        kernels.gaussian_log_sum_kernel[grid](
+            z_tensor, q_tensor, log2_w_tensor, log2_w.size, n_padded, m_padded, chunk_blocks, top, total, **common,
+            num_warps=NUM_WARPS,
+        )
     return _to_host(top), _to_host(total)
 
 
@@ -1211,7 +1223,8 @@ class GpuBackend(KDEBackend):
         """For each query q: log sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
 
         Gaussian: a log-sum-exp in base 2 (the points scaled as in :meth:`kernel_sum`, e_i =
-        log2 w_i - t_i), each program keeping a running maximum over its data blocks; the programs'
+        log2 w_i - t_i), each program keeping a running maximum over its data blocks (in float32
+        with d >= ``tiles.gram_min_dim``, t_i in the Gram form, as :meth:`kernel_sum`); the programs'
         parts are combined in float64 on the host (:func:`parzen.backends._log_sums.log_sum_exp_of_parts`).
         Zero weights are left out, so every exponent is finite.  Compactly supported kernels: the
         log of :meth:`kernel_sum` (:func:`parzen.backends._log_sums.log_of_kernel_sum`).
@@ -1235,10 +1248,14 @@ class GpuBackend(KDEBackend):
         log2_w = np.zeros(Z.shape[0]) if weights is None else np.log2(weights)
         out = np.empty(Q.shape[0])
         tiles = self.tiles
+        gram = fdtype == torch.float32 and Z.shape[1] >= tiles.gram_min_dim
+        query_block, data_block = (tiles.gram_query_block, tiles.gram_data_block) if gram else (tiles.query_block, tiles.data_block)
+        dims = _gram_dims(Z.shape[1]) if gram else None
         for queries in _chunks(Q.shape[0], tiles.chunk_rows):
-            q_tensor = _padded(Q[queries], tiles.query_block, 0.0, 0.0, fdtype)
+            q_tensor = _padded(Q[queries], query_block, 0.0, 0.0, fdtype, dims)
             parts = [
-                _gaussian_log_sum_chunk(_padded(Z[data], tiles.data_block, 0.0, 0.0, fdtype), q_tensor, log2_w[data], fdtype, tiles)
+                _gaussian_log_sum_chunk(_padded(Z[data], data_block, 0.0, 0.0, fdtype, dims), q_tensor, log2_w[data], fdtype, tiles,
+                                        gram=gram)
                 for data in _chunks(Z.shape[0], tiles.chunk_rows)
             ]
             top = np.concatenate([p[0] for p in parts])[:, : queries.stop - queries.start]
