@@ -659,6 +659,16 @@ def _gaussian_gram_chunk(z_tensor, z_norms, w_tensor, q_tensor, tiles: GpuTiles,
     return partial.sum(dim=0)
 
 
+def _columns_at_zero(rows: np.ndarray, block: int, fdtype, dims: int | None) -> torch.Tensor:
+    """What ``_padded(rows, block, 0.0, 0.0, fdtype, dims)`` makes (pads and added coordinates
+    at 0), with the rows sent as they are, rounded once to ``fdtype``, and transposed on the
+    device (no padded float64 copy on the host)."""
+    n, d = rows.shape
+    out = torch.zeros((dims or d, triton.cdiv(max(n, 1), block) * block), dtype=fdtype, device=DEVICE)
+    out[:d, :n] = _to_device(rows, fdtype).T
+    return out
+
+
 class _DeviceKernelSum:
     """The data of :meth:`GpuBackend.kernel_sum` prepared once for many query sets.
 
@@ -710,7 +720,7 @@ class _DeviceKernelSum:
         """(coordinates, norms or None, weights) of one data chunk on the device."""
         assert self._host is not None
         Z, w = self._host
-        z_tensor = _padded(Z[data], self.data_block, 0.0, 0.0, self.fdtype, self.dims)
+        z_tensor = _columns_at_zero(Z[data], self.data_block, self.fdtype, self.dims)
         w_padded = np.zeros(z_tensor.shape[1])
         w_padded[: data.stop - data.start] = w[data]
         return z_tensor, _squared_norms(z_tensor) if self.gram else None, _to_device(w_padded, self.fdtype)
@@ -736,14 +746,10 @@ class _DeviceKernelSum:
 
     def queries(self, Q: np.ndarray) -> torch.Tensor:
         """(m, d) queries centred and scaled as the data (in float64, then rounded once to the
-        compute type), sent as rows and laid out on the device as :func:`_padded` does (pads at 0)."""
+        compute type), as :func:`_columns_at_zero` lays them out."""
         rows = np.subtract(Q, self.centre)
         rows *= self.scale
-        m, d = rows.shape
-        q_tensor = torch.zeros((self.dims or d, triton.cdiv(max(m, 1), self.query_block) * self.query_block),
-                               dtype=self.fdtype, device=DEVICE)
-        q_tensor[:d, :m] = _to_device(rows, self.fdtype).T
-        return q_tensor
+        return _columns_at_zero(rows, self.query_block, self.fdtype, self.dims)
 
     def __call__(self, Q) -> np.ndarray:
         """For each query q: sum_i w_i k(|q - z_i|^2) (float64)."""
