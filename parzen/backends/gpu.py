@@ -64,6 +64,10 @@ FAST_EXP2 = not INTERPRETED
 #: 137 ms; d = 32 ieee 285 ms, tf32x3 205 ms; one TF32 product (79 and 121 ms) errs by 1e-1.
 GRAM_LAUNCH = MappingProxyType({16: ("ieee", 4, 3)})
 GRAM_WIDE_LAUNCH = ("tf32x3", 8, 3)
+#: The Gram-form log-sum-exp's launch at every coordinate count: float32 multiply-adds, whose
+#: errors (2.4e-5 of the density at n = 2^20, d = 16) the log carries as absolute errors; with
+#: "tf32x3" at d = 17 a test's log densities near the data missed the reference by more than 1e-5.
+GRAM_LOG_LAUNCH = ("ieee", 4, 3)
 #: 2^-t is exactly 0 in float32 and float64 beyond this t; P(t) is clamped there.
 T_ZERO = 2000.0
 _LOG2E = 1.0 / math.log(2.0)
@@ -771,7 +775,7 @@ def _gaussian_log_sum_chunk(
     """One launch over a chunk of queries and a chunk of n data points: each data chunk's
     (top, total) per query, top in base 2 (see ``gaussian_log_sum_kernel``; with ``gram`` the
     tensors have :func:`_gram_dims` rows and ``gaussian_gram_log_sum_kernel`` takes the squared
-    distances from one product per tile, launched as :data:`GRAM_LAUNCH` says)."""
+    distances from one product per tile, launched as :data:`GRAM_LOG_LAUNCH` says)."""
     d, n_padded = z_tensor.shape
     m_padded = q_tensor.shape[1]
     query_block, data_block = (tiles.gram_query_block, tiles.gram_data_block) if gram else (tiles.query_block, tiles.data_block)
@@ -787,7 +791,7 @@ def _gaussian_log_sum_chunk(
     grid = (query_blocks, data_chunks)
     common = {"DIM": d, "BLOCK_Q": query_block, "BLOCK_Z": data_block, "FAST": _fast(fdtype), "LOWEST": _LOWEST_EXPONENT[fdtype]}
     if gram:
-        precision, warps, stages = GRAM_LAUNCH.get(d, GRAM_WIDE_LAUNCH)
+        precision, warps, stages = GRAM_LOG_LAUNCH
         kernels.gaussian_gram_log_sum_kernel[grid](
             z_tensor, _squared_norms(z_tensor), q_tensor, _squared_norms(q_tensor), log2_w_tensor, log2_w.size, n_padded,
             m_padded, chunk_blocks, top, total, PRECISION=precision, **common, num_warps=warps, num_stages=stages,
