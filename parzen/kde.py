@@ -374,18 +374,19 @@ class KDE(Parameters):
         Qz = self._transform(points)
         if Qz.shape[0] == 0:
             return np.empty(0)
-        sums = self._kernel_sums(self._evaluation_backend(Qz))(Qz)
+        sums = self._prepared(self._evaluation_backend(Qz), log=False)(Qz)
         return self._norm * np.asarray(sums, dtype=np.float64)
 
-    def _kernel_sums(self, backend):
-        """``backend``'s kernel sums over the fitted rows as a function of the queries
-        (``prepare_kernel_sum``), made at the first evaluation on that backend and kept until
-        the next :meth:`fit`: the GPU backend keeps the rows centred, padded and in device
-        memory, so that each :meth:`pdf` moves only its queries."""
+    def _prepared(self, backend, *, log: bool):
+        """``backend``'s kernel sums (or their logs) over the fitted rows as a function of the
+        queries (``prepare_kernel_sum`` / ``prepare_log_kernel_sum``), made at the first
+        evaluation on that backend and kept until the next :meth:`fit`: the GPU backend keeps the
+        rows centred, padded and in device memory, so that each call moves only its queries."""
         kept = self.__dict__.setdefault("_prepared_sums", {})
-        key = (id(backend), self.kernel, str(self.dtype))
+        key = (id(backend), log, self.kernel, str(self.dtype))
         if key not in kept:  # the entry holds the backend, so its id is not reused while kept
-            kept[key] = (backend, backend.prepare_kernel_sum(self._Z, self.kernel, self.weights_, dtype=self.dtype))
+            prepare = backend.prepare_log_kernel_sum if log else backend.prepare_kernel_sum
+            kept[key] = (backend, prepare(self._Z, self.kernel, self.weights_, dtype=self.dtype))
         return kept[key][1]
 
     def __getstate__(self) -> dict:
@@ -446,7 +447,7 @@ class KDE(Parameters):
         return out
 
     def _exact_log_density(self, Qz: np.ndarray) -> np.ndarray:
-        logs = self._evaluation_backend(Qz).log_kernel_sum(self._Z, Qz, self.kernel, self.weights_, dtype=self.dtype)
+        logs = self._prepared(self._evaluation_backend(Qz), log=True)(Qz)
         return self._log_norm + np.asarray(logs, dtype=np.float64)
 
     def score(self, Q, y=None) -> float:

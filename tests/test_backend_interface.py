@@ -187,24 +187,32 @@ def test_a_fitted_kde_prepares_its_sums_once_until_it_is_fitted_again(name, monk
 
     be = backends.backend_class(name)()
     prepared = []
-    original = be.prepare_kernel_sum
 
-    def counting(Z, kind, weights=None, *, dtype=None):
-        prepared.append(Z.shape)
-        return original(Z, kind, weights, dtype=dtype)
+    def counting(method):
+        original = getattr(be, method)
 
-    monkeypatch.setattr(be, "prepare_kernel_sum", counting)
+        def prepare(Z, kind, weights=None, *, dtype=None):
+            prepared.append((method, Z.shape))
+            return original(Z, kind, weights, dtype=dtype)
+        return prepare
+
+    for method in ("prepare_kernel_sum", "prepare_log_kernel_sum"):
+        monkeypatch.setattr(be, method, counting(method))
     rng = np.random.default_rng(12)
     X, Q = rng.normal(size=(60, 7)), rng.normal(size=(25, 7))
     H = 0.5 * np.eye(7) + 0.1
     kde = KDE(bandwidth=H, backend=be, method="exact").fit(X)
     first = kde.pdf(Q)
     np.testing.assert_array_equal(kde.pdf(Q[::-1]), first[::-1])
-    assert prepared == [(60, 7)]
-    np.testing.assert_allclose(first, KDE(bandwidth=H, backend="numpy", method="exact").fit(X).pdf(Q), rtol=1e-5)
+    logs = kde.score_samples(Q)
+    np.testing.assert_array_equal(kde.score_samples(Q[::-1]), logs[::-1])
+    assert prepared == [("prepare_kernel_sum", (60, 7)), ("prepare_log_kernel_sum", (60, 7))]
+    expected = KDE(bandwidth=H, backend="numpy", method="exact").fit(X)
+    np.testing.assert_allclose(first, expected.pdf(Q), rtol=1e-5)
+    np.testing.assert_allclose(logs, expected.score_samples(Q), rtol=1e-5)
     kde.fit(X[:30])
     np.testing.assert_allclose(kde.pdf(Q), KDE(bandwidth=H, backend="numpy", method="exact").fit(X[:30]).pdf(Q), rtol=1e-5)
-    assert prepared == [(60, 7), (30, 7)]
+    assert prepared[2:] == [("prepare_kernel_sum", (30, 7))]
     monkeypatch.undo()  # the counting function does not pickle
     first = kde.pdf(Q)
     for twin in (copy.deepcopy(kde), pickle.loads(pickle.dumps(kde))):

@@ -315,8 +315,8 @@ def test_kernel_sum_agrees(tiles, backend, dtype, kind, n, m, d, weighted):
 @pytest.mark.parametrize(("n", "d"), [(100, 2), (70, 6), (50, 17)])  # d >= 6: the GPU's Gram form
 @pytest.mark.parametrize("weighted", [False, True])
 def test_prepared_kernel_sum_agrees(tiles, backend, dtype, kind, n, d, weighted):
-    """prepare_kernel_sum's function = the reference kernel_sum, for three query sets on the same
-    prepared data (the GPU keeps them on the device: one chunk, or chunks of 40 rows with the
+    """prepare_kernel_sum's and prepare_log_kernel_sum's functions = the reference kernel_sum and
+    log_kernel_sum, for three query sets on the same prepared data (the GPU keeps them on the device: one chunk, or chunks of 40 rows with the
     small tiles).  Queries sit on data points or between them, off any compact kernel's edge."""
     rng = np.random.default_rng(n + d)
     Z = rng.normal(size=(n, d)) + 7.0
@@ -324,9 +324,11 @@ def test_prepared_kernel_sum_agrees(tiles, backend, dtype, kind, n, d, weighted)
     sums = tiles(backend).prepare_kernel_sum(Z, kind, w, dtype=dtype)
     scale = (np.ones(n) if w is None else w).sum()
     rtol = RTOL[np.dtype(dtype)]
+    logs = tiles(backend).prepare_log_kernel_sum(Z, kind, w, dtype=dtype)
     for m in (1, 19, 33):
         Q = np.vstack([Z[rng.integers(0, n, m)], 0.5 * (Z[: m // 2] + Z[1 : m // 2 + 1])])
         np.testing.assert_allclose(sums(Q), reference.kernel_sum(Z, Q, kind, w), rtol=rtol, atol=rtol * scale)
+        np.testing.assert_allclose(logs(Q), reference.log_kernel_sum(Z, Q, kind, w), rtol=rtol, atol=rtol)
 
 
 @pytest.mark.skipif("gpu" not in backends.available(), reason="the gpu backend is not available")

@@ -237,6 +237,30 @@ class KDEBackend(abc.ABC):
         Z = np.asarray(Z, dtype=np.float64)
         return lambda Q: self.kernel_sum(Z, Q, kind, weights, dtype=dtype)
 
+    def prepare_log_kernel_sum(self, Z: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None) -> Callable:
+        """:meth:`log_kernel_sum` over fixed data as a function of the queries, as
+        :meth:`prepare_kernel_sum` for the sums.  Here: :meth:`log_kernel_sum` at each call; the GPU
+        keeps the Gaussian's prepared data in its memory between calls.
+
+        Parameters
+        ----------
+        Z, kind, weights, dtype
+            As in :meth:`kernel_sum`.
+
+        Returns
+        -------
+        callable
+            ``logs(Q)``: :meth:`log_kernel_sum` (Z, Q, kind, weights) for (m, d) queries Q.
+
+        Raises
+        ------
+        ValueError
+            For an unknown kernel.
+        """
+        check_kernel(kind)
+        Z = np.asarray(Z, dtype=np.float64)
+        return lambda Q: self.log_kernel_sum(Z, Q, kind, weights, dtype=dtype)
+
     def pair_sum_1d_between(self, x: np.ndarray, y: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
         """For each scale g: sum_i sum_j phi^(r)((x_i - y_j) / g), the pairs between two blocks
         of data (kind = "gauss_d<r>").

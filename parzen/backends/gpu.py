@@ -701,7 +701,7 @@ class _DeviceKernelSum:
 
     def __init__(self, Z: np.ndarray, kind: str, weights, fdtype, tiles: GpuTiles, *, resident: bool) -> None:
         Z = np.asarray(Z, dtype=np.float64)
-        Z = Z.reshape(len(Z), -1)
+        Z = Z if Z.ndim == 2 else Z.reshape(len(Z), -1)  # (0, d) stays (0, d)
         n, self.d = Z.shape
         self.kind, self.fdtype, self.tiles = kind, fdtype, tiles
         self.centre = Z.mean(axis=0) if n else np.zeros(self.d)
@@ -765,27 +765,65 @@ class _DeviceKernelSum:
         return out
 
 
+class _DeviceLogKernelSum(_DeviceKernelSum):
+    """The data of the Gaussian :meth:`GpuBackend.log_kernel_sum` prepared once for many query
+    sets, as :class:`_DeviceKernelSum` prepares them, with log2 of the weights in the weights'
+    place; rows of weight 0 are left out, so every exponent is finite.
+
+    Parameters
+    ----------
+    Z, weights, fdtype, tiles, resident
+        As for :class:`_DeviceKernelSum` (the kernel is the Gaussian).
+    """
+
+    def __init__(self, Z: np.ndarray, weights, fdtype, tiles: GpuTiles, *, resident: bool) -> None:
+        Z = np.asarray(Z, dtype=np.float64)
+        Z = Z.reshape(len(Z), -1)
+        log2_w = np.zeros(len(Z))
+        if weights is not None:
+            weights = np.asarray(weights, dtype=np.float64)
+            Z, log2_w = Z[weights > 0], np.log2(weights[weights > 0])
+        super().__init__(Z, "gaussian", log2_w, fdtype, tiles, resident=resident)
+
+    def __call__(self, Q) -> np.ndarray:
+        """For each query q: log sum_i w_i exp(-|q - z_i|^2 / 2), -inf for no data (float64)."""
+        Q = np.asarray(Q, dtype=np.float64).reshape(-1, self.d)
+        if not self._slices:
+            return np.full(Q.shape[0], -np.inf)
+        out = np.empty(Q.shape[0])
+        for queries in _chunks(Q.shape[0], self.tiles.chunk_rows):
+            q_tensor = self.queries(Q[queries])
+            parts = [
+                _gaussian_log_sum_chunk(z_tensor, norms, log2_w, data.stop - data.start, q_tensor, self.tiles)
+                for data, (z_tensor, norms, log2_w) in zip(self._slices, self.device_chunks())
+            ]
+            top = np.concatenate([p[0] for p in parts])[:, : queries.stop - queries.start]
+            total = np.concatenate([p[1] for p in parts])[:, : queries.stop - queries.start]
+            out[queries] = log_sum_exp_of_parts(top * math.log(2.0), total)
+        return out
+
+
 #: Per compute type: a finite exponent below any the log-sum-exp meets ("no term yet").
 _LOWEST_EXPONENT = MappingProxyType({torch.float32: -1e38, torch.float64: -1e300})
 
 
 def _gaussian_log_sum_chunk(
-    z_tensor, q_tensor, log2_w: np.ndarray, fdtype, tiles: GpuTiles, *, gram: bool
+    z_tensor, z_norms, log2_w_tensor, n: int, q_tensor, tiles: GpuTiles
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One launch over a chunk of queries and a chunk of n data points: each data chunk's
-    (top, total) per query, top in base 2 (see ``gaussian_log_sum_kernel``; with ``gram`` the
-    tensors have :func:`_gram_dims` rows and ``gaussian_gram_log_sum_kernel`` takes the squared
-    distances from one product per tile, launched as :data:`GRAM_LOG_LAUNCH` says)."""
+    """One launch over a chunk of queries and a chunk of n data points (``log2_w_tensor`` their
+    log2 weights, padded): each data chunk's (top, total) per query, top in base 2 (see
+    ``gaussian_log_sum_kernel``; with norms, ``z_norms`` not None, the tensors have
+    :func:`_gram_dims` rows and ``gaussian_gram_log_sum_kernel`` takes the squared distances from
+    one product per tile, launched as :data:`GRAM_LOG_LAUNCH` says)."""
     d, n_padded = z_tensor.shape
     m_padded = q_tensor.shape[1]
+    fdtype = z_tensor.dtype
+    gram = z_norms is not None
     query_block, data_block = (tiles.gram_query_block, tiles.gram_data_block) if gram else (tiles.query_block, tiles.data_block)
     query_blocks, data_blocks = m_padded // query_block, n_padded // data_block
     data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
     chunk_blocks = triton.cdiv(data_blocks, data_chunks)
     data_chunks = triton.cdiv(data_blocks, chunk_blocks)
-    w_padded = np.zeros(n_padded)
-    w_padded[: log2_w.size] = log2_w
-    log2_w_tensor = _to_device(w_padded, fdtype)
     top = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
     total = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
     grid = (query_blocks, data_chunks)
@@ -793,13 +831,12 @@ def _gaussian_log_sum_chunk(
     if gram:
         precision, warps, stages = GRAM_LOG_LAUNCH
         kernels.gaussian_gram_log_sum_kernel[grid](
-            z_tensor, _squared_norms(z_tensor), q_tensor, _squared_norms(q_tensor), log2_w_tensor, log2_w.size, n_padded,
-            m_padded, chunk_blocks, top, total, PRECISION=precision, **common, num_warps=warps, num_stages=stages,
+            z_tensor, z_norms, q_tensor, _squared_norms(q_tensor), log2_w_tensor, n, n_padded, m_padded, chunk_blocks, top,
+            total, PRECISION=precision, **common, num_warps=warps, num_stages=stages,
         )
     else:
         kernels.gaussian_log_sum_kernel[grid](
-            z_tensor, q_tensor, log2_w_tensor, log2_w.size, n_padded, m_padded, chunk_blocks, top, total, **common,
-            num_warps=NUM_WARPS,
+            z_tensor, q_tensor, log2_w_tensor, n, n_padded, m_padded, chunk_blocks, top, total, **common, num_warps=NUM_WARPS,
         )
     return _to_host(top), _to_host(total)
 
@@ -1243,32 +1280,13 @@ class GpuBackend(KDEBackend):
         check_kernel(kind)
         if kind != "gaussian":
             return log_of_kernel_sum(self.kernel_sum, Z, Q, kind, weights, dtype=dtype)
-        fdtype = torch_dtype(dtype)
-        Z = np.asarray(Z, dtype=np.float64)
-        Z = Z.reshape(len(Z), -1)
-        Q = np.asarray(Q, dtype=np.float64).reshape(-1, Z.shape[1])
-        if weights is not None:
-            weights = np.asarray(weights, dtype=np.float64)
-            Z, weights = Z[weights > 0], weights[weights > 0]
-        if Q.shape[0] == 0 or Z.shape[0] == 0:
-            return np.full(Q.shape[0], -np.inf)
-        centre = Z.mean(axis=0)
-        scale = math.sqrt(0.5 * _LOG2E)
-        Z, Q = (Z - centre) * scale, (Q - centre) * scale
-        log2_w = np.zeros(Z.shape[0]) if weights is None else np.log2(weights)
-        out = np.empty(Q.shape[0])
-        tiles = self.tiles
-        gram = fdtype == torch.float32 and Z.shape[1] >= tiles.gram_min_dim
-        query_block, data_block = (tiles.gram_query_block, tiles.gram_data_block) if gram else (tiles.query_block, tiles.data_block)
-        dims = _gram_dims(Z.shape[1]) if gram else None
-        for queries in _chunks(Q.shape[0], tiles.chunk_rows):
-            q_tensor = _padded(Q[queries], query_block, 0.0, 0.0, fdtype, dims)
-            parts = [
-                _gaussian_log_sum_chunk(_padded(Z[data], data_block, 0.0, 0.0, fdtype, dims), q_tensor, log2_w[data], fdtype, tiles,
-                                        gram=gram)
-                for data in _chunks(Z.shape[0], tiles.chunk_rows)
-            ]
-            top = np.concatenate([p[0] for p in parts])[:, : queries.stop - queries.start]
-            total = np.concatenate([p[1] for p in parts])[:, : queries.stop - queries.start]
-            out[queries] = log_sum_exp_of_parts(top * math.log(2.0), total)
-        return out
+        return _DeviceLogKernelSum(Z, weights, torch_dtype(dtype), self.tiles, resident=False)(Q)
+
+    def prepare_log_kernel_sum(self, Z: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None) -> Callable:
+        """:meth:`log_kernel_sum` over Z as a function of the queries; the Gaussian's data are
+        kept on the device as :meth:`prepare_kernel_sum` keeps them (other kernels: the base
+        class's function).  See :meth:`parzen.backends.KDEBackend.prepare_log_kernel_sum`.
+        """
+        if kind != "gaussian":
+            return super().prepare_log_kernel_sum(Z, kind, weights, dtype=dtype)
+        return _DeviceLogKernelSum(Z, weights, torch_dtype(dtype), self.tiles, resident=True)
