@@ -14,7 +14,8 @@ device-resident rows, wall clock with synchronisation for the end-to-end rows):
 - ``torch``: plain PyTorch on the same device tensors, chunked over queries:
   ``exp(-cdist(Q, Z)^2) @ w`` (cdist's own Gram path for these sizes, TF32 off);
 - ``pdf``: the public ``kde.pdf(Q)`` from host rows to host densities (whitening, padding,
-  transfers included).
+  transfers included), the fitted KDE's data already on the device (``prepare_kernel_sum``);
+  ``pdf first``: its first call after ``fit``, which also prepares and sends the data.
 
 Accuracy: each result's largest relative error, over 2048 of the queries, against a float64
 reference computed on the device by the difference form (no cancellation), and the norm-wise
@@ -66,9 +67,10 @@ def bench(call, quick: bool) -> float:
     return triton.testing.do_bench(call, warmup=25 if quick else 100, rep=50 if quick else 400, return_mode="median") / 1e3
 
 
-def wall(call, repeat: int) -> float:
-    """Median wall seconds of ``call()`` after a warm-up, synchronised."""
-    call()
+def wall(call, repeat: int, *, warm: bool = True) -> float:
+    """Median wall seconds of ``call()`` (after a warm-up call when ``warm``), synchronised."""
+    if warm:
+        call()
     times = []
     for _ in range(repeat):
         if not gpu.INTERPRETED:
@@ -105,6 +107,7 @@ class Problem:
     def load(self, tiles: gpu.GpuTiles) -> None:
         dims = gpu._gram_dims(self.d)
         self.z = gpu._padded(self.Zs, tiles.gram_data_block, 0.0, 0.0, torch.float32, dims)
+        self.z_norms = gpu._squared_norms(self.z)
         self.q = gpu._padded(self.Qs, tiles.gram_query_block, 0.0, 0.0, torch.float32, dims)
         w = np.zeros(self.z.shape[1])
         w[: self.n] = 1.0
@@ -130,7 +133,7 @@ class Problem:
         return out
 
     def gram(self, tiles: gpu.GpuTiles) -> torch.Tensor:
-        return gpu._gaussian_gram_chunk(self.z, self.q, self.w, tiles, self.launch)[: self.m]
+        return gpu._gaussian_gram_chunk(self.z, self.z_norms, self.w, self.q, tiles, self.launch)[: self.m]
 
     def variant(self) -> list:
         """(precision, query block, data block, warps, stages) of the Gram launch in use."""
@@ -182,6 +185,14 @@ class Problem:
         held = ref >= SMALLEST_SUM
         worst = float(np.max(np.abs(got[held] - ref[held]) / ref[held])) if held.any() else float("nan")
         return worst, float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
+    def log_error(self, logs: np.ndarray) -> float:
+        """Largest absolute error of log densities (the relative error of the densities) over the
+        checked queries whose float64 sum is at least :data:`SMALLEST_SUM`, after removing the
+        constant log of the normalisation (the median difference)."""
+        held = self.reference >= SMALLEST_SUM
+        difference = np.asarray(logs)[: len(self.reference)][held] - np.log(self.reference[held])
+        return float(np.max(np.abs(difference - np.median(difference))))
 
     @property
     def underflowed(self) -> int:
@@ -261,8 +272,17 @@ def measure(problem: Problem, args) -> dict:
     else:
         row["torch_s"] = None
     queries = problem.Q_host
+    row["pdf_first_s"] = wall(lambda: problem.kde.pdf(queries), 1, warm=False)  # prepares the data on the device
     row["pdf_s"] = wall(lambda: problem.kde.pdf(queries), 3 if not args.quick else 1)
     row["pdf_max_rel_err"], _ = problem.pdf_errors()
+    row["log_s"] = wall(lambda: problem.kde.score_samples(queries), 3 if not args.quick else 1)
+    row["log_max_abs_err"] = problem.log_error(problem.kde.score_samples(queries[:CHECKED_QUERIES]))
+    if pairs * problem.d <= args.direct_max_work:  # the direct log-sum kernel (the Gram form's threshold out of reach)
+        direct = gpu.GpuBackend(replace(tiles, gram_min_dim=1 << 30))
+        kde = problem.kde
+        row["log_direct_s"] = wall(lambda: direct.log_kernel_sum(kde._Z, kde._transform(queries), "gaussian", kde.weights_), 1)
+        logs = kde._log_norm + direct.log_kernel_sum(kde._Z, kde._transform(queries[:CHECKED_QUERIES]), "gaussian", kde.weights_)
+        row["log_direct_max_abs_err"] = problem.log_error(logs)
     for key in ("gram", "direct", "torch"):
         if row.get(f"{key}_s"):
             row[f"{key}_pairs_per_s"] = pairs / row[f"{key}_s"]
@@ -285,14 +305,20 @@ def markdown(rows: list[dict], sweep_rows: list[dict], meta: dict) -> str:
         (f"Device: {meta['device']}; torch {meta['torch']}, triton {meta['triton']}. "
          f"Command: `{meta['command']}`."), "",
         ("Times are medians (ms) of device-resident runs (do_bench) except `pdf` (host rows to host "
-         "densities, wall clock).  Errors are the largest relative error over "
+         "densities, wall clock, median of 3 calls of a fitted KDE, whose data stay on the device between calls) "
+         "and `pdf first` (the first call after fit, which also centres, pads and sends the data), `log` "
+         "(`score_samples`, wall clock, median of 3 calls: the log-sum-exp kernel in Gram form from d = 6, the data kept on "
+         "the device as for `pdf`) and `log direct` (the same sums by the direct log-sum kernel, the former path for every "
+         "d, through `log_kernel_sum`, which sends the data at each call).  Errors are the largest relative error over "
          f"{CHECKED_QUERIES} queries: `err` against the float64 sums of the float64 data (float32's "
          "rounding of the coordinates included), `arith` against the float64 sums of the float32-rounded "
-         "coordinates (the kernel's arithmetic alone).  `variant`: dot precision, query x data block, "
+         "coordinates (the kernel's arithmetic alone); for `log`, the largest absolute error of the log density "
+         "(= relative error of the density) against the float64 data's.  `variant`: dot precision, query x data block, "
          "warps, pipeline stages."), "",
         ("| n | m | d | variant | gram ms | gram pairs/s | gram err | gram arith | direct ms | direct err | direct arith "
-         "| torch ms | torch err | torch arith | gram vs torch | pdf ms (end to end) | pdf err |"),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+         "| torch ms | torch err | torch arith | gram vs torch | pdf first ms | pdf ms (end to end) | pdf err "
+         "| log ms | log err | log direct ms | log direct err |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         speedup = "" if not r.get("torch_s") else f"{r['torch_s'] / r['gram_s']:.1f}x"
@@ -301,8 +327,9 @@ def markdown(rows: list[dict], sweep_rows: list[dict], meta: dict) -> str:
             f"| {r['n']} | {r['m']} | {r['d']} | {variant} | {_ms(r['gram_s'])} | {r['gram_pairs_per_s']:.3e} | "
             f"{_err(r, 'gram_max_rel_err')} | {_err(r, 'gram_arithmetic_rel_err')} | {_ms(r['direct_s'])} | "
             f"{_err(r, 'direct_max_rel_err')} | {_err(r, 'direct_arithmetic_rel_err')} | {_ms(r['torch_s'])} | "
-            f"{_err(r, 'torch_max_rel_err')} | {_err(r, 'torch_arithmetic_rel_err')} | {speedup} | {_ms(r['pdf_s'])} | "
-            f"{_err(r, 'pdf_max_rel_err')} |"
+            f"{_err(r, 'torch_max_rel_err')} | {_err(r, 'torch_arithmetic_rel_err')} | {speedup} | {_ms(r['pdf_first_s'])} | {_ms(r['pdf_s'])} | "
+            f"{_err(r, 'pdf_max_rel_err')} | {_ms(r['log_s'])} | {_err(r, 'log_max_abs_err')} | {_ms(r.get('log_direct_s'))} | "
+            f"{_err(r, 'log_direct_max_abs_err')} |"
         )
     if sweep_rows:
         lines += ["", "Sweep of the Gram kernel (n = 2^20, m = 131072):", "",

@@ -189,6 +189,7 @@ class KDE(Parameters):
         check_weight_kind(self.weight_kind)
         choose(self.method, self._parameter_constraints["method"], what="method")
         self.__dict__.pop("cdf_bandwidth_", None)  # chosen again, from these data, by the next cdf()
+        self.__dict__.pop("_prepared_sums", None)  # the sums over the former rows
         resolve_backend(self.backend, self.dtype)  # fail early on a bad backend or dtype
         named = isinstance(self.bandwidth, str)
         if named:
@@ -392,8 +393,26 @@ class KDE(Parameters):
         Qz = self._transform(points)
         if Qz.shape[0] == 0:
             return np.empty(0)
-        sums = self._evaluation_backend(Qz).kernel_sum(self._Z, Qz, self.kernel, self.weights_, dtype=self.dtype)
+        sums = self._prepared(self._evaluation_backend(Qz), log=False)(Qz)
         return self._norm * np.asarray(sums, dtype=np.float64)
+
+    def _prepared(self, backend, *, log: bool):
+        """``backend``'s kernel sums (or their logs) over the fitted rows as a function of the
+        queries (``prepare_kernel_sum`` / ``prepare_log_kernel_sum``), made at the first
+        evaluation on that backend and kept until the next :meth:`fit`: the GPU backend keeps the
+        rows centred, padded and in device memory, so that each call moves only its queries."""
+        kept = self.__dict__.setdefault("_prepared_sums", {})
+        key = (id(backend), log, self.kernel, str(self.dtype))
+        if key not in kept:  # the entry holds the backend, so its id is not reused while kept
+            prepare = backend.prepare_log_kernel_sum if log else backend.prepare_kernel_sum
+            kept[key] = (backend, prepare(self._Z, self.kernel, self.weights_, dtype=self.dtype))
+        return kept[key][1]
+
+    def __getstate__(self) -> dict:
+        """Pickles and copies leave out the prepared sums (device memory; made again when needed)."""
+        state = self.__dict__.copy()
+        state.pop("_prepared_sums", None)
+        return state
 
     @single_threaded_blas
     def score_samples(self, Q) -> np.ndarray:
@@ -447,7 +466,7 @@ class KDE(Parameters):
         return out
 
     def _exact_log_density(self, Qz: np.ndarray) -> np.ndarray:
-        logs = self._evaluation_backend(Qz).log_kernel_sum(self._Z, Qz, self.kernel, self.weights_, dtype=self.dtype)
+        logs = self._prepared(self._evaluation_backend(Qz), log=True)(Qz)
         return self._log_norm + np.asarray(logs, dtype=np.float64)
 
     def score(self, Q, y=None) -> float:

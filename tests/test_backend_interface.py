@@ -174,3 +174,47 @@ def test_gpu_backend_owns_its_state_and_close_releases_it():
     # a closed backend builds what it needs again
     np.testing.assert_allclose(small.pair_sum_sq(Y, "lscv", h, dtype=np.float64), reference.pair_sum_sq(Y, "lscv", h),
                                rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["numpy", *(["gpu"] if GPU else [])])
+def test_a_fitted_kde_prepares_its_sums_once_until_it_is_fitted_again(name, monkeypatch):
+    """``pdf`` asks the backend for its prepared kernel sums at the first evaluation and keeps
+    them (on the GPU: the rows in device memory) until the next ``fit``; copies and pickles
+    leave them out and prepare again."""
+    import pickle
+
+    from parzen import KDE
+
+    be = backends.backend_class(name)()
+    prepared = []
+
+    def counting(method):
+        original = getattr(be, method)
+
+        def prepare(Z, kind, weights=None, *, dtype=None):
+            prepared.append((method, Z.shape))
+            return original(Z, kind, weights, dtype=dtype)
+        return prepare
+
+    for method in ("prepare_kernel_sum", "prepare_log_kernel_sum"):
+        monkeypatch.setattr(be, method, counting(method))
+    rng = np.random.default_rng(12)
+    X, Q = rng.normal(size=(60, 7)), rng.normal(size=(25, 7))
+    H = 0.5 * np.eye(7) + 0.1
+    kde = KDE(bandwidth=H, backend=be, method="exact").fit(X)
+    first = kde.pdf(Q)
+    np.testing.assert_array_equal(kde.pdf(Q[::-1]), first[::-1])
+    logs = kde.score_samples(Q)
+    np.testing.assert_array_equal(kde.score_samples(Q[::-1]), logs[::-1])
+    assert prepared == [("prepare_kernel_sum", (60, 7)), ("prepare_log_kernel_sum", (60, 7))]
+    expected = KDE(bandwidth=H, backend="numpy", method="exact").fit(X)
+    np.testing.assert_allclose(first, expected.pdf(Q), rtol=1e-5)
+    np.testing.assert_allclose(logs, expected.score_samples(Q), rtol=1e-5)
+    kde.fit(X[:30])
+    np.testing.assert_allclose(kde.pdf(Q), KDE(bandwidth=H, backend="numpy", method="exact").fit(X[:30]).pdf(Q), rtol=1e-5)
+    assert prepared[2:] == [("prepare_kernel_sum", (30, 7))]
+    monkeypatch.undo()  # the counting function does not pickle
+    first = kde.pdf(Q)
+    for twin in (copy.deepcopy(kde), pickle.loads(pickle.dumps(kde))):
+        assert "_prepared_sums" not in twin.__dict__
+        np.testing.assert_array_equal(twin.pdf(Q), first)

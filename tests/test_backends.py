@@ -310,10 +310,51 @@ def test_kernel_sum_agrees(tiles, backend, dtype, kind, n, m, d, weighted):
     np.testing.assert_allclose(got, expected, rtol=RTOL[np.dtype(dtype)], atol=RTOL[np.dtype(dtype)] * scale)
 
 
+@pytest.mark.parametrize(("backend", "dtype"), [*CASES, pytest.param("numpy", None, id="numpy")])
+@pytest.mark.parametrize("kind", ["gaussian", "epanechnikov"])
+@pytest.mark.parametrize(("n", "d"), [(100, 2), (70, 6), (50, 17)])  # d >= 6: the GPU's Gram form
+@pytest.mark.parametrize("weighted", [False, True])
+def test_prepared_kernel_sum_agrees(tiles, backend, dtype, kind, n, d, weighted):
+    """prepare_kernel_sum's and prepare_log_kernel_sum's functions = the reference kernel_sum and
+    log_kernel_sum, for three query sets on the same prepared data (the GPU keeps them on the device: one chunk, or chunks of 40 rows with the
+    small tiles).  Queries sit on data points or between them, off any compact kernel's edge."""
+    rng = np.random.default_rng(n + d)
+    Z = rng.normal(size=(n, d)) + 7.0
+    w = rng.random(n) if weighted else None
+    sums = tiles(backend).prepare_kernel_sum(Z, kind, w, dtype=dtype)
+    scale = (np.ones(n) if w is None else w).sum()
+    rtol = RTOL[np.dtype(dtype)]
+    logs = tiles(backend).prepare_log_kernel_sum(Z, kind, w, dtype=dtype)
+    for m in (1, 19, 33):
+        Q = np.vstack([Z[rng.integers(0, n, m)], 0.5 * (Z[: m // 2] + Z[1 : m // 2 + 1])])
+        np.testing.assert_allclose(sums(Q), reference.kernel_sum(Z, Q, kind, w), rtol=rtol, atol=rtol * scale)
+        np.testing.assert_allclose(logs(Q), reference.log_kernel_sum(Z, Q, kind, w), rtol=rtol, atol=rtol)
+
+
+@pytest.mark.skipif("gpu" not in backends.available(), reason="the gpu backend is not available")
+def test_gpu_prepared_kernel_sum_keeps_data_that_fit_and_streams_the_rest():
+    """Data within ``resident_bytes`` stay on the device between calls; beyond it they are sent
+    at each call, chunk by chunk, with the same sums."""
+    from parzen.backends import gpu
+
+    rng = np.random.default_rng(8)
+    Z, Q = rng.normal(size=(90, 6)), rng.normal(size=(20, 6))
+    kept = gpu.GpuBackend(gpu.GpuTiles(chunk_rows=40)).prepare_kernel_sum(Z, "gaussian", dtype=np.float32)
+    streamed = gpu.GpuBackend(gpu.GpuTiles(chunk_rows=40, resident_bytes=1)).prepare_kernel_sum(Z, "gaussian", dtype=np.float32)
+    assert len(list(kept.device_chunks())) == 3 and kept.device_chunks().__next__()[0] is kept.device_chunks().__next__()[0]
+    assert streamed.device_chunks().__next__()[0] is not streamed.device_chunks().__next__()[0]
+    np.testing.assert_array_equal(kept(Q), streamed(Q))
+    np.testing.assert_allclose(kept(Q), reference.kernel_sum(Z, Q, "gaussian"), rtol=1e-5)
+    with pytest.raises(ValueError, match="unknown kernel 'box'"):
+        gpu.GpuBackend().prepare_kernel_sum(Z, "box")
+
+
 @pytest.mark.skipif(not OTHER_BACKENDS, reason="no backend besides the reference is available")
 @pytest.mark.parametrize(("backend", "dtype"), CASES)
 @pytest.mark.parametrize("kind", sorted(KERNELS))
-@pytest.mark.parametrize(("n", "m", "d"), [(1, 1, 1), (17, 5, 1), (1025, 33, 1), (100, 7, 2), (333, 65, 5), (40, 3, 16)])
+@pytest.mark.parametrize(
+    ("n", "m", "d"), [(1, 1, 1), (17, 5, 1), (1025, 33, 1), (100, 7, 2), (333, 65, 5), (40, 3, 16), (70, 19, 6), (50, 20, 17)]
+)  # d >= 6: the GPU's Gram form (16 and 32 coordinate rows)
 @pytest.mark.parametrize("weighted", [False, True])
 def test_log_kernel_sum_agrees(tiles, backend, dtype, kind, n, m, d, weighted):
     """As kernel_sum's test, plus queries 40 units from the data, where the Gaussian sum

@@ -310,15 +310,83 @@ def gaussian_log_sum_kernel(
         for c in tl.static_range(DIM):
             diff = tl.load(qt + c * m_padded + q_offs)[:, None] - tl.load(zt + c * n_padded + z_offs)[None, :]
             t += diff * diff
-        e = tl.load(log2_w + z_offs)[None, :] - t
-        x = _exp2(-tl.abs(e - running), FAST)
-        above = e > running
-        valid = (z_offs < n)[None, :]
-        acc = tl.where(valid, tl.where(above, acc * x + 1.0, acc + x), acc)
-        running = tl.where(valid & above, e, running)
+        running, acc = _log_sum_step(tl.load(log2_w + z_offs)[None, :] - t, (z_offs < n)[None, :], running, acc, FAST)
+    _store_log_sum(running, acc, top, total, chunk * m_padded + q_offs, FAST)
+
+
+@triton.jit
+def _log_sum_step(e, valid, running, acc, FAST: tl.constexpr):
+    """One tile of a running log-sum-exp in base 2: each cell keeps its maximum ``running`` and
+    the sum ``acc`` of 2^(e - running) over its terms; one exponential per term, x = 2^-|e - m|,
+    then a <- a x + 1 and m <- e where e > m, else a <- a + x.  Cells where ``valid`` is False
+    are left as they are."""
+    x = _exp2(-tl.abs(e - running), FAST)
+    above = e > running
+    acc = tl.where(valid, tl.where(above, acc * x + 1.0, acc + x), acc)
+    running = tl.where(valid & above, e, running)
+    return running, acc
+
+
+@triton.jit
+def _store_log_sum(running, acc, top, total, offsets, FAST: tl.constexpr):
+    """Combine the cells of each row: top = the row's largest exponent, total = sum of 2^(e - top)."""
     highest = tl.max(running, axis=1)
-    tl.store(top + chunk * m_padded + q_offs, highest.to(tl.float64))
-    tl.store(total + chunk * m_padded + q_offs, tl.sum(acc * _exp2(running - highest[:, None], FAST), axis=1).to(tl.float64))
+    tl.store(top + offsets, highest.to(tl.float64))
+    tl.store(total + offsets, tl.sum(acc * _exp2(running - highest[:, None], FAST), axis=1).to(tl.float64))
+
+
+@triton.jit
+def _gram_minus_squared_distances(two_q, q_norm, minus_q_norm, z, z_norm, BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr,
+                                  PRECISION: tl.constexpr):
+    """(BLOCK_Q, BLOCK_Z) tile of -|q - z|^2 = 2 q.z - |q|^2 - |z|^2 from one ``tl.dot`` (``two_q``
+    = 2 q, ``minus_q_norm`` = -|q|^2 broadcast to the tile).  ``PRECISION`` is the dot's
+    ``input_precision``:
+
+    - "ieee" (float32 multiply-adds): they start from -|z|^2 and |q|^2 is subtracted last.  H100,
+      n = 2^20, m = 131072 (benchmarks/results/gpu_kde_multivariate.md): largest relative error of
+      the KDE sums 2.4e-5 at d = 16 and 3.0e-5 at d = 8, against 3.7e-5 and 3.4e-5 starting from
+      -|q|^2 (whose running sums are as large as |q|^2, and |q| is largest at the far queries).
+    - "tf32x3" (three TF32 tensor-core products of the operands' high and low parts, about
+      float32 accuracy): they start from -|q|^2, the same for every data block, which ran faster
+      (d = 32: 201 against 258 ms) and errs no more (the split's own rounding dominates).
+    """
+    if PRECISION == "ieee":
+        minus_s = tl.dot(two_q, z, tl.broadcast_to(-z_norm[None, :], (BLOCK_Q, BLOCK_Z)), input_precision="ieee")
+        minus_s -= q_norm[:, None]
+    else:
+        minus_s = tl.dot(two_q, z, minus_q_norm, input_precision=PRECISION) - z_norm[None, :]
+    return minus_s
+
+
+@triton.jit
+def gaussian_gram_log_sum_kernel(
+    zt, z_norms, qt, q_norms, log2_w, n, n_padded, m_padded, chunk_blocks, top, total,
+    DIM: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr, PRECISION: tl.constexpr, FAST: tl.constexpr,
+    LOWEST: tl.constexpr,
+):
+    """:func:`gaussian_log_sum_kernel` with t_i = |q - z_i|^2 in the Gram form of
+    :func:`gaussian_gram_sum_kernel` (one ``tl.dot`` per tile; DIM a power of two >= 16, the
+    added coordinates 0; the norms per point from the wrapper).  Pads (index >= n) are masked by
+    index."""
+    qb = tl.program_id(0)
+    chunk = tl.program_id(1)
+    q_offs = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    c = tl.arange(0, DIM)
+    z_range = tl.arange(0, BLOCK_Z)
+    two_q = 2.0 * tl.load(qt + c[None, :] * m_padded + q_offs[:, None])
+    q_norm = tl.load(q_norms + q_offs)
+    minus_q_norm = tl.broadcast_to(-q_norm[:, None], (BLOCK_Q, BLOCK_Z))
+    first = chunk * chunk_blocks
+    last = tl.minimum(first + chunk_blocks, n_padded // BLOCK_Z)
+    running = tl.full((BLOCK_Q, BLOCK_Z), LOWEST, dtype=tl.float32)
+    acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=tl.float32)
+    for zb in range(first, last):
+        z_offs = zb * BLOCK_Z + z_range
+        z = tl.load(zt + c[:, None] * n_padded + z_offs[None, :])
+        minus_t = _gram_minus_squared_distances(two_q, q_norm, minus_q_norm, z, tl.load(z_norms + z_offs), BLOCK_Q, BLOCK_Z,
+                                                PRECISION)
+        running, acc = _log_sum_step(tl.load(log2_w + z_offs)[None, :] + minus_t, (z_offs < n)[None, :], running, acc, FAST)
+    _store_log_sum(running, acc, top, total, chunk * m_padded + q_offs, FAST)
 
 
 @triton.jit
@@ -331,13 +399,12 @@ def gaussian_gram_sum_kernel(
     |q - z|^2 = |q|^2 + |z|^2 - 2 q.z: the products of a (BLOCK_Q, BLOCK_Z) tile are one
     ``tl.dot`` of (BLOCK_Q, DIM) by (DIM, BLOCK_Z) (DIM a power of two >= 16, the added
     coordinates 0), so a pair costs one subtraction, one exp2 and one multiply-add besides its
-    share of the matrix product (-|q|^2 is the product's initial accumulator); the norms ``q_norms`` and ``z_norms`` are per point (the
-    wrapper computes them in float64 from the float32 coordinates, so that the only rounding
-    left is the product's and the additions').  ``PRECISION`` is the dot's
-    ``input_precision``: "tf32x3" (three TF32 tensor-core products of the operands' high and
-    low parts, about float32 accuracy) or "ieee" (float32 multiply-adds).  zt (DIM, n_padded)
-    and qt (DIM, m_padded) row-major; padded data points are at 0 with weight 0.  A negative
-    rounding of |q - z|^2 (coincident points) gives 2^+tiny, which is harmless.
+    share of the matrix product, one norm entering as the product's initial accumulator
+    (:func:`_gram_minus_squared_distances`, whose ``PRECISION`` is the dot's ``input_precision``).
+    The norms ``q_norms`` and ``z_norms`` are per point (the wrapper computes them in float64
+    from the float32 coordinates, so that the only rounding left is the product's and the
+    subtraction's).  zt (DIM, n_padded) and qt (DIM, m_padded) row-major; padded data points are at 0 with weight
+    0.  A negative rounding of |q - z|^2 (coincident points) gives 2^+tiny, which is harmless.
     """
     qb = tl.program_id(0)
     chunk = tl.program_id(1)
@@ -345,15 +412,16 @@ def gaussian_gram_sum_kernel(
     c = tl.arange(0, DIM)
     z_range = tl.arange(0, BLOCK_Z)
     two_q = 2.0 * tl.load(qt + c[None, :] * m_padded + q_offs[:, None])
-    minus_q_norm = tl.broadcast_to(-tl.load(q_norms + q_offs)[:, None], (BLOCK_Q, BLOCK_Z))
+    q_norm = tl.load(q_norms + q_offs)
+    minus_q_norm = tl.broadcast_to(-q_norm[:, None], (BLOCK_Q, BLOCK_Z))
     first = chunk * chunk_blocks
     last = tl.minimum(first + chunk_blocks, n_padded // BLOCK_Z)
     acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=tl.float32)
     for zb in range(first, last):
         z_offs = zb * BLOCK_Z + z_range
         z = tl.load(zt + c[:, None] * n_padded + z_offs[None, :])
-        # -|q - z|^2 = (2 q.z - |q|^2) - |z|^2, |q|^2 entering as the product's accumulator
-        minus_s = tl.dot(two_q, z, minus_q_norm, input_precision=PRECISION) - tl.load(z_norms + z_offs)[None, :]
+        minus_s = _gram_minus_squared_distances(two_q, q_norm, minus_q_norm, z, tl.load(z_norms + z_offs), BLOCK_Q, BLOCK_Z,
+                                                PRECISION)
         acc += _exp2(minus_s, FAST) * tl.load(w + z_offs)[None, :]
     tl.store(out + chunk * m_padded + q_offs, tl.sum(acc, axis=1).to(tl.float64))
 

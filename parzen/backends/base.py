@@ -19,9 +19,16 @@ import numpy as np
 from scipy import fft, linalg
 
 from .._validate import power_of_two
+from ..kernels import KERNELS
 
 if TYPE_CHECKING:
     from ..binned.grid import BinCounts, GridSpec
+
+
+def check_kernel(kind: str) -> None:
+    """Raise a ValueError naming the choices when ``kind`` is not a kernel of :data:`parzen.kernels.KERNELS`."""
+    if kind not in KERNELS:
+        raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
 
 
 @dataclass(frozen=True)
@@ -205,6 +212,54 @@ class KDEBackend(abc.ABC):
         ndarray of shape (m,), float64
             -inf exactly where every term is 0.
         """
+
+    def prepare_kernel_sum(self, Z: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None) -> Callable:
+        """:meth:`kernel_sum` over fixed data as a function of the queries, for an estimate that
+        is evaluated at many query sets (a fitted ``KDE`` keeps one).  Here: :meth:`kernel_sum`
+        at each call; the GPU keeps the prepared data in its memory between calls.
+
+        Parameters
+        ----------
+        Z, kind, weights, dtype
+            As in :meth:`kernel_sum`.
+
+        Returns
+        -------
+        callable
+            ``sums(Q)``: :meth:`kernel_sum` (Z, Q, kind, weights) for (m, d) queries Q.
+
+        Raises
+        ------
+        ValueError
+            For an unknown kernel.
+        """
+        check_kernel(kind)
+        Z = np.asarray(Z, dtype=np.float64)
+        return lambda Q: self.kernel_sum(Z, Q, kind, weights, dtype=dtype)
+
+    def prepare_log_kernel_sum(self, Z: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None) -> Callable:
+        """:meth:`log_kernel_sum` over fixed data as a function of the queries, as
+        :meth:`prepare_kernel_sum` for the sums.  Here: :meth:`log_kernel_sum` at each call; the GPU
+        keeps the Gaussian's prepared data in its memory between calls.
+
+        Parameters
+        ----------
+        Z, kind, weights, dtype
+            As in :meth:`kernel_sum`.
+
+        Returns
+        -------
+        callable
+            ``logs(Q)``: :meth:`log_kernel_sum` (Z, Q, kind, weights) for (m, d) queries Q.
+
+        Raises
+        ------
+        ValueError
+            For an unknown kernel.
+        """
+        check_kernel(kind)
+        Z = np.asarray(Z, dtype=np.float64)
+        return lambda Q: self.log_kernel_sum(Z, Q, kind, weights, dtype=dtype)
 
     def pair_sum_1d_between(self, x: np.ndarray, y: np.ndarray, kind: str, scales: np.ndarray, *, dtype=None) -> np.ndarray:
         """For each scale g: sum_i sum_j phi^(r)((x_i - y_j) / g), the pairs between two blocks

@@ -34,13 +34,13 @@ import numpy as np
 
 from .._validate import power_of_two
 from ..binned.grid import BinCounts, GridSpec, outside_box_error
-from ..kernels import KERNELS, gauss_derivative_even_coefficients
+from ..kernels import gauss_derivative_even_coefficients
 from . import _triton_kernels as kernels
 from ._cuda import DEVICE, INTERPRETED, torch, torch_dtype, triton
 from ._gpu_stream import chunk_rows, device_chunks
 from ._log_sums import log_of_kernel_sum, log_sum_exp_of_parts
 from ._triton_binning import NO_BAD_ROW, linear_bin_kernel
-from .base import ColumnSummary, KDEBackend, PairSums1D, hermite_arguments
+from .base import ColumnSummary, KDEBackend, PairSums1D, check_kernel, hermite_arguments
 from .reference import derivative_order
 
 #: Host arrays from this size on go to the device through page-locked memory (see _to_device).
@@ -64,6 +64,10 @@ FAST_EXP2 = not INTERPRETED
 #: 137 ms; d = 32 ieee 285 ms, tf32x3 205 ms; one TF32 product (79 and 121 ms) errs by 1e-1.
 GRAM_LAUNCH = MappingProxyType({16: ("ieee", 4, 3)})
 GRAM_WIDE_LAUNCH = ("tf32x3", 8, 3)
+#: The Gram-form log-sum-exp's launch at every coordinate count: float32 multiply-adds, whose
+#: errors (2.4e-5 of the density at n = 2^20, d = 16) the log carries as absolute errors; with
+#: "tf32x3" at d = 17 a test's log densities near the data missed the reference by more than 1e-5.
+GRAM_LOG_LAUNCH = ("ieee", 4, 3)
 #: 2^-t is exactly 0 in float32 and float64 beyond this t; P(t) is clamped there.
 T_ZERO = 2000.0
 _LOG2E = 1.0 / math.log(2.0)
@@ -112,6 +116,9 @@ class GpuTiles:
         Points per program of the whitening kernel (LSCV_H's y = M^-1 z).
     chunk_rows : int
         Rows of data held on the device at once; bigger data are streamed chunk pair by chunk pair.
+    resident_bytes : int
+        The most device memory that the data of a prepared KDE sum (:meth:`GpuBackend.prepare_kernel_sum`,
+        which a fitted ``KDE`` keeps) may hold between calls; larger data are sent at each call.
     stream_bytes : int
         Bytes of one array's chunk when host rows are streamed through the device in one pass
         (linear binning, column summaries; :mod:`parzen.backends._gpu_stream`).
@@ -144,6 +151,7 @@ class GpuTiles:
     gram_min_dim: int = 6
     whiten_block: int = 16 if INTERPRETED else 128
     chunk_rows: int = 1 << 24
+    resident_bytes: int = 1 << 32
     stream_bytes: int = 1 << 26
     bin_block: int = 128 if INTERPRETED else 1024
     replica_bytes: int = 1 << 26
@@ -154,7 +162,7 @@ class GpuTiles:
 
     def __post_init__(self) -> None:
         for field, value in vars(self).items():
-            counts = field.startswith("groups") or field in ("chunk_rows", "stream_bytes", "replica_bytes", "gram_min_dim")
+            counts = field.startswith("groups") or field in ("chunk_rows", "resident_bytes", "stream_bytes", "replica_bytes", "gram_min_dim")
             if not (isinstance(value, int) and value >= 1 if counts else _power_of_two(value)):
                 kind = "a positive integer" if counts else "a power of two"
                 raise ValueError(f"GpuTiles.{field} must be {kind}, got {value!r}")
@@ -602,8 +610,8 @@ _PROFILE_KIND = MappingProxyType(
 )
 
 
-def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str, tiles: GpuTiles) -> np.ndarray:
-    """One launch over a chunk of queries and a chunk of data: per-query float64 sums."""
+def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str, tiles: GpuTiles) -> torch.Tensor:
+    """One launch over a chunk of queries and a chunk of data: per-query float64 sums on the device."""
     d, n_padded = z_tensor.shape
     m_padded = q_tensor.shape[1]
     query_blocks, data_blocks = m_padded // tiles.query_block, n_padded // tiles.data_block
@@ -617,7 +625,7 @@ def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str, tiles: GpuTiles) 
         DIM=d, KIND=_PROFILE_KIND[kind], BLOCK_Q=tiles.query_block, BLOCK_Z=tiles.data_block, FAST=_fast(z_tensor.dtype),
         num_warps=NUM_WARPS,
     )
-    return _to_host(partial.sum(dim=0))
+    return partial.sum(dim=0)
 
 
 def _gram_dims(d: int) -> int:
@@ -633,11 +641,12 @@ def _squared_norms(points: torch.Tensor) -> torch.Tensor:
     return (wide * wide).sum(dim=0).to(points.dtype)
 
 
-def _gaussian_gram_chunk(z_tensor, q_tensor, w_tensor, tiles: GpuTiles, launch: tuple | None = None) -> torch.Tensor:
+def _gaussian_gram_chunk(z_tensor, z_norms, w_tensor, q_tensor, tiles: GpuTiles, launch: tuple | None = None) -> torch.Tensor:
     """One Gram-form launch (``gaussian_gram_sum_kernel``) over a chunk of queries and a chunk
-    of data, both (dims, padded) float32 and scaled so that the kernel is 2^-|q - z|^2:
-    per-query float64 sums on the device.  ``launch`` = (precision, warps, stages), by default
-    :data:`GRAM_LAUNCH`'s for the coordinate count."""
+    of data, both (dims, padded) float32 and scaled so that the kernel is 2^-|q - z|^2, the data's
+    norms ``z_norms`` computed once (:func:`_squared_norms`): per-query float64 sums on the
+    device.  ``launch`` = (precision, warps, stages), by default :data:`GRAM_LAUNCH`'s for the
+    coordinate count."""
     dims, n_padded = z_tensor.shape
     m_padded = q_tensor.shape[1]
     precision, warps, stages = launch or GRAM_LAUNCH.get(dims, GRAM_WIDE_LAUNCH)
@@ -647,12 +656,151 @@ def _gaussian_gram_chunk(z_tensor, q_tensor, w_tensor, tiles: GpuTiles, launch: 
     data_chunks = triton.cdiv(data_blocks, chunk_blocks)
     partial = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
     kernels.gaussian_gram_sum_kernel[(query_blocks, data_chunks)](
-        z_tensor, _squared_norms(z_tensor), w_tensor, q_tensor, _squared_norms(q_tensor), n_padded, m_padded,
-        chunk_blocks, partial,
+        z_tensor, z_norms, w_tensor, q_tensor, _squared_norms(q_tensor), n_padded, m_padded, chunk_blocks, partial,
         DIM=dims, BLOCK_Q=tiles.gram_query_block, BLOCK_Z=tiles.gram_data_block, PRECISION=precision,
         FAST=_fast(z_tensor.dtype), num_warps=warps, num_stages=stages,
     )
     return partial.sum(dim=0)
+
+
+def _columns_at_zero(rows: np.ndarray, block: int, fdtype, dims: int | None) -> torch.Tensor:
+    """What ``_padded(rows, block, 0.0, 0.0, fdtype, dims)`` makes (pads and added coordinates
+    at 0), with the rows sent as they are, rounded once to ``fdtype``, and transposed on the
+    device (no padded float64 copy on the host)."""
+    n, d = rows.shape
+    out = torch.zeros((dims or d, triton.cdiv(max(n, 1), block) * block), dtype=fdtype, device=DEVICE)
+    out[:d, :n] = _to_device(rows, fdtype).T
+    return out
+
+
+class _DeviceKernelSum:
+    """The data of :meth:`GpuBackend.kernel_sum` prepared once for many query sets.
+
+    The rows are centred in float64, scaled (the Gaussian profile exp(-s/2) becomes 2^-s by
+    scaling both point sets by sqrt(log2(e)/2)), padded to whole blocks with points of weight 0
+    and, in the Gram form, given their norms.  With ``resident`` (and when they fit in
+    ``tiles.resident_bytes``) the device tensors of every data chunk are made once and kept, so
+    a call moves only its queries and their sums; otherwise each call sends the data chunk by
+    chunk (one chunk of ``tiles.chunk_rows`` rows on the device at a time).
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, d)
+        The data (whitened and scaled by the caller, as for ``kernel_sum``).
+    kind : str
+        A kernel name of :data:`parzen.kernels.KERNELS`.
+    weights : ndarray of shape (n,) or None
+        w_i (None: all 1).
+    fdtype : torch.dtype
+        Compute type.
+    tiles : GpuTiles
+        Block sizes and the resident-memory budget.
+    resident : bool
+        Keep the data's device tensors between calls.
+    """
+
+    def __init__(self, Z: np.ndarray, kind: str, weights, fdtype, tiles: GpuTiles, *, resident: bool) -> None:
+        Z = np.asarray(Z, dtype=np.float64)
+        Z = Z if Z.ndim == 2 else Z.reshape(len(Z), -1)  # (0, d) stays (0, d)
+        n, self.d = Z.shape
+        self.kind, self.fdtype, self.tiles = kind, fdtype, tiles
+        self.centre = Z.mean(axis=0) if n else np.zeros(self.d)
+        self.scale = math.sqrt(0.5 * _LOG2E) if kind == "gaussian" else 1.0
+        self.gram = kind == "gaussian" and fdtype == torch.float32 and self.d >= tiles.gram_min_dim
+        self.dims = _gram_dims(self.d) if self.gram else None
+        self.query_block, self.data_block = (
+            (tiles.gram_query_block, tiles.gram_data_block) if self.gram else (tiles.query_block, tiles.data_block)
+        )
+        w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+        self._host: tuple[np.ndarray, np.ndarray] | None = ((Z - self.centre) * self.scale, w)
+        self._slices = _chunks(n, tiles.chunk_rows)
+        rows = (self.dims or self.d) + 1 + int(self.gram)  # coordinates, weight, norm
+        nbytes = rows * (n + len(self._slices) * self.data_block) * torch.finfo(fdtype).bits // 8
+        self._resident = [self._chunk(data) for data in self._slices] if resident and nbytes <= tiles.resident_bytes else None
+        if self._resident is not None:
+            self._host = None
+
+    def _chunk(self, data: slice) -> tuple:
+        """(coordinates, norms or None, weights) of one data chunk on the device."""
+        assert self._host is not None
+        Z, w = self._host
+        z_tensor = _columns_at_zero(Z[data], self.data_block, self.fdtype, self.dims)
+        w_padded = np.zeros(z_tensor.shape[1])
+        w_padded[: data.stop - data.start] = w[data]
+        return z_tensor, _squared_norms(z_tensor) if self.gram else None, _to_device(w_padded, self.fdtype)
+
+    def device_chunks(self) -> Iterator[tuple]:
+        """The data chunks' device tensors: the kept ones, or made now, one at a time."""
+        if self._resident is not None:
+            yield from self._resident
+        else:
+            for data in self._slices:
+                yield self._chunk(data)
+
+    def device_sums(self, q_tensor: torch.Tensor) -> torch.Tensor:
+        """Per-query float64 sums on the device for queries already scaled and padded as
+        :meth:`queries` makes them."""
+        total = torch.zeros(q_tensor.shape[1], dtype=torch.float64, device=DEVICE)
+        for z_tensor, norms, w_tensor in self.device_chunks():
+            if self.gram:
+                total += _gaussian_gram_chunk(z_tensor, norms, w_tensor, q_tensor, self.tiles)
+            else:
+                total += _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, self.kind, self.tiles)
+        return total
+
+    def queries(self, Q: np.ndarray) -> torch.Tensor:
+        """(m, d) queries centred and scaled as the data (in float64, then rounded once to the
+        compute type), as :func:`_columns_at_zero` lays them out."""
+        rows = np.subtract(Q, self.centre)
+        rows *= self.scale
+        return _columns_at_zero(rows, self.query_block, self.fdtype, self.dims)
+
+    def __call__(self, Q) -> np.ndarray:
+        """For each query q: sum_i w_i k(|q - z_i|^2) (float64)."""
+        Q = np.asarray(Q, dtype=np.float64).reshape(-1, self.d)
+        out = np.zeros(Q.shape[0])
+        for queries in _chunks(Q.shape[0], self.tiles.chunk_rows):
+            sums = _to_host(self.device_sums(self.queries(Q[queries])))
+            out[queries] = sums[: queries.stop - queries.start]
+        return out
+
+
+class _DeviceLogKernelSum(_DeviceKernelSum):
+    """The data of the Gaussian :meth:`GpuBackend.log_kernel_sum` prepared once for many query
+    sets, as :class:`_DeviceKernelSum` prepares them, with log2 of the weights in the weights'
+    place; rows of weight 0 are left out, so every exponent is finite.
+
+    Parameters
+    ----------
+    Z, weights, fdtype, tiles, resident
+        As for :class:`_DeviceKernelSum` (the kernel is the Gaussian).
+    """
+
+    def __init__(self, Z: np.ndarray, weights, fdtype, tiles: GpuTiles, *, resident: bool) -> None:
+        Z = np.asarray(Z, dtype=np.float64)
+        Z = Z.reshape(len(Z), -1)
+        log2_w = np.zeros(len(Z))
+        if weights is not None:
+            weights = np.asarray(weights, dtype=np.float64)
+            Z, log2_w = Z[weights > 0], np.log2(weights[weights > 0])
+        super().__init__(Z, "gaussian", log2_w, fdtype, tiles, resident=resident)
+
+    def __call__(self, Q) -> np.ndarray:
+        """For each query q: log sum_i w_i exp(-|q - z_i|^2 / 2), -inf for no data (float64)."""
+        Q = np.asarray(Q, dtype=np.float64).reshape(-1, self.d)
+        if not self._slices:
+            return np.full(Q.shape[0], -np.inf)
+        out = np.empty(Q.shape[0])
+        for queries in _chunks(Q.shape[0], self.tiles.chunk_rows):
+            q_tensor = self.queries(Q[queries])
+            parts = [
+                _gaussian_log_sum_chunk(z_tensor, norms, log2_w, data.stop - data.start, q_tensor, self.tiles)
+                for data, (z_tensor, norms, log2_w) in zip(self._slices, self.device_chunks())
+            ]
+            top = np.concatenate([p[0] for p in parts])[:, : queries.stop - queries.start]
+            total = np.concatenate([p[1] for p in parts])[:, : queries.stop - queries.start]
+            out[queries] = log_sum_exp_of_parts(top * math.log(2.0), total)
+        return out
 
 
 #: Per compute type: a finite exponent below any the log-sum-exp meets ("no term yet").
@@ -660,25 +808,36 @@ _LOWEST_EXPONENT = MappingProxyType({torch.float32: -1e38, torch.float64: -1e300
 
 
 def _gaussian_log_sum_chunk(
-    z_tensor, q_tensor, log2_w: np.ndarray, fdtype, tiles: GpuTiles
+    z_tensor, z_norms, log2_w_tensor, n: int, q_tensor, tiles: GpuTiles
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One launch over a chunk of queries and a chunk of n data points: each data chunk's
-    (top, total) per query, top in base 2 (see ``gaussian_log_sum_kernel``)."""
+    """One launch over a chunk of queries and a chunk of n data points (``log2_w_tensor`` their
+    log2 weights, padded): each data chunk's (top, total) per query, top in base 2 (see
+    ``gaussian_log_sum_kernel``; with norms, ``z_norms`` not None, the tensors have
+    :func:`_gram_dims` rows and ``gaussian_gram_log_sum_kernel`` takes the squared distances from
+    one product per tile, launched as :data:`GRAM_LOG_LAUNCH` says)."""
     d, n_padded = z_tensor.shape
     m_padded = q_tensor.shape[1]
-    query_blocks, data_blocks = m_padded // tiles.query_block, n_padded // tiles.data_block
+    fdtype = z_tensor.dtype
+    gram = z_norms is not None
+    query_block, data_block = (tiles.gram_query_block, tiles.gram_data_block) if gram else (tiles.query_block, tiles.data_block)
+    query_blocks, data_blocks = m_padded // query_block, n_padded // data_block
     data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
     chunk_blocks = triton.cdiv(data_blocks, data_chunks)
     data_chunks = triton.cdiv(data_blocks, chunk_blocks)
-    w_padded = np.zeros(n_padded)
-    w_padded[: log2_w.size] = log2_w
     top = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
     total = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
-    kernels.gaussian_log_sum_kernel[(query_blocks, data_chunks)](
-        z_tensor, q_tensor, _to_device(w_padded, fdtype), log2_w.size, n_padded, m_padded, chunk_blocks, top, total,
-        DIM=d, BLOCK_Q=tiles.query_block, BLOCK_Z=tiles.data_block, FAST=_fast(fdtype), LOWEST=_LOWEST_EXPONENT[fdtype],
-        num_warps=NUM_WARPS,
-    )
+    grid = (query_blocks, data_chunks)
+    common = {"DIM": d, "BLOCK_Q": query_block, "BLOCK_Z": data_block, "FAST": _fast(fdtype), "LOWEST": _LOWEST_EXPONENT[fdtype]}
+    if gram:
+        precision, warps, stages = GRAM_LOG_LAUNCH
+        kernels.gaussian_gram_log_sum_kernel[grid](
+            z_tensor, z_norms, q_tensor, _squared_norms(q_tensor), log2_w_tensor, n, n_padded, m_padded, chunk_blocks, top,
+            total, PRECISION=precision, **common, num_warps=warps, num_stages=stages,
+        )
+    else:
+        kernels.gaussian_log_sum_kernel[grid](
+            z_tensor, q_tensor, log2_w_tensor, n, n_padded, m_padded, chunk_blocks, top, total, **common, num_warps=NUM_WARPS,
+        )
     return _to_host(top), _to_host(total)
 
 
@@ -1093,37 +1252,17 @@ class GpuBackend(KDEBackend):
         item 5; accuracy and speed in benchmarks/results/gpu_kde_multivariate.md).
         See :meth:`parzen.backends.reference.NumpyBackend.kernel_sum`.
         """
-        if kind not in KERNELS:
-            raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
-        fdtype = torch_dtype(dtype)
-        Z = np.asarray(Z, dtype=np.float64)
-        Z = Z.reshape(len(Z), -1)
-        Q = np.asarray(Q, dtype=np.float64).reshape(-1, Z.shape[1])
-        m = Q.shape[0]
-        if m == 0:
-            return np.zeros(0)
-        centre = Z.mean(axis=0)
-        scale = math.sqrt(0.5 * _LOG2E) if kind == "gaussian" else 1.0
-        Z, Q = (Z - centre) * scale, (Q - centre) * scale
-        w = np.ones(Z.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
-        out = np.zeros(m)
-        tiles = self.tiles
-        gram = kind == "gaussian" and fdtype == torch.float32 and Z.shape[1] >= tiles.gram_min_dim
-        query_block, data_block = (tiles.gram_query_block, tiles.gram_data_block) if gram else (tiles.query_block, tiles.data_block)
-        dims = _gram_dims(Z.shape[1]) if gram else None
-        for queries in _chunks(m, tiles.chunk_rows):
-            q_tensor = _padded(Q[queries], query_block, 0.0, 0.0, fdtype, dims)
-            for data in _chunks(Z.shape[0], tiles.chunk_rows):
-                z_tensor = _padded(Z[data], data_block, 0.0, 0.0, fdtype, dims)
-                w_padded = np.zeros(z_tensor.shape[1])
-                w_padded[: data.stop - data.start] = w[data]
-                w_tensor = _to_device(w_padded, fdtype)
-                if gram:
-                    sums = _to_host(_gaussian_gram_chunk(z_tensor, q_tensor, w_tensor, tiles))
-                else:
-                    sums = _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind, tiles)
-                out[queries] += sums[: queries.stop - queries.start]
-        return out
+        check_kernel(kind)
+        return _DeviceKernelSum(Z, kind, weights, torch_dtype(dtype), self.tiles, resident=False)(Q)
+
+    def prepare_kernel_sum(self, Z: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None) -> Callable:
+        """:meth:`kernel_sum` over Z as a function of the queries, for many query sets: the data
+        are centred, scaled, padded and sent to the device once and kept there (up to
+        ``tiles.resident_bytes``; beyond, they are sent at each call).  A fitted ``KDE`` keeps
+        this for its evaluations.  See :meth:`parzen.backends.KDEBackend.prepare_kernel_sum`.
+        """
+        check_kernel(kind)
+        return _DeviceKernelSum(Z, kind, weights, torch_dtype(dtype), self.tiles, resident=True)
 
     def log_kernel_sum(
         self, Z: np.ndarray, Q: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None
@@ -1131,38 +1270,23 @@ class GpuBackend(KDEBackend):
         """For each query q: log sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
 
         Gaussian: a log-sum-exp in base 2 (the points scaled as in :meth:`kernel_sum`, e_i =
-        log2 w_i - t_i), each program keeping a running maximum over its data blocks; the programs'
+        log2 w_i - t_i), each program keeping a running maximum over its data blocks (in float32
+        with d >= ``tiles.gram_min_dim``, t_i in the Gram form, as :meth:`kernel_sum`); the programs'
         parts are combined in float64 on the host (:func:`parzen.backends._log_sums.log_sum_exp_of_parts`).
         Zero weights are left out, so every exponent is finite.  Compactly supported kernels: the
         log of :meth:`kernel_sum` (:func:`parzen.backends._log_sums.log_of_kernel_sum`).
         See :meth:`parzen.backends.reference.NumpyBackend.log_kernel_sum`.
         """
-        if kind not in KERNELS:
-            raise ValueError(f"unknown kernel {kind!r}; choose one of {', '.join(map(repr, KERNELS))}")
+        check_kernel(kind)
         if kind != "gaussian":
             return log_of_kernel_sum(self.kernel_sum, Z, Q, kind, weights, dtype=dtype)
-        fdtype = torch_dtype(dtype)
-        Z = np.asarray(Z, dtype=np.float64)
-        Z = Z.reshape(len(Z), -1)
-        Q = np.asarray(Q, dtype=np.float64).reshape(-1, Z.shape[1])
-        if weights is not None:
-            weights = np.asarray(weights, dtype=np.float64)
-            Z, weights = Z[weights > 0], weights[weights > 0]
-        if Q.shape[0] == 0 or Z.shape[0] == 0:
-            return np.full(Q.shape[0], -np.inf)
-        centre = Z.mean(axis=0)
-        scale = math.sqrt(0.5 * _LOG2E)
-        Z, Q = (Z - centre) * scale, (Q - centre) * scale
-        log2_w = np.zeros(Z.shape[0]) if weights is None else np.log2(weights)
-        out = np.empty(Q.shape[0])
-        tiles = self.tiles
-        for queries in _chunks(Q.shape[0], tiles.chunk_rows):
-            q_tensor = _padded(Q[queries], tiles.query_block, 0.0, 0.0, fdtype)
-            parts = [
-                _gaussian_log_sum_chunk(_padded(Z[data], tiles.data_block, 0.0, 0.0, fdtype), q_tensor, log2_w[data], fdtype, tiles)
-                for data in _chunks(Z.shape[0], tiles.chunk_rows)
-            ]
-            top = np.concatenate([p[0] for p in parts])[:, : queries.stop - queries.start]
-            total = np.concatenate([p[1] for p in parts])[:, : queries.stop - queries.start]
-            out[queries] = log_sum_exp_of_parts(top * math.log(2.0), total)
-        return out
+        return _DeviceLogKernelSum(Z, weights, torch_dtype(dtype), self.tiles, resident=False)(Q)
+
+    def prepare_log_kernel_sum(self, Z: np.ndarray, kind: str, weights: np.ndarray | None = None, *, dtype=None) -> Callable:
+        """:meth:`log_kernel_sum` over Z as a function of the queries; the Gaussian's data are
+        kept on the device as :meth:`prepare_kernel_sum` keeps them (other kernels: the base
+        class's function).  See :meth:`parzen.backends.KDEBackend.prepare_log_kernel_sum`.
+        """
+        if kind != "gaussian":
+            return super().prepare_log_kernel_sum(Z, kind, weights, dtype=dtype)
+        return _DeviceLogKernelSum(Z, weights, torch_dtype(dtype), self.tiles, resident=True)
