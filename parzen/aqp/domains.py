@@ -264,6 +264,14 @@ def _candidate_sizes(found: Candidates, keys: list[int], domain_rows: float) -> 
     return found.bounds[at], np.minimum(found.tree[at] * scale, found.bounds[at])
 
 
+def _column_range(synopsis: Synopsis, column: str | None) -> tuple[float, float]:
+    """The column's exact MIN and MAX from the build (infinite where the synopsis has none)."""
+    model = synopsis.models.get(column) if column is not None else None
+    low = -math.inf if model is None or model.minimum is None else model.minimum
+    high = math.inf if model is None or model.maximum is None else model.maximum
+    return low, high
+
+
 def _unsampled_candidate(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, float], bound: float,
                          rows: float, z: float | None) -> dict[str, Estimate]:
     """A candidate group (:mod:`parzen.aqp.group_candidates`) with no sampled row: ``rows`` (its tree
@@ -271,9 +279,7 @@ def _unsampled_candidate(query: AggregateQuery, synopsis: Synopsis, overall: dic
     are in [0, ``bound``]: COUNT in [0, bound], SUM in bound [min(0, MIN), max(0, MAX)], AVG in [MIN, MAX]."""
     out = {}
     for a in query.aggregates:
-        model = synopsis.models.get(a.column) if a.column is not None else None
-        low = -math.inf if model is None or model.minimum is None else model.minimum
-        high = math.inf if model is None or model.maximum is None else model.maximum
+        low, high = _column_range(synopsis, a.column)
         if a.func == "avg":
             value, bounds = overall[a.name], (low, high)
         elif a.func == "count":
@@ -620,9 +626,7 @@ def _unsampled(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, flo
     (module notes)."""
     out = {}
     for a in query.aggregates:
-        model = synopsis.models.get(a.column) if a.column is not None else None
-        low = -math.inf if model is None or model.minimum is None else model.minimum
-        high = math.inf if model is None or model.maximum is None else model.maximum
+        low, high = _column_range(synopsis, a.column)
         if a.func == "avg":
             value, bounds = (overall[a.name], (low, high)) if rows > 0 else (math.nan, (math.nan, math.nan))
         elif a.func == "count" and a.column is None and not ranged:
