@@ -223,3 +223,24 @@ def test_unaliased_outputs_compare_and_fall_back(engine):
     assert (compared["SUM(w) / SUM(x) rel. error"] < 0.05).all()
     exact = engine.query(sql, max_rel_error=1e-9)
     assert exact.attrs["form"] == "exact" and list(exact.columns) == ["g", "SUM(w) / SUM(x)"]
+
+
+def test_the_contract_answers_a_ratio_exactly_on_a_connection_with_file_access_as_it_does_other_queries():
+    """max_rel_error's exact answer runs SQL that parzen wrote from its parse, for a CASE / ratio query
+    as for a plain one (before: only the plain one answered on such a connection, the ratio raised);
+    ``exact=True`` on user SQL still needs the connection without file access."""
+    rng = np.random.default_rng(5)
+    con = duckdb.connect(":memory:")  # external access on, as a connection a user passes may be
+    con.execute("CREATE TABLE t AS SELECT * FROM (SELECT unnest($1) AS x, unnest($2) AS g)",
+                [rng.normal(0.0, 1.0, 5000).tolist(), rng.choice(["a", "b"], 5000).tolist()])
+    e = Engine(con)
+    e.build("t", sample=500, seed=2)
+    truth = con.execute("SELECT SUM(CASE WHEN g = 'a' THEN x ELSE 0 END) / SUM(x), SUM(x) FROM t WHERE x > 0").fetchone()
+    ratio = e.query("SELECT SUM(CASE WHEN g = 'a' THEN x ELSE 0 END) / SUM(x) AS r FROM t WHERE x > 0",
+                    max_rel_error=1e-12)
+    plain = e.query("SELECT SUM(x) AS s FROM t WHERE x > 0", max_rel_error=1e-12)
+    assert ratio.attrs["form"] == plain.attrs["form"] == "exact"
+    assert ratio["r"].iloc[0] == pytest.approx(truth[0], rel=1e-12)
+    assert plain["s"].iloc[0] == pytest.approx(truth[1], rel=1e-12)
+    with pytest.raises(ValueError, match="external access"):
+        e.query("SELECT SUM(x) FROM t", exact=True)
