@@ -563,7 +563,7 @@ def frame(query: AggregateQuery, groups: dict, with_error: bool) -> pd.DataFrame
     if not query.group_by:
         ((_, answers),) = groups.items()
         return _one_row(query, answers, with_error)
-    keys = sorted(groups, key=lambda k: tuple((v is None, str(v) if isinstance(v, str) else v) for v in k))
+    keys = sorted(groups, key=_row_order)
     columns: dict[str, list] = {}
     for item in query.select:
         if isinstance(item, str):
@@ -576,6 +576,44 @@ def frame(query: AggregateQuery, groups: dict, with_error: bool) -> pd.DataFrame
             columns[f"{item.name} low"] = [e.low for e in estimates]
             columns[f"{item.name} high"] = [e.high for e in estimates]
     return pd.DataFrame(columns)
+
+
+def _row_order(key: tuple) -> tuple:
+    """The sort key of an answer row's group key: ascending as DuckDB's ORDER BY, NULLs last."""
+    return tuple((v is None, str(v) if isinstance(v, str) else v) for v in key)
+
+
+def bias_run(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> pd.DataFrame | dict[str, np.ndarray]:
+    """The values of :func:`approximate`'s answer without intervals, for the bias term of
+    :func:`parzen.aqp.contract.cover_bias`: per aggregate one array whose row i is the answer's row i,
+    with no DataFrame built.
+
+    The answer rows' keys (:func:`~parzen.aqp.strata.output_groups`) and their order do not depend on
+    the bandwidths, so the rows of this answer at other bandwidths (the synopsis with its bandwidths
+    scaled, same strata) are those of the answer at the synopsis's own; the values are the same
+    floats as :func:`approximate`'s columns.  Queries of other forms (boxes of OR, aggregates other
+    than COUNT / SUM / AVG) get :func:`approximate`'s DataFrame, which ``cover_bias`` aligns by key.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        A parsed query whose names are spelled as in the synopsis.
+    synopsis : Synopsis
+        The synopsis that answers it (here: with scaled bandwidths).
+    layout : Layout
+        Its strata (:meth:`Layout.of`).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray, or pandas.DataFrame
+        Per aggregate name, the values in the answer's row order; or the answer itself.
+    """
+    if query.boxes or not all(a.plain for a in query.aggregates):
+        return approximate(query, synopsis, layout, None)[0]
+    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
+    _, keys, _, values = _point_answers(query, synopsis, layout, ranges)
+    order = sorted(range(len(keys)), key=lambda g: _row_order(keys[g]))
+    return {name: np.asarray(v, dtype=np.float64)[order] for name, v in values.items()}
 
 
 def _one_row(query: AggregateQuery, answers: dict[str, Estimate], with_error: bool) -> pd.DataFrame:

@@ -111,7 +111,7 @@ _SCALED: dict[int, tuple[weakref.ref, dict[float, Synopsis]]] = {}
 _SCALED_LOCK = threading.Lock()
 
 
-def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str], keys: Sequence[str],
+def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame | dict[str, np.ndarray], names: Sequence[str], keys: Sequence[str],
                    step: float = BANDWIDTH_STEP) -> dict[str, np.ndarray]:
     """Per aggregate, per answer row of ``at_h``: |b_hat| = |A(c h) - A(h)| / |c^2 - 1|.
 
@@ -119,8 +119,9 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str]
     ----------
     at_h : pandas.DataFrame
         The answer at the synopsis's bandwidths h.
-    at_ch : pandas.DataFrame
-        The same query's answer at bandwidths c h (:func:`with_bandwidths_scaled`).
+    at_ch : pandas.DataFrame or dict of str to numpy.ndarray
+        The same query's answer at bandwidths c h (:func:`with_bandwidths_scaled`); or its values,
+        per aggregate one array whose row i is ``at_h``'s row i (:func:`parzen.aqp.answers.bias_run`).
     names : sequence of str
         The aggregates' columns.
     keys : sequence of str
@@ -139,7 +140,9 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str]
     if not step >= 0.0 or step == 1.0:
         raise ValueError(f"the bandwidth step c must be >= 0 and not 1, got {step!r}")
     keys = list(keys)
-    if not keys or _same_keys(at_h, at_ch, keys):
+    if isinstance(at_ch, dict):
+        other = {name: at_ch[name] for name in names}
+    elif not keys or _same_keys(at_h, at_ch, keys):
         other = {name: at_ch[name].to_numpy(dtype=np.float64) for name in names}
     else:
         aligned = at_h[keys].merge(at_ch[[*keys, *names]], on=keys, how="left")
@@ -173,7 +176,8 @@ def _same_keys(at_h: pd.DataFrame, at_ch: pd.DataFrame, keys: list[str]) -> bool
     return True
 
 
-def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame], synopsis: Synopsis,
+def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame | dict[str, np.ndarray]],
+               synopsis: Synopsis,
                names: Sequence[str], keys: Sequence[str], held: Sequence[tuple] = ()) -> pd.DataFrame:
     """``frame`` (an answer with ``<name> low`` / ``<name> high`` columns) with each interval widened
     on both sides by the larger bias estimate's size, max over c in :data:`BIAS_STEPS` of
@@ -184,7 +188,8 @@ def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame
     frame : pandas.DataFrame
         The answer at the synopsis's bandwidths, with intervals (value -+ z se).
     answer_at : callable
-        Answers the same query, without intervals, from a given synopsis.
+        Answers the same query, without intervals, from a given synopsis: a DataFrame, or per
+        aggregate its values in ``frame``'s row order (:func:`bias_estimates`).
     synopsis : Synopsis
         The synopsis that answered ``frame``.
     names : sequence of str

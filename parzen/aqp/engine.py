@@ -900,8 +900,10 @@ class Engine:
         result, form = approximate(query, synopsis, layout, z if with_error else None)
         bounded = result.attrs.pop(domains.BOUNDED_GROUPS, [])  # groups whose intervals are bounds that hold
         if with_error:  # the smoothing bias's estimate widens the interval (parzen.aqp.contract)
-            result = contract.cover_bias(result, lambda s: approximate(query, s, layout, None)[0], synopsis,
-                                         [a.name for a in query.aggregates], query.group_by, held=bounded)
+            bias_run = (lambda s: approximate(query, s, layout, None)[0]) if approximate is domains.approximate \
+                else (lambda s: answers.bias_run(query, s, layout))  # its values as arrays, no DataFrame
+            result = contract.cover_bias(result, bias_run, synopsis, [a.name for a in query.aggregates],
+                                         query.group_by, held=bounded)
             if form == "grid":  # the grid's exact C bounds its COUNT
                 result = contract.bracket_grid_counts(result, query, synopsis)
         if synopsis.temporal:  # MIN / MAX / quantiles of dates come back as dates
