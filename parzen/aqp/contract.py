@@ -121,7 +121,7 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame | dict[str, np.ndarra
         The answer at the synopsis's bandwidths h.
     at_ch : pandas.DataFrame or dict of str to numpy.ndarray
         The same query's answer at bandwidths c h (:func:`with_bandwidths_scaled`); or its values,
-        per aggregate one array whose row i is ``at_h``'s row i (:func:`parzen.aqp.answers.bias_run`).
+        per aggregate one array whose row i is ``at_h``'s row i (:func:`parzen.aqp.answers.bias_runs`).
     names : sequence of str
         The aggregates' columns.
     keys : sequence of str
@@ -176,9 +176,10 @@ def _same_keys(at_h: pd.DataFrame, at_ch: pd.DataFrame, keys: list[str]) -> bool
     return True
 
 
-def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame | dict[str, np.ndarray]],
-               synopsis: Synopsis,
-               names: Sequence[str], keys: Sequence[str], held: Sequence[tuple] = ()) -> pd.DataFrame:
+def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame], synopsis: Synopsis,
+               names: Sequence[str], keys: Sequence[str], held: Sequence[tuple] = (),
+               answers_at: Callable[[list[Synopsis]], Sequence[pd.DataFrame | dict[str, np.ndarray]]] | None = None,
+               ) -> pd.DataFrame:
     """``frame`` (an answer with ``<name> low`` / ``<name> high`` columns) with each interval widened
     on both sides by the larger bias estimate's size, max over c in :data:`BIAS_STEPS` of
     |A(c h) - A(h)| / |c^2 - 1| (see the module).
@@ -188,8 +189,7 @@ def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame
     frame : pandas.DataFrame
         The answer at the synopsis's bandwidths, with intervals (value -+ z se).
     answer_at : callable
-        Answers the same query, without intervals, from a given synopsis: a DataFrame, or per
-        aggregate its values in ``frame``'s row order (:func:`bias_estimates`).
+        Answers the same query, without intervals, from a given synopsis.
     synopsis : Synopsis
         The synopsis that answered ``frame``.
     names : sequence of str
@@ -200,6 +200,11 @@ def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame
         Keys (values of ``keys``; ``()`` for the one row of a query without GROUP BY) of rows whose
         intervals are bounds that hold whatever the bandwidth (a domain with no sampled row,
         :mod:`parzen.aqp.domains`): they are left as they are.
+    answers_at : callable, optional
+        Answers the same query from each of a list of synopses at once (for all c of
+        :data:`BIAS_STEPS`, e.g. in one pass: :func:`parzen.aqp.answers.bias_runs`), each a
+        DataFrame or per aggregate its values in ``frame``'s row order (:func:`bias_estimates`);
+        used instead of ``answer_at`` when given.
 
     Returns
     -------
@@ -208,8 +213,9 @@ def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame
     """
     if frame.empty or not any(m.bandwidth > 0.0 for m in synopsis.models.values()):
         return frame
-    estimates = [bias_estimates(frame, answer_at(with_bandwidths_scaled(synopsis, c)), names, keys, c)
-                 for c in BIAS_STEPS]
+    scaled = [with_bandwidths_scaled(synopsis, c) for c in BIAS_STEPS]
+    runs = answers_at(scaled) if answers_at is not None else [answer_at(s) for s in scaled]
+    estimates = [bias_estimates(frame, run, names, keys, c) for run, c in zip(runs, BIAS_STEPS)]
     bias = {name: np.maximum.reduce([e[name] for e in estimates]) for name in names}
     if held:
         held_keys = set(held)
