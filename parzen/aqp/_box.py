@@ -239,10 +239,11 @@ def _reached_rows(rows, starts, n):
 
 
 @njit(cache=True, inline="always")
-def _add_row(out, g, w, p, i, data, mass, moment, aggregated, constrained):
+def _add_row(out, f, g, w, p, i, data, mass, moment, aggregated, constrained):
     """Add one reached row (weight ``w``, product of masses ``p``, the ranges' ``mass`` and
-    ``moment``) to answer row ``g``: sum w p, and per aggregated column its COUNT and SUM terms."""
-    out[g, 0] += w * p
+    ``moment``) to answer row ``g`` of pass ``f``: sum w p, and per aggregated column its COUNT and
+    SUM terms."""
+    out[f, g, 0] += w * p
     for q in range(aggregated.size):
         c = constrained[q]
         if c >= 0:
@@ -250,13 +251,13 @@ def _add_row(out, g, w, p, i, data, mass, moment, aggregated, constrained):
             for j in range(mass.size):
                 if j != c:
                     others *= mass[j]
-            out[g, 1 + 2 * q] += w * p
-            out[g, 2 + 2 * q] += w * moment[c] * others
+            out[f, g, 1 + 2 * q] += w * p
+            out[f, g, 2 + 2 * q] += w * moment[c] * others
         else:
             y = data[aggregated[q], i]
             if not math.isnan(y):
-                out[g, 1 + 2 * q] += w * p
-                out[g, 2 + 2 * q] += w * y * p
+                out[f, g, 1 + 2 * q] += w * p
+                out[f, g, 2 + 2 * q] += w * y * p
 
 
 @njit(cache=True, nogil=True)
@@ -314,7 +315,7 @@ def _box_sums(rows, starts, data, columns, lows, highs, bandwidths, lowers, refl
                 mass[j] = m
                 moment[j] = mo
             if p != 0.0:
-                _add_row(out[f], g, weight_of_stratum[stratum], p, i, data, mass, moment, aggregated, constrained)
+                _add_row(out, f, g, weight_of_stratum[stratum], p, i, data, mass, moment, aggregated, constrained)
     return out
 
 
