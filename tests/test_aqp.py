@@ -264,6 +264,46 @@ def test_box_sums_match_the_rows_masses(scaled):
     np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-9)
 
 
+@pytest.mark.parametrize("scaled", [False, True])
+def test_box_sums_of_several_bandwidths_in_one_pass_equal_each_pass(scaled):
+    """k rows of bandwidths (h, sqrt 2 h, 0: the bias term's) over the rows the widest kernels
+    reach give each row's sums of its own pass over its own candidates, bit for bit (a repeating
+    integer column with cached integrals, a reflected one, NULLs, widened strata)."""
+    from dataclasses import replace
+
+    from parzen.aqp._box import BoxQuery, box_sums
+
+    rng = np.random.default_rng(7)
+    n = 4000
+    data = np.stack([rng.integers(0, 40, n).astype(float), rng.exponential(3.0, n), rng.normal(10.0, 2.0, n)])
+    data[0, rng.random(n) < 0.05] = np.nan
+    lows, highs, bandwidths = np.array([9.5, 0.7]), np.array([30.5, 5.0]), np.array([1.3, 0.4])
+    stratum_of_row = rng.integers(0, 3, n).astype(np.intp)
+    row_scale = np.array([1.0, 1.2, 1.5])[stratum_of_row] if scaled else np.zeros(0)
+    factors = [1.0, math.sqrt(2.0), 0.0]
+
+    def query(factor):
+        candidates = []
+        for j in range(2):
+            reach = 6.0 * bandwidths[j] * factor * (1.5 if scaled else 1.0)
+            x = data[j]
+            candidates.append(np.flatnonzero((x >= lows[j] - reach) & (x <= highs[j] + reach)))
+        return BoxQuery(rows=np.concatenate(candidates), starts=np.cumsum([0] + [c.size for c in candidates]),
+                        data=data, columns=np.array([0, 1]), lows=lows, highs=highs, bandwidths=bandwidths * factor,
+                        lowers=np.zeros(2), reflects=np.array([False, True]), row_scale=row_scale,
+                        stratum_of_row=stratum_of_row, output_of_stratum=np.array([0, -1, 1], dtype=np.intp),
+                        weight_of_stratum=np.array([2.0, 3.0, 5.0]), groups=2,
+                        aggregated=np.array([2, 1], dtype=np.intp), constrained=np.array([-1, 1], dtype=np.intp),
+                        reach=6.0, moments=np.array([False, True]), repeats=np.array([True, False]))
+
+    apart = [box_sums(query(f)) for f in factors]
+    together = box_sums(replace(query(max(factors)), bandwidths=np.array([bandwidths * f for f in factors])))
+    assert together.shape == (3, 2, 5) and apart[0][:, 0].min() > 100
+    assert not np.array_equal(apart[0], apart[1])
+    for f in range(3):
+        np.testing.assert_array_equal(together[f], apart[f])
+
+
 def test_discrete_fractions_honour_strict_bounds():
     """Point masses at 0.04, 0.05, 0.06 (a discount column): < and <= differ, no continuity correction."""
     model = ColumnModel("d", DISCRETE, 0.0, None, integer=False)

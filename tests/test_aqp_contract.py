@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from parzen.aqp import Engine, contract
+from parzen.aqp import Engine, answers, contract
 
 N = 20_000
 
@@ -114,6 +114,24 @@ def test_interval_widens_by_the_bias_around_the_same_answer(engine, sql):
         np.testing.assert_allclose(below, above, rtol=1e-9, atol=1e-9)
         assert (below >= 0).all()
     assert max(float((sampling[f"{n} low"] - widened[f"{n} low"]).max()) for n in names) > 0
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT COUNT(*), SUM(y), AVG(y) FROM t WHERE b BETWEEN -1 AND 2.5",  # one row, calibrated
+    "SELECT g, COUNT(*), AVG(w) FROM t WHERE x BETWEEN 8 AND 11 AND b > 0 GROUP BY g",  # raked per group
+    "SELECT g, SUM(y) FROM t WHERE g IN ('c', 'a') AND k > 400 GROUP BY g",  # filtered groups
+    "SELECT COUNT(*) FROM t WHERE x BETWEEN 30 AND 40",  # no sampled row near the box
+    "SELECT COUNT(*) FROM t WHERE x < 9 OR b > 2",  # OR: the DataFrame, aligned by key
+])
+def test_the_bias_runs_as_arrays_give_the_answer_of_the_bias_runs_as_frames(engine, sql):
+    """:func:`answers.bias_runs` (the values at every c h in the answer's row order, no DataFrame, the
+    box integrals in one pass) gives the same interval ends, bit for bit, as the answers at each c h
+    apart, as DataFrames aligned by key."""
+    fast = engine.query(sql, with_error=True)
+    with mock.patch.object(answers, "bias_runs",
+                           lambda query, ss, layout: [answers.approximate(query, s, layout, None)[0] for s in ss]):
+        slow = engine.query(sql, with_error=True)
+    pd.testing.assert_frame_equal(fast, slow, check_exact=True)
 
 
 @pytest.mark.parametrize("sql", [

@@ -180,7 +180,7 @@ class BoxQuery:
     columns: np.ndarray  # intp, per range
     lows: np.ndarray
     highs: np.ndarray
-    bandwidths: np.ndarray
+    bandwidths: np.ndarray  # per range; or k x ranges (:func:`box_sums`)
     lowers: np.ndarray
     reflects: np.ndarray  # bool
     row_scale: np.ndarray  # per sampled row, or empty
@@ -201,6 +201,12 @@ def box_sums(query: BoxQuery) -> np.ndarray:
     Only the rows in all of the ranges' candidate sets (an AND of bit sets) can have a product of
     masses p > 0: flights' 2-D queries visit 10 600 rows instead of 28 000 (median).
 
+    ``query.bandwidths`` may also hold k rows of bandwidths (k x ranges): the sums of each in one
+    pass that reads each reached row once (the answers at the bandwidths c h of
+    :mod:`parzen.aqp.contract`'s bias term); ``rows`` must then hold the rows that the widest row's
+    kernels reach.  Each row's sums are those of its own pass, bit for bit: a row that only wider
+    kernels reach has a product of masses 0 for the narrower ones and is left out of their sums.
+
     Parameters
     ----------
     query : BoxQuery
@@ -211,12 +217,16 @@ def box_sums(query: BoxQuery) -> np.ndarray:
     numpy.ndarray
         out[g, :] (``groups`` rows): [sum w p, then per aggregated column q: sum w COUNT-term,
         sum w SUM-term], with p the product of the ranges' kernel masses of a row; the SUM-term is
-        the constrained column's moment times the other masses, or y_i p (NULL y left out).
+        the constrained column's moment times the other masses, or y_i p (NULL y left out).  With
+        k rows of bandwidths, out[f, g, :] for row f.
     """
     q = query
-    return _box_sums(q.rows, q.starts, q.data, q.columns, q.lows, q.highs, q.bandwidths, q.lowers, q.reflects,
-                     q.row_scale, q.stratum_of_row, q.output_of_stratum, q.weight_of_stratum, q.groups, q.aggregated,
-                     q.constrained, q.reach, q.moments, q.repeats)
+    several = q.bandwidths.ndim == 2
+    out = _box_sums(q.rows, q.starts, q.data, q.columns, q.lows, q.highs,
+                    q.bandwidths if several else q.bandwidths[np.newaxis], q.lowers, q.reflects,
+                    q.row_scale, q.stratum_of_row, q.output_of_stratum, q.weight_of_stratum, q.groups, q.aggregated,
+                    q.constrained, q.reach, q.moments, q.repeats)
+    return out if several else out[0]
 
 
 @njit(cache=True, nogil=True)
@@ -229,10 +239,11 @@ def _reached_rows(rows, starts, n):
 
 
 @njit(cache=True, inline="always")
-def _add_row(out, g, w, p, i, data, mass, moment, aggregated, constrained):
+def _add_row(out, f, g, w, p, i, data, mass, moment, aggregated, constrained):
     """Add one reached row (weight ``w``, product of masses ``p``, the ranges' ``mass`` and
-    ``moment``) to answer row ``g``: sum w p, and per aggregated column its COUNT and SUM terms."""
-    out[g, 0] += w * p
+    ``moment``) to answer row ``g`` of pass ``f``: sum w p, and per aggregated column its COUNT and
+    SUM terms."""
+    out[f, g, 0] += w * p
     for q in range(aggregated.size):
         c = constrained[q]
         if c >= 0:
@@ -240,33 +251,35 @@ def _add_row(out, g, w, p, i, data, mass, moment, aggregated, constrained):
             for j in range(mass.size):
                 if j != c:
                     others *= mass[j]
-            out[g, 1 + 2 * q] += w * p
-            out[g, 2 + 2 * q] += w * moment[c] * others
+            out[f, g, 1 + 2 * q] += w * p
+            out[f, g, 2 + 2 * q] += w * moment[c] * others
         else:
             y = data[aggregated[q], i]
             if not math.isnan(y):
-                out[g, 1 + 2 * q] += w * p
-                out[g, 2 + 2 * q] += w * y * p
+                out[f, g, 1 + 2 * q] += w * p
+                out[f, g, 2 + 2 * q] += w * y * p
 
 
 @njit(cache=True, nogil=True)
 def _box_sums(rows, starts, data, columns, lows, highs, bandwidths, lowers, reflects, row_scale, stratum_of_row,
               output_of_stratum, weight_of_stratum, groups, aggregated, constrained, reach, moments, repeats):
-    """:func:`box_sums`, compiled: the fields of :class:`BoxQuery` in order."""
+    """:func:`box_sums`, compiled: the fields of :class:`BoxQuery` in order (``bandwidths``: k rows)."""
     r = columns.size
     k = aggregated.size
-    out = np.zeros((groups, 1 + 2 * k))
+    passes = bandwidths.shape[0]
+    out = np.zeros((passes, groups, 1 + 2 * k))
     mass = np.empty(r)
     moment = np.empty(r)
-    cache_x = np.full((r, _CACHE), np.nan)
-    cache_h = np.zeros((r, _CACHE))
-    cache_m = np.zeros((r, _CACHE))
-    cache_mo = np.zeros((r, _CACHE))
+    cache_x = np.full((passes * r, _CACHE), np.nan)  # range j of pass f: cache row f r + j
+    cache_h = np.zeros((passes * r, _CACHE))
+    cache_m = np.zeros((passes * r, _CACHE))
+    cache_mo = np.zeros((passes * r, _CACHE))
     scaled = row_scale.size > 0  # empty: every factor is 1 (whole-table answers), nothing to read
-    if scaled:
+    if scaled:  # bandwidths all 0: h = 0 whatever the factor (it is finite)
         smooth = False
-        for j in range(r):
-            smooth = smooth or bandwidths[j] > 0.0
+        for f in range(passes):
+            for j in range(r):
+                smooth = smooth or bandwidths[f, j] > 0.0
         scaled = smooth
     reached = _reached_rows(rows, starts, data.shape[1])
     for t in range(reached.size):
@@ -276,31 +289,33 @@ def _box_sums(rows, starts, data, columns, lows, highs, bandwidths, lowers, refl
         if g < 0:
             continue
         s = row_scale[i] if scaled else 1.0
-        p = 1.0
-        for j in range(r):
-            # rows deep inside or far outside (point masses and NULLs too) by a select, not a
-            # branch: the rows come in random order of value, and mispredicted branches made
-            # flights' 2-D queries 2.5 times slower (0.21 -> 0.53 ms); an inlined function for
-            # this step made the test table's queries 30 % slower
-            x = data[columns[j], i]
-            h = bandwidths[j] * s
-            a = lows[j]
-            b = highs[j]
-            rh = reach * h
-            inside = (x >= a + rh) & (x <= b - rh)  # h = 0: a <= x <= b; NaN: never
-            m = 1.0 if inside else 0.0
-            mo = x if inside else 0.0
-            if h > 0.0 and not inside and ((a - rh < x) & (x < b + rh) | (reflects[j] & (x < 2.0 * lowers[j] - a + rh))):
-                if repeats[j]:
-                    m, mo = _cached_row_box(j, x, a, b, h, lowers[j], reflects[j], reach, moments[j], cache_x, cache_h,
-                                            cache_m, cache_mo)
-                else:
-                    m, mo = row_box(x, a, b, h, lowers[j], reflects[j], reach, moments[j])
-            p *= m
-            mass[j] = m
-            moment[j] = mo
-        if p != 0.0:
-            _add_row(out, g, weight_of_stratum[stratum], p, i, data, mass, moment, aggregated, constrained)
+        for f in range(passes):
+            p = 1.0
+            for j in range(r):
+                # rows deep inside or far outside (point masses and NULLs too) by a select, not a
+                # branch: the rows come in random order of value, and mispredicted branches made
+                # flights' 2-D queries 2.5 times slower (0.21 -> 0.53 ms); an inlined function for
+                # this step made the test table's queries 30 % slower
+                x = data[columns[j], i]
+                h = bandwidths[f, j] * s
+                a = lows[j]
+                b = highs[j]
+                rh = reach * h
+                inside = (x >= a + rh) & (x <= b - rh)  # h = 0: a <= x <= b; NaN: never
+                m = 1.0 if inside else 0.0
+                mo = x if inside else 0.0
+                if h > 0.0 and not inside and ((a - rh < x) & (x < b + rh)
+                                               | (reflects[j] & (x < 2.0 * lowers[j] - a + rh))):
+                    if repeats[j]:
+                        m, mo = _cached_row_box(f * r + j, x, a, b, h, lowers[j], reflects[j], reach, moments[j],
+                                                cache_x, cache_h, cache_m, cache_mo)
+                    else:
+                        m, mo = row_box(x, a, b, h, lowers[j], reflects[j], reach, moments[j])
+                p *= m
+                mass[j] = m
+                moment[j] = mo
+            if p != 0.0:
+                _add_row(out, f, g, weight_of_stratum[stratum], p, i, data, mass, moment, aggregated, constrained)
     return out
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -101,15 +102,24 @@ def _standard_errors(query: AggregateQuery, synopsis: Synopsis, layout: Layout, 
 def _point_answers(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
                    ranges: dict[str, Range]) -> tuple[str, list[tuple], np.ndarray, Values]:
     """The form that answers, the answer rows' keys, each stratum's answer row, and the values."""
+    form, keys, output_of_stratum, (values,) = _point_answers_at(query, [synopsis], layout, ranges)
+    return form, keys, output_of_stratum, values
+
+
+def _point_answers_at(query: AggregateQuery, synopses: list[Synopsis], layout: Layout,
+                      ranges: dict[str, Range]) -> tuple[str, list[tuple], np.ndarray, list[Values]]:
+    """:func:`_point_answers` from synopses that differ in their bandwidths only: the values of each."""
+    synopsis = synopses[0]
     if not ranges:
         keys, output_of_stratum = output_groups(query, synopsis, layout)
-        return "totals", keys, output_of_stratum, _exact_totals(query, layout, output_of_stratum, len(keys))
+        return "totals", keys, output_of_stratum, [_exact_totals(query, layout, output_of_stratum, len(keys))
+                                                   for _ in synopses]
     grid = _grid_for(query, synopsis)
     if grid is not None:
-        return "grid", [()], layout.whole, _grid_values(query, synopsis, grid)
+        return "grid", [()], layout.whole, [_grid_values(query, s, grid) for s in synopses]
     keys, output_of_stratum = output_groups(query, synopsis, layout)
-    return "sample", keys, output_of_stratum, calibrated_values(query, synopsis, layout, ranges, output_of_stratum,
-                                                                len(keys))
+    return "sample", keys, output_of_stratum, calibrated_values_at(query, synopses, layout, ranges, output_of_stratum,
+                                                                   len(keys))
 
 
 def _interval(value: float, half_width: float) -> Estimate:
@@ -204,24 +214,68 @@ def calibrated_values(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
         Per aggregate, one value per answer row: COUNT and SUM times :func:`calibration_factor`,
         AVG the ratio of the SUM and COUNT(col) sums (which the factor would not change).
     """
-    models = synopsis.models
-    boxes = {c: models[c].interval(r) for c, r in ranges.items()}
+    return calibrated_values_at(query, [synopsis], layout, ranges, output_of_stratum, groups)[0]
+
+
+def calibrated_values_at(query: AggregateQuery, synopses: list[Synopsis], layout: Layout, ranges: dict[str, Range],
+                         output_of_stratum: np.ndarray, groups: int) -> list[Values]:
+    """:func:`calibrated_values` from each of synopses that differ in their bandwidths only (the
+    bandwidths c h of :mod:`parzen.aqp.contract`'s bias term): their box integrals in one pass of
+    :func:`box_sums` (k rows of bandwidths, the rows that the widest kernels reach) where their
+    ranges come in the same order, each synopsis's values the floats of its own
+    :func:`calibrated_values`.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query.
+    synopses : list of Synopsis
+        Its synopsis, with its bandwidths scaled (:func:`parzen.aqp.contract.with_bandwidths_scaled`).
+    layout : Layout
+        The synopsis's strata.
+    ranges : dict of str to Range
+        The query's ranges on numeric columns (not empty).
+    output_of_stratum : numpy.ndarray
+        Per stratum, its answer row or -1.
+    groups : int
+        The answer rows.
+
+    Returns
+    -------
+    list of dict of str to numpy.ndarray
+        Per synopsis, :func:`calibrated_values`'s answer.
+    """
+    boxes = {c: synopses[0].models[c].interval(r) for c, r in ranges.items()}  # the bandwidth does not enter
     aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None))
     if any(b < a for a, b in boxes.values()):  # an empty box: every sum is 0
-        return _aggregate_values(query, np.zeros((groups, 1 + 2 * len(aggregated))), aggregated, 1.0)
+        return [_aggregate_values(query, np.zeros((groups, 1 + 2 * len(aggregated))), aggregated, 1.0)
+                for _ in synopses]
     whole = whole_table(query, output_of_stratum)
     widest = 1.0 if whole or layout.row_scale is None else float(layout.row_scale.max(initial=1.0))
-    found = {c: layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest) for c, (a, b) in boxes.items()}
-    order = sorted(found, key=lambda c: found[c].size)  # the column with the fewest rows near its box first
+    founds = [{c: layout.view.candidates(c, a, b, _REACH * s.models[c].bandwidth * widest)
+               for c, (a, b) in boxes.items()} for s in synopses]
+    orders = [sorted(found, key=lambda c: found[c].size) for found in founds]  # the fewest rows near its box first
     scale = _NO_SCALE if whole else layout.scale_of_row
 
-    def sums(columns: list[str], aggregated: list[str]) -> np.ndarray:
+    def sums(synopsis: Synopsis, found: dict[str, np.ndarray], columns: list[str], aggregated: list[str]) -> np.ndarray:
         return box_sums(box_query(layout, synopsis, boxes, found, columns, aggregated, scale, output_of_stratum, groups))
 
-    out = sums(order, aggregated)
-    factor = calibration_factor(query, synopsis, layout, boxes, order, out, output_of_stratum,
-                                lambda: sums(order[:1], [])[:, 0])
-    return _aggregate_values(query, out, aggregated, factor)
+    if len(synopses) > 1 and all(order == orders[0] for order in orders):
+        order = orders[0]  # candidate sets widen with the bandwidth: the largest holds the others
+        reached = {c: max((found[c] for found in founds), key=len) for c in order}
+        fused = replace(box_query(layout, synopses[0], boxes, reached, order, aggregated, scale, output_of_stratum,
+                                  groups),
+                        bandwidths=np.array([[s.models[c].bandwidth for c in order] for s in synopses]))
+        outs = list(box_sums(fused))
+    else:
+        outs = [sums(s, found, order, aggregated) for s, found, order in zip(synopses, founds, orders)]
+
+    def calibrated(synopsis: Synopsis, found: dict[str, np.ndarray], order: list[str], out: np.ndarray) -> Values:
+        factor = calibration_factor(query, synopsis, layout, boxes, order, out, output_of_stratum,
+                                    lambda: sums(synopsis, found, order[:1], [])[:, 0])
+        return _aggregate_values(query, out, aggregated, factor)
+
+    return [calibrated(*run) for run in zip(synopses, founds, orders, outs)]
 
 
 def box_query(layout: Layout, synopsis: Synopsis, boxes: dict[str, tuple[float, float]], found: dict[str, np.ndarray],
@@ -563,7 +617,7 @@ def frame(query: AggregateQuery, groups: dict, with_error: bool) -> pd.DataFrame
     if not query.group_by:
         ((_, answers),) = groups.items()
         return _one_row(query, answers, with_error)
-    keys = sorted(groups, key=lambda k: tuple((v is None, str(v) if isinstance(v, str) else v) for v in k))
+    keys = sorted(groups, key=_row_order)
     columns: dict[str, list] = {}
     for item in query.select:
         if isinstance(item, str):
@@ -576,6 +630,46 @@ def frame(query: AggregateQuery, groups: dict, with_error: bool) -> pd.DataFrame
             columns[f"{item.name} low"] = [e.low for e in estimates]
             columns[f"{item.name} high"] = [e.high for e in estimates]
     return pd.DataFrame(columns)
+
+
+def _row_order(key: tuple) -> tuple:
+    """The sort key of an answer row's group key: ascending as DuckDB's ORDER BY, NULLs last."""
+    return tuple((v is None, str(v) if isinstance(v, str) else v) for v in key)
+
+
+def bias_runs(query: AggregateQuery, synopses: list[Synopsis],
+              layout: Layout) -> list[pd.DataFrame | dict[str, np.ndarray]]:
+    """The values of :func:`approximate`'s answers without intervals from synopses that differ in
+    their bandwidths only, for the bias term of :func:`parzen.aqp.contract.cover_bias`: per synopsis,
+    per aggregate one array whose row i is the answer's row i, with no DataFrame built, and the box
+    integrals of all in one pass (:func:`calibrated_values_at`).
+
+    The answer rows' keys (:func:`~parzen.aqp.strata.output_groups`) and their order do not depend on
+    the bandwidths, so the rows of these answers (the synopsis with its bandwidths scaled, same
+    strata) are those of the answer at the synopsis's own; the values are the same floats as
+    :func:`approximate`'s columns.  Queries of other forms (boxes of OR, aggregates other than
+    COUNT / SUM / AVG) get :func:`approximate`'s DataFrames, which ``cover_bias`` aligns by key.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        A parsed query whose names are spelled as in the synopsis.
+    synopses : list of Synopsis
+        The synopsis with its bandwidths scaled (:func:`parzen.aqp.contract.with_bandwidths_scaled`).
+    layout : Layout
+        Its strata (:meth:`Layout.of`).
+
+    Returns
+    -------
+    list of (dict of str to numpy.ndarray, or pandas.DataFrame)
+        Per synopsis, per aggregate name, the values in the answer's row order; or the answer itself.
+    """
+    if query.boxes or not all(a.plain for a in query.aggregates):
+        return [approximate(query, s, layout, None)[0] for s in synopses]
+    ranges = {c: r for c, r in query.ranges.items() if c in synopses[0].models}
+    _, keys, _, runs = _point_answers_at(query, synopses, layout, ranges)
+    order = sorted(range(len(keys)), key=lambda g: _row_order(keys[g]))
+    return [{name: np.asarray(v, dtype=np.float64)[order] for name, v in values.items()} for values in runs]
 
 
 def _one_row(query: AggregateQuery, answers: dict[str, Estimate], with_error: bool) -> pd.DataFrame:

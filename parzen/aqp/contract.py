@@ -111,7 +111,7 @@ _SCALED: dict[int, tuple[weakref.ref, dict[float, Synopsis]]] = {}
 _SCALED_LOCK = threading.Lock()
 
 
-def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str], keys: Sequence[str],
+def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame | dict[str, np.ndarray], names: Sequence[str], keys: Sequence[str],
                    step: float = BANDWIDTH_STEP) -> dict[str, np.ndarray]:
     """Per aggregate, per answer row of ``at_h``: |b_hat| = |A(c h) - A(h)| / |c^2 - 1|.
 
@@ -119,8 +119,9 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str]
     ----------
     at_h : pandas.DataFrame
         The answer at the synopsis's bandwidths h.
-    at_ch : pandas.DataFrame
-        The same query's answer at bandwidths c h (:func:`with_bandwidths_scaled`).
+    at_ch : pandas.DataFrame or dict of str to numpy.ndarray
+        The same query's answer at bandwidths c h (:func:`with_bandwidths_scaled`); or its values,
+        per aggregate one array whose row i is ``at_h``'s row i (:func:`parzen.aqp.answers.bias_runs`).
     names : sequence of str
         The aggregates' columns.
     keys : sequence of str
@@ -139,7 +140,9 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame, names: Sequence[str]
     if not step >= 0.0 or step == 1.0:
         raise ValueError(f"the bandwidth step c must be >= 0 and not 1, got {step!r}")
     keys = list(keys)
-    if not keys or _same_keys(at_h, at_ch, keys):
+    if isinstance(at_ch, dict):
+        other = {name: at_ch[name] for name in names}
+    elif not keys or _same_keys(at_h, at_ch, keys):
         other = {name: at_ch[name].to_numpy(dtype=np.float64) for name in names}
     else:
         aligned = at_h[keys].merge(at_ch[[*keys, *names]], on=keys, how="left")
@@ -174,7 +177,9 @@ def _same_keys(at_h: pd.DataFrame, at_ch: pd.DataFrame, keys: list[str]) -> bool
 
 
 def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame], synopsis: Synopsis,
-               names: Sequence[str], keys: Sequence[str], held: Sequence[tuple] = ()) -> pd.DataFrame:
+               names: Sequence[str], keys: Sequence[str], held: Sequence[tuple] = (),
+               answers_at: Callable[[list[Synopsis]], Sequence[pd.DataFrame | dict[str, np.ndarray]]] | None = None,
+               ) -> pd.DataFrame:
     """``frame`` (an answer with ``<name> low`` / ``<name> high`` columns) with each interval widened
     on both sides by the larger bias estimate's size, max over c in :data:`BIAS_STEPS` of
     |A(c h) - A(h)| / |c^2 - 1| (see the module).
@@ -195,6 +200,11 @@ def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame
         Keys (values of ``keys``; ``()`` for the one row of a query without GROUP BY) of rows whose
         intervals are bounds that hold whatever the bandwidth (a domain with no sampled row,
         :mod:`parzen.aqp.domains`): they are left as they are.
+    answers_at : callable, optional
+        Answers the same query from each of a list of synopses at once (for all c of
+        :data:`BIAS_STEPS`, e.g. in one pass: :func:`parzen.aqp.answers.bias_runs`), each a
+        DataFrame or per aggregate its values in ``frame``'s row order (:func:`bias_estimates`);
+        used instead of ``answer_at`` when given.
 
     Returns
     -------
@@ -203,8 +213,9 @@ def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame
     """
     if frame.empty or not any(m.bandwidth > 0.0 for m in synopsis.models.values()):
         return frame
-    estimates = [bias_estimates(frame, answer_at(with_bandwidths_scaled(synopsis, c)), names, keys, c)
-                 for c in BIAS_STEPS]
+    scaled = [with_bandwidths_scaled(synopsis, c) for c in BIAS_STEPS]
+    runs = answers_at(scaled) if answers_at is not None else [answer_at(s) for s in scaled]
+    estimates = [bias_estimates(frame, run, names, keys, c) for run, c in zip(runs, BIAS_STEPS)]
     bias = {name: np.maximum.reduce([e[name] for e in estimates]) for name in names}
     if held:
         held_keys = set(held)

@@ -903,8 +903,11 @@ class Engine:
         result, form = approximate(query, synopsis, layout, z if with_error else None)
         bounded = result.attrs.pop(domains.BOUNDED_GROUPS, [])  # groups whose intervals are bounds that hold
         if with_error:  # the smoothing bias's estimate widens the interval (parzen.aqp.contract)
+            in_one_pass = None if approximate is domains.approximate \
+                else (lambda ss: answers.bias_runs(query, ss, layout))  # values as arrays, one kernel pass
             result = contract.cover_bias(result, lambda s: approximate(query, s, layout, None)[0], synopsis,
-                                         [a.name for a in query.aggregates], query.group_by, held=bounded)
+                                         [a.name for a in query.aggregates], query.group_by, held=bounded,
+                                         answers_at=in_one_pass)
             if form == "grid":  # the grid's exact C bounds its COUNT
                 result = contract.bracket_grid_counts(result, query, synopsis)
         if synopsis.temporal:  # MIN / MAX / quantiles of dates come back as dates
