@@ -452,11 +452,14 @@ def overview(folder: Path) -> str:
               "Targets: every query answered or refused by name (failed = 0); >= 90 % answered on SSB and the "
               "TPC-DS set; on joins median error <= 1 %, p95 <= 5 %, coverage >= 93 %, 100 % of groups, "
               ">= 100x faster than DuckDB at SF10; latency <= 2 ms; faster than PilotDB at the same bound. "
-              "Latencies on the shared 2-core machine."), "",
+              "Latencies on the shared 2-core machine. The SF1 files (`aqp_workload_*_sf1.md`) are development "
+              "runs on single branches and are not listed."), "",
              ("| family | answered / refused / failed | median err | p95 err | coverage | groups | parzen ms "
               "| exact ms | speed-up | PilotDB err (median) | PilotDB ms | targets missed |"),
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for path in sorted(folder.glob("aqp_workload_*.json")):
+        if path.stem.endswith("_sf1"):  # development runs on one branch's code; the targets are at SF10
+            continue
         result = json.loads(path.read_text())
         scale = f" SF{result['scale']}" if result["scale"] else ""
         for s in result["summary"]:
@@ -476,7 +479,7 @@ def overview(folder: Path) -> str:
                     missed.append("groups")
                 if not m["median ms"] <= 2:
                     missed.append("2 ms")
-                if joined and not m["speed-up"] >= 100:
+                if joined and (result["scale"] or 0) >= 10 and not m["speed-up"] >= 100:
                     missed.append("100x")
                 if pilot.get("answered") and not m["median ms"] < pilot["median ms"]:
                     missed.append("vs PilotDB")
