@@ -34,12 +34,12 @@ import pandas as pd
 from sqlglot import exp
 
 from . import answers, histogram_pass
+from .row_predicates import conjuncts
 from .sql import (
     AggregateQuery,
     Range,
     UnsupportedQuery,
     _add_predicate,
-    _conjuncts,
     _select_item,
     _statements,
     _table,
@@ -151,7 +151,7 @@ def parse_histogram(sql: str) -> HistogramQuery | None:
     ranges: dict[str, Range] = {}
     members: dict[str, frozenset] = {}
     where = tree.args.get("where")
-    for predicate in _conjuncts(where.this) if where else ():
+    for predicate in conjuncts(where.this) if where else ():
         _add_predicate(predicate, ranges, members, [])
     ranges.setdefault(column, Range(column))
     base = AggregateQuery(_table(tree)[0], select, ranges, members, ())

@@ -72,7 +72,7 @@ def split_comparisons(condition: exp.Expr, column_of) -> tuple[tuple[ColumnCompa
     rest : sqlglot.exp.Expr or None
     """
     compared, rest = [], []
-    for node in _conjuncts(condition):
+    for node in conjuncts(condition):
         op = OPERATORS.get(type(node))
         left = column_of(node.this) if op else None
         right = column_of(node.expression) if op else None
@@ -85,11 +85,12 @@ def split_comparisons(condition: exp.Expr, column_of) -> tuple[tuple[ColumnCompa
     return tuple(compared), (exp.and_(*rest) if rest else None)
 
 
-def _conjuncts(node: exp.Expr):
+def conjuncts(node: exp.Expr):
+    """The terms of an AND chain (parentheses removed), in order; any other node is its own term."""
     node = node.unnest()
     if isinstance(node, exp.And):
-        yield from _conjuncts(node.left)
-        yield from _conjuncts(node.right)
+        yield from conjuncts(node.left)
+        yield from conjuncts(node.right)
     else:
         yield node
 

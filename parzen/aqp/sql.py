@@ -39,7 +39,7 @@ from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError
 
 from . import dates
-from .row_predicates import OPERATORS, ColumnComparison, split_comparisons
+from .row_predicates import OPERATORS, ColumnComparison, conjuncts, split_comparisons
 from .string_predicates import POINTS, ValuesWhere, collapse_equalities, text_test
 
 #: One DuckDB dialect for every parse: ``sqlglot.parse(read="duckdb")`` looks the dialect up by
@@ -268,7 +268,7 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
         ranges, members = boxes[0] if boxes else ({}, {})
         return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on,
                               compared=compared)
-    for predicate in _conjuncts(condition) if condition is not None else ():
+    for predicate in conjuncts(condition) if condition is not None else ():
         _add_predicate(predicate, ranges, members, numbers, names)
     return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on, compared=compared)
 
@@ -326,15 +326,15 @@ def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, exp.
                 raise UnsupportedQuery(f"the table {name} read twice (a self-join)")
             by_name[label] = name
     tree = tree.copy()
-    conjuncts: list[exp.Expr] = []
+    terms: list[exp.Expr] = []
     for j in tree.args.get("joins") or []:
         if j.args.get("on") is not None:
-            conjuncts.extend(_conjuncts(j.args["on"]))
+            terms.extend(conjuncts(j.args["on"]))
     where = tree.args.get("where")
     if where is not None:
-        conjuncts.extend(_conjuncts(where.this))
+        terms.extend(conjuncts(where.this))
     join_on, rest = [], []
-    for node in conjuncts:
+    for node in terms:
         if isinstance(node, exp.EQ) and _is_column(node.left) and _is_column(node.right):
             join_on.append(tuple(_qualified(side, by_name, names) for side in (node.left, node.right)))
         else:
@@ -632,15 +632,6 @@ def _disjuncts(node: exp.Expr, negate: bool) -> list[list[exp.Expr]]:
     if isinstance(node, (exp.Like, exp.In)) and text_test(exp.Not(this=node), _is_column, _string) is not None:
         return [[exp.Not(this=node)]]  # NOT LIKE, NOT IN strings
     raise UnsupportedQuery(f"NOT / <> on {_text(node)} (negated ranges, and NOT IN, <> and NOT LIKE of strings, only)")
-
-
-def _conjuncts(node: exp.Expr):
-    node = node.unnest()
-    if isinstance(node, exp.And):  # OR and NOT went to _boxes
-        yield from _conjuncts(node.left)
-        yield from _conjuncts(node.right)
-    else:
-        yield node
 
 
 def _add_predicate(node: exp.Expr, ranges: dict[str, Range], members: dict[str, frozenset], numbers,
