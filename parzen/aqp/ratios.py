@@ -40,11 +40,11 @@ import numpy as np
 import pandas as pd
 
 from .case_aggregates import LEAF, ROWS, Composite, Expression
-from .categories import matches
 from .domains import BOUNDED_GROUPS, _domain_variance
 from .sql import AggregateQuery
 from .strata import Layout
 from .synopsis import Synopsis
+from .value_index import member_mask
 
 #: Answers one parsed sub-query from a synopsis: (frame, form), intervals at z when z is given.
 Answerer = Callable[[AggregateQuery, Synopsis, "float | None"], "tuple[pd.DataFrame, str]"]
@@ -253,7 +253,7 @@ def _row_values(column: str, synopsis: Synopsis, layout: Layout) -> tuple[np.nda
         return code_of_stratum[layout.stratum_of_row], values
     categories = synopsis.categories
     assert categories is not None and column in categories.values
-    return np.asarray(categories.codes[column], dtype=np.intp), list(categories.values[column])
+    return np.asarray(categories.codes[column], dtype=np.intp), categories.values[column]
 
 
 def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> np.ndarray:
@@ -265,7 +265,7 @@ def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layou
         codes, values = _row_values(column, synopsis, layout)
         allowed = np.ones(len(values), dtype=bool)
         if column in query.members:
-            allowed &= np.array([any(matches(v, lit) for lit in query.members[column]) for v in values], dtype=bool)
+            allowed &= member_mask(values, query.members[column])  # matches(v, literal) for every pair
         if column in query.ranges:
             r = query.ranges[column]
             allowed &= np.array([v is not None and not isinstance(v, str) and r.contains(float(v)) for v in values],
