@@ -33,6 +33,16 @@ the partitioned build (:mod:`parzen.aqp.partitions`), and :func:`merged` adds th
   updated by the kernels of the rows that left the sample and of those that joined
   (:func:`_updated_density`); the regressions are fitted again on the merged sample.
 
+A join synopsis (:mod:`parzen.aqp.joins`: the fact table's rows carry their dimensions' columns)
+refreshes the same way when only its fact table got rows: the new rows are read from the join view
+(the fact table's rowids, so the same keys hash(rowid, seed)), each with its dimensions' columns, and
+merged as above (the categorical tables of dimension columns and keys too); their NULL foreign keys
+are added to the edges' counts.  It rebuilds when a dimension changed in any way
+(:func:`parzen.aqp.joins.dimension_changes`: row count and content fingerprint of each dimension's
+key and carried columns against the build's), when an appended row's foreign key matches no
+dimension row, or when NULL keys come into a dimension too large for a categorical key (a build
+refuses both, and the rebuild says so).
+
 A refresh rebuilds (and says why: :class:`Refresh`) when rows the synopsis read were deleted or
 updated, when a column that held only integers gets fractions, a reflected column (non-negative at
 build) a negative value, a column NULL at build its first values, or a grid would need more than
@@ -90,31 +100,36 @@ class Refresh:
     why: str = ""
 
 
-def database_batches(con, synopsis: Synopsis, changes: TableChanges) -> Iterator[tuple[pd.DataFrame, np.ndarray]]:
+def database_batches(con, synopsis: Synopsis, changes: TableChanges,
+                     relation: str | None = None) -> Iterator[tuple[pd.DataFrame, np.ndarray]]:
     """The appended rows of a DuckDB table (rowids from the synopsis's ``rowid_end`` to the end
     :func:`table_changes` found), a batch at a time: the modelled columns as DOUBLE, the group
-    columns, and each row's key hash(rowid, seed) (the key the build sampled by)."""
+    columns, and each row's key hash(rowid, seed) (the key the build sampled by).  ``relation``: a
+    join synopsis's view (:func:`parzen.aqp.joins.ensure_view`), whose ``rowid`` is the fact table's,
+    so the new fact rows come joined with their dimensions' rows."""
     numeric = list(synopsis.models)
     cols = [*(f"{as_double(quote(c), synopsis.temporal.get(c))} AS {quote(c)}" for c in numeric),
             *map(quote, synopsis.group_by),
             *(f"{quote(c)} AS {quote(LABEL + c)}" for c in _categorical(synopsis)),
             f"hash(rowid, {int(synopsis.seed)}) AS __key"]
-    relation = con.sql(f"SELECT {', '.join(cols)} FROM {quote(synopsis.table)} "
-                       f"WHERE rowid >= {int(synopsis.rowid_end)} AND rowid < {int(changes.rowid_end)}")
-    reader = relation.to_arrow_reader(BATCH_ROWS) if hasattr(relation, "to_arrow_reader") else \
-        relation.fetch_arrow_reader(BATCH_ROWS)
+    result = con.sql(f"SELECT {', '.join(cols)} FROM {quote(relation or synopsis.table)} "
+                     f"WHERE rowid >= {int(synopsis.rowid_end)} AND rowid < {int(changes.rowid_end)}")
+    reader = result.to_arrow_reader(BATCH_ROWS) if hasattr(result, "to_arrow_reader") else \
+        result.fetch_arrow_reader(BATCH_ROWS)
     for batch in reader:
         frame = batch.to_pandas()
         yield frame, frame.pop("__key").to_numpy(dtype=np.uint64)
 
 
-def appended_combinations(con, synopsis: Synopsis, changes: TableChanges) -> dict[tuple, Counter]:
+def appended_combinations(con, synopsis: Synopsis, changes: TableChanges,
+                          relation: str | None = None) -> dict[tuple, Counter]:
     """Per exact table of the synopsis's categorical columns, the appended rows per combination of
-    their values: one GROUPING SETS pass over the new rows (:func:`parzen.aqp.categories.grouping_sets`)."""
+    their values: one GROUPING SETS pass over the new rows (:func:`parzen.aqp.categories.grouping_sets`),
+    of ``relation`` (a join synopsis's view) when given."""
     if synopsis.categories is None:
         return {}
     view = "parzen_appended_" + synopsis.table
-    con.execute(f"CREATE OR REPLACE TEMP VIEW {quote(view)} AS SELECT * FROM {quote(synopsis.table)} "
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {quote(view)} AS SELECT * FROM {quote(relation or synopsis.table)} "
                 f"WHERE rowid >= {int(synopsis.rowid_end)} AND rowid < {int(changes.rowid_end)}")
     try:
         sets = [t.columns for t in synopsis.categories.tables]
@@ -163,18 +178,25 @@ def refresh(con, synopsis: Synopsis) -> Refresh:
     changes = table_changes(con, synopsis, relation)
     if not changes.appended_only(synopsis):
         return Refresh(None, changes.why(synopsis))
+    if synopsis.joins:
+        why = joins.dimension_changes(con, synopsis)
+        if why:
+            return Refresh(None, why)
     if not changes.new_rows:
         return Refresh(synopsis)
+    edges = synopsis.joins
     if synopsis.joins:
-        return Refresh(None, f"{changes.why(synopsis)} to the fact table of a join synopsis, which is rebuilt in full "
-                             "(its appended rows need their dimensions' rows)")
+        edges, why = joins.appended_edges(con, synopsis, changes.rowid_end)
+        if why:
+            return Refresh(None, why)
     refuse_non_finite(synopsis.table, changes.non_finite)
-    appended = AppendedRows.read(synopsis, database_batches(con, synopsis, changes))
-    appended.combinations = appended_combinations(con, synopsis, changes)
+    appended = AppendedRows.read(synopsis, database_batches(con, synopsis, changes, relation))
+    appended.combinations = appended_combinations(con, synopsis, changes, relation)
     out = merged(synopsis, appended)
     if out.synopsis is not None:
         out.synopsis.fingerprint = synopsis.fingerprint + changes.new_fingerprint
         out.synopsis.rowid_end = changes.rowid_end
+        out.synopsis.joins = edges
     return out
 
 

@@ -992,7 +992,9 @@ def _table_now(con, synopsis: Synopsis) -> tuple[int | None, str]:
     """The row count of the synopsis's table now (None if it was dropped) and why the synopsis is
     stale ("" if it is not): the table or a column it covers is gone, rows were appended (and
     nothing else changed), rows were deleted or updated ("rows changed"), or (same rows) the content
-    fingerprint changed (:func:`parzen.aqp.changes.table_changes`: one scan).  For a synopsis of Parquet files, their rows now
+    fingerprint changed (:func:`parzen.aqp.changes.table_changes`: one scan); for a join synopsis whose
+    fact rows are as it read them, also a changed dimension (:func:`parzen.aqp.joins.dimension_changes`:
+    one scan of each).  For a synopsis of Parquet files, their rows now
     and whether files came, went or changed (:func:`parzen.distributed.synopsis.source_now`); for
     one of a dask DataFrame, (None, ""): nothing to check against."""
     if synopsis.source:
@@ -1012,7 +1014,10 @@ def _table_now(con, synopsis: Synopsis) -> tuple[int | None, str]:
         return None, "a joined table dropped" if synopsis.joins else "table dropped"
     except duckdb.BinderException:
         return None, "columns changed (a column it models or groups by is gone)"
-    return changes.rows, changes.why(synopsis)
+    why = changes.why(synopsis)
+    if synopsis.joins and changes.appended_only(synopsis) and all("fingerprint" in e for e in synopsis.joins):
+        why = join_synopses.dimension_changes(con, synopsis) or why  # one scan of each dimension
+    return changes.rows, why
 
 
 #: The configuration of the DuckDB instance an Engine opens itself: no file access beyond the

@@ -174,14 +174,21 @@ def view_sql(con, fact: str, edges: list[JoinEdge]) -> tuple[str, dict[str, list
     return f"SELECT {', '.join(items)} FROM {_quote(fact)} AS t0 {joined}", carried
 
 
-def check(con, fact: str, edges: list[JoinEdge]) -> tuple[dict[str, int], dict[str, int]]:
+def check(con, fact: str, edges: list[JoinEdge],
+          carried: dict[str, list[str]]) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     """Refuse keys that are not unique and fact rows whose key matches nothing; the dimensions'
-    exact rows and, per dimension, the rows whose foreign key is NULL.
+    exact rows, per dimension the rows whose foreign key is NULL, and each dimension's content
+    fingerprint (:func:`dimension_state`: what :func:`dimension_changes` compares with later).
 
     A NULL foreign key joins nothing (SQL's inner join drops its row), but the row stays in the
     fact table: the view keeps it (a LEFT JOIN, the dimension's columns NULL) and a query that
     joins the dimension drops it again (:func:`inner_rows`).  A non-NULL key without a match is
     refused: it is a broken key, which no answer should hide.
+
+    Parameters
+    ----------
+    carried : dict of str to list of str
+        Per dimension, the columns the view carries (:func:`view_sql`).
 
     Returns
     -------
@@ -189,36 +196,103 @@ def check(con, fact: str, edges: list[JoinEdge]) -> tuple[dict[str, int], dict[s
         Per dimension, its rows.
     nulls : dict of str to int
         Per dimension, the rows (of the table it is joined to) whose foreign key is NULL.
+    fingerprints : dict of str to int
+        Per dimension, SUM(hash(key, carried columns)) over its rows.
 
     Raises
     ------
     ValueError
         A dimension key with duplicate values, or fact rows whose non-NULL key has no match.
     """
-    rows = {}
+    from .build import fingerprint_sql
+
+    rows, fingerprints = {}, {}
     for e in edges:
-        total, duplicates = con.execute(
-            f"SELECT COUNT(*), COUNT({_quote(e.key)}) - COUNT(DISTINCT {_quote(e.key)}) FROM {_quote(e.parent)}"
-        ).fetchone()
+        total, duplicates, fingerprint = con.execute(
+            f"SELECT COUNT(*), COUNT({_quote(e.key)}) - COUNT(DISTINCT {_quote(e.key)}), "
+            f"{fingerprint_sql([e.key, *carried[e.parent]])} FROM {_quote(e.parent)}").fetchall()[0]
         if duplicates:
             raise ValueError(f"joins: {e.parent}.{e.key} is not unique ({duplicates} duplicate value(s)), so it is no "
                              f"key: a join along {e.child}.{e.column} could repeat fact rows")
-        rows[e.parent] = int(total)
+        rows[e.parent], fingerprints[e.parent] = int(total), int(fingerprint or 0)
+    nulls = {}
+    for e, (dangling, nulls[e.parent]) in zip(edges, key_faults(con, fact, edges)):
+        if dangling:
+            raise ValueError(f"joins: {dangling} row(s) of {fact!r} have no match in {e.parent}.{e.key} (along "
+                             f"{e.child}.{e.column}: keys that are not NULL and match no row); a join synopsis keeps "
+                             "every fact row, so it refuses them: fix the keys, or build without this join")
+    return rows, nulls, fingerprints
+
+
+def key_faults(con, fact: str, edges: list[JoinEdge], rowids: tuple[int, int] | None = None) -> list[tuple[int, int]]:
+    """Per edge, the rows (of the fact table, or of those with rowid in ``[start, end)``) whose
+    foreign key matches no row though it is not NULL (dangling), and those whose key is NULL; one
+    scan of the fact table joined with its dimensions."""
     alias = {fact: "t0", **{e.parent: f"t{k + 1}" for k, e in enumerate(edges)}}
     joined = " ".join(f"LEFT JOIN {_quote(e.parent)} AS {alias[e.parent]} ON {alias[e.child]}.{_quote(e.column)} = "
                       f"{alias[e.parent]}.{_quote(e.key)}" for e in edges)
     counts = ", ".join(f"COUNT(*) FILTER (WHERE {alias[e.parent]}.{_quote(e.key)} IS NULL AND "
                        f"{alias[e.child]}.{_quote(e.column)} IS NOT NULL), "
                        f"COUNT(*) FILTER (WHERE {alias[e.child]}.{_quote(e.column)} IS NULL)" for e in edges)
-    found = con.execute(f"SELECT {counts} FROM {_quote(fact)} AS t0 {joined}").fetchone()
-    nulls = {}
-    for k, e in enumerate(edges):
-        dangling, nulls[e.parent] = int(found[2 * k]), int(found[2 * k + 1])
+    where = f" WHERE t0.rowid >= {int(rowids[0])} AND t0.rowid < {int(rowids[1])}" if rowids else ""
+    found = con.execute(f"SELECT {counts} FROM {_quote(fact)} AS t0 {joined}{where}").fetchall()[0]  # the connection is free
+    return [(int(found[2 * k]), int(found[2 * k + 1])) for k in range(len(edges))]
+
+
+def dimension_state(con, edge: dict) -> tuple[int, int]:
+    """A stored edge's dimension now: its rows and SUM(hash(key, carried columns)) over them (as
+    :func:`check` computed them at build), in one scan of the dimension."""
+    from .build import fingerprint_sql
+
+    row = con.execute(f"SELECT COUNT(*), {fingerprint_sql([edge['key'], *edge['columns']])} "
+                      f"FROM {_quote(edge['parent'])}").fetchall()[0]
+    return int(row[0]), int(row[1] or 0)
+
+
+def dimension_changes(con, synopsis) -> str:
+    """Why the dimensions of a join synopsis are not as it read them ("" when they are): per
+    dimension, its row count and content fingerprint against those kept at build (rows appended,
+    deleted or updated: a changed key or attribute, also of rows no fact row references).
+
+    Raises
+    ------
+    duckdb.CatalogException, duckdb.BinderException
+        A dimension, or a column it carries, is gone.
+    """
+    for e in synopsis.joins:
+        if "fingerprint" not in e:
+            return (f"the synopsis keeps no fingerprint of dimension {e['parent']!r} (built by an older parzen), so "
+                    "changes to it cannot be ruled out")
+        rows, fingerprint = dimension_state(con, e)
+        before = synopsis.dimension_rows[e["parent"]]
+        if rows != before:
+            return f"dimension {e['parent']!r} changed: {before} rows at build, {rows} now"
+        if fingerprint != int(e["fingerprint"]):
+            return f"dimension {e['parent']!r} changed: contents changed (same row count)"
+    return ""
+
+
+def appended_edges(con, synopsis, rowid_end: int) -> tuple[list[dict], str]:
+    """A join synopsis's stored edges with the NULL foreign keys among the fact rows appended since
+    it read them (rowids from its ``rowid_end`` to ``rowid_end``) added, or why they cannot be:
+    appended rows whose key matches no dimension row (which a build refuses), or NULL keys into a
+    dimension of more than :data:`parzen.aqp.categories.CATEGORY_LIMIT` rows (no categorical column
+    tells the rows a join drops; a build refuses them too)."""
+    from .categories import CATEGORY_LIMIT
+
+    fact = synopsis.table
+    edges = [JoinEdge(e["child"], e["column"], e["parent"], e["key"]) for e in synopsis.joins]
+    faults = key_faults(con, fact, edges, (int(synopsis.rowid_end), int(rowid_end)))
+    out = []
+    for e, (dangling, nulls) in zip(synopsis.joins, faults):
         if dangling:
-            raise ValueError(f"joins: {dangling} row(s) of {fact!r} have no match in {e.parent}.{e.key} (along "
-                             f"{e.child}.{e.column}: keys that are not NULL and match no row); a join synopsis keeps "
-                             "every fact row, so it refuses them: fix the keys, or build without this join")
-    return rows, nulls
+            return [], (f"{dangling} appended row(s) of {fact!r} have no match in {e['parent']}.{e['key']} (along "
+                        f"{e['child']}.{e['column']})")
+        if nulls and synopsis.dimension_rows[e["parent"]] > CATEGORY_LIMIT:
+            return [], (f"{nulls} appended row(s) of {e['child']!r} have a NULL {e['column']}, and {e['parent']!r} has "
+                        f"more than {CATEGORY_LIMIT} rows")
+        out.append({**e, "nulls": int(e.get("nulls", 0)) + nulls})
+    return out, ""
 
 
 def inner_rows(query, synopsis):
@@ -269,13 +343,13 @@ def ensure_view(con, fact: str, joins: list[dict]) -> str:
 
 def prepare(con, fact: str, joins) -> tuple[str, list[dict], dict[str, int]]:
     """Check a build's ``joins`` and create its view: the view's name, the edges as the synopsis
-    stores them (with the columns each dimension carries and the rows whose key is NULL) and the
-    dimensions' rows."""
+    stores them (with the columns each dimension carries, the rows whose key is NULL and the
+    dimension's content fingerprint, :func:`check`) and the dimensions' rows."""
     edges = edges_of(con, fact, joins)
-    dimension_rows, nulls = check(con, fact, edges)
     _, carried = view_sql(con, fact, edges)
+    dimension_rows, nulls, fingerprints = check(con, fact, edges, carried)
     stored = [{"child": e.child, "column": e.column, "parent": e.parent, "key": e.key, "columns": carried[e.parent],
-               "nulls": nulls[e.parent]} for e in edges]
+               "nulls": nulls[e.parent], "fingerprint": str(fingerprints[e.parent])} for e in edges]
     return ensure_view(con, fact, stored), stored, dimension_rows
 
 

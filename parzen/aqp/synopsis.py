@@ -85,7 +85,9 @@ class Synopsis:
     summary: ColumnSummary | None = None  # per group and column: COUNT, mean, M2, MIN, MAX (column_summary.py)
     sketches: DistinctSketches | None = None  # per group and column: HLL of the distinct values (sketches.py)
     categories: Categories | None = None  # categorical columns: exact values and counts, sampled codes (categories.py)
-    #: the join synopsis's foreign keys (joins.py): {"child", "column", "parent", "key"} per edge, fact table first
+    #: the join synopsis's foreign keys (joins.py): {"child", "column", "parent", "key"} per edge, fact table first,
+    #: with the dimension's carried "columns", the child's rows of NULL key ("nulls") and the dimension's content
+    #: "fingerprint" (a decimal string; absent in synopses built before it was kept)
     joins: list[dict] = field(default_factory=list)
     dimension_rows: dict[str, int] = field(default_factory=dict)  # per joined dimension table, its exact rows
     sample_keys: np.ndarray | None = None  # uint64 per sampled row: its random key (appends.py)

@@ -1,0 +1,213 @@
+"""Engine.refresh of join synopses (issue 19, items 1 and 4; parzen.aqp.appends, parzen.aqp.joins):
+rows appended to the fact table alone are read joined with their dimensions and merged, giving the
+exact parts and the sample of a rebuild; any change to a dimension (rows appended, deleted or
+updated), or appended rows whose keys match nothing, rebuild, saying why.
+
+A generated star schema with a snowflake arm: fact ``sales`` -> ``orders`` -> ``customer``, and
+``sales`` -> ``product`` (50 rows: its key is a categorical column, with exact rows per key).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+from parzen.aqp import Engine, SynopsisRebuiltWarning
+from parzen.aqp import store as synopsis_store
+
+FACT_ROWS = 20_000
+KEYS = {"s_orderkey": "orders.o_orderkey", "s_productkey": "product.p_productkey",
+        "orders.o_custkey": "customer.c_custkey"}
+JOIN = ("FROM sales JOIN orders ON s_orderkey = o_orderkey JOIN customer ON o_custkey = c_custkey "
+        "JOIN product ON s_productkey = p_productkey")
+
+
+def _insert(con, table, frame):
+    con.register("frame_to_insert", frame)
+    con.execute(f"INSERT INTO {table} SELECT * FROM frame_to_insert")
+    con.unregister("frame_to_insert")
+
+
+def _sales(rows, seed, orders=3_000, price_scale=30.0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"s_orderkey": rng.integers(0, orders, rows), "s_productkey": rng.integers(0, 50, rows),
+                         "s_quantity": rng.integers(1, 51, rows), "s_price": rng.gamma(3.0, price_scale, rows),
+                         "s_mode": rng.choice(["AIR", "MAIL", "SHIP", "RAIL"], rows, p=[0.4, 0.3, 0.2, 0.1])})
+
+
+def _schema(con):
+    rng = np.random.default_rng(0)
+    con.execute("CREATE TABLE customer (c_custkey INTEGER, c_segment VARCHAR, c_balance DOUBLE)")
+    _insert(con, "customer", pd.DataFrame({"c_custkey": np.arange(310),  # 300 to 309: no order's
+                                           "c_segment": rng.choice(["AUTO", "BUILD", "FURN"], 310),
+                                           "c_balance": rng.uniform(0.0, 1000.0, 310)}))
+    con.execute("CREATE TABLE orders (o_orderkey INTEGER, o_custkey INTEGER, o_priority VARCHAR, o_total DOUBLE)")
+    _insert(con, "orders", pd.DataFrame({"o_orderkey": np.arange(3_000), "o_custkey": rng.integers(0, 300, 3_000),
+                                         "o_priority": rng.choice(["1-URGENT", "2-HIGH", "3-LOW"], 3_000),
+                                         "o_total": rng.gamma(2.0, 500.0, 3_000)}))
+    con.execute("CREATE TABLE product (p_productkey INTEGER, p_brand VARCHAR, p_weight DOUBLE)")
+    _insert(con, "product", pd.DataFrame({"p_productkey": np.arange(50), "p_brand": [f"B{i % 7}" for i in range(50)],
+                                          "p_weight": rng.uniform(1.0, 20.0, 50)}))
+    con.execute("CREATE TABLE sales (s_orderkey INTEGER, s_productkey INTEGER, s_quantity INTEGER, s_price DOUBLE, "
+                "s_mode VARCHAR)")
+    _insert(con, "sales", _sales(FACT_ROWS, 1))
+
+
+@pytest.fixture
+def con():
+    con = duckdb.connect(":memory:")
+    _schema(con)
+    return con
+
+
+def _quiet(call, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SynopsisRebuiltWarning)  # an incremental refresh must not rebuild
+        return call(*args, **kwargs)
+
+
+def _tables(categories):
+    """Each exact table as {columns: {value combination: rows}} (codes decoded)."""
+    return {t.columns: {tuple(categories.values[c][k] for c, k in zip(t.columns, codes)): n
+                        for codes, n in zip(t.codes.tolist(), t.rows.tolist())} for t in categories.tables}
+
+
+@pytest.mark.parametrize("group_by", [None, ["s_mode"]])
+def test_refresh_of_a_join_synopsis_has_the_exact_parts_and_sample_of_a_rebuild(con, group_by):
+    """Fact rows appended (2 %, prices beyond the old grid): the refresh reads them joined with their
+    dimensions; row count, totals (of dimension columns too), group rows, the categorical values and
+    exact tables (dimension columns, the small dimension's key, pairs), C(t) at the grid points,
+    fingerprint, rowid end equal a rebuild's; the sample is the rebuild's row for row."""
+    engine = Engine(con)
+    built = engine.build("sales", joins=KEYS, sample=2_000, group_by=group_by, grid=512, seed=3)
+    _insert(con, "sales", _sales(400, 2, price_scale=60.0))
+    assert engine.check("sales") == f"400 rows appended ({FACT_ROWS} at build, {FACT_ROWS + 400} now)"
+    refreshed = _quiet(engine.refresh, "sales")
+    assert refreshed.refreshed.startswith("400 appended rows added in")
+    assert engine.check("sales") == ""
+    assert refreshed.models["s_price"].maximum > built.models["s_price"].maximum
+    rebuilt = engine.refresh("sales", full=True)
+    assert rebuilt.refreshed == "rebuilt: full=True"
+    assert refreshed.row_count == rebuilt.row_count == FACT_ROWS + 400
+    assert (refreshed.fingerprint, refreshed.rowid_end) == (rebuilt.fingerprint, rebuilt.rowid_end)
+    assert refreshed.joins == rebuilt.joins and refreshed.dimension_rows == rebuilt.dimension_rows
+    assert set(refreshed.totals) >= {"o_total", "c_balance", "p_weight"}
+    for c, (count, total) in rebuilt.totals.items():
+        assert refreshed.totals[c][0] == count and refreshed.totals[c][1] == pytest.approx(total, rel=1e-12), c
+    assert [(g.key, g.rows, g.stop - g.start) for g in refreshed.groups] == \
+        [(g.key, g.rows, g.stop - g.start) for g in rebuilt.groups]
+    np.testing.assert_array_equal(refreshed.sample_keys, rebuilt.sample_keys)
+    for c in rebuilt.sample:
+        np.testing.assert_array_equal(refreshed.sample[c], rebuilt.sample[c])
+    mine, theirs = refreshed.categories, rebuilt.categories
+    assert mine.values == theirs.values
+    assert {"o_priority", "c_segment", "p_brand", "s_productkey"} <= set(mine.values)
+    for c in theirs.codes:
+        np.testing.assert_array_equal(mine.codes[c], theirs.codes[c])
+    ours, full = _tables(mine), _tables(theirs)
+    shared = set(ours) & set(full)
+    assert {("o_priority",), ("c_segment",), ("s_productkey",)} <= shared
+    assert any(len(columns) == 2 for columns in shared)
+    for columns in shared:
+        assert ours[columns] == full[columns], columns
+    for c, grid in refreshed.grids.items():
+        if c in rebuilt.grids and np.array_equal(grid.points, rebuilt.grids[c].points):
+            np.testing.assert_array_equal(grid.count, rebuilt.grids[c].count)
+    price = refreshed.grids["s_price"]
+    for k in [*range(0, price.points.size, 37), price.points.size - 1]:
+        exact = con.execute("SELECT COUNT(*) FROM sales WHERE s_price <= ?", [float(price.points[k])]).fetchone()[0]
+        assert price.count[k] == exact
+
+
+def test_refreshed_join_answers_match_duckdb(con):
+    """After an append, answers of the refreshed join synopsis: counts by dimension columns exact (no
+    numeric filter: the exact tables), filtered sums within 10 % and mostly inside their intervals."""
+    engine = Engine(con)
+    engine.build("sales", joins=KEYS, sample=4_000, seed=5)
+    _insert(con, "sales", _sales(400, 7))
+    _quiet(engine.refresh, "sales")
+    sql = f"SELECT c_segment, o_priority, COUNT(*) AS n {JOIN} GROUP BY c_segment, o_priority"
+    approx = engine.query(sql)
+    exact = con.execute(sql + " ORDER BY c_segment, o_priority").df()
+    assert list(zip(approx["c_segment"], approx["o_priority"])) == list(zip(exact["c_segment"], exact["o_priority"]))
+    np.testing.assert_array_equal(approx["n"].to_numpy(float), exact["n"].to_numpy(float))
+    covered = total = 0
+    for sql in [f"SELECT p_brand, SUM(s_price) AS v {JOIN} WHERE o_total > 600 GROUP BY p_brand",
+                f"SELECT c_segment, COUNT(*) AS v {JOIN} WHERE s_price BETWEEN 50 AND 150 GROUP BY c_segment"]:
+        approx = engine.query(sql, with_error=True)
+        key = approx.columns[0]
+        truth = con.execute(sql + f" ORDER BY {key}").df()
+        assert list(approx[key]) == list(truth[key])
+        a, e = approx["v"].to_numpy(float), truth["v"].to_numpy(float)
+        assert np.max(np.abs(a / e - 1)) < 0.10, sql
+        covered += int(((approx["v low"] <= e) & (e <= approx["v high"])).sum())
+        total += e.size
+    assert covered >= total - 2, (covered, total)
+
+
+@pytest.mark.parametrize("change, why", [
+    ("INSERT INTO product VALUES (50, 'B9', 3.0)", "dimension 'product' changed: 50 rows at build, 51 now"),
+    ("DELETE FROM customer WHERE c_custkey NOT IN (SELECT o_custkey FROM orders)",
+     "dimension 'customer' changed: 310 rows at build, 300 now"),
+    ("UPDATE orders SET o_total = o_total + 1 WHERE o_orderkey NOT IN (SELECT s_orderkey FROM sales)",
+     "dimension 'orders' changed: contents changed (same row count)"),
+])
+def test_a_dimension_change_rebuilds_saying_why(con, change, why):
+    """Changes to a dimension, even to rows no fact row references (the join view is the same), show
+    in check and make refresh rebuild, with fact rows appended or not."""
+    engine = Engine(con)
+    engine.build("sales", joins=KEYS, sample=1_000, grid=64)
+    con.execute(change)
+    assert engine.check("sales").startswith(why)
+    _insert(con, "sales", _sales(100, 4))
+    with pytest.warns(SynopsisRebuiltWarning, match=re.escape(f"refresh rebuilt the synopsis of 'sales': {why}")):
+        rebuilt = engine.refresh("sales")
+    assert rebuilt.refreshed.startswith(f"rebuilt: {why}")
+    assert rebuilt.row_count == FACT_ROWS + 100 and engine.check("sales") == ""
+
+
+def test_appended_rows_without_a_match_rebuild_and_the_rebuild_refuses_them(con):
+    engine = Engine(con)
+    engine.build("sales", joins=KEYS, sample=1_000, grid=0)
+    con.execute("INSERT INTO sales VALUES (99999, 1, 3, 10.0, 'AIR')")
+    with pytest.warns(SynopsisRebuiltWarning, match=r"1 appended row\(s\) of 'sales' have no match in orders"), \
+            pytest.raises(ValueError, match=r"1 row\(s\) of 'sales' have no match in orders.o_orderkey"):
+        engine.refresh("sales")
+
+
+def test_appended_null_keys_into_a_small_dimension_are_counted_and_joins_drop_them(con):
+    """NULL foreign keys among the appended rows: the refresh adds them to the edge's count and to the
+    key's exact table, so a query joining the dimension drops them, as SQL does, exactly."""
+    engine = Engine(con)
+    engine.build("sales", joins=KEYS, sample=2_000, grid=0)
+    con.execute("INSERT INTO sales VALUES (5, NULL, 3, 10.0, 'AIR'), (6, NULL, 4, 20.0, 'MAIL'), (7, 3, 5, 30.0, 'AIR')")
+    refreshed = _quiet(engine.refresh, "sales")
+    assert {e["parent"]: e["nulls"] for e in refreshed.joins} == {"orders": 0, "product": 2, "customer": 0}
+    assert engine.query("SELECT COUNT(*) FROM sales").iloc[0, 0] == FACT_ROWS + 3
+    joined = "FROM sales JOIN product ON s_productkey = p_productkey"
+    assert engine.query(f"SELECT COUNT(*) {joined}").iloc[0, 0] == FACT_ROWS + 1
+    sql = f"SELECT p_brand, COUNT(*) AS n {joined} GROUP BY p_brand"
+    approx, exact = engine.query(sql), con.execute(sql + " ORDER BY p_brand").df()
+    assert list(approx["p_brand"]) == list(exact["p_brand"])
+    np.testing.assert_array_equal(approx["n"].to_numpy(float), exact["n"].to_numpy(float))
+
+
+def test_a_join_synopsis_without_dimension_fingerprints_rebuilds_on_refresh(con):
+    """One stored before dimensions' fingerprints were kept: check cannot judge its dimensions (it
+    stays fresh), and a refresh after an append rebuilds, saying so; the rebuilt one keeps them."""
+    engine = Engine(con)
+    built = engine.build("sales", joins=KEYS, sample=1_000, grid=0)
+    for e in built.joins:
+        del e["fingerprint"]
+    synopsis_store.save(con, built)
+    engine = Engine(con)
+    assert engine.check("sales") == ""
+    _insert(con, "sales", _sales(50, 9))
+    with pytest.warns(SynopsisRebuiltWarning, match="keeps no fingerprint of dimension 'orders'"):
+        rebuilt = engine.refresh("sales")
+    assert all("fingerprint" in e for e in rebuilt.joins)
