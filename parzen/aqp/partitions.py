@@ -21,7 +21,11 @@ sees what one pass over the whole table would:
   (:mod:`parzen.aqp.bandwidths`), and :class:`parzen.aqp.grid.GridBuckets` for the gridded form.
 
 Values are read as float64 with NULL as NaN (:func:`numeric_values`): pandas' NA, a NaN of a
-float column, or Arrow's null; Arrow decimals are cast by Arrow (no Python objects).
+float column, or Arrow's null; Arrow decimals are cast by Arrow (no Python objects).  Dates and
+timestamps (Arrow date32 / date64 / timestamp, pandas datetime64 with or without a time zone) are
+read as days since 1970-01-01, as a DuckDB table's are (:mod:`parzen.aqp.dates`): a date's whole
+days, a timestamp's microseconds since the epoch (UTC; nanoseconds truncated, as DuckDB's
+``epoch_us``) divided by 86 400 000 000.
 """
 
 from __future__ import annotations
@@ -40,12 +44,16 @@ from .sketches import DistinctSketches
 
 #: Column type names (DuckDB's spelling) given to a DataFrame's dtypes (:func:`frame_types`).
 INTEGER, FLOATING, DECIMAL, BOOLEAN, OTHER = "BIGINT", "DOUBLE", "DECIMAL", "BOOLEAN", "VARCHAR"
+DATE_TYPE, TIMESTAMP, TIMESTAMP_TZ = "DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE"
+#: Microseconds per day: a timestamp's days since 1970-01-01 are its epoch microseconds over this.
+MICROSECONDS_PER_DAY = 86_400_000_000
 
 
 def frame_types(dtypes: pd.Series) -> dict[str, str]:
     """Column name -> a DuckDB type name for each of a DataFrame's ``dtypes``: BIGINT for integers,
-    DOUBLE for floats, DECIMAL for Arrow decimals, BOOLEAN, and VARCHAR for anything else (strings,
-    categories, dates: group columns, never modelled).
+    DOUBLE for floats, DECIMAL for Arrow decimals, BOOLEAN, DATE for Arrow dates, TIMESTAMP for Arrow
+    timestamps and pandas datetime64 (TIMESTAMP WITH TIME ZONE with a time zone), and VARCHAR for
+    anything else (strings, categories: group columns, never modelled).
 
     Parameters
     ----------
@@ -65,6 +73,8 @@ def frame_types(dtypes: pd.Series) -> dict[str, str]:
 
 
 def _numpy_kind(dtype) -> str:
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return TIMESTAMP_TZ if isinstance(dtype, pd.DatetimeTZDtype) else TIMESTAMP
     if pd.api.types.is_bool_dtype(dtype):
         return BOOLEAN
     if pd.api.types.is_integer_dtype(dtype):
@@ -82,6 +92,10 @@ def _arrow_kind(arrow_type) -> str:
         return INTEGER
     if pa.types.is_floating(arrow_type):
         return FLOATING
+    if pa.types.is_date(arrow_type):
+        return DATE_TYPE
+    if pa.types.is_timestamp(arrow_type):
+        return TIMESTAMP_TZ if arrow_type.tz is not None else TIMESTAMP
     return DECIMAL if pa.types.is_decimal(arrow_type) else OTHER
 
 
@@ -93,7 +107,8 @@ def numeric_values(frame: pd.DataFrame, column: str) -> np.ndarray:
     frame : pandas.DataFrame
         One part of the table.
     column : str
-        A numeric column (integer, float or Arrow decimal).
+        A numeric column (integer, float or Arrow decimal), or a date or timestamp column (read as
+        days since 1970-01-01: the module's notes).
 
     Returns
     -------
@@ -104,8 +119,19 @@ def numeric_values(frame: pd.DataFrame, column: str) -> np.ndarray:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        array = pc.cast(pa.chunked_array(pa.array(series.array)), pa.float64())
+        array = pa.chunked_array(pa.array(series.array))
+        if pa.types.is_date(array.type):
+            array = pc.cast(pc.cast(array, pa.date32()), pa.int32())  # whole days since 1970-01-01
+        elif pa.types.is_timestamp(array.type):  # the UTC instant's microseconds, truncated as DuckDB's epoch_us
+            micros = pc.cast(pc.cast(array, pa.timestamp("us", array.type.tz), safe=False), pa.int64())
+            return np.asarray(pc.cast(micros, pa.float64()).to_numpy(), dtype=np.float64) / MICROSECONDS_PER_DAY
+        array = pc.cast(array, pa.float64())
         return np.asarray(array.to_numpy(), dtype=np.float64)  # nulls become NaN
+    if pd.api.types.is_datetime64_any_dtype(series.dtype):
+        instants = series.dt.tz_convert("UTC").dt.tz_localize(None) if series.dt.tz is not None else series
+        micros = instants.to_numpy(dtype="datetime64[us]").astype(np.int64).astype(np.float64)
+        micros[instants.isna().to_numpy()] = np.nan
+        return micros / MICROSECONDS_PER_DAY
     return series.to_numpy(dtype=np.float64, na_value=np.nan)
 
 

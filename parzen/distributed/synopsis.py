@@ -45,6 +45,7 @@ from ..aqp.build import (
     refuse_non_finite,
     selector_of,
 )
+from ..aqp.dates import temporal_kind
 from ..aqp.grid import GRID_POINTS
 from ..aqp.partitions import (
     ColumnCounts,
@@ -210,6 +211,7 @@ def build_partitioned(frame, table: str, *, columns=None, sample: int = 100_000,
         synopsis = assemble_synopsis(options, Scan(scan.rows, totals, stats, groups, drawn, 0), passes, bar)
     synopsis.source = source or {"kind": DASK}
     synopsis.sample_keys = keys
+    synopsis.temporal = {c: kind for c in numeric if (kind := temporal_kind(types[c])) is not None}
     synopsis.build_seconds = time.perf_counter() - started
     return synopsis
 
