@@ -168,6 +168,8 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     for g, decoded in enumerate(selected.decoded):
         if unsampled[g] and bound is not None and guess is not None:
             rows[decoded] = _unsampled_candidate(query, synopsis, overall, float(bound[g]), float(guess[g]), z)
+        elif unsampled[g] and np.isnan(exact_rows[g]):  # unknown size (comparisons of two columns), none sampled
+            rows[decoded] = _unsampled_domain(query, synopsis, None if z is None else unsampled_rows_bound(layout, z), z)
         elif unsampled[g]:
             rows[decoded] = _unsampled(query, synopsis, overall, exact_rows[g], bool(ranges), z)
         else:
@@ -636,4 +638,26 @@ def _unsampled(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, flo
         else:
             value, bounds = rows * overall[a.name], (rows * min(0.0, low), rows * max(0.0, high))
         out[a.name] = Estimate(value) if z is None else Estimate(value, *bounds)
+    return out
+
+
+def _unsampled_domain(query: AggregateQuery, synopsis: Synopsis, bound: float | None,
+                      z: float | None) -> dict[str, Estimate]:
+    """A domain of unknown size (a comparison of two columns decides it: no exact table knows its
+    rows) that no sampled row falls in: COUNT and SUM are 0, the Horvitz-Thompson estimate with no
+    sampled term, within [0, B] rows (``bound``, :func:`unsampled_rows_bound`: a domain of more
+    rows is missed with probability at most alpha) times the column's range for SUM; AVG is NULL (NaN),
+    as SQL's AVG of no rows, unless rows exist."""
+    out = {}
+    for a in query.aggregates:
+        if z is None or bound is None:
+            out[a.name] = Estimate(math.nan if a.func == "avg" else 0.0)
+            continue
+        low, high = _column_range(synopsis, a.column)
+        if a.func == "avg":
+            out[a.name] = Estimate(math.nan, low, high)
+        elif a.func == "count":
+            out[a.name] = Estimate(0.0, 0.0, bound)
+        else:
+            out[a.name] = Estimate(0.0, bound * low if low < 0 else 0.0, bound * high if high > 0 else 0.0)
     return out

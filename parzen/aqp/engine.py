@@ -788,7 +788,8 @@ class Engine:
         joined = tuple(t for t in (query.table, *query.joined) if t.casefold() != table.casefold())
         return AggregateQuery(table, select, ranges, members, tuple(stored(g) for g in query.group_by),
                               boxes=tuple(box(*b) for b in query.boxes), joined=joined, join_on=query.join_on,
-                              compared=tuple(c.renamed(stored) for c in query.compared))
+                              compared=tuple(c.renamed(stored) for c in query.compared),
+                              box_compared=tuple(tuple(c.renamed(stored) for c in pairs) for pairs in query.box_compared))
 
     def _answering_name(self, query: AggregateQuery) -> str:
         """The synopsis that answers ``query``: its FROM table's, or for a join the first of its
@@ -897,9 +898,11 @@ class Engine:
         layout = self._layouts[synopsis.table]
         # GROUP BY / IN on a categorical column outside the strata: domain estimates (parzen.aqp.domains)
         # and comparisons of two columns (parzen.aqp.row_predicates): the domain estimate's kept rows
-        if query.compared:
+        if query.compared or query.box_compared:
             row_predicates.check_answerable(query, synopsis)
-        approximate = domains.approximate if query.compared or domains.needed(query, synopsis) else answers.approximate
+        # OR / NOT: parzen.aqp.unions, which answers each intersection with comparisons as a domain estimate
+        by_domain = (query.compared and not query.boxes) or domains.needed(query, synopsis)
+        approximate = domains.approximate if by_domain else answers.approximate
         result, form = approximate(query, synopsis, layout, z if with_error else None)
         bounded = result.attrs.pop(domains.BOUNDED_GROUPS, [])  # groups whose intervals are bounds that hold
         if with_error:  # the smoothing bias's estimate widens the interval (parzen.aqp.contract)

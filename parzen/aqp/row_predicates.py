@@ -174,14 +174,13 @@ def check_answerable(query, synopsis) -> None:
     Raises
     ------
     UnsupportedQuery
-        With OR / NOT, aggregates other than COUNT / SUM / AVG (of columns or of arithmetic of
-        columns), or a synopsis without categorical columns (an older format).
+        Aggregates other than COUNT / SUM / AVG (of columns or of arithmetic of columns; under OR /
+        NOT, :mod:`parzen.aqp.unions` names those it refuses), or a synopsis without categorical
+        columns (an older format).
     """
     from .sql import UnsupportedQuery
 
-    shown = " AND ".join(map(str, query.compared))
-    if query.boxes:
-        raise UnsupportedQuery(f"the comparison of two columns {shown} with OR / NOT in the same WHERE")
+    shown = " AND ".join(map(str, query.compared or next(pairs for pairs in query.box_compared if pairs)))
     other = [a.name for a in query.aggregates if not (a.plain or (a.polynomial and a.func in ("sum", "avg")))]
     if other:
         raise UnsupportedQuery(f"{other[0]} under the comparison of two columns {shown} (COUNT, SUM and AVG only)")

@@ -151,6 +151,9 @@ class AggregateQuery:
     join_on: tuple[tuple[tuple[str | None, str], tuple[str | None, str]], ...] = ()
     #: AND-ed comparisons of two columns of a row (:mod:`parzen.aqp.row_predicates`), answered from the sample.
     compared: tuple[ColumnComparison, ...] = ()
+    #: With ``boxes``: per box, the comparisons of two columns AND-ed into it (a WHERE whose OR / NOT
+    #: reach comparisons of two columns, :mod:`parzen.aqp.row_predicates`); () when no box has any.
+    box_compared: tuple[tuple[ColumnComparison, ...], ...] = ()
 
     @property
     def aggregates(self) -> tuple[Aggregate, ...]:
@@ -161,7 +164,8 @@ class AggregateQuery:
         """Every column the query reads."""
         used = set(self.ranges) | set(self.members) | set(self.group_by)
         used |= {c for ranges, members in self.boxes for c in [*ranges, *members]}
-        used |= {c for comparison in self.compared for c in (comparison.left, comparison.right)}
+        used |= {c for comparison in (*self.compared, *(c for box in self.box_compared for c in box))
+                 for c in (comparison.left, comparison.right)}
         return used | {c for a in self.aggregates for c in a.inputs}
 
 
@@ -261,13 +265,13 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
         compared, condition = split_comparisons(  # comparisons of two columns: parzen.aqp.row_predicates
             condition, lambda node: _column(node, "WHERE", names) if _is_column(node) else None)
     if condition is not None and condition.find(exp.Or, exp.Not, exp.NEQ) is not None:
-        boxes = _boxes(condition, numbers, names)
+        boxes, box_compared = _boxes(condition, numbers, names)
         if len(boxes) > 1:
             return AggregateQuery(table, select, {}, {}, group_by, boxes=boxes, joined=joined, join_on=join_on,
-                                  compared=compared)
+                                  compared=compared, box_compared=box_compared if any(box_compared) else ())
         ranges, members = boxes[0] if boxes else ({}, {})
         return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on,
-                              compared=compared)
+                              compared=compared + (box_compared[0] if box_compared else ()))
     for predicate in conjuncts(condition) if condition is not None else ():
         _add_predicate(predicate, ranges, members, numbers, names)
     return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on, compared=compared)
@@ -581,26 +585,42 @@ def aggregate_sql(a: Aggregate) -> str:
 MAX_BOXES = 6
 #: NOT of a comparison: the comparison of the complement (the column's side kept).
 _NEGATED: dict[type[exp.Expr], type[exp.Expr]] = {exp.GT: exp.LTE, exp.GTE: exp.LT, exp.LT: exp.GTE, exp.LTE: exp.GT}
+#: NOT of a comparison of two columns: the opposite comparison (=, <> too).
+_OPPOSITE: dict[type[exp.Expr], type[exp.Expr]] = {**_NEGATED, exp.EQ: exp.NEQ, exp.NEQ: exp.EQ}
 
 
-def _boxes(node: exp.Expr, numbers, names) -> tuple[tuple[dict[str, Range], dict[str, frozenset]], ...]:
+def _boxes(node: exp.Expr, numbers, names) -> tuple[tuple[tuple[dict[str, Range], dict[str, frozenset]], ...],
+                                                   tuple[tuple[ColumnComparison, ...], ...]]:
     """A WHERE with OR / NOT as a union of boxes: NOT pushed down to the predicates (De Morgan;
-    NOT BETWEEN and <> become two ranges), then the disjunctive normal form, each conjunction a box
-    (ranges, members) as :func:`_add_predicate` makes them; boxes that are empty on their face
-    (a low end above the high end) are left out."""
-    boxes, first = [], None
+    NOT BETWEEN and <> become two ranges, NOT of a comparison of two columns the opposite
+    comparison), then the disjunctive normal form, each conjunction a box (ranges, members) as
+    :func:`_add_predicate` makes them, and its comparisons of two columns; boxes that are empty on
+    their face (a low end above the high end) are left out.
+
+    Returns
+    -------
+    boxes : tuple of (ranges, members)
+    compared : tuple of tuple of ColumnComparison
+        Per box, its comparisons of two columns (:mod:`parzen.aqp.row_predicates`).
+    """
+    boxes, compared, first = [], [], None
     for conjunction in _disjuncts(node, False):
         ranges: dict[str, Range] = {}
         members: dict[str, frozenset] = {}
-        for predicate in conjunction:
+        pairs, rest = split_comparisons(exp.and_(*conjunction), lambda n: _column(n, "WHERE", names)
+                                        if _is_column(n) else None)
+        for predicate in conjuncts(rest) if rest is not None else ():
             _add_predicate(predicate, ranges, members, numbers, names)
-        first = first or (ranges, members)
+        first = first or ((ranges, members), pairs)
         if all(r.low is None or r.high is None or r.low <= r.high for r in ranges.values()) and \
                 all(members.values()):
             boxes.append((ranges, members))
+            compared.append(pairs)
     if len(boxes) > MAX_BOXES:
         raise UnsupportedQuery(f"a WHERE whose OR / NOT expand to {len(boxes)} boxes (at most {MAX_BOXES})")
-    return tuple(boxes) if boxes or first is None else (first,)  # every box empty: one of them answers 0
+    if not boxes and first is not None:  # every box empty: one of them answers 0
+        return (first[0],), (first[1],)
+    return tuple(boxes), tuple(compared)
 
 
 def _disjuncts(node: exp.Expr, negate: bool) -> list[list[exp.Expr]]:
@@ -615,6 +635,9 @@ def _disjuncts(node: exp.Expr, negate: bool) -> list[list[exp.Expr]]:
         if len(left) * len(right) > MAX_BOXES * MAX_BOXES:
             raise UnsupportedQuery(f"a WHERE whose OR / NOT expand to over {MAX_BOXES} boxes")
         return [a + b for a in left for b in right]
+    if type(node) in OPERATORS and _is_column(node.this) and _is_column(node.expression):
+        # a comparison of two columns: its negation is the opposite comparison (both false on NULL, as SQL's NOT)
+        return [[_OPPOSITE[type(node)](this=node.this, expression=node.expression) if negate else node]]
     if isinstance(node, exp.NEQ):
         node, negate = exp.EQ(this=node.this, expression=node.expression), not negate
     if not negate:
@@ -740,9 +763,11 @@ def to_sql(query: AggregateQuery) -> str:
                                    for a, b in query.join_on]
     conditions += _box_conditions(query.ranges, query.members)
     if query.boxes:
-        conditions = conditions[:len(query.join_on)] + [exp.or_(*(exp.paren(exp.and_(*_box_conditions(*box)) if box[0] or box[1] else exp.true())
-                                for box in query.boxes))]
-    conditions += [_COMPARISON_NODES[c.op](this=_ident(c.left), expression=_ident(c.right)) for c in query.compared]
+        box_compared = query.box_compared or ((),) * len(query.boxes)
+        conditions = conditions[:len(query.join_on)] + [exp.or_(*(
+            exp.paren(exp.and_(*_box_conditions(*box), *map(_comparison_sql, pairs)))
+            if box[0] or box[1] or pairs else exp.true() for box, pairs in zip(query.boxes, box_compared)))]
+    conditions += [_comparison_sql(c) for c in query.compared]
     if conditions:
         select = select.where(exp.and_(*conditions))
     if query.group_by:
@@ -752,6 +777,10 @@ def to_sql(query: AggregateQuery) -> str:
 
 #: A :class:`~parzen.aqp.row_predicates.ColumnComparison`'s operator -> its sqlglot node.
 _COMPARISON_NODES: dict[str, type[exp.Expr]] = {op: node for node, op in OPERATORS.items()}
+
+
+def _comparison_sql(c: ColumnComparison) -> exp.Expr:
+    return _COMPARISON_NODES[c.op](this=_ident(c.left), expression=_ident(c.right))
 
 
 def _box_conditions(ranges: dict[str, Range], members: dict[str, frozenset]) -> list[exp.Expr]:

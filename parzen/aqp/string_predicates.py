@@ -350,9 +350,16 @@ def resolve_query(query, synopsis):
             raise UnsupportedQuery(f"{a.name} (of the {temporal[stored(dated[0])].upper()} column {dated[0]!r}: "
                                    "COUNT, MIN, MAX, quantiles and COUNT(DISTINCT) only)")
     known = synopsis.categories.values if synopsis.categories is not None else {}
-    resolved = [b for ranges, members in (query.boxes or boxes[:1]) for b in resolve_box(ranges, members, temporal, known, stored)]
+    pairs = query.box_compared or ((),) * len(query.boxes or boxes[:1])  # each box's comparisons of two columns
+    resolved, compared = [], []
+    for (ranges, members), box_pairs in zip(query.boxes or boxes[:1], pairs):
+        for b in resolve_box(ranges, members, temporal, known, stored):
+            resolved.append(b)
+            compared.append(box_pairs)
     if len(resolved) == 1:
-        return replace(query, ranges=resolved[0][0], members=resolved[0][1], boxes=())
+        return replace(query, ranges=resolved[0][0], members=resolved[0][1], boxes=(), box_compared=(),
+                       compared=query.compared + compared[0])
     if len(resolved) > MAX_BOXES:
         raise UnsupportedQuery(f"a WHERE whose OR / NOT expand to {len(resolved)} boxes (at most {MAX_BOXES})")
-    return replace(query, ranges={}, members={}, boxes=tuple(resolved))
+    return replace(query, ranges={}, members={}, boxes=tuple(resolved),
+                   box_compared=tuple(compared) if any(compared) else ())

@@ -8,7 +8,18 @@ disjunctive normal form).  Every additive aggregate of the union is, by inclusio
 
 and the intersection of boxes is a box, answered as any conjunctive query (totals, grid or the
 calibrated sample: :func:`parzen.aqp.answers.approximate`); intersections empty on their face
-(disjoint ranges, as in ``a < 10 OR a > 100``) are skipped.  Additive: COUNT(*), COUNT(col),
+(disjoint ranges, as in ``a < 10 OR a > 100``) are skipped.
+
+A box may also hold comparisons of two columns (``a < b OR x > 5``; ``NOT (a < b)`` is ``a >= b``,
+both false on NULL as SQL's NOT; :mod:`parzen.aqp.row_predicates`): an intersection holds all of its
+boxes' comparisons, and is answered as a domain estimate whose indicator 1[every comparison holds]
+is read off each sampled row (:func:`parzen.aqp.domains.approximate`).  The algebra stays exact per
+row: with c_ij = 1[box j's comparisons hold on row i] and m_i(B) row i's term for the box B (its
+kernel mass, times y for SUM), sum over S of (-1)^(|S|+1) m_i(cap_{j in S} B_j) prod_{j in S} c_ij
+= m_i(union of the B_j whose comparisons hold on row i) (inclusion-exclusion over those j alone),
+so the union's estimate is the Horvitz-Thompson domain estimate of the union with the per-row
+indicators (Saerndal, Swensson and Wretman 1992, section 10.3) where every intersection is read
+from the sample.  Additive: COUNT(*), COUNT(col),
 SUM(col), SUM of a polynomial; AVG(col) = SUM(col) / COUNT(col) of the union; sums of aggregates add
 up their parts.  MIN / MAX of the union are the least / greatest of the boxes' (bounds when a box
 has a range, as in :mod:`parzen.aqp.aggregates`).  Other aggregates (VAR, STDDEV, AVG of a
@@ -73,14 +84,22 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     lowest: dict[tuple, dict[str, list[float]]] = defaultdict(dict)
     forms, bounds = set(), set()
     boxes = query.boxes
+    pairs = query.box_compared or ((),) * len(boxes)
     for size in range(1, len(boxes) + 1):
-        for chosen in itertools.combinations(boxes, size):
-            box = _intersection(chosen)
+        for chosen in itertools.combinations(range(len(boxes)), size):
+            box = _intersection([boxes[k] for k in chosen])
             select = additive + (extremes if size == 1 else [])
             if box is None or not select:
                 continue
-            sub = replace(query, select=(*groups, *select), ranges=box[0], members=box[1], boxes=())
-            frame, form = answers.approximate(sub, synopsis, layout, z)
+            compared = tuple(dict.fromkeys([*query.compared, *(c for k in chosen for c in pairs[k])]))
+            sub = replace(query, select=(*groups, *select), ranges=box[0], members=box[1], boxes=(), box_compared=(),
+                          compared=compared)
+            if compared:  # the comparisons' indicators per sampled row (parzen.aqp.row_predicates)
+                from . import domains  # it builds on answers' forms, as this module does
+
+                frame, form = domains.approximate(sub, synopsis, layout, z)
+            else:
+                frame, form = answers.approximate(sub, synopsis, layout, z)
             forms.add(form)
             bounds |= set(frame.attrs.get("bounds", ()))
             sign = 1.0 if size % 2 else -1.0
