@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from parzen.aqp import Engine, SynopsisRebuiltWarning
+from parzen.aqp import appends as appends_module
 from parzen.aqp import store as synopsis_store
 
 FACT_ROWS = 20_000
@@ -95,6 +96,7 @@ def test_refresh_of_a_join_synopsis_has_the_exact_parts_and_sample_of_a_rebuild(
     assert rebuilt.refreshed == "rebuilt: full=True"
     assert refreshed.row_count == rebuilt.row_count == FACT_ROWS + 400
     assert (refreshed.fingerprint, refreshed.rowid_end) == (rebuilt.fingerprint, rebuilt.rowid_end)
+    assert refreshed.fact_fingerprint == rebuilt.fact_fingerprint != 0
     assert refreshed.joins == rebuilt.joins and refreshed.dimension_rows == rebuilt.dimension_rows
     assert set(refreshed.totals) >= {"o_total", "c_balance", "p_weight"}
     for c, (count, total) in rebuilt.totals.items():
@@ -169,6 +171,29 @@ def test_a_dimension_change_rebuilds_saying_why(con, change, why):
         rebuilt = engine.refresh("sales")
     assert rebuilt.refreshed.startswith(f"rebuilt: {why}")
     assert rebuilt.row_count == FACT_ROWS + 100 and engine.check("sales") == ""
+
+
+def test_old_fact_rows_are_checked_on_the_fact_table_alone_and_their_changes_rebuild(con, monkeypatch):
+    """The refresh checks the rows it read by the fact table's own fingerprint (its covered columns
+    and foreign keys), not through the join; an update of a foreign key (the joined row changes)
+    or of a fact column, or a delete, rebuilds."""
+    engine = Engine(con)
+    engine.build("sales", joins=KEYS, sample=1_000, grid=0)
+    _insert(con, "sales", _sales(60, 11))
+
+    def joined_scan(*args):
+        raise AssertionError("the old rows were read through the join")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(appends_module, "table_changes", joined_scan)
+        refreshed = _quiet(engine.refresh, "sales")
+    assert refreshed.row_count == FACT_ROWS + 60 and engine.check("sales") == ""
+    for change in ["UPDATE sales SET s_orderkey = (s_orderkey + 1) % 3000 WHERE rowid = 7",
+                   "UPDATE sales SET s_quantity = s_quantity + 1 WHERE rowid = 8", "DELETE FROM sales WHERE rowid = 9"]:
+        con.execute(change)
+        _insert(con, "sales", _sales(10, 12))
+        with pytest.warns(SynopsisRebuiltWarning, match="rebuilt the synopsis of 'sales': (contents|rows) changed"):
+            engine.refresh("sales")
 
 
 def test_appended_rows_without_a_match_rebuild_and_the_rebuild_refuses_them(con):

@@ -39,7 +39,9 @@ refreshes the same way when only its fact table got rows: the new rows are read 
 merged as above (the categorical tables of dimension columns and keys too); their NULL foreign keys
 are added to the edges' counts.  It rebuilds when a dimension changed in any way
 (:func:`parzen.aqp.joins.dimension_changes`: row count and content fingerprint of each dimension's
-key and carried columns against the build's), when an appended row's foreign key matches no
+key and carried columns against the build's; with the dimensions unchanged, the old fact rows are
+checked on the fact table alone, :func:`parzen.aqp.changes.fact_changes`, not through the join),
+when an appended row's foreign key matches no
 dimension row, or when NULL keys come into a dimension too large for a categorical key (a build
 refuses both, and the rebuild says so).
 
@@ -64,7 +66,7 @@ import pandas as pd
 from . import joins
 from .build import DISCRETE_MAX_VALUES, MIN_GROUP_SAMPLE, quote, refuse_non_finite
 from .categories import CATEGORY_LIMIT, Categories, ExactTable, grouping_sets, plain_value, sample_codes, value_order
-from .changes import TableChanges, table_changes
+from .changes import FactChanges, TableChanges, fact_changes, table_changes
 from .column_summary import normal_key
 from .dates import as_double
 from .estimate import _REACH, DISCRETE, ColumnModel
@@ -175,7 +177,10 @@ def refresh(con, synopsis: Synopsis) -> Refresh:
         merged_synopsis = replace(out.synopsis, source=now)  # a copy even when the files added no rows
         return Refresh(merged_synopsis)
     relation = joins.ensure_view(con, synopsis.table, synopsis.joins) if synopsis.joins else None
-    changes = table_changes(con, synopsis, relation)
+    if relation is not None and synopsis.fact_fingerprint:  # the old fact rows alone, not joined
+        changes: TableChanges = fact_changes(con, synopsis, relation)
+    else:
+        changes = table_changes(con, synopsis, relation)
     if not changes.appended_only(synopsis):
         return Refresh(None, changes.why(synopsis))
     if synopsis.joins:
@@ -197,6 +202,8 @@ def refresh(con, synopsis: Synopsis) -> Refresh:
         out.synopsis.fingerprint = synopsis.fingerprint + changes.new_fingerprint
         out.synopsis.rowid_end = changes.rowid_end
         out.synopsis.joins = edges
+        if isinstance(changes, FactChanges):
+            out.synopsis.fact_fingerprint = synopsis.fact_fingerprint + changes.new_fact_fingerprint
     return out
 
 

@@ -103,3 +103,50 @@ def table_changes(con, synopsis: Synopsis, relation: str | None = None) -> Table
     row = con.execute(f"SELECT {', '.join(parts)} FROM {source}").fetchall()[0]  # fetched to the end: the connection is free
     return TableChanges(int(row[0]), int(row[1] or 0), int(row[2]), int(row[3] or 0), int(row[4]),
                         {c: int(n) for c, n in zip(floating, row[5:])})
+
+
+@dataclass(frozen=True)
+class FactChanges(TableChanges):
+    """A join synopsis's fact table against it (:func:`fact_changes`): ``kept_fingerprint`` is the
+    fact rows' own (:func:`parzen.aqp.joins.fact_columns`), compared with ``Synopsis.fact_fingerprint``;
+    ``new_fingerprint`` the join's, of the appended rows; ``new_fact_fingerprint`` theirs alone."""
+
+    new_fact_fingerprint: int = 0
+
+    def appended_only(self, synopsis: Synopsis) -> bool:
+        """Whether every fact row the synopsis read is there unchanged (rows may have been added)."""
+        return self.kept_rows == synopsis.row_count and self.kept_fingerprint == synopsis.fact_fingerprint
+
+
+def fact_changes(con, synopsis: Synopsis, relation: str) -> FactChanges:
+    """What changed in the fact table of a join synopsis that keeps ``fact_fingerprint``, without
+    joining its old rows: one scan of the fact table (the covered columns and foreign keys of the
+    rows below ``rowid_end``: count and fingerprint; of those beyond: the fingerprint; the rowid
+    end now), and the appended rows read through the join view ``relation`` (their count, the
+    join's fingerprint, non-finite values).  With the dimensions unchanged
+    (:func:`parzen.aqp.joins.dimension_changes`, which refresh asks too), the join's old rows are
+    unchanged exactly when the fact rows' covered columns and keys are.
+
+    Raises
+    ------
+    duckdb.CatalogException, duckdb.BinderException
+        The table, or a column the synopsis covers, is gone.
+    """
+    from .joins import fact_columns
+
+    end = int(synopsis.rowid_end)
+    hashed = f"CAST(hash({', '.join(quote(c) for c in fact_columns(con, synopsis))}) AS HUGEINT)"
+    kept = con.execute(f"SELECT COUNT(*) FILTER (WHERE rowid < {end}), SUM({hashed}) FILTER (WHERE rowid < {end}), "
+                       f"SUM({hashed}) FILTER (WHERE rowid >= {end}), COALESCE(MAX(rowid) + 1, 0) "
+                       f"FROM {quote(synopsis.table)}").fetchall()[0]
+    rowid_end = int(kept[3])
+    categorical = synopsis.categories.values if synopsis.categories is not None else ()
+    columns = fingerprint_columns(synopsis.models, synopsis.group_by, categorical)
+    types = {row[0]: row[1] for row in con.execute(f"DESCRIBE SELECT * FROM {quote(relation)}").fetchall()}
+    floating = [c for c in synopsis.models if types.get(c) in ("FLOAT", "DOUBLE", "REAL")]
+    parts = ["COUNT(*)", f"SUM(CAST(hash({', '.join(quote(c) for c in columns)}) AS HUGEINT))",
+             *(f"COUNT(*) FILTER (WHERE NOT isfinite({quote(c)}))" for c in floating)]
+    new = con.execute(f"SELECT {', '.join(parts)} FROM {quote(relation)} "
+                      f"WHERE rowid >= {end} AND rowid < {rowid_end}").fetchall()[0]
+    return FactChanges(int(kept[0]), int(kept[1] or 0), int(new[0]), int(new[1] or 0), rowid_end,
+                       {c: int(n) for c, n in zip(floating, new[2:])}, int(kept[2] or 0))

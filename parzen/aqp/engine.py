@@ -228,6 +228,7 @@ class Engine:
                                  "tell the rows a join drops: fix the keys, or build without this join")
             synopsis = build_synopsis(self.con, view, hidden=(join_synopses.ROWID,), categorical=small_keys, **options)
             synopsis.table, synopsis.joins, synopsis.dimension_rows = table, edges, dimension_rows
+            synopsis.fact_fingerprint = join_synopses.fact_fingerprint(self.con, synopsis)  # refresh checks the fact alone
         elif source is None:
             if client is not None:
                 raise ValueError("client= reads a source= (Parquet files or a dask DataFrame); a database table "

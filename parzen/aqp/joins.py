@@ -272,6 +272,28 @@ def dimension_changes(con, synopsis) -> str:
     return ""
 
 
+def fact_columns(con, synopsis) -> list[str]:
+    """The fact table's columns that a join synopsis's fingerprint covers (its modelled, group and
+    categorical columns of the fact table) and its foreign keys: with the dimensions unchanged
+    (:func:`dimension_changes`), the join's rows of the fact rows are unchanged when these are."""
+    from .build import fingerprint_columns, table_columns
+
+    own = table_columns(con, synopsis.table)
+    categorical = synopsis.categories.values if synopsis.categories is not None else ()
+    covered = fingerprint_columns(synopsis.models, synopsis.group_by, categorical)
+    keys = [e["column"] for e in synopsis.joins if e["child"] == synopsis.table]
+    return list(dict.fromkeys(c for c in [*covered, *keys] if c in own))
+
+
+def fact_fingerprint(con, synopsis) -> int:
+    """SUM(hash(:func:`fact_columns`)) over the fact rows the synopsis read (rowid below its ``rowid_end``)."""
+    from .build import fingerprint_sql
+
+    row = con.execute(f"SELECT {fingerprint_sql(fact_columns(con, synopsis))} FROM {_quote(synopsis.table)} "
+                      f"WHERE rowid < {int(synopsis.rowid_end)}").fetchall()[0]
+    return int(row[0] or 0)
+
+
 def appended_edges(con, synopsis, rowid_end: int) -> tuple[list[dict], str]:
     """A join synopsis's stored edges with the NULL foreign keys among the fact rows appended since
     it read them (rowids from its ``rowid_end`` to ``rowid_end``) added, or why they cannot be:

@@ -90,6 +90,8 @@ class Synopsis:
     #: "fingerprint" (a decimal string; absent in synopses built before it was kept)
     joins: list[dict] = field(default_factory=list)
     dimension_rows: dict[str, int] = field(default_factory=dict)  # per joined dimension table, its exact rows
+    #: a join synopsis's fact rows alone: SUM(hash(its covered columns and foreign keys)) (joins.fact_columns; 0: not kept)
+    fact_fingerprint: int = 0
     sample_keys: np.ndarray | None = None  # uint64 per sampled row: its random key (appends.py)
     rowid_end: int = 0  # one past the table's largest rowid when the synopsis last read it (0: not kept)
     full_build_rows: int = 0  # rows when it was last built in full (0: this one); appends.py
@@ -157,6 +159,7 @@ class Synopsis:
             "source": self.source,
             "joins": self.joins,
             "dimension_rows": self.dimension_rows,
+            "fact_fingerprint": str(self.fact_fingerprint),
             "rowid_end": self.rowid_end,
             "full_build_rows": self.full_build_rows,
             "refreshed": self.refreshed,
@@ -227,6 +230,7 @@ class Synopsis:
             source=meta.get("source", {}),
             joins=meta["joins"],
             dimension_rows=meta["dimension_rows"],
+            fact_fingerprint=int(meta.get("fact_fingerprint", 0)),
             sample_keys=sample_keys,
             rowid_end=meta["rowid_end"],
             full_build_rows=meta["full_build_rows"],
