@@ -234,7 +234,7 @@ def test_a_changed_dimension_makes_the_synopsis_stale_and_refresh_keeps_the_join
     e = Engine(path)
     e.build("sales", joins=KEYS, sample=1000, grid=64)
     e.con.execute("UPDATE customer SET c_segment = 'AUTO' WHERE c_custkey = 5")
-    assert e.check("sales") == "contents changed (same row count)"
+    assert e.check("sales") == "dimension 'customer' changed: contents changed (same row count)"
     rebuilt = e.refresh("sales")
     assert [j["parent"] for j in rebuilt.joins] == ["orders", "product", "customer", "nation"]
     assert e.list().loc[0, "joins"] == "orders, product, customer, nation"

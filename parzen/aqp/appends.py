@@ -395,7 +395,7 @@ def merged(synopsis: Synopsis, appended: AppendedRows) -> Refresh:
     groups, sample, keys, origin, labels = _merged_sample(synopsis, appended, rows)
     categories: Categories | None = None
     if synopsis.categories is not None:
-        found = _merged_categories(synopsis.categories, appended.combinations, labels)
+        found = _merged_categories(synopsis.categories, appended.combinations, labels, origin)
         if isinstance(found, str):
             return Refresh(None, found)
         categories = found
@@ -524,9 +524,9 @@ def _sample_labels(synopsis: Synopsis) -> np.ndarray:
 
 
 def _merged_categories(categories: Categories, combinations: dict[tuple, Counter],
-                       labels: np.ndarray) -> Categories | str:
+                       labels: np.ndarray, origin: np.ndarray) -> Categories | str:
     """The categorical columns' exact values and tables with the appended rows' ``combinations`` added,
-    and the merged sample's codes (``labels``: its rows' values); or why not (a column past
+    and the merged sample's codes (``labels``: its rows' values; ``origin``: :func:`_merged_codes`); or why not (a column past
     :data:`parzen.aqp.categories.CATEGORY_LIMIT` values, no longer categorical: rebuild)."""
     columns = list(categories.values)
     values = {}
@@ -546,8 +546,26 @@ def _merged_categories(categories: Categories, combinations: dict[tuple, Counter
         encoded = sorted((tuple(m[v] for m, v in zip(code, key)), n) for key, n in counts.items())
         tables.append(ExactTable(exact.columns, np.array([e for e, _ in encoded], dtype=np.int32).reshape(-1, len(code)),
                                  np.array([n for _, n in encoded], dtype=np.int64)))
-    sampled = {c: labels[:, k] for k, c in enumerate(columns)}
-    return Categories(values, sample_codes(values, sampled), tables)
+    return Categories(values, _merged_codes(categories, values, labels, origin), tables)
+
+
+def _merged_codes(categories: Categories, values: dict[str, list], labels: np.ndarray,
+                  origin: np.ndarray) -> dict[str, np.ndarray]:
+    """The merged sample's codes under the merged ``values``: a kept row's old code mapped to its
+    value's new code (one array lookup per column), an appended row's value encoded
+    (:func:`parzen.aqp.categories.sample_codes`, on the appended rows only); ``origin``: per merged
+    row its row in the old sample, -1 for an appended one; ``labels``: the rows' values."""
+    old = origin >= 0
+    fresh = sample_codes(values, {c: labels[~old, k] for k, c in enumerate(values)})
+    codes = {}
+    for c, known in values.items():
+        index = {v: i for i, v in enumerate(known)}
+        remap = np.array([index[v] for v in categories.values[c]], dtype=fresh[c].dtype)
+        merged_codes = np.empty(origin.size, dtype=fresh[c].dtype)
+        merged_codes[old] = remap[categories.codes[c][origin[old]]]
+        merged_codes[~old] = fresh[c]
+        codes[c] = merged_codes
+    return codes
 
 
 def _quota(stratum_rows: int, rows: int, synopsis: Synopsis) -> int:

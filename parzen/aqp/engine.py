@@ -35,7 +35,7 @@ from . import (
 from . import joins as join_synopses
 from .build import build_synopsis, quote
 from .categories import CATEGORY_LIMIT
-from .changes import table_changes
+from .changes import TableChanges, fact_changes, table_changes
 from .estimate import warm_up, z_value
 from .grid import GRID_POINTS
 from .group_candidates import LISTED
@@ -996,8 +996,9 @@ def _table_now(con, synopsis: Synopsis) -> tuple[int | None, str]:
     """The row count of the synopsis's table now (None if it was dropped) and why the synopsis is
     stale ("" if it is not): the table or a column it covers is gone, rows were appended (and
     nothing else changed), rows were deleted or updated ("rows changed"), or (same rows) the content
-    fingerprint changed (:func:`parzen.aqp.changes.table_changes`: one scan); for a join synopsis whose
-    fact rows are as it read them, also a changed dimension (:func:`parzen.aqp.joins.dimension_changes`:
+    fingerprint changed (:func:`parzen.aqp.changes.table_changes`: one scan); for a join synopsis, its
+    fact rows (:func:`parzen.aqp.changes.fact_changes`: one scan of the fact table, the appended rows
+    joined) and, if they are as it read them, its dimensions (:func:`parzen.aqp.joins.dimension_changes`:
     one scan of each).  For a synopsis of Parquet files, their rows now
     and whether files came, went or changed (:func:`parzen.distributed.synopsis.source_now`); for
     one of a dask DataFrame, (None, ""): nothing to check against."""
@@ -1013,7 +1014,10 @@ def _table_now(con, synopsis: Synopsis) -> tuple[int | None, str]:
     except (ValueError, duckdb.Error) as err:  # a joined table or column gone, or a new column name clash
         return None, f"its join no longer holds ({err})"
     try:
-        changes = table_changes(con, synopsis, relation)
+        if synopsis.joins and synopsis.fact_fingerprint:  # the fact rows alone and each dimension once, no join
+            changes: TableChanges = fact_changes(con, synopsis, relation)
+        else:
+            changes = table_changes(con, synopsis, relation)
     except duckdb.CatalogException:
         return None, "a joined table dropped" if synopsis.joins else "table dropped"
     except duckdb.BinderException:
