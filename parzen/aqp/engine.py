@@ -252,7 +252,9 @@ class Engine:
         read, and their summaries added: exact totals, grids, sketches and summaries add, the sample
         merges by bottom-k on the rows' keys, bandwidths are kept, rescaled to the sample's size);
         or anything else, deleted or updated rows above all, which rebuilds it, with a
-        :class:`SynopsisRebuiltWarning` saying why.  The returned synopsis's ``refreshed`` says which
+        :class:`SynopsisRebuiltWarning` saying why.  A join synopsis adds rows appended to its fact
+        table alike (read joined with their dimensions' rows), and rebuilds when any dimension
+        changed (rows appended, deleted or updated: each dimension's row count and fingerprint).  The returned synopsis's ``refreshed`` says which
         happened.  ``full=True`` rebuilds whatever changed (on unchanged data, the same synopsis).
         A corrupt one, or one of an older format, is rebuilt from the database's table with the
         defaults.  docs/aqp.md, "Appends and refresh", lists what the check detects and what not.
