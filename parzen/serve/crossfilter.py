@@ -35,12 +35,14 @@ from numba import njit
 from ..aqp import answers, histogram, histogram_pass
 from ..aqp._box import row_box
 from ..aqp.estimate import _REACH
-from ..aqp.sql import Range, parse
+from ..aqp.sql import AggregateQuery, Range, parse
 from ..aqp.strata import Layout as Strata
 from ..aqp.strata import output_groups
 from ..aqp.synopsis import Synopsis
 from .charts import Layout
 
+#: Answers of :meth:`Crossfilter.output_groups` kept.
+OUTPUTS_KEPT = 256
 #: The two sets of kernels: the synopsis's bandwidths (whole-table answers) and the strata's wider ones.
 WHOLE, SCALED = "whole", "scaled"
 
@@ -174,6 +176,8 @@ class Filtered:
 
     def masses(self, kernels: str) -> np.ndarray:
         """P_c,i per sampled row (0 beyond the kernels' reach and for an empty box)."""
+        if self.model.bandwidth == 0.0:  # point masses: the strata's factor does not widen them
+            kernels = WHOLE
         if kernels not in self._masses:
             strata, model = self.strata, self.model
             n = strata.data.shape[1]
@@ -203,6 +207,40 @@ class Filtered:
         return self._margins
 
 
+class Brush:
+    """One brush's filters and what its charts share: the filtered columns' masses, their products
+    over the rows and the strata each chart's query keeps.
+
+    Parameters
+    ----------
+    filtered : dict of str to Filtered
+        The ranges on numeric columns, in the brush's order.
+    synopsis : Synopsis
+    strata : parzen.aqp.strata.Layout
+    """
+
+    def __init__(self, filtered: dict[str, Filtered], synopsis: Synopsis, strata: Strata) -> None:
+        self.filtered, self.synopsis, self.strata = filtered, synopsis, strata
+        self._products: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+    def product(self, columns: tuple[str, ...], kernels: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, p): the rows (ascending) whose product of the ``columns``' masses (in this order,
+        as the query path multiplies them) is not 0, and that product p_i per sampled row (1 for no
+        column)."""
+        key = (columns, kernels)
+        if key not in self._products:
+            n = self.strata.data.shape[1]
+            if not columns:
+                self._products[key] = np.arange(n), np.ones(n)
+            else:
+                p = self.filtered[columns[0]].masses(kernels).copy()
+                for c in columns[1:]:
+                    p *= self.filtered[c].masses(kernels)
+                self._products[key] = _nonzero_rows(p), p
+        return self._products[key]
+
+
+
 class Crossfilter:
     """The brushes of one table's page, answered from its synopsis (see the module docstring).
 
@@ -230,6 +268,20 @@ class Crossfilter:
             curve = replace(curve, base=resolve(curve.base)) if curve is not None else None
             self.histograms[name] = HistogramChart(query, curve, synopsis, strata)
         self.groups = {name: resolve(parse(layout.groups_sql(name, {}))) for name in layout.groups}
+        self._outputs: dict[tuple, tuple[list[tuple], np.ndarray]] = {}
+
+    def output_groups(self, query: AggregateQuery) -> tuple[list[tuple], np.ndarray]:
+        """:func:`parzen.aqp.strata.output_groups` of a chart's ``query``, kept: it depends on the
+        query's GROUP BY and IN filters only (a brush's ranges are on numeric columns), of which a
+        page has few (the last :data:`OUTPUTS_KEPT` are kept)."""
+        key = (query.group_by, tuple(sorted(query.members.items())))
+        found = self._outputs.get(key)
+        if found is None:
+            found = output_groups(query, self.synopsis, self.strata)
+            if len(self._outputs) >= OUTPUTS_KEPT:
+                self._outputs.clear()
+            self._outputs[key] = found
+        return found
 
     def warm(self) -> None:
         """Make every chart's kernel masses with both sets of kernels now, not in a brush."""
@@ -259,17 +311,17 @@ class Crossfilter:
         """
         numeric = {c: v for c, v in filters.items() if c in self.layout.histograms}
         members = {c: frozenset(v) for c, v in filters.items() if c in self.layout.groups}
-        filtered = {c: Filtered(c, self.synopsis.models[c].interval(Range(c, lo, hi)), self.synopsis, self.strata)
-                    for c, (lo, hi) in numeric.items()}
+        brush = Brush({c: Filtered(c, self.synopsis.models[c].interval(Range(c, lo, hi)), self.synopsis, self.strata)
+                       for c, (lo, hi) in numeric.items()}, self.synopsis, self.strata)
         answered = []
         for name in names:
             started = time.perf_counter()
-            answer = self._histogram(name, numeric, members, filtered) if name in self.histograms \
-                else self._groups(name, numeric, members, filtered)
+            answer = self._histogram(name, numeric, members, brush) if name in self.histograms \
+                else self._groups(name, numeric, members, brush)
             answered.append({**answer, "ms": 1e3 * (time.perf_counter() - started)})
         return answered
 
-    def _histogram(self, name: str, numeric: dict, members: dict, filtered: dict[str, Filtered]) -> dict:
+    def _histogram(self, name: str, numeric: dict, members: dict, brush: Brush) -> dict:
         chart = self.histograms[name]
         ranges = {c: Range(c, lo, hi) for c, (lo, hi) in numeric.items() if c != name}
         base = self.resolve(replace(chart.query.base, ranges={**ranges, name: Range(name)}, members=members))
@@ -277,14 +329,15 @@ class Crossfilter:
         if not others and not base.members and chart.unfiltered is not None:
             bars, form, masses = chart.unfiltered
             return {"values": bars, "form": form, "masses": masses, "curve_labels": chart.curve_labels}
-        _, output_of_stratum = output_groups(base, self.synopsis, self.strata)
+        filtered = brush.filtered
+        _, output_of_stratum = self.output_groups(base)
         kernels = WHOLE if answers.whole_table(base, output_of_stratum) else SCALED
-        other = _stacked([filtered[c].masses(kernels) for c in others], self.strata.data.shape[1])
+        rows, p_other = brush.product(tuple(others), kernels)
         table = chart.table(kernels, False)
         fine = chart.table(kernels, True) if chart.fine is not None else table
         sums, curve = _histogram_sums(table.starts, table.bins, table.masses, chart.bars.ks.size,
                                       fine.starts, fine.bins, fine.masses,
-                                      chart.fine.ks.size if chart.fine is not None else 0, other,
+                                      chart.fine.ks.size if chart.fine is not None else 0, rows, p_other,
                                       self.strata.stratum_of_row, output_of_stratum, self.strata.weight)
         intervals = {c: filtered[c].interval for c in others}
         factors = histogram_pass.bin_factors(
@@ -299,11 +352,12 @@ class Crossfilter:
         return {"values": bars, "form": "sample", "masses": curve if chart.fine is not None else None,
                 "curve_labels": chart.curve_labels}
 
-    def _groups(self, name: str, numeric: dict, members: dict, filtered: dict[str, Filtered]) -> dict:
+    def _groups(self, name: str, numeric: dict, members: dict, brush: Brush) -> dict:
         template = self.groups[name]
         query = self.resolve(replace(template, ranges={c: Range(c, lo, hi) for c, (lo, hi) in numeric.items()},
                                      members={c: v for c, v in members.items() if c != name}))
-        keys, output_of_stratum = output_groups(query, self.synopsis, self.strata)
+        filtered = brush.filtered
+        keys, output_of_stratum = self.output_groups(query)
         ranged = [c for c in query.ranges if c in self.synopsis.models]
         labels = self.layout.groups[name].values
         if not ranged:
@@ -314,11 +368,16 @@ class Crossfilter:
             return {"values": np.zeros(len(labels)), "form": "sample", "masses": None}
         counts = {c: filtered[c].candidate_count(kernels) for c in ranged}
         order = sorted(ranged, key=counts.__getitem__)  # as calibrated_values orders them
-        out, inside = _group_sums(_stacked([filtered[c].masses(kernels) for c in order], self.strata.data.shape[1]),
-                                  self.strata.stratum_of_row, output_of_stratum, self.strata.weight, len(keys))
+        strata = self.strata
+
+        def sums(columns: tuple[str, ...]) -> np.ndarray:
+            return _group_sums(*brush.product(columns, kernels), strata.stratum_of_row, output_of_stratum,
+                               strata.weight, len(keys))
+
+        out = sums(tuple(order))
         boxes = {c: filtered[c].interval for c in ranged}
-        factor = answers.calibration_factor(query, self.synopsis, self.strata, boxes, order, out[:, np.newaxis],
-                                            output_of_stratum, lambda: inside)
+        factor = answers.calibration_factor(query, self.synopsis, strata, boxes, order, out[:, np.newaxis],
+                                            output_of_stratum, lambda: sums(tuple(order[:1])))
         return {"values": _per_group(keys, factor * out, labels), "form": "sample", "masses": None}
 
 
@@ -348,10 +407,6 @@ def _per_group(keys: list[tuple], values, labels: tuple) -> np.ndarray:
     position = {key[0]: g for g, key in enumerate(keys)}
     values = np.asarray(values, dtype=np.float64)
     return np.array([values[position[v]] if v in position else 0.0 for v in labels])
-
-
-def _stacked(masses: list[np.ndarray], n: int) -> np.ndarray:
-    return np.ascontiguousarray(np.stack(masses)) if masses else np.zeros((0, n))
 
 
 @njit(cache=True, nogil=True)
@@ -406,49 +461,50 @@ def _bin_table(x, scale, h, lows, highs, held, lower, reflect, reach):
 
 
 @njit(cache=True, nogil=True)
-def _histogram_sums(starts, bins, masses, n_bins, fine_starts, fine_bins, fine_masses, n_fine, other,
+def _histogram_sums(starts, bins, masses, n_bins, fine_starts, fine_bins, fine_masses, n_fine, rows, p_other,
                     stratum_of_row, output_of_stratum, weight_of_stratum):
-    """Per bar and per curve bin: sum_i w_i (P_x,i(B_k) p_i), p_i = prod_j other[j, i] (in order),
-    over the rows of an answered stratum, ascending (as :func:`parzen.aqp.histogram_pass._binned_sums`)."""
+    """Per bar and per curve bin: sum_i w_i (P_x,i(B_k) p_i) over ``rows`` (ascending) of an answered
+    stratum, p_i = ``p_other[i]`` (as :func:`parzen.aqp.histogram_pass._binned_sums` adds them)."""
     out = np.zeros(n_bins)
     curve = np.zeros(n_fine)
-    r = other.shape[0]
-    for i in range(stratum_of_row.size):
+    for t in range(rows.size):
+        i = rows[t]
         stratum = stratum_of_row[i]
         if output_of_stratum[stratum] < 0:
             continue
-        p_other = 1.0
-        for j in range(r):
-            p_other *= other[j, i]
-        if p_other == 0.0:
-            continue
+        p = p_other[i]
         w = weight_of_stratum[stratum]
         for e in range(starts[i], starts[i + 1]):
-            out[bins[e]] += w * (masses[e] * p_other)
-        if n_fine > 0:
-            for e in range(fine_starts[i], fine_starts[i + 1]):
-                curve[fine_bins[e]] += w * (fine_masses[e] * p_other)
+            out[bins[e]] += w * (masses[e] * p)
+        for e in range(fine_starts[i], fine_starts[i + 1] if n_fine > 0 else fine_starts[i]):
+            curve[fine_bins[e]] += w * (fine_masses[e] * p)
     return out, curve
 
 
 @njit(cache=True, nogil=True)
-def _group_sums(masses, stratum_of_row, output_of_stratum, weight_of_stratum, groups):
-    """Per answer row g: sum_i w_i prod_j masses[j, i], and sum_i w_i masses[0, i] (the first range
-    alone), over its strata's rows (as :func:`parzen.aqp._box.box_sums`)."""
+def _group_sums(rows, p, stratum_of_row, output_of_stratum, weight_of_stratum, groups):
+    """Per answer row g: sum_i w_i p_i over ``rows`` (ascending) of its strata (as
+    :func:`parzen.aqp._box.box_sums` adds them)."""
     out = np.zeros(groups)
-    inside = np.zeros(groups)
-    r = masses.shape[0]
-    for i in range(stratum_of_row.size):
+    for t in range(rows.size):
+        i = rows[t]
         stratum = stratum_of_row[i]
         g = output_of_stratum[stratum]
-        if g < 0:
-            continue
-        w = weight_of_stratum[stratum]
-        p = 1.0
-        for j in range(r):
-            p *= masses[j, i]
-        if p != 0.0:
-            out[g] += w * p
-        if masses[0, i] != 0.0:
-            inside[g] += w * masses[0, i]
-    return out, inside
+        if g >= 0:
+            out[g] += weight_of_stratum[stratum] * p[i]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _nonzero_rows(p):
+    """The rows i (ascending) with p[i] != 0."""
+    count = 0
+    for i in range(p.size):
+        count += p[i] != 0.0
+    rows = np.empty(count, dtype=np.intp)
+    t = 0
+    for i in range(p.size):
+        if p[i] != 0.0:
+            rows[t] = i
+            t += 1
+    return rows

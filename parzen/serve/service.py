@@ -336,7 +336,10 @@ def _l1_error(approximate: np.ndarray, exact: np.ndarray) -> float | None:
 
 
 def _floats(values) -> list:
-    return [None if not math.isfinite(v) else float(v) for v in np.asarray(values, dtype=float)]
+    values = np.asarray(values, dtype=float)
+    if np.isfinite(values).all():
+        return values.tolist()
+    return [None if not math.isfinite(v) else v for v in values.tolist()]
 
 
 def _answer_json(frame: pd.DataFrame, with_error: bool, caught: list[str]) -> dict:
