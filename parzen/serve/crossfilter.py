@@ -284,13 +284,22 @@ class Crossfilter:
         return found
 
     def warm(self) -> None:
-        """Make every chart's kernel masses with both sets of kernels now, not in a brush."""
+        """Make every chart's kernel masses with both sets of kernels now, and answer a brush with a
+        range and an IN filter (Numba loads each compiled pass from its cache when first called), so
+        that no brush pays for them."""
         for chart in self.histograms.values():
             for kernels in (WHOLE, SCALED):
                 chart.table(kernels, False)
                 chart.candidate_counts(kernels)
                 if chart.fine is not None:
                     chart.table(kernels, True)
+        filters: dict = {}
+        for name, bars in list(self.layout.histograms.items())[:1]:
+            filters[name] = (bars.first * bars.width, (bars.first + bars.count) * bars.width)
+        for name, group in list(self.layout.groups.items())[:1]:
+            if group.values:
+                filters[name] = group.values[:1]
+        self.answer(filters, [*self.layout.histograms, *self.layout.groups])
 
     def answer(self, filters: dict, names: list[str]) -> list[dict]:
         """Per chart of ``names``: its bars ("values", one per bin or group of the layout), "form",
