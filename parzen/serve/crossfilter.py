@@ -57,7 +57,7 @@ class BinTable:
     starts : numpy.ndarray
         int64, rows + 1.
     bins : numpy.ndarray
-        intp, one per entry.
+        int32, one per entry.
     masses : numpy.ndarray
         float64, one per entry.
     """
@@ -451,7 +451,7 @@ def _bin_table(x, scale, h, lows, highs, held, lower, reflect, reach):
             first, last = _reached_bins(x[i], reach * h * scale[i], lows, highs, lower, reflect)
             room += max(last - first, 0)
     starts = np.zeros(n + 1, dtype=np.int64)
-    bins = np.empty(room, dtype=np.intp)
+    bins = np.empty(room, dtype=np.int32)
     masses = np.empty(room)
     e = 0
     for i in range(n):

@@ -15,7 +15,6 @@ request.  Brushes are answered by one :class:`~parzen.serve.crossfilter.Crossfil
 
 from __future__ import annotations
 
-import gc
 import inspect
 import math
 import queue
@@ -90,7 +89,6 @@ class Service:
                                                  self.engine._resolved) for table, layout in self.layouts.items()}
         for crossfilter in self._crossfilters.values():  # the kernel masses and compiled code, not in a brush
             crossfilter.warm()
-        gc.freeze()  # what was loaded lives as long as the server: out of the collector's full scans
         self._cursors: queue.Queue = queue.Queue()
         for _ in range(EXACT_CURSORS):
             self._cursors.put(Engine(self.engine.con.cursor(), on_stale=on_stale))
