@@ -51,20 +51,35 @@ WHOLE, SCALED = "whole", "scaled"
 class BinTable:
     """Per sampled row, its non-zero kernel masses in a set of bins: row i's are
     ``masses[starts[i]:starts[i + 1]]`` in bins ``bins[starts[i]:starts[i + 1]]`` (ascending).
+    When every row has at most one, of mass 1 (point masses), ``single``: ``bins`` holds row i's bin
+    (-1 for none) and ``starts`` and ``masses`` are empty.
 
     Parameters
     ----------
     starts : numpy.ndarray
         int64, rows + 1.
     bins : numpy.ndarray
-        int32, one per entry.
+        int32, one per entry (or per row).
     masses : numpy.ndarray
         float64, one per entry.
+    single : bool
+        One bin per row, of mass 1.
     """
 
     starts: np.ndarray
     bins: np.ndarray
     masses: np.ndarray
+    single: bool = False
+
+    @classmethod
+    def of(cls, starts: np.ndarray, bins: np.ndarray, masses: np.ndarray) -> BinTable:
+        """The table of :func:`_bin_table`'s arrays, as one bin per row where it can be."""
+        counts = np.diff(starts)
+        if counts.max(initial=0) > 1 or not (masses == 1.0).all():
+            return cls(starts, bins, masses)
+        bin_of_row = np.full(counts.size, -1, dtype=np.int32)
+        bin_of_row[counts > 0] = bins
+        return cls(np.zeros(0, dtype=np.int64), bin_of_row, np.zeros(0), True)
 
 
 @dataclass(frozen=True)
@@ -139,7 +154,7 @@ class HistogramChart:
             strata = self.strata
             scale = strata.scale_of_row if kernels == SCALED else np.ones(strata.data.shape[1])
             lower = self.model.lower
-            self._tables[key] = BinTable(*_bin_table(
+            self._tables[key] = BinTable.of(*_bin_table(
                 strata.data[strata.position[self.column]], scale, self.model.bandwidth,
                 np.ascontiguousarray(bins.intervals[:, 0]), np.ascontiguousarray(bins.intervals[:, 1]), bins.held,
                 0.0 if lower is None else lower, lower is not None, _REACH))
@@ -343,11 +358,18 @@ class Crossfilter:
         kernels = WHOLE if answers.whole_table(base, output_of_stratum) else SCALED
         rows, p_other = brush.product(tuple(others), kernels)
         table = chart.table(kernels, False)
-        fine = chart.table(kernels, True) if chart.fine is not None else table
-        sums, curve = _histogram_sums(table.starts, table.bins, table.masses, chart.bars.ks.size,
-                                      fine.starts, fine.bins, fine.masses,
-                                      chart.fine.ks.size if chart.fine is not None else 0, rows, p_other,
-                                      self.strata.stratum_of_row, output_of_stratum, self.strata.weight)
+        fine = chart.table(kernels, True) if chart.fine is not None else None
+        strata = self.strata
+        if table.single and fine is None:
+            sums = _single_bin_sums(table.bins, chart.bars.ks.size, rows, p_other, strata.stratum_of_row,
+                                    output_of_stratum, strata.weight)
+            curve = np.zeros(0)
+        else:
+            sums = _histogram_sums(table.starts, table.bins, table.masses, chart.bars.ks.size, rows, p_other,
+                                   strata.stratum_of_row, output_of_stratum, strata.weight)
+            curve = _histogram_sums(fine.starts, fine.bins, fine.masses, chart.fine.ks.size, rows, p_other,
+                                    strata.stratum_of_row, output_of_stratum, strata.weight) \
+                if fine is not None and chart.fine is not None else np.zeros(0)
         intervals = {c: filtered[c].interval for c in others}
         factors = histogram_pass.bin_factors(
             base, name, self.synopsis, self.strata, chart.bars.intervals, chart.bars.held, sums[:, np.newaxis],
@@ -470,12 +492,10 @@ def _bin_table(x, scale, h, lows, highs, held, lower, reflect, reach):
 
 
 @njit(cache=True, nogil=True)
-def _histogram_sums(starts, bins, masses, n_bins, fine_starts, fine_bins, fine_masses, n_fine, rows, p_other,
-                    stratum_of_row, output_of_stratum, weight_of_stratum):
-    """Per bar and per curve bin: sum_i w_i (P_x,i(B_k) p_i) over ``rows`` (ascending) of an answered
-    stratum, p_i = ``p_other[i]`` (as :func:`parzen.aqp.histogram_pass._binned_sums` adds them)."""
+def _histogram_sums(starts, bins, masses, n_bins, rows, p_other, stratum_of_row, output_of_stratum, weight_of_stratum):
+    """Per bin: sum_i w_i (P_x,i(B_k) p_i) over ``rows`` (ascending) of an answered stratum,
+    p_i = ``p_other[i]`` (as :func:`parzen.aqp.histogram_pass._binned_sums` adds them)."""
     out = np.zeros(n_bins)
-    curve = np.zeros(n_fine)
     for t in range(rows.size):
         i = rows[t]
         stratum = stratum_of_row[i]
@@ -485,9 +505,22 @@ def _histogram_sums(starts, bins, masses, n_bins, fine_starts, fine_bins, fine_m
         w = weight_of_stratum[stratum]
         for e in range(starts[i], starts[i + 1]):
             out[bins[e]] += w * (masses[e] * p)
-        for e in range(fine_starts[i], fine_starts[i + 1] if n_fine > 0 else fine_starts[i]):
-            curve[fine_bins[e]] += w * (fine_masses[e] * p)
-    return out, curve
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _single_bin_sums(bin_of_row, n_bins, rows, p_other, stratum_of_row, output_of_stratum, weight_of_stratum):
+    """:func:`_histogram_sums` of a :class:`BinTable` with one bin of mass 1 per row (1 p_i = p_i)."""
+    out = np.zeros(n_bins)
+    for t in range(rows.size):
+        i = rows[t]
+        k = bin_of_row[i]
+        if k < 0:
+            continue
+        stratum = stratum_of_row[i]
+        if output_of_stratum[stratum] >= 0:
+            out[k] += weight_of_stratum[stratum] * p_other[i]
+    return out
 
 
 @njit(cache=True, nogil=True)
