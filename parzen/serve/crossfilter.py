@@ -20,7 +20,8 @@ The sums are those of the query path's one pass (:func:`parzen.aqp.histogram_pas
 added over the rows in ascending order; the calibration is the query path's own
 (:func:`parzen.aqp.histogram_pass.bin_factors`, :func:`parzen.aqp.answers.calibration_factor`, fed the
 margins kept per bin).  So a chart's bars equal the answer to its SQL (``POST /query``) up to the
-order of a few products' factors (the tests hold them to 1e-12).  docs/serve.md, "Brushes".
+order of a few products' factors (the tests hold them to 1e-12).  docs/aqp.md, "How a brush is
+answered".
 """
 
 from __future__ import annotations
