@@ -146,7 +146,7 @@ class HistogramChart:
 
     def table(self, kernels: str, fine: bool) -> BinTable:
         """The rows' masses in the bars' bins (or the curve's, ``fine``) with ``kernels`` (WHOLE or SCALED)."""
-        if self.model.bandwidth == 0.0:  # point masses: the strata's factor does not widen them
+        if self.model.bandwidth == 0.0 or self.strata.row_scale is None:  # no factor widens these kernels
             kernels = WHOLE
         key = (kernels, fine)
         if key not in self._tables:
@@ -192,7 +192,7 @@ class Filtered:
 
     def masses(self, kernels: str) -> np.ndarray:
         """P_c,i per sampled row (0 beyond the kernels' reach and for an empty box)."""
-        if self.model.bandwidth == 0.0:  # point masses: the strata's factor does not widen them
+        if self.model.bandwidth == 0.0 or self.strata.row_scale is None:  # no factor widens these kernels
             kernels = WHOLE
         if kernels not in self._masses:
             strata, model = self.strata, self.model
