@@ -145,7 +145,19 @@ class HistogramChart:
         return bars, form, masses
 
     def table(self, kernels: str, fine: bool) -> BinTable:
-        """The rows' masses in the bars' bins (or the curve's, ``fine``) with ``kernels`` (WHOLE or SCALED)."""
+        """The rows' masses in the bars' bins (or the curve's, ``fine``) with ``kernels``.
+
+        Parameters
+        ----------
+        kernels : {"whole", "scaled"}
+            The synopsis's bandwidths, or the strata's wider ones (h times each row's factor).
+        fine : bool
+            The density curve's bins.
+
+        Returns
+        -------
+        BinTable
+        """
         if self.model.bandwidth == 0.0 or self.strata.row_scale is None:  # no factor widens these kernels
             kernels = WHOLE
         key = (kernels, fine)
@@ -162,7 +174,16 @@ class HistogramChart:
         return self._tables[key]
 
     def candidate_counts(self, kernels: str) -> np.ndarray:
-        """Per bin, the sampled rows within reach of it (:func:`parzen.aqp.histogram_pass._candidate_counts`)."""
+        """Per bin, the sampled rows within reach of it (:func:`parzen.aqp.histogram_pass._candidate_counts`).
+
+        Parameters
+        ----------
+        kernels : {"whole", "scaled"}
+
+        Returns
+        -------
+        numpy.ndarray
+        """
         if kernels not in self._counts:
             reach = _REACH * self.model.bandwidth * _widest(self.strata, kernels)
             self._counts[kernels] = histogram_pass._candidate_counts(self.strata, self.column, self.bars.intervals,
@@ -191,7 +212,16 @@ class Filtered:
         self._margins: tuple[float, float] | None = None
 
     def masses(self, kernels: str) -> np.ndarray:
-        """P_c,i per sampled row (0 beyond the kernels' reach and for an empty box)."""
+        """P_c,i per sampled row (0 beyond the kernels' reach and for an empty box).
+
+        Parameters
+        ----------
+        kernels : {"whole", "scaled"}
+
+        Returns
+        -------
+        numpy.ndarray
+        """
         if self.model.bandwidth == 0.0 or self.strata.row_scale is None:  # no factor widens these kernels
             kernels = WHOLE
         if kernels not in self._masses:
@@ -208,7 +238,16 @@ class Filtered:
         return self._masses[kernels]
 
     def candidate_count(self, kernels: str) -> int:
-        """The sampled rows within reach of the box (:meth:`SampleView.candidates`'s size)."""
+        """The sampled rows within reach of the box (:meth:`SampleView.candidates`'s size).
+
+        Parameters
+        ----------
+        kernels : {"whole", "scaled"}
+
+        Returns
+        -------
+        int
+        """
         values, _ = self.strata.view._sort(self.column)
         reach = _REACH * self.model.bandwidth * _widest(self.strata, kernels)
         a, b = self.interval
@@ -216,7 +255,12 @@ class Filtered:
 
     def margins(self) -> tuple[float, float]:
         """(X, M) of the box: the sample's kernel mass (:meth:`SampleView.marginal`) and the grid's
-        exact rows (the column has a grid)."""
+        exact rows (the column has a grid).
+
+        Returns
+        -------
+        (float, float)
+        """
         if self._margins is None:
             self._margins = (self.strata.view.marginal(self.model, *self.interval),
                              self.synopsis.grids[self.column].box(*self.interval)[0])
@@ -242,7 +286,18 @@ class Brush:
     def product(self, columns: tuple[str, ...], kernels: str) -> tuple[np.ndarray, np.ndarray]:
         """(rows, p): the rows (ascending) whose product of the ``columns``' masses (in this order,
         as the query path multiplies them) is not 0, and that product p_i per sampled row (1 for no
-        column)."""
+        column).
+
+        Parameters
+        ----------
+        columns : tuple of str
+            Filtered columns.
+        kernels : {"whole", "scaled"}
+
+        Returns
+        -------
+        (numpy.ndarray, numpy.ndarray)
+        """
         key = (columns, kernels)
         if key not in self._products:
             n = self.strata.data.shape[1]
@@ -289,7 +344,18 @@ class Crossfilter:
     def output_groups(self, query: AggregateQuery) -> tuple[list[tuple], np.ndarray]:
         """:func:`parzen.aqp.strata.output_groups` of a chart's ``query``, kept: it depends on the
         query's GROUP BY and IN filters only (a brush's ranges are on numeric columns), of which a
-        page has few (the last :data:`OUTPUTS_KEPT` are kept)."""
+        page has few (the last :data:`OUTPUTS_KEPT` are kept).
+
+        Parameters
+        ----------
+        query : AggregateQuery
+            A chart's query, names as in the synopsis.
+
+        Returns
+        -------
+        keys : list of tuple
+        output_of_stratum : numpy.ndarray
+        """
         key = (query.group_by, tuple(sorted(query.members.items())))
         found = self._outputs.get(key)
         if found is None:
