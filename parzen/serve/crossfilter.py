@@ -298,6 +298,8 @@ class Brush:
         -------
         (numpy.ndarray, numpy.ndarray)
         """
+        if self.strata.row_scale is None or all(self.filtered[c].model.bandwidth == 0.0 for c in columns):
+            kernels = WHOLE  # no factor widens these kernels: the same masses (Filtered.masses)
         key = (columns, kernels)
         if key not in self._products:
             n = self.strata.data.shape[1]
