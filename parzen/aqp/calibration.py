@@ -174,3 +174,81 @@ def rake_groups(inside: np.ndarray, rows: np.ndarray, target: float) -> np.ndarr
         if abs(cells_in.sum() - target) <= 1e-12 * max(total, 1.0):
             break
     return np.divide(cells_in, start, out=np.ones_like(start), where=start > 0)
+
+
+def rake_2x2_each(n11: np.ndarray, n1: np.ndarray, m1: np.ndarray, n: float, row_target: np.ndarray,
+                  column_target: np.ndarray) -> np.ndarray:
+    """:func:`rake_2x2` of many tables at once (a histogram's bins), the same operations elementwise
+    (so the same numbers), NaN where it gives None.
+
+    Parameters
+    ----------
+    n11, n1, m1 : numpy.ndarray
+        Per table, as :func:`rake_2x2` takes them.
+    n : float
+        The table's rows.
+    row_target, column_target : numpy.ndarray
+        Per table, R and C.
+
+    Returns
+    -------
+    numpy.ndarray
+        Per table, the raked cell, or NaN.
+    """
+    n11, n1, m1 = (np.asarray(v, dtype=np.float64) for v in (n11, n1, m1))
+    r, c = np.broadcast_arrays(np.asarray(row_target, dtype=np.float64), np.asarray(column_target, dtype=np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n10, n01 = n1 - n11, m1 - n11
+        n00 = n - n1 - m1 + n11
+        cells = np.minimum(np.minimum(n11, n10), np.minimum(n01, n00)) > 0.0
+        theta = n11 * n00 / (n10 * n01)
+        low, high = np.maximum(0.0, r + c - n), np.minimum(r, c)
+        qa, qb, qc = 1.0 - theta, (n - r - c) + theta * (r + c), -theta * r * c
+        linear = np.abs(qa) < 1e-12
+        disc = qb * qb - 4.0 * qa * qc
+        q = -0.5 * (qb + np.copysign(np.sqrt(np.maximum(disc, 0.0)), qb))
+        first = np.where(linear, np.where(qb != 0.0, -qc / qb, np.nan), q / qa)
+        second = np.where(linear | (q == 0.0), np.nan, qc / q)
+        slack = 1e-9 * max(n, 1.0)
+
+        def inside(x):
+            return (low - slack <= x) & (x <= high + slack)
+
+        root = np.where(inside(first), first, np.where(inside(second), second, np.nan))
+        root = np.where(cells & (linear | (disc >= 0.0)), root, np.nan)
+        return np.where(np.isnan(root), np.nan, np.minimum(np.maximum(root, low), high))
+
+
+def shrink_to_independence_each(x: np.ndarray, n: float, row_target: np.ndarray, column_target: np.ndarray,
+                                drawn: float, fraction: float) -> np.ndarray:
+    """:func:`shrink_to_independence` of many raked cells at once, the same operations elementwise
+    (so the same numbers).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The raked cells (:func:`rake_2x2_each`).
+    n : float
+        The table's rows.
+    row_target, column_target : numpy.ndarray
+        Per cell, R and C.
+    drawn : float
+        m, the effective sampled rows.
+    fraction : float
+        f, the sampled fraction of the table's rows.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    x = np.asarray(x, dtype=np.float64)
+    r, c = np.asarray(row_target, dtype=np.float64), np.asarray(column_target, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        independent = r * c / n
+        cells = (x, r - x, c - x, n - r - c + x)
+        kept = (drawn <= 0.0) | (np.minimum(np.minimum(cells[0], cells[1]), np.minimum(cells[2], cells[3])) <= 0.0)
+        variance = max(1.0 - fraction, 0.0) / (drawn * n * (((0.0 + 1.0 / cells[0]) + 1.0 / cells[1]) + 1.0 / cells[2]
+                                                            + 1.0 / cells[3]))
+        d = (x - independent) / n
+        shrunk = np.where(d * d <= variance, independent, independent + (x - independent) * (1.0 - variance / (d * d)))
+        return np.where(kept, x, shrunk)

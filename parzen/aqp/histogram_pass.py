@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numba import njit
 
-from . import answers
+from . import answers, calibration
 from ._box import _CACHE_MAX, _reached_rows, row_box
 from .estimate import _REACH
 from .sql import AggregateQuery, Range
@@ -214,22 +214,104 @@ def _sample_values(base: AggregateQuery, column: str, boxes: list[Range], synops
     """Per bin, :func:`parzen.aqp.answers.calibrated_values` of its query (``base`` with x in the
     bin), the sums from one pass, each bin's calibration factor as its query's; and per box of
     ``also``, its :func:`kernel_masses` from the same pass."""
-    models = synopsis.models
     found = _one_pass(base, column, boxes, synopsis, layout, output_of_stratum, also)
-    factors = np.ones(len(boxes))
     sizes = _candidate_counts(layout, column, found.bins, found.reach)
-    empty = any(b < a for a, b in found.others.values())
-    ranged = [c for c in base.ranges if c in models]  # a bin's range columns, in its query's order
-    for k in range(len(boxes)):
-        if found.held[k] and not empty:  # else every sum is 0, and so is the answer (factor 1)
-            bin_box = (float(found.bins[k, 0]), float(found.bins[k, 1]))
-            ends = {c: bin_box if c == column else found.others[c] for c in ranged}
-            counts = {c: sizes[k] if c == column else found.found[c].size for c in ranged}
-            order = sorted(counts, key=counts.__getitem__)  # as calibrated_values orders them
-            factors[k] = answers.calibration_factor(base, synopsis, layout, ends, order, found.sums[k:k + 1],
-                                                    output_of_stratum, _no_groups)
+    factors = bin_factors(base, column, synopsis, layout, found.bins, found.held, found.sums, found.others,
+                          {c: rows.size for c, rows in found.found.items()}, sizes, output_of_stratum)
     result = answers._aggregate_values(base, found.sums, found.aggregated, factors)  # elementwise, as per bin
     return np.stack([np.asarray(result[name], dtype=np.float64) for name in names], axis=1), found.also[:, 0].copy()
+
+
+def bin_factors(base: AggregateQuery, column: str, synopsis: Synopsis, layout: Layout, bins: np.ndarray,
+                held: np.ndarray, sums: np.ndarray, others: dict[str, tuple[float, float]], other_counts: dict[str, int],
+                bin_counts: np.ndarray, output_of_stratum: np.ndarray,
+                bin_margins: tuple[np.ndarray, np.ndarray] | None = None,
+                other_margins: dict[str, tuple[float, float]] | None = None) -> np.ndarray:
+    """Per bin, the calibration factor of its query (``base`` with x in the bin), as
+    :func:`parzen.aqp.answers.calibration_factor` gives it, every bin at once.
+
+    A histogram has no GROUP BY, so the factor is 1 unless the query is about the whole table
+    (:func:`parzen.aqp.answers.whole_table`); then c, the range column with the fewest candidate
+    rows (the bin's x or another; ties go to the one first in the WHERE clause, as
+    :func:`parzen.aqp.answers.calibrated_values` sorts them), gives the ratio M / X of its box, or
+    with exactly two range columns, both with grids, the raked 2 x 2 cell shrunk towards
+    independence over the sample's (:func:`parzen.aqp.calibration.rake_2x2_each`,
+    :func:`parzen.aqp.calibration.shrink_to_independence_each`: the scalar functions' operations
+    elementwise, so the same numbers).
+
+    Parameters
+    ----------
+    base : AggregateQuery
+        The histogram's query without its bin, names spelled as in the synopsis.
+    column : str
+        The binned column x.
+    synopsis : Synopsis
+    layout : Layout
+    bins : numpy.ndarray
+        bins x 2: each bin's interval [a, b] on x.
+    held : numpy.ndarray
+        Per bin, whether its interval is not empty.
+    sums : numpy.ndarray
+        Per bin, :func:`parzen.aqp._box.box_sums`'s columns for its query.
+    others : dict of str to (float, float)
+        The other range columns' intervals.
+    other_counts : dict of str to int
+        Their candidate rows (:meth:`SampleView.candidates` at the query's reach).
+    bin_counts : numpy.ndarray
+        Per bin, its candidate rows.
+    output_of_stratum : numpy.ndarray
+        Per stratum, its answer row or -1.
+    bin_margins : (numpy.ndarray, numpy.ndarray), optional
+        Per bin, X and M of its box on x: the sample's kernel mass (:meth:`SampleView.marginal`) and
+        the grid's exact rows (computed when not given and x has a grid).
+    other_margins : dict of str to (float, float), optional
+        X and M of the other range columns' boxes (computed when not given).
+
+    Returns
+    -------
+    numpy.ndarray
+        One factor per bin (1 for an empty bin or an empty range: every sum is 0).
+    """
+    factors = np.ones(len(bins))
+    if any(b < a for a, b in others.values()) or not answers.whole_table(base, output_of_stratum):
+        return factors  # every sum 0; or no calibration (calibration_factor without GROUP BY)
+    grids = synopsis.grids
+    ranged = [c for c in base.ranges if c in synopsis.models]  # a bin's range columns, in its query's order
+    rest = sorted((c for c in ranged if c != column), key=other_counts.__getitem__)  # stable: WHERE order on ties
+    if rest:
+        ahead = ranged.index(column) < ranged.index(rest[0])  # x wins a tie with the column after it
+        x_first = (bin_counts < other_counts[rest[0]]) | (ahead & (bin_counts == other_counts[rest[0]]))
+    else:
+        x_first = np.ones(len(bins), dtype=bool)
+    if column in grids:
+        if bin_margins is None:
+            bin_margins = (np.array([layout.view.marginal(synopsis.models[column], a, b) for a, b in bins]),
+                           grids[column].boxes(bins[:, 0], bins[:, 1])[0])
+        x_sampled, x_exact = bin_margins
+    else:
+        x_sampled = x_exact = np.zeros(len(bins))
+    margins = dict(other_margins or {})
+    for c in rest[:1] if len(ranged) != 2 else rest:
+        if c in grids and c not in margins:
+            margins[c] = layout.view.marginal(synopsis.models[c], *others[c]), grids[c].box(*others[c])[0]
+    other_sampled, other_exact = margins.get(rest[0], (0.0, 0.0)) if rest else (0.0, 0.0)
+    out = sums[:, 0]
+    first_gridded = np.where(x_first, column in grids, bool(rest) and rest[0] in grids)
+    sampled = out if len(ranged) == 1 else np.where(x_first, x_sampled, other_sampled)
+    exact = np.where(x_first, x_exact, other_exact)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(sampled > 0, exact / sampled, 1.0)  # calibration.ratio_factor
+        if len(ranged) == 2:
+            second_gridded = np.where(x_first, rest[0] in grids, column in grids)
+            second_sampled = np.where(x_first, other_sampled, x_sampled)
+            second_exact = np.where(x_first, other_exact, x_exact)
+            table_rows = float(layout.rows.sum())
+            raked = calibration.rake_2x2_each(out, sampled, second_sampled, table_rows, exact, second_exact)
+            shrunk = calibration.shrink_to_independence_each(raked, table_rows, exact, second_exact,
+                                                             layout.effective_rows,
+                                                             float(layout.drawn.sum()) / table_rows)
+            factor = np.where(second_gridded & (out > 0) & ~np.isnan(raked), shrunk / out, factor)
+    return np.where(held & first_gridded & (sampled > 0), factor, factors)
 
 
 def _no_groups() -> np.ndarray:

@@ -9,7 +9,8 @@ warnings of each answer are recorded per thread (:mod:`parzen.serve.captured`). 
 in DuckDB on a small pool of cursors of the same read-only, locked-down connection
 (:data:`parzen.aqp.engine.LOCKED_DOWN`), each under a timer that interrupts DuckDB at the deadline
 (:class:`Timeout`), so a slow exact query neither holds up the approximate ones nor outlives its
-request.
+request.  Brushes are answered by one :class:`~parzen.serve.crossfilter.Crossfilter` per table, made
+(its kernel masses computed, its compiled code loaded) when the service starts.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import math
 import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 
@@ -27,19 +27,16 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from ..aqp import Engine, histogram
-from ..aqp.engine import _check_columns as check_columns
+from ..aqp import Engine
 from ..aqp.sql import UnsupportedQuery
 from .captured import captured
 from .charts import Layout
+from .crossfilter import Crossfilter
 
 #: Cursors answering exact queries at once.
 EXACT_CURSORS = 4
 #: Engines answering approximate queries at once (the rest wait up to the request's time).
 APPROXIMATE_ENGINES = 8
-#: Threads answering the charts of brushes, shared by all brushes (the compiled kernels run without
-#: Python's global lock, so one brush's charts use two cores).
-CHART_THREADS = 2
 
 
 class BadRequest(ValueError):
@@ -88,10 +85,13 @@ class Service:
         self.stale = {row["table"]: row["why stale"] for row in listing.to_dict("records") if row["stale"]}
         self.layouts = {table: Layout.of(self.engine.synopsis(table)) for table in listing["table"]
                         if table not in self.stale or not str(self.stale[table]).startswith("corrupt")}
+        self._crossfilters = {table: Crossfilter(layout, self.engine.synopsis(table), self.engine._layouts[table],
+                                                 self.engine._resolved) for table, layout in self.layouts.items()}
+        for crossfilter in self._crossfilters.values():  # the kernel masses and compiled code, not in a brush
+            crossfilter.warm()
         self._cursors: queue.Queue = queue.Queue()
         for _ in range(EXACT_CURSORS):
             self._cursors.put(Engine(self.engine.con.cursor(), on_stale=on_stale))
-        self._charts = ThreadPoolExecutor(max_workers=CHART_THREADS, thread_name_prefix="parzen-charts")
         self._engines: queue.Queue = queue.Queue()
         for _ in range(APPROXIMATE_ENGINES):
             self._engines.put(_sharing(self.engine, on_stale))
@@ -100,8 +100,7 @@ class Service:
         self._tables_lock = threading.Lock()
 
     def close(self) -> None:
-        """Close the chart threads, the cursors and the database."""
-        self._charts.shutdown(wait=True)
+        """Close the cursors and the database."""
         for pool in (self._cursors, self._engines):
             while not pool.empty():
                 pool.get_nowait().con.close()
@@ -186,6 +185,10 @@ class Service:
         """Every chart of ``table`` under ``filters`` (each without its own), from the synopsis, and
         from DuckDB beside it when ``exact``.
 
+        The charts come from the table's :class:`~parzen.serve.crossfilter.Crossfilter` (the rows'
+        kernel masses under each filter once per brush, every chart's bins from them): each chart's
+        bars are those that its SQL ("sql") gets from :meth:`query`.
+
         Parameters
         ----------
         table : str
@@ -224,15 +227,9 @@ class Service:
                 raise ValueError(f'"charts" takes a list of chart names from {", ".join(names)}, got {charts!r}')
             names = [c for c in names if c in charts]
         plans = [_plan(layout, name, checked) for name in names]
-
-        def answer_all(engine: Engine) -> list[tuple[dict, list[str]]]:  # the charts at once, on this engine
-            return list(self._charts.map(lambda plan: _captured_chart(engine, plan), plans))
-
         started = time.perf_counter()
-        charted, caught = self._approximate(answer_all)
+        answered, caught = self._approximate(lambda engine: self._crossfiltered(table, checked, plans))
         server_ms = 1e3 * (time.perf_counter() - started)
-        answered = [chart for chart, _ in charted]
-        caught += [message for _, messages in charted for message in messages]  # in the charts' order
         if exact:
             for plan, chart in zip(plans, answered):
                 started = time.perf_counter()
@@ -240,6 +237,13 @@ class Service:
                 chart["exact"] = {"values": _floats(truth), "ms": 1e3 * (time.perf_counter() - started),
                                   "error": _l1_error(np.array(chart["values"], dtype=float), truth)}
         return {"table": table, "charts": answered, "server_ms": server_ms, "warnings": caught}
+
+    def _crossfiltered(self, table: str, filters: dict, plans: list[dict]) -> list[dict]:
+        """Every chart of ``plans`` from the table's :class:`~parzen.serve.crossfilter.Crossfilter`
+        (after the engine's stale-synopsis warning or refusal)."""
+        self.engine._answering(table)
+        answers = self._crossfilters[table].answer(filters, [plan["column"] for plan in plans])
+        return [_chart_json(plan, answer) for plan, answer in zip(plans, answers)]
 
     # --- the engines --------------------------------------------------------------------------
 
@@ -286,53 +290,26 @@ def _sharing(engine: Engine, on_stale: str) -> Engine:
 
 
 def _plan(layout: Layout, name: str, filters: dict) -> dict:
-    """One chart's queries: its SQL, its bars' labels, and its density curve's SQL (or None)."""
+    """One chart's SQL (the query its bars answer, run in DuckDB for the exact answers) and its bars' labels."""
     if name in layout.histograms:
         chart = layout.histograms[name]
         return {"column": name, "type": "histogram", "sql": layout.histogram_sql(name, filters),
-                "labels": chart.labels(), "width": chart.width,
-                "curve_sql": layout.histogram_sql(name, filters, curve=True) if chart.curve_factor else None,
-                "curve_factor": chart.curve_factor, "first": chart.first, "count": chart.count}
+                "labels": chart.labels(), "width": chart.width, "curve_factor": chart.curve_factor,
+                "first": chart.first, "count": chart.count}
     group = layout.groups[name]
     return {"column": name, "type": "groups", "sql": layout.groups_sql(name, filters), "labels": list(group.values)}
 
 
-def _captured_chart(engine: Engine, plan: dict) -> tuple[dict, list[str]]:
-    """:func:`_chart_answer` in a thread of the chart pool, with the warnings it gave."""
-    with captured() as caught:
-        chart = _chart_answer(engine, plan)
-    return chart, [str(message) for message in caught]
-
-
-def _chart_answer(engine: Engine, plan: dict) -> dict:
-    started = time.perf_counter()
+def _chart_json(plan: dict, answer: dict) -> dict:
+    """One chart of a brush's answer: its bars per label of the layout, and its density curve."""
     curve = None
-    if plan.get("curve_sql"):
-        frame, form, labels, masses = _bars_and_density(engine, plan["sql"], plan["curve_sql"])
+    if answer["masses"] is not None:
         factor, width = plan["curve_factor"], plan["width"] / plan["curve_factor"]
-        curve = {"x": [float(v + width / 2) for v in labels], "y": [float(v * factor) for v in masses]}
-    else:
-        frame = engine.query(plan["sql"])
-        form = frame.attrs["form"]
+        curve = {"x": [float(v + width / 2) for v in answer["curve_labels"]],
+                 "y": [float(v * factor) for v in answer["masses"]]}
     return {"column": plan["column"], "type": plan["type"], "sql": plan["sql"],
             "labels": _floats(plan["labels"]) if plan["type"] == "histogram" else [_json_value(v) for v in plan["labels"]],
-            "values": _floats(_aligned(plan, frame)), "form": form, "ms": 1e3 * (time.perf_counter() - started),
-            "curve": curve}
-
-
-def _bars_and_density(engine: Engine, sql: str, curve_sql: str) -> tuple[pd.DataFrame, str, np.ndarray, np.ndarray]:
-    """A smoothed chart: the answer to its histogram query ``sql`` (as ``engine.query(sql)`` gives it)
-    and its density curve, the synopsis's kernel density under the same WHERE clause integrated over
-    the finer bins of ``curve_sql``, not calibrated, from one pass over the sample
-    (:func:`parzen.aqp.histogram.answer_with_density`), with the engine's name resolution, checks and
-    staleness handling (its internals: the curve is no SQL answer)."""
-    parsed, fine = histogram.parse_histogram(sql), histogram.parse_histogram(curve_sql)
-    if parsed is None or fine is None:
-        raise ValueError(f"not a histogram query: {sql if parsed is None else curve_sql}")
-    binned, fine = engine._resolved_histogram(parsed), engine._resolved_histogram(fine)
-    synopsis = engine._answering(binned.base.table)
-    check_columns(binned.base, synopsis)
-    return histogram.answer_with_density(binned, fine, synopsis, engine._layouts[synopsis.table])
+            "values": _floats(answer["values"]), "form": answer["form"], "ms": answer["ms"], "curve": curve}
 
 
 def _aligned(plan: dict, frame: pd.DataFrame) -> np.ndarray:
@@ -359,7 +336,10 @@ def _l1_error(approximate: np.ndarray, exact: np.ndarray) -> float | None:
 
 
 def _floats(values) -> list:
-    return [None if not math.isfinite(v) else float(v) for v in np.asarray(values, dtype=float)]
+    values = np.asarray(values, dtype=float)
+    if np.isfinite(values).all():
+        return values.tolist()
+    return [None if not math.isfinite(v) else v for v in values.tolist()]
 
 
 def _answer_json(frame: pd.DataFrame, with_error: bool, caught: list[str]) -> dict:
