@@ -740,6 +740,8 @@ class Engine:
             result = contract.cover_bias(
                 result, lambda s: ratios.approximate(composite, subqueries, s, layout, answer, None)[0], synopsis,
                 [o.name for o in composite.outputs], keys)
+            if form != "totals":  # float64 round-off against DuckDB's own sums (parzen.aqp.contract)
+                result = contract.cover_rounding(result, [o.name for o in composite.outputs], synopsis.row_count)
         return result, form
 
     def _exact_of(self, query: AggregateQuery, binned: histogram.HistogramQuery | None = None) -> pd.DataFrame:
@@ -908,6 +910,9 @@ class Engine:
             result = contract.cover_bias(result, lambda s: approximate(query, s, layout, None)[0], synopsis,
                                          [a.name for a in query.aggregates], query.group_by, held=bounded,
                                          answers_at=in_one_pass)
+            if form != "totals":  # float64 round-off against DuckDB's own sums (exact totals are DuckDB's)
+                result = contract.cover_rounding(result, contract.summed(query.aggregates), synopsis.row_count,
+                                                 query.group_by, bounded)
             if form == "grid":  # the grid's exact C bounds its COUNT
                 result = contract.bracket_grid_counts(result, query, synopsis)
         if synopsis.temporal:  # MIN / MAX / quantiles of dates come back as dates
@@ -932,6 +937,7 @@ class Engine:
         if z is not None:  # the smoothing bias's estimate widens the interval (parzen.aqp.contract)
             result = contract.cover_bias(result, lambda s: histogram.answer(binned, s, layout, None)[0], synopsis,
                                          [a.name for a in binned.base.aggregates], [binned.label])
+            result = contract.cover_rounding(result, contract.summed(binned.base.aggregates), synopsis.row_count)
         return result, form
 
     def _regression(self, query: AggregateQuery) -> pd.DataFrame:
