@@ -247,8 +247,10 @@ def test_an_exact_answer_with_error_has_intervals_of_width_zero(engine):
 
 
 def test_exact_totals_meet_any_bound(engine):
-    answer = engine.query("SELECT g, COUNT(*), SUM(x) FROM t GROUP BY g", max_rel_error=1e-12)
-    assert answer.attrs["form"] == "totals" and answer.attrs["relative_half_width"] == 0.0
+    # any bound above float64 round-off: a total's interval holds DuckDB's own round-off over the stratum's
+    # N rows, 2 gamma_N |value| (contract.rounding_bound; 1e-12 of old asked for less than DuckDB can give)
+    answer = engine.query("SELECT g, COUNT(*), SUM(x) FROM t GROUP BY g", max_rel_error=1e-9)
+    assert answer.attrs["form"] == "totals" and answer.attrs["relative_half_width"] < 1e-9
 
 
 @pytest.mark.parametrize(("options", "message"), [

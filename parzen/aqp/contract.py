@@ -242,7 +242,7 @@ def summed(aggregates) -> list[str]:
     return [a.name for a in aggregates if a.func in ("count", "sum", "avg", "combination")]
 
 
-def rounding_bound(value: np.ndarray, rows: int) -> np.ndarray:
+def rounding_bound(value: np.ndarray, rows: int | np.ndarray) -> np.ndarray:
     """A bound on the floating-point round-off between an answer computed in float64 from at most
     ``rows`` terms and the exact answer computed likewise by DuckDB: 2 gamma_rows |value|, where
     gamma_k = k u / (1 - k u), u = 2^-53 (Higham 2002, *Accuracy and Stability of Numerical
@@ -257,20 +257,21 @@ def rounding_bound(value: np.ndarray, rows: int) -> np.ndarray:
     ----------
     value : numpy.ndarray
         The answers.
-    rows : int
-        The most terms any of them sums (the table's rows).
+    rows : int or numpy.ndarray
+        The most terms any of them sums (the table's rows), or per answer.
 
     Returns
     -------
     numpy.ndarray
-        The bound per answer (0 where the answer is NaN).
+        The bound per answer (0 where the answer is NaN or sums one term).
     """
-    k = max(int(rows), 1) * np.finfo(np.float64).eps / 2.0
-    gamma = k / (1.0 - k) if k < 0.5 else np.inf
+    k = np.maximum(np.asarray(rows, dtype=np.float64), 0.0) * (np.finfo(np.float64).eps / 2.0)
+    with np.errstate(divide="ignore"):
+        gamma = np.where(k < 0.5, k / (1.0 - np.minimum(k, 0.5)), np.inf)
     return np.where(np.isnan(value), 0.0, 2.0 * gamma * np.abs(value))
 
 
-def cover_rounding(frame: pd.DataFrame, names: Sequence[str], rows: int, keys: Sequence[str] = (),
+def cover_rounding(frame: pd.DataFrame, names: Sequence[str], rows: int | np.ndarray, keys: Sequence[str] = (),
                    held: Sequence[tuple] = ()) -> pd.DataFrame:
     """``frame`` with each interval widened on both sides by :func:`rounding_bound` of its value.
 
@@ -280,8 +281,8 @@ def cover_rounding(frame: pd.DataFrame, names: Sequence[str], rows: int, keys: S
         An answer with ``<name> low`` / ``<name> high`` columns.
     names : sequence of str
         The aggregates' columns.
-    rows : int
-        The table's rows.
+    rows : int or numpy.ndarray
+        The terms summed: the table's rows, or per row of ``frame``.
     keys : sequence of str
         The columns that key the answer rows.
     held : sequence of tuple
