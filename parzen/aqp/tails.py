@@ -65,8 +65,17 @@ def effective_df(contribution: np.ndarray, rows: np.ndarray, square: np.ndarray,
         return np.where((spread > 0.0) & finite, variance * variance / np.where(spread > 0.0, spread, 1.0), np.inf)
 
 
+#: Degrees of freedom from which :func:`t_quantiles` uses the Cornish-Fisher expansion (relative error below
+#: 1.3e-7 at the 99 % level, 1.5e-8 at 95 %) instead of SciPy's exact inverse, which it then need not import.
+EXPANDED_FROM = 30.0
+
+
 def t_quantiles(z: float, df: np.ndarray) -> np.ndarray:
     """Student's t quantiles at the two-sided level of the normal quantile ``z``, per degrees of freedom.
+
+    From ``EXPANDED_FROM`` degrees of freedom on, the Cornish-Fisher expansion of t in powers of 1/d
+    (Abramowitz and Stegun 1964, 26.7.5; :data:`EXPANDED_FROM`); below, the exact inverse
+    (``scipy.special.stdtrit``), imported only then, so that answers from many rows import nothing.
 
     Parameters
     ----------
@@ -79,8 +88,18 @@ def t_quantiles(z: float, df: np.ndarray) -> np.ndarray:
     -------
     numpy.ndarray
     """
-    from scipy import stats
-
     df = np.asarray(df, dtype=np.float64)
     finite = np.isfinite(df) & (df > 0.0)
-    return np.where(finite, stats.t.ppf(NormalDist().cdf(z), np.where(finite, df, 1.0)), z)
+    v = np.where(finite, df, 1.0)
+    x = float(z)
+    expanded = x + ((x**3 + x) / 4 + ((5 * x**5 + 16 * x**3 + 3 * x) / 96
+                                      + ((3 * x**7 + 19 * x**5 + 17 * x**3 - 15 * x) / 384
+                                         + (79 * x**9 + 776 * x**7 + 1482 * x**5 - 1920 * x**3 - 945 * x) / 92160 / v)
+                                      / v) / v) / v
+    out = np.where(finite, expanded, x)
+    few = finite & (df < EXPANDED_FROM)
+    if few.any():
+        from scipy import special
+
+        out[few] = special.stdtrit(df[few], NormalDist().cdf(x))
+    return out
