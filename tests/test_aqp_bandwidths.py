@@ -171,3 +171,43 @@ def test_the_first_grid_grows_with_the_rows_so_one_pass_suffices():
     unscaled = stages_from_counts(linear_bin(frame["u"].to_numpy(), GridSpec.covering(spread.low, spread.high, coarse)),
                                   first_pilot(spread.sigma, rows))
     assert unscaled.predicted_error > 1e-4
+
+
+@pytest.mark.parametrize("selector", ["scott", "lscv_h"])
+def test_selectors_on_a_stratified_sample_take_its_weights(selector):
+    """Issue 20, item 2: on a stratified sample whose strata are sampled at different rates, a selector
+    other than PLUGIN runs on the sampled values with their weights rows_g / drawn_g as probability
+    weights (Kish's n_e for n), which changes h; an unstratified sample's selection is unweighted, as before."""
+    from parzen import bandwidth as bw
+
+    rng = np.random.default_rng(7)
+    big, small = 40_000, 1_500  # the small group is sampled whole (MIN_GROUP_SAMPLE), the big one at ~5 %
+    frame = pd.DataFrame({"g": ["big"] * big + ["small"] * small,
+                          "x": np.concatenate([rng.normal(10.0, 3.0, big), rng.normal(0.0, 0.3, small)])})
+    engine = Engine(_table(frame))
+    built = engine.build("t", sample=2000, bandwidth=selector, grid=0, group_by=["g"])
+    _, weight, _ = built.strata()
+    assert np.ptp(weight) > 10.0  # the strata were sampled at different rates
+    x = built.sample["x"]
+    n_e = weight.sum() ** 2 / np.dot(weight, weight)
+    expected = bw.select(selector, x, weights=weight, weight_kind="probability") * integral_factor(n_e)
+    unweighted = bw.select(selector, x) * integral_factor(x.size)
+    model = built.models["x"]
+    assert model.bandwidth == pytest.approx(expected, rel=1e-12)
+    assert abs(model.bandwidth / unweighted - 1.0) > 0.2  # the weights moved h
+    assert model.bandwidth_from == f"{selector}, sampled values: {x.size} of {x.size}, weighted by strata"
+
+    plain = engine.build("t", sample=2000, bandwidth=selector, grid=0)  # uniform: unweighted, unchanged
+    x = plain.sample["x"]
+    assert plain.models["x"].bandwidth == pytest.approx(bw.select(selector, x) * integral_factor(x.size), rel=1e-12)
+    assert plain.models["x"].bandwidth_from == f"{selector}, sampled values: {x.size} of {x.size}"
+
+
+def test_sample_weights_are_none_when_every_stratum_is_sampled_alike():
+    from parzen.aqp.build import sample_weights
+    from parzen.aqp.synopsis import Group
+
+    alike = [Group(("a",), 100, {}, 0, 10), Group(("b",), 50, {}, 10, 15)]
+    assert sample_weights(alike, 15) is None and sample_weights([], 15) is None
+    unequal = [Group(("a",), 100, {}, 0, 10), Group(("b",), 10, {}, 10, 20)]
+    assert sample_weights(unequal, 20).tolist() == [10.0] * 10 + [1.0] * 10

@@ -417,3 +417,34 @@ def test_null_foreign_keys_keep_their_rows_and_a_join_drops_them_as_sql_does():
     con.execute("UPDATE sales SET s_big = CASE WHEN rowid % 7 = 0 THEN NULL ELSE rowid % 2000 END")
     with pytest.raises(ValueError, match="NULL s_big, and 'big' has more than 1000 rows"):
         e.build("sales", joins={"s_big": "big.b_key"}, sample=500)
+
+
+def test_a_dimension_filter_that_selects_whole_strata_is_answered_from_their_exact_totals():
+    """Stratified by the foreign key s_productkey, each stratum is one product, so p_brand = 'B3' selects
+    whole strata: the answer is those strata's exact totals (form "totals"), not a domain estimate
+    (parzen.aqp.stratum_filters); with a numeric range it is the strata's stratified answer."""
+    from parzen.aqp.stratum_filters import determined_columns
+
+    con = duckdb.connect(":memory:")
+    _schema(con, rows=120_000, seed=2)
+    con.execute("SET enable_external_access = false")
+    e = Engine(con)
+    built = e.build("sales", joins=KEYS, sample=15_000, group_by=["s_productkey"], seed=1)
+    assert {"p_brand", "p_weight"} <= determined_columns(built) and "o_priority" not in determined_columns(built)
+    assert any(g.stop - g.start < g.rows for g in built.groups)  # strata are sampled, not whole
+    sql = ("SELECT COUNT(*), SUM(s_price), AVG(s_quantity) FROM sales JOIN product ON s_productkey = p_productkey "
+           "WHERE p_brand IN ('B3', 'B5')")
+    approx, exact = e.query(sql, with_error=True), e.query(sql, exact=True)
+    assert approx.attrs["form"] == "totals"
+    for name in exact.columns:
+        assert approx[name].iloc[0] == pytest.approx(float(exact[name].iloc[0]), rel=1e-12)
+        assert approx[f"{name} low"].iloc[0] <= float(exact[name].iloc[0]) <= approx[f"{name} high"].iloc[0]
+    ranged = sql + " AND s_quantity BETWEEN 10 AND 20"
+    approx, exact = e.query(ranged, with_error=True), e.query(ranged, exact=True)
+    assert approx.attrs["form"] == "sample"
+    assert approx["count_star()"].iloc[0] == pytest.approx(float(exact["count_star()"].iloc[0]), rel=0.05)
+    grouped = sql.replace("SELECT ", "SELECT o_priority, ").replace(
+        "FROM sales JOIN product", "FROM sales JOIN orders ON s_orderkey = o_orderkey JOIN product") + " GROUP BY o_priority"
+    approx, exact = e.query(grouped, with_error=True), e.query(grouped, exact=True)
+    merged = approx.merge(exact, on="o_priority", suffixes=("", " exact"))
+    assert len(merged) == 3 and ((merged["count_star()"] / merged["count_star() exact"] - 1).abs() < 0.05).all()

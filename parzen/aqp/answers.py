@@ -30,6 +30,7 @@ from .estimate import _REACH, Estimate, row_terms
 from .sql import AggregateQuery, Range
 from .strata import Layout, output_groups
 from .synopsis import Synopsis
+from .tails import effective_df, t_quantiles
 
 #: Per aggregate name, one value per answer row.
 Values = dict[str, "np.ndarray | list[float]"]
@@ -80,14 +81,27 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     if z is None:
         answers = [{name: Estimate(float(v[g])) for name, v in values.items()} for g in range(len(keys))]
     elif form == "sample" and query.group_by:  # raked per group: the interval spans the plain estimate's too
-        estimates = stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, len(keys))
-        answers = [{name: _spanning(float(v[g]), float(estimates[name][0][g]), z * float(estimates[name][1][g]))
+        degrees: dict[str, np.ndarray] = {}
+        estimates = stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, len(keys), degrees)
+        half = {name: t_quantiles(z, degrees[name]) * estimates[name][1] for name in values}
+        answers = [{name: _spanning(float(v[g]), float(estimates[name][0][g]), float(half[name][g]))
                     for name, v in values.items()} for g in range(len(keys))]
     else:
-        errors = _standard_errors(query, synopsis, layout, ranges, output_of_stratum, len(keys))
-        answers = [{name: _interval(float(v[g]), z * float(errors[name][g])) for name, v in values.items()}
+        half = _half_widths(query, synopsis, layout, ranges, output_of_stratum, len(keys), z)
+        answers = [{name: _interval(float(v[g]), float(half[name][g])) for name, v in values.items()}
                    for g in range(len(keys))]
     return frame(query, dict(zip(keys, answers)), z is not None), form
+
+
+def _half_widths(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
+                 output_of_stratum: np.ndarray, groups: int, z: float) -> Values:
+    """Per aggregate, per answer row: the interval's half width, t se, t Student's quantile at the level
+    of ``z`` for the variance's effective degrees of freedom (:mod:`parzen.aqp.tails`; 0 for exact totals)."""
+    if not ranges:
+        return {a.name: np.zeros(groups) for a in query.aggregates}
+    degrees: dict[str, np.ndarray] = {}
+    estimates = stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, groups, degrees)
+    return {name: t_quantiles(z, degrees[name]) * se for name, (_, se) in estimates.items()}
 
 
 def _standard_errors(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
@@ -426,7 +440,8 @@ def _aggregate_values(query: AggregateQuery, out: np.ndarray, aggregated: list[s
 
 
 def stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
-                         output_of_stratum: np.ndarray, groups: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+                         output_of_stratum: np.ndarray, groups: int,
+                         degrees: dict[str, np.ndarray] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The plain stratified estimates (not calibrated) from the per-row terms, and their standard errors.
 
     COUNT and SUM: sum over strata g of rows_g / drawn_g times the rows' terms
@@ -450,6 +465,11 @@ def stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layo
         Per stratum, its answer row or -1.
     groups : int
         The answer rows.
+    degrees : dict, optional
+        Filled, per aggregate, with the effective degrees of freedom of each answer row's variance
+        estimate (:func:`parzen.aqp.tails.effective_df`), whose Student t quantile the interval takes
+        for z: a narrow box holds few sampled rows, whose variance a heavy-tailed column's rows
+        understate.
 
     Returns
     -------
@@ -467,23 +487,48 @@ def stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layo
     def total(values):
         return np.bincount(group, weights=weight * values, minlength=groups)
 
-    def standard_error(values):
+    def standard_error(name, values):
+        if degrees is not None:
+            degrees[name] = _stratified_df(values, stratum, layout, output_of_stratum, groups)
         return np.sqrt(_stratified_variance(values, stratum, layout, output_of_stratum, groups))
 
     estimates = {}
     for a in query.aggregates:
         if a.column is None:  # COUNT(*)
-            estimates[a.name] = total(terms.count), standard_error(terms.count)
+            estimates[a.name] = total(terms.count), standard_error(a.name, terms.count)
         elif a.func == "avg":
             num, den = terms.sum_y[a.column], terms.count_y[a.column]
             num_total, den_total = total(num), total(den)
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratio = np.where(den_total > 0, num_total / den_total, np.nan)
-                estimates[a.name] = ratio, standard_error(num - np.nan_to_num(ratio)[group] * den) / den_total
+                estimates[a.name] = ratio, standard_error(a.name, num - np.nan_to_num(ratio)[group] * den) / den_total
         else:
             values = terms.sum_y[a.column] if a.func == "sum" else terms.count_y[a.column]
-            estimates[a.name] = total(values), standard_error(values)
+            estimates[a.name] = total(values), standard_error(a.name, values)
     return estimates
+
+
+def _stratified_df(values, stratum, layout: Layout, output_of_stratum, groups: int) -> np.ndarray:
+    """Per answer row: the effective degrees of freedom of :func:`_stratified_variance` (the strata are
+    its cells, the rows with a non-zero term those that carry it: :func:`parzen.aqp.tails.effective_df`)."""
+    strata = len(layout.keys)
+    s1 = np.bincount(stratum, weights=values, minlength=strata)
+    s2 = np.bincount(stratum, weights=values * values, minlength=strata)
+    s4 = np.bincount(stratum, weights=(values * values) ** 2, minlength=strata)
+    carrying = np.bincount(stratum, weights=(values != 0.0).astype(np.float64), minlength=strata)
+    n, rows = layout.drawn, layout.rows
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1), 0.0)
+        contribution = np.nan_to_num(rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows))
+    used = output_of_stratum >= 0
+    cells = np.zeros((strata, groups))
+    at = (np.flatnonzero(used), output_of_stratum[used])
+    out = []
+    for per_stratum in (contribution, carrying, s2, s4):
+        grid = cells.copy()
+        grid[at] = per_stratum[used]
+        out.append(grid)
+    return effective_df(*out)
 
 
 def _stratified_variance(values, stratum, layout: Layout, output_of_stratum, groups: int) -> np.ndarray:

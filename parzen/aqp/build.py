@@ -238,9 +238,11 @@ def assemble_synopsis(options: BuildOptions, scan: Scan, passes: TablePasses, ba
                if kinds[c][0] != DISCRETE and selector_of(c, bandwidth) == "plugin"}
     functionals = table_functionals(passes.bin_columns, spreads) if spreads else {}
     bar.advance(1)
+    weights = sample_weights(scan.groups, next(iter(drawn.values())).size if drawn else 0)
     models = {}
     for c in numeric:
-        models[c] = _column_model(c, kinds[c], stats[c][3], drawn[c], bandwidth, functionals.get(c), rng, stats[c][:2])
+        models[c] = _column_model(c, kinds[c], stats[c][3], drawn[c], bandwidth, functionals.get(c), rng, stats[c][:2],
+                                  weights)
         bar.advance(1)
     synopsis = Synopsis(table=options.table, row_count=scan.rows, models=models, totals=scan.totals, sample=drawn,
                         group_by=options.group_by, groups=scan.groups,
@@ -385,26 +387,53 @@ def selector_of(name: str, bandwidth):
     return bandwidth if isinstance(bandwidth, str) else float(bandwidth)
 
 
+def sample_weights(groups: list[Group], n: int) -> np.ndarray | None:
+    """Per sampled row, the table rows it stands for, rows_g / drawn_g of its stratum (the inverse of
+    its inclusion probability: :meth:`parzen.aqp.synopsis.Synopsis.strata`); None when every row's
+    is the same (an unstratified sample, or strata sampled alike), whose selectors then run unweighted.
+
+    Parameters
+    ----------
+    groups : list of Group
+        The strata, in the sample's order (empty: a uniform sample).
+    n : int
+        The sampled rows.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,) or None
+    """
+    if not groups:
+        return None
+    drawn = np.array([g.stop - g.start for g in groups], dtype=np.float64)
+    per_group = np.array([g.rows for g in groups], dtype=np.float64) / np.maximum(drawn, 1.0)
+    if np.ptp(per_group[drawn > 0]) == 0.0 or int(drawn.sum()) != n:
+        return None
+    return np.repeat(per_group, drawn.astype(np.intp))
+
+
 def _column_model(name, kind_and_lower, integral: bool, values, bandwidth, functionals: ColumnFunctionals | None,
-                  rng, span: tuple[float | None, float | None]) -> ColumnModel:
+                  rng, span: tuple[float | None, float | None], weights: np.ndarray | None = None) -> ColumnModel:
     """The column's model: its kind (:func:`_column_kind`) and bandwidth, and where the bandwidth
     came from.  "plugin" takes ``functionals``, PLUGIN's stages on every row of the table
     (:mod:`parzen.aqp.bandwidths`), with h for the n sampled values; other selectors run on the
-    sampled values (:func:`_select`); each is then made a bandwidth for integrals
+    sampled values (:func:`_select`), with the sampled rows' ``weights`` (:func:`sample_weights`;
+    None: unweighted); each is then made a bandwidth for integrals
     (:func:`integral_factor`).  ``span``: the table's (MIN, MAX) of the column, kept in the model."""
     kind, lower = kind_and_lower
     low, high = (None if v is None else float(v) for v in span)
     if kind == DISCRETE:
         return ColumnModel(name, DISCRETE, 0.0, None, integral, "point masses", low, high)
-    present = values[~np.isnan(values)]
+    kept = ~np.isnan(values)
+    present = values[kept]
     selector = selector_of(name, bandwidth)
     if functionals is not None:
         h = functionals.bandwidth(present.size) * integral_factor(present.size)
         source = (f"plugin, every row: Psi_6, Psi_4 of {functionals.rows} rows (binned, {functionals.grid_size} "
                   f"nodes), h for {present.size} sampled values")
     elif isinstance(selector, str):
-        h, used = _select(present, selector, rng)
-        source = f"{selector}, sampled values: {used} of {present.size}"
+        h, used, weighted = _select(present, selector, rng, None if weights is None else weights[kept])
+        source = f"{selector}, sampled values: {used} of {present.size}" + (", weighted by strata" if weighted else "")
     else:
         h, source = selector, "given"
     if not (math.isfinite(h) and h > 0):
@@ -419,20 +448,45 @@ def _occupancy(values: np.ndarray) -> float:
     return np.unique(inner).size / (high - low + 1.0)
 
 
-def _select(values: np.ndarray, method: str, rng) -> tuple[float, int]:
-    """The selector's bandwidth for ``values``, chosen on a subsample of at most
-    :data:`BANDWIDTH_ROWS`, rescaled to the sample size by n^(-1/5), then made a bandwidth for
-    integrals (:func:`integral_factor`); and the subsample's size."""
-    sub = values if values.size <= BANDWIDTH_ROWS else rng.choice(values, BANDWIDTH_ROWS, replace=False)
+def _select(values: np.ndarray, method: str, rng, weights: np.ndarray | None = None) -> tuple[float, int, bool]:
+    """The selector's bandwidth for ``values``, chosen on a uniform subsample of at most
+    :data:`BANDWIDTH_ROWS` (rows and their weights), rescaled to the sample size by n^(-1/5), then
+    made a bandwidth for integrals (:func:`integral_factor`); the subsample's size; and whether the
+    selector took the weights.
+
+    With ``weights`` (a stratified sample whose rows stand for different numbers of table rows,
+    :func:`sample_weights`), the selector gets them as probability weights (``weight_kind=
+    "probability"``: weighted pair sums, Kish's effective sample size n_e = (sum w)^2 / sum w^2 where
+    its formula needs n; docs/statistics.md, "Weighted data"; issue 20, item 2), so that h suits the
+    table's density, which the weighted sample estimates, rather than the sample's own; n in the
+    rescaling and the integral factor is then n_e of the subsample and of all the column's sampled
+    values.  A selector defined for unweighted data (ISJ) runs unweighted."""
+    sub = values if values.size <= BANDWIDTH_ROWS else None
+    if sub is None:
+        chosen = rng.choice(values.size, BANDWIDTH_ROWS, replace=False)
+        sub = values[chosen]
+        sub_weights = None if weights is None else weights[chosen]
+    else:
+        sub_weights = weights
     if np.ptp(sub) == 0:
-        sub = values
+        sub, sub_weights = values, weights
     from .. import bandwidth as bw
+    from ..bandwidth.registry import SELECTORS
 
-    h = float(bw.select(method, sub))  # 1-D: h in data units
-    return h * (sub.size / values.size) ** 0.2 * integral_factor(values.size), sub.size
+    if weights is None or sub_weights is None or not SELECTORS[method].weighted:
+        h = float(bw.select(method, sub))  # 1-D: h in data units
+        return h * (sub.size / values.size) ** 0.2 * integral_factor(values.size), sub.size, False
+    h = float(bw.select(method, sub, weights=sub_weights, weight_kind="probability"))
+    n_sub, n_all = _effective_size(sub_weights), _effective_size(weights)
+    return h * (n_sub / n_all) ** 0.2 * integral_factor(n_all), sub.size, True
 
 
-def integral_factor(n: int) -> float:
+def _effective_size(weights: np.ndarray) -> float:
+    """Kish's effective sample size (sum w)^2 / sum w^2 (Kish 1965, section 11.7)."""
+    return float(weights.sum() ** 2 / np.dot(weights, weights))
+
+
+def integral_factor(n: float) -> float:
     """From a density bandwidth to one for integrals of the density over boxes (AQP's answers).
 
     Box integrals are distribution-function estimates, whose AMISE-optimal bandwidth shrinks as

@@ -43,6 +43,7 @@ from .row_predicates import row_mask
 from .sql import AggregateQuery, UnsupportedQuery
 from .strata import Layout
 from .synopsis import Synopsis
+from .tails import effective_df, t_quantiles
 from .value_index import member_mask
 
 #: ``attrs`` key of a domain answer: the group keys whose intervals are bounds that hold (no sampled row)
@@ -124,8 +125,9 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     terms = None if z is None else {**_dense_terms(synopsis, layout, ranges, aggregated, keep, kept), **dense}
     strata = len(layout.keys)
 
-    def se(values):
-        return np.sqrt(_domain_variance(values, stratum, group, layout, strata, sizes))
+    def half_width(values):  # z se, with Student's t of the variance's degrees of freedom for z
+        variance, df = domain_spread(values, stratum, group, layout, strata, sizes)
+        return t_quantiles(z, df) * np.sqrt(variance)
 
     overall: dict[str, float] = {}  # per aggregate: the whole query's rate per row (AVG: its average)
     answers: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
@@ -141,23 +143,28 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratio = np.where(den_total > 0, num_total / den_total, np.nan)
                 overall[a.name] = float(num_total.sum() / den_total.sum()) if den_total.sum() > 0 else math.nan
-                error = None if terms is None else \
-                    se(terms[num_name] - np.nan_to_num(ratio)[group] * terms[den_name]) / den_total
+                error = None if terms is None or z is None else \
+                    half_width(terms[num_name] - np.nan_to_num(ratio)[group] * terms[den_name]) / den_total
             answers[a.name] = ratio, error
             continue
         t = totals[name]  # COUNT / SUM: the ratio estimate where the domain's size is known
         overall[a.name] = float(t.sum()) / sampled_rows if sampled_rows > 0 else 0.0
         value, error = share * t, None
-        if terms is not None:
+        if terms is not None and z is not None:
             with np.errstate(invalid="ignore", divide="ignore"):
                 mean = np.where(size_estimate > 0, t / size_estimate, 0.0)
-            error = share * se(np.where(known[group], terms[name] - mean[group], terms[name]))
+            error = share * half_width(np.where(known[group], terms[name] - mean[group], terms[name]))
         if a.func == "count" and a.column is None and not ranges:  # the domain's exact rows, where known (not a product that rounds)
             value = np.where(known, exact_rows, value)
             error = None if error is None else np.where(known, 0.0, error)
         answers[a.name] = value, error
         if z is not None:  # a domain of unknown size: its sampled rows' count is Poisson-like (Garwood's limits)
             poisson[a.name] = ~known
+    #: intervals cut to bounds that always hold (t quantiles of few degrees of freedom reach beyond them):
+    #: AVG of a column in its exact [MIN, MAX]; COUNT and SUM of a domain of known rows N_d as in _unsampled
+    averaged = {a.name for a in query.aggregates if a.func == "avg" and a.plain}
+    counted = {a.name for a in query.aggregates if a.func == "count"}
+    held = {a.name: _column_range(synopsis, a.column) for a in query.aggregates if a.plain}
     unsampled = size_estimate <= 0
     factors = None if z is None or not poisson else garwood_factors(np.bincount(group, minlength=sizes), z)
     bound, guess = (None, None) if found is None else _candidate_sizes(found, selected.keys, sampled_rows)
@@ -173,11 +180,23 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
         elif unsampled[g]:
             rows[decoded] = _unsampled(query, synopsis, overall, exact_rows[g], bool(ranges), z)
         else:
-            rows[decoded] = {name: _interval(float(v[g]), None if z is None or e is None else z * float(e[g]))
+            rows[decoded] = {name: _interval(float(v[g]), None if z is None or e is None else float(e[g]))
                              for name, (v, e) in answers.items()}
             for name, widen in poisson.items():
                 if widen[g] and factors is not None:
                     rows[decoded][name] = _widened(rows[decoded][name], factors[0][g], factors[1][g])
+            for name, (lowest, highest) in (held.items() if z is not None else ()):
+                n_d = float(exact_rows[g]) if known[g] else math.nan
+                if name in averaged:
+                    low, high = lowest, highest
+                elif name in counted:  # COUNT in [0, N_d], SUM in N_d [min(0, MIN), max(0, MAX)]: N_d known
+                    low, high = 0.0, n_d
+                else:
+                    low, high = n_d * min(0.0, lowest), n_d * max(0.0, highest)
+                if math.isnan(low) or math.isnan(high):
+                    continue
+                e = rows[decoded][name]
+                rows[decoded][name] = Estimate(e.value, max(e.low, min(low, e.value)), min(e.high, max(high, e.value)))
     out = frame(query, rows, z is not None)
     #: the groups without a sampled row: their intervals are bounds that hold (no bias term widens them)
     out.attrs[BOUNDED_GROUPS] = [key for g, key in enumerate(rows) if unsampled[g]]
@@ -607,14 +626,49 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
 
 def _domain_variance(values, stratum, group, layout: Layout, strata: int, groups: int) -> np.ndarray:
     """Per group (domain): the variance of its stratified total of ``values`` (zero outside it)."""
+    return np.nan_to_num(_cell_variances(values, stratum, group, layout, strata, groups)).sum(axis=0)
+
+
+def _cell_variances(values, stratum, group, layout: Layout, strata: int, groups: int) -> np.ndarray:
+    """Per stratum and group: stratum s's term rows_s^2 (1 - f_s) S^2_{s,d} / drawn_s of the domain variance."""
     cell = stratum * groups + group
     s1 = np.bincount(cell, weights=values, minlength=strata * groups).reshape(strata, groups)
     s2 = np.bincount(cell, weights=values * values, minlength=strata * groups).reshape(strata, groups)
     n, rows = layout.drawn[:, None], layout.rows[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1), 0.0)
-        contribution = rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows)
-    return np.nan_to_num(contribution).sum(axis=0)
+        return rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows)
+
+
+def domain_spread(values, stratum, group, layout: Layout, strata: int, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (domain): the variance of its stratified total of ``values`` (:func:`_domain_variance`)
+    and that variance estimate's effective degrees of freedom (:func:`parzen.aqp.tails.effective_df`:
+    Box's kurtosis correction and Satterthwaite's rule, from each (stratum, domain) cell's sampled rows,
+    with the kurtosis borrowed from all the query's domains).
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Per admitted row, its term (zero outside its domain is implied).
+    stratum, group : numpy.ndarray
+        Per admitted row, its stratum and its domain.
+    layout : Layout
+        The synopsis's strata.
+    strata, groups : int
+        Their numbers.
+
+    Returns
+    -------
+    variance, degrees_of_freedom : numpy.ndarray
+        Per domain (inf degrees of freedom where the variance is 0).
+    """
+    cells = np.nan_to_num(_cell_variances(values, stratum, group, layout, strata, groups))
+    cell = stratum * groups + group
+    size = strata * groups
+    rows = np.bincount(cell, minlength=size).reshape(strata, groups)
+    square = np.bincount(cell, weights=values * values, minlength=size).reshape(strata, groups)
+    fourth = np.bincount(cell, weights=(values * values) ** 2, minlength=size).reshape(strata, groups)
+    return cells.sum(axis=0), effective_df(cells, rows, square, fourth)
 
 
 def _interval(value: float, half: float | None) -> Estimate:

@@ -31,6 +31,7 @@ from . import (
     ratios,
     row_predicates,
     store,
+    stratum_filters,
 )
 from . import joins as join_synopses
 from .build import build_synopsis, quote
@@ -40,7 +41,7 @@ from .estimate import warm_up, z_value
 from .grid import GRID_POINTS
 from .group_candidates import LISTED
 from .sql import AggregateQuery, Range, UnsupportedQuery, parse, read_only_sql, to_sql
-from .strata import Layout
+from .strata import Layout, output_groups
 from .string_predicates import resolve_query
 from .synopsis import CorruptSynopsis, Synopsis
 
@@ -743,6 +744,8 @@ class Engine:
             result = contract.cover_bias(
                 result, lambda s: ratios.approximate(composite, subqueries, s, layout, answer, None)[0], synopsis,
                 [o.name for o in composite.outputs], keys)
+            if form != "totals":  # float64 round-off against DuckDB's own sums (parzen.aqp.contract)
+                result = contract.cover_rounding(result, [o.name for o in composite.outputs], synopsis.row_count)
         return result, form
 
     def _exact_of(self, query: AggregateQuery, binned: histogram.HistogramQuery | None = None) -> pd.DataFrame:
@@ -899,6 +902,7 @@ class Engine:
         synopsis = self._answering(query.table)
         _check_columns(query, synopsis, categorical=True)
         layout = self._layouts[synopsis.table]
+        query = stratum_filters.to_strata(query, synopsis)  # a dimension's filter that selects whole strata
         # GROUP BY / IN on a categorical column outside the strata: domain estimates (parzen.aqp.domains)
         # and comparisons of two columns (parzen.aqp.row_predicates): the domain estimate's kept rows
         if query.compared or query.box_compared:
@@ -914,6 +918,10 @@ class Engine:
             result = contract.cover_bias(result, lambda s: approximate(query, s, layout, None)[0], synopsis,
                                          [a.name for a in query.aggregates], query.group_by, held=bounded,
                                          answers_at=in_one_pass)
+            # float64 round-off against DuckDB's own sums: over the table's rows for sample answers; for exact
+            # totals, over the rows of the strata added into each answer row (DuckDB sums them in another order)
+            terms = synopsis.row_count if form != "totals" else _strata_rows(query, synopsis, layout, result)
+            result = contract.cover_rounding(result, contract.summed(query.aggregates), terms, query.group_by, bounded)
             if form == "grid":  # the grid's exact C bounds its COUNT
                 result = contract.bracket_grid_counts(result, query, synopsis)
         if synopsis.temporal:  # MIN / MAX / quantiles of dates come back as dates
@@ -938,6 +946,7 @@ class Engine:
         if z is not None:  # the smoothing bias's estimate widens the interval (parzen.aqp.contract)
             result = contract.cover_bias(result, lambda s: histogram.answer(binned, s, layout, None)[0], synopsis,
                                          [a.name for a in binned.base.aggregates], [binned.label])
+            result = contract.cover_rounding(result, contract.summed(binned.base.aggregates), synopsis.row_count)
         return result, form
 
     def _regression(self, query: AggregateQuery) -> pd.DataFrame:
@@ -1072,6 +1081,19 @@ def _require_no_external_access(con: duckdb.DuckDBPyConnection) -> None:
             "(or run SET enable_external_access = false on it, which cannot be undone), or pass the database "
             "path to Engine, which opens it so"
         )
+
+
+def _strata_rows(query: AggregateQuery, synopsis: Synopsis, layout: Layout, result: pd.DataFrame) -> np.ndarray:
+    """Per row of ``result`` (an answer from exact totals), the table rows whose values its sum adds: those
+    of the strata that enter it (:func:`parzen.aqp.contract.rounding_bound`; the table's rows where a row's
+    key is not found)."""
+    keys, output_of_stratum = output_groups(query, synopsis, layout)
+    used = output_of_stratum >= 0
+    summed = np.bincount(output_of_stratum[used], weights=np.asarray(layout.rows, dtype=np.float64)[used],
+                         minlength=len(keys))
+    of_key = dict(zip(keys, summed.tolist()))
+    rows = zip(*(result[g].tolist() for g in query.group_by)) if query.group_by else [()] * len(result)
+    return np.array([of_key.get(tuple(key), float(synopsis.row_count)) for key in rows], dtype=np.float64)
 
 
 def _catalog_tables(con: duckdb.DuckDBPyConnection) -> tuple[set[tuple[str, ...]], list[str]]:

@@ -108,10 +108,10 @@ def one_pass_answers(base: AggregateQuery, column: str, boxes: list[Range], syno
     out = np.empty((len(boxes), 3 * len(names)))
     for k, box in enumerate(boxes):
         q = replace(base, ranges={**base.ranges, column: box})
-        errors = answers._standard_errors(q, synopsis, layout, {c: r for c, r in q.ranges.items() if c in models},
-                                          output_of_stratum, 1)
+        halves = answers._half_widths(q, synopsis, layout, {c: r for c, r in q.ranges.items() if c in models},
+                                      output_of_stratum, 1, z)
         for j, name in enumerate(names):
-            half = z * float(errors[name][0])
+            half = float(halves[name][0])
             out[k, 3 * j:3 * j + 3] = point[k, j], point[k, j] - half, point[k, j] + half
     return BinnedAnswer(out, form)
 
