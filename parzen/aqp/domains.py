@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
+import pandas as pd
 
 from ._box import box_sums
 from .categories import Categories
@@ -97,8 +98,66 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     UnsupportedQuery
         Other aggregates, OR / NOT, or a text range on a categorical column.
     """
-    from .answers import frame  # answers dispatches here
+    selected, estimates = _estimates(query, synopsis, layout, z)
+    out = _frame(query, synopsis, selected, estimates, z is not None)
+    #: the groups without a sampled row: their intervals are bounds that hold (no bias term widens them)
+    out.attrs[BOUNDED_GROUPS] = [selected.decoded[g] for g in np.flatnonzero(selected.size_estimate <= 0)]
+    out.attrs[LISTED] = "exact" if selected.exact_list or not query.group_by else \
+        "superset" if selected.found is not None else "sampled"
+    return out, "sample"
 
+
+def bias_runs(query: AggregateQuery, synopses: list[Synopsis], layout: Layout) -> list[dict[str, np.ndarray]]:
+    """The values of :func:`approximate`'s answers without intervals from synopses that differ in
+    their bandwidths only, for the bias term of :func:`parzen.aqp.contract.cover_bias`: per synopsis,
+    per aggregate one array whose row i is the answer's row i, with no DataFrame built.
+
+    The groups and their order come from the query's :class:`DomainSelection`, which does not depend on
+    the bandwidths (the copies share the synopsis's categories), so row i of every run is row i of the
+    answer at the synopsis's own bandwidths; the values are the same floats as :func:`approximate`'s
+    columns.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        COUNT / SUM / AVG with AND-ed predicates, names spelled as in the synopsis.
+    synopses : list of Synopsis
+        The synopsis with its bandwidths scaled (:func:`parzen.aqp.contract.with_bandwidths_scaled`).
+    layout : Layout
+        The synopsis's strata.
+
+    Returns
+    -------
+    list of dict of str to numpy.ndarray
+        Per synopsis, per aggregate name, the values in the answer's row order.
+
+    Raises
+    ------
+    UnsupportedQuery
+        As :func:`approximate`.
+    """
+    out: list[dict[str, np.ndarray]] = []
+    for synopsis in synopses:
+        selected = domain_selection(query, synopsis, layout)
+        if out and not _smoothed_ranges(query, synopsis, selected):  # no kernel read: the same at every h
+            out.append(out[-1])
+            continue
+        selected, estimates = _estimates(query, synopsis, layout, None)
+        order = _answer_order(query, synopsis, selected)
+        out.append({name: value[order] for name, (value, _, _) in estimates.items()})
+    return out
+
+
+def _smoothed_ranges(query: AggregateQuery, synopsis: Synopsis, selected: DomainSelection) -> dict:
+    """The query's ranges that its kernels integrate: on modelled columns, but the point-mass ones
+    that filter by their codes (``selected.discrete``)."""
+    return {c: r for c, r in query.ranges.items() if c in synopsis.models and c not in selected.discrete}
+
+
+def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: float | None
+               ) -> tuple[DomainSelection, dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]]:
+    """The query's selection and, per aggregate, its value, low and high end (None without ``z``)
+    per group of the selection (in the order of its keys): the work of :func:`approximate` but the frame."""
     categories = synopsis.categories
     assert categories is not None
     outside = [c for c in [*query.group_by, *query.members, *query.ranges, *(c for b in query.boxes for c in [*b[0], *b[1]])]
@@ -113,7 +172,7 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     stratum, weight, size_estimate = selected.stratum, selected.weight, selected.size_estimate
     exact_rows, known, share = selected.exact_rows, selected.known, selected.share
     found = selected.found
-    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models and c not in selected.discrete}
+    ranges = _smoothed_ranges(query, synopsis, selected)
     aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None and a.plain))
     totals = _point_totals(synopsis, layout, ranges, aggregated, keep, kept, group, weight, sizes, selected)
     polynomials = [a for a in query.aggregates if a.polynomial]
@@ -164,24 +223,94 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     if bound is not None and guess is not None and z is not None:  # more rows: unsampled with chance <= alpha
         bound = np.minimum(bound, unsampled_rows_bound(layout, z))
         guess = np.minimum(guess, bound)
-    rows = {}
-    for g, decoded in enumerate(selected.decoded):
-        if unsampled[g] and bound is not None and guess is not None:
-            rows[decoded] = _unsampled_candidate(query, synopsis, overall, float(bound[g]), float(guess[g]), z)
-        elif unsampled[g]:
-            rows[decoded] = _unsampled(query, synopsis, overall, exact_rows[g], bool(ranges), z)
+    estimates = {}
+    for name, (v, e) in answers.items():  # the sampled groups: value -+ z se
+        value = np.array(v, dtype=np.float64)
+        low = high = None
+        if z is not None:
+            if e is None:
+                low, high = np.full(sizes, math.nan), np.full(sizes, math.nan)
+            else:
+                half = z * np.asarray(e, dtype=np.float64)
+                low, high = value - half, value + half
+            if name in poisson and factors is not None:  # hold value x Garwood's factors too
+                widen = poisson[name]
+                ends = (value * factors[0], value * factors[1])
+                low, high = np.where(widen, _least(low, *ends), low), np.where(widen, _greatest(high, *ends), high)
+        estimates[name] = value, low, high
+    if unsampled.any():  # the groups without a sampled row: rates per row and bounds that hold
+        held = np.flatnonzero(unsampled)
+        if bound is not None and guess is not None:
+            filled = _unsampled_candidates(query, synopsis, overall, bound[held], guess[held], z)
         else:
-            rows[decoded] = {name: _interval(float(v[g]), None if z is None or e is None else z * float(e[g]))
-                             for name, (v, e) in answers.items()}
-            for name, widen in poisson.items():
-                if widen[g] and factors is not None:
-                    rows[decoded][name] = _widened(rows[decoded][name], factors[0][g], factors[1][g])
-    out = frame(query, rows, z is not None)
-    #: the groups without a sampled row: their intervals are bounds that hold (no bias term widens them)
-    out.attrs[BOUNDED_GROUPS] = [key for g, key in enumerate(rows) if unsampled[g]]
-    out.attrs[LISTED] = "exact" if selected.exact_list or not query.group_by else "superset" if found is not None \
-        else "sampled"
-    return out, "sample"
+            filled = _unsampled(query, synopsis, overall, exact_rows[held], bool(ranges), z)
+        for name, (value, low, high) in estimates.items():
+            value[held], held_ends = filled[name]
+            if low is not None and high is not None and held_ends is not None:
+                low[held], high[held] = held_ends
+    return selected, estimates
+
+
+def _least(first: np.ndarray, *others: np.ndarray) -> np.ndarray:
+    """Per element, Python's ``min(first, *others)``: an other replaces the least so far only where
+    it compares less (so NaN is kept where it comes first, as ``min`` keeps it)."""
+    out = first
+    for other in others:
+        out = np.where(other < out, other, out)
+    return out
+
+
+def _greatest(first: np.ndarray, *others: np.ndarray) -> np.ndarray:
+    """Per element, Python's ``max(first, *others)`` (see :func:`_least`)."""
+    out = first
+    for other in others:
+        out = np.where(other > out, other, out)
+    return out
+
+
+def _frame(query: AggregateQuery, synopsis: Synopsis, selected: DomainSelection,
+           estimates: dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]], with_error: bool):
+    """The answer as a DataFrame shaped like DuckDB's (:func:`parzen.aqp.answers.frame`): its rows in
+    :func:`_answer_order`, its columns made from the arrays of :func:`_estimates` at once."""
+    from .answers import frame  # answers dispatches here
+
+    if not query.group_by or not selected.sizes:  # one row (or none): as answers.frame makes it
+        rows = {decoded: {name: Estimate(value[g], low[g], high[g]) if low is not None and high is not None
+                          else Estimate(value[g]) for name, (value, low, high) in estimates.items()}
+                for g, decoded in enumerate(selected.decoded)}
+        return frame(query, rows, with_error)
+    order = _answer_order(query, synopsis, selected)
+    columns: dict[str, object] = {}
+    for item in query.select:
+        if isinstance(item, str):
+            position = query.group_by.index(item)
+            columns[item] = [selected.decoded[g][position] for g in order.tolist()]
+            continue
+        value, low, high = estimates[item.name]
+        columns[item.name] = value[order]
+        if with_error and low is not None and high is not None:
+            columns[f"{item.name} low"], columns[f"{item.name} high"] = low[order], high[order]
+    return pd.DataFrame(columns)
+
+
+def _answer_order(query: AggregateQuery, synopsis: Synopsis, selected: DomainSelection) -> np.ndarray:
+    """The selection's groups in the order of the answer's rows: ascending as DuckDB's ORDER BY, NULLs
+    last, ties in the keys' order (as a stable sort by :func:`parzen.aqp.answers._row_order` puts
+    them), from each GROUP BY column's ranks of its values (:meth:`Categories.sort_ranks`)."""
+    from .answers import _row_order
+
+    categories = synopsis.categories
+    assert categories is not None
+    count = selected.sizes
+    ranks = [categories.sort_ranks(c) for c in query.group_by]
+    if not query.group_by or any(r is None for r in ranks):  # values that only Python can sort
+        return np.array(sorted(range(count), key=lambda g: _row_order(selected.decoded[g])), dtype=np.intp)
+    rest = np.asarray(selected.keys, dtype=np.int64)
+    by_column = []
+    for column, rank in zip(reversed(query.group_by), reversed(ranks)):  # mixed radix, last column first
+        rest, code = np.divmod(rest, len(categories.values[column]))
+        by_column.append(rank[code])  # type: ignore[index]
+    return np.lexsort([np.arange(count), *by_column]).astype(np.intp)  # the last key sorts first
 
 
 def garwood_factors(k: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
@@ -208,17 +337,11 @@ def garwood_factors(k: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
     from scipy import special  # chi2.ppf(p, 2 k) / 2 = gammaincinv(k, p)
 
     alpha = 2.0 * (1.0 - NormalDist().cdf(z))
-    k = np.asarray(k, dtype=np.float64)
-    safe = np.maximum(k, 1.0)
-    low = np.where(k > 0, special.gammaincinv(safe, alpha / 2) / safe, 1.0)
-    high = np.where(k > 0, special.gammaincinv(safe + 1, 1 - alpha / 2) / safe, 1.0)
-    return low, high
-
-
-def _widened(estimate: Estimate, low_factor: float, high_factor: float) -> Estimate:
-    """``estimate``'s interval widened to hold value x ``low_factor`` and value x ``high_factor``."""
-    ends = (estimate.value * low_factor, estimate.value * high_factor)
-    return Estimate(estimate.value, min(estimate.low, *ends), max(estimate.high, *ends))
+    counts, at = np.unique(np.asarray(k, dtype=np.float64), return_inverse=True)  # few distinct k: one limit each
+    safe = np.maximum(counts, 1.0)
+    low = np.where(counts > 0, special.gammaincinv(safe, alpha / 2) / safe, 1.0)
+    high = np.where(counts > 0, special.gammaincinv(safe + 1, 1 - alpha / 2) / safe, 1.0)
+    return low[at.reshape(-1)], high[at.reshape(-1)]
 
 
 def unsampled_rows_bound(layout: Layout, z: float) -> float:
@@ -272,21 +395,24 @@ def _column_range(synopsis: Synopsis, column: str | None) -> tuple[float, float]
     return low, high
 
 
-def _unsampled_candidate(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, float], bound: float,
-                         rows: float, z: float | None) -> dict[str, Estimate]:
-    """A candidate group (:mod:`parzen.aqp.group_candidates`) with no sampled row: ``rows`` (its tree
-    estimate) times the whole query's rates per row, within intervals that hold whatever its rows
-    are in [0, ``bound``]: COUNT in [0, bound], SUM in bound [min(0, MIN), max(0, MAX)], AVG in [MIN, MAX]."""
+def _unsampled_candidates(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, float], bound: np.ndarray,
+                          rows: np.ndarray, z: float | None) -> dict[str, tuple[np.ndarray, tuple | None]]:
+    """Candidate groups (:mod:`parzen.aqp.group_candidates`) with no sampled row: ``rows`` (their tree
+    estimates) times the whole query's rates per row, within intervals that hold whatever their rows
+    are in [0, ``bound``]: COUNT in [0, bound], SUM in bound [min(0, MIN), max(0, MAX)], AVG in [MIN, MAX].
+    Per aggregate, the values and (with ``z``) the interval's ends, one per group."""
     out = {}
-    for a in query.aggregates:
-        low, high = _column_range(synopsis, a.column)
-        if a.func == "avg":
-            value, bounds = overall[a.name], (low, high)
-        elif a.func == "count":
-            value, bounds = rows * overall[a.name], (0.0, bound)
-        else:
-            value, bounds = rows * overall[a.name], (bound * min(0.0, low), bound * max(0.0, high))
-        out[a.name] = Estimate(value) if z is None else Estimate(value, *bounds)
+    with np.errstate(invalid="ignore"):  # an infinite bound times a zero edge: NaN, as in Python
+        for a in query.aggregates:
+            low, high = _column_range(synopsis, a.column)
+            bounds: tuple
+            if a.func == "avg":
+                value, bounds = np.full(rows.size, overall[a.name]), (low, high)
+            elif a.func == "count":
+                value, bounds = rows * overall[a.name], (0.0, bound)
+            else:
+                value, bounds = rows * overall[a.name], (bound * min(0.0, low), bound * max(0.0, high))
+            out[a.name] = value, None if z is None else bounds
     return out
 
 
@@ -581,15 +707,14 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
     COUNT term ("count <name>": the masses of the rows where no input is NULL)."""
     from .aggregates import _SampleTerms
 
-    sample = _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1)
-    inside = keep[sample.rows]
+    sample = _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1, within=keep)
     position = np.zeros(keep.size, dtype=np.intp)
     position[kept] = np.arange(kept.size)
-    at = position[sample.rows[inside]]
+    at = position[sample.rows]
 
     def dense(values):
         full = np.zeros(kept.size)
-        full[at] = values[inside]
+        full[at] = values
         return full
 
     out = {}
@@ -615,25 +740,23 @@ def _domain_variance(values, stratum, group, layout: Layout, strata: int, groups
     return np.nan_to_num(contribution).sum(axis=0)
 
 
-def _interval(value: float, half: float | None) -> Estimate:
-    return Estimate(value) if half is None else Estimate(value, value - half, value + half)
-
-
-def _unsampled(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, float], rows: float, ranged: bool,
-               z: float | None) -> dict[str, Estimate]:
-    """A group that exists (``rows`` in the table) but has no sampled row: the whole query's rates
-    per row and averages (``overall``) applied to its exact size, and intervals that always hold
-    (module notes)."""
+def _unsampled(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, float], rows: np.ndarray, ranged: bool,
+               z: float | None) -> dict[str, tuple[np.ndarray, tuple | None]]:
+    """Groups that exist (``rows`` in the table, NaN: not known) but have no sampled row: the whole
+    query's rates per row and averages (``overall``) applied to their exact sizes, and intervals that
+    always hold (module notes).  Per aggregate, the values and (with ``z``) the interval's ends."""
     out = {}
     for a in query.aggregates:
         low, high = _column_range(synopsis, a.column)
         if a.func == "avg":
-            value, bounds = (overall[a.name], (low, high)) if rows > 0 else (math.nan, (math.nan, math.nan))
+            some = rows > 0
+            value = np.where(some, overall[a.name], math.nan)
+            bounds: tuple = (np.where(some, low, math.nan), np.where(some, high, math.nan))
         elif a.func == "count" and a.column is None and not ranged:
             value, bounds = rows, (rows, rows)
         elif a.func == "count":
             value, bounds = rows * overall[a.name], (0.0, rows)
         else:
             value, bounds = rows * overall[a.name], (rows * min(0.0, low), rows * max(0.0, high))
-        out[a.name] = Estimate(value) if z is None else Estimate(value, *bounds)
+        out[a.name] = value, None if z is None else bounds
     return out

@@ -800,23 +800,30 @@ class Engine:
                 joined = {j["parent"].casefold() for j in self._loaded(name).joins} | {name.casefold()}
                 return sum(t.casefold() in joined for t in tables)
 
-            first = self._synopsis_name(query.table)
-            if first in self._cache and held(first) == len(tables):  # the first that holds all: no catalog read
-                return first
-            stored = store.stored_tables(self.con)
-            found = [name for name in map(self._synopsis_name, tables) if name in self._cache or name in stored]
+            for table in tables:  # the first loaded synopsis that holds them all: no catalog read
+                name = self._synopsis_name(table, loaded_only=True)
+                if name in self._cache and held(name) == len(tables):
+                    return name
+            stored = store.stored_tables(self.con)  # one catalog read for all the tables
+            found = [name for name in (self._synopsis_name(t, stored) for t in tables)
+                     if name in self._cache or name in stored]
             if found:  # the one holding most of them (the first of those): its refusal names what it lacks
                 return max(found, key=held)
         return self._synopsis_name(query.table)
 
-    def _synopsis_name(self, table: str) -> str:
+    def _synopsis_name(self, table: str, stored: Sequence[str] | None = None, *, loaded_only: bool = False) -> str:
         """The name under which ``table``'s synopsis is kept, matched case-insensitively as DuckDB
-        matches table names (``table`` itself when none matches: loading it then says so)."""
+        matches table names (``table`` itself when none matches: loading it then says so).  The
+        database's list is read only when no loaded synopsis matches (``stored``: that list, read
+        already; ``loaded_only``: never)."""
         if table in self._cache:
             return table
         folded = table.casefold()
-        for names in (lambda: self._cache, lambda: store.stored_tables(self.con)):  # the database only if needed
-            for name in names():
+        for name in self._cache:
+            if name.casefold() == folded:
+                return name
+        if not loaded_only:
+            for name in store.stored_tables(self.con) if stored is None else stored:
                 if name.casefold() == folded:
                     return name
         return table
@@ -903,8 +910,8 @@ class Engine:
         result, form = approximate(query, synopsis, layout, z if with_error else None)
         bounded = result.attrs.pop(domains.BOUNDED_GROUPS, [])  # groups whose intervals are bounds that hold
         if with_error:  # the smoothing bias's estimate widens the interval (parzen.aqp.contract)
-            in_one_pass = None if approximate is domains.approximate \
-                else (lambda ss: answers.bias_runs(query, ss, layout))  # values as arrays, one kernel pass
+            runs = domains.bias_runs if approximate is domains.approximate else answers.bias_runs
+            in_one_pass = (lambda ss: runs(query, ss, layout))  # values as arrays, no DataFrames
             result = contract.cover_bias(result, lambda s: approximate(query, s, layout, None)[0], synopsis,
                                          [a.name for a in query.aggregates], query.group_by, held=bounded,
                                          answers_at=in_one_pass)
