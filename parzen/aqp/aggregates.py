@@ -397,7 +397,7 @@ class _SampleTerms:
             found = layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest)
             rows = found if found.size < rows.size else rows
         if within is not None:  # only the rows a caller keeps (the terms are per row: the same floats)
-            rows = rows[within[rows]]
+            rows = rows[within[rows]] if rows.size < layout.view.size else np.flatnonzero(within)
         rows = rows[output_of_stratum[layout.stratum_of_row[rows]] >= 0]
         self.rows, self.models, self.layout = rows, models, layout
         self._values: dict[str, np.ndarray] = {}

@@ -127,6 +127,70 @@ class Categories:
             kept[column] = _sort_ranks(self.values[column])
         return kept[column]
 
+    def code_rows(self, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The sampled rows by code of ``column``: the rows sorted by code (ascending rows within a
+        code), where each code's rows start there, and how many each code has; made once per column.
+
+        Parameters
+        ----------
+        column : str
+            A categorical column.
+
+        Returns
+        -------
+        order, starts, counts : numpy.ndarray
+        """
+        kept = self.__dict__.setdefault("_code_rows", {})
+        if column not in kept:
+            codes = self.codes[column]
+            counts = np.bincount(codes, minlength=len(self.values[column]))
+            kept[column] = (np.argsort(codes, kind="stable"), np.cumsum(counts) - counts, counts)
+        return kept[column]
+
+    def value_objects(self, column: str) -> np.ndarray:
+        """``values[column]`` as a numpy array of the same Python objects (to index by codes), made once.
+
+        Parameters
+        ----------
+        column : str
+            A categorical column.
+
+        Returns
+        -------
+        numpy.ndarray
+            dtype object.
+        """
+        kept = self.__dict__.setdefault("_value_objects", {})
+        if column not in kept:
+            values = self.values[column]
+            kept[column] = np.empty(len(values), dtype=object)
+            kept[column][:] = values
+        return kept[column]
+
+    def frame_values(self, column: str):
+        """``values[column]`` as the array a DataFrame column of some of them holds (text: pandas'
+        inferred string array; integers: int64), to ``take`` by codes, made once; None where the
+        column's dtype would depend on which values it holds (NULLs, other or mixed types).
+
+        Parameters
+        ----------
+        column : str
+            A categorical column.
+
+        Returns
+        -------
+        pandas.api.extensions.ExtensionArray, numpy.ndarray or None
+        """
+        kept = self.__dict__.setdefault("_frame_values", {})
+        if column not in kept:
+            values = self.values[column]
+            kept[column] = None
+            if values and all(type(v) is str for v in values):
+                kept[column] = pd.Series(values).array
+            elif values and all(type(v) is int and -(2 ** 63) <= v < 2 ** 63 for v in values):
+                kept[column] = np.array(values, dtype=np.int64)
+        return kept[column]
+
     # --- storage ------------------------------------------------------------------------------
 
     def meta(self) -> dict:

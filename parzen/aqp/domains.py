@@ -280,11 +280,16 @@ def _frame(query: AggregateQuery, synopsis: Synopsis, selected: DomainSelection,
                 for g, decoded in enumerate(selected.decoded)}
         return frame(query, rows, with_error)
     order = _answer_order(query, synopsis, selected)
+    categories = synopsis.categories
+    assert categories is not None
+    codes = _key_codes(selected.keys, query.group_by, categories)
     columns: dict[str, object] = {}
     for item in query.select:
         if isinstance(item, str):
             position = query.group_by.index(item)
-            columns[item] = [selected.decoded[g][position] for g in order.tolist()]
+            values = categories.frame_values(item)
+            columns[item] = [selected.decoded[g][position] for g in order.tolist()] if values is None \
+                else values.take(codes[position][order])
             continue
         value, low, high = estimates[item.name]
         columns[item.name] = value[order]
@@ -305,12 +310,19 @@ def _answer_order(query: AggregateQuery, synopsis: Synopsis, selected: DomainSel
     ranks = [categories.sort_ranks(c) for c in query.group_by]
     if not query.group_by or any(r is None for r in ranks):  # values that only Python can sort
         return np.array(sorted(range(count), key=lambda g: _row_order(selected.decoded[g])), dtype=np.intp)
-    rest = np.asarray(selected.keys, dtype=np.int64)
-    by_column = []
-    for column, rank in zip(reversed(query.group_by), reversed(ranks)):  # mixed radix, last column first
-        rest, code = np.divmod(rest, len(categories.values[column]))
-        by_column.append(rank[code])  # type: ignore[index]
+    codes = _key_codes(selected.keys, query.group_by, categories)
+    by_column = [rank[code] for rank, code in zip(reversed(ranks), reversed(codes))]  # type: ignore[index]
     return np.lexsort([np.arange(count), *by_column]).astype(np.intp)  # the last key sorts first
+
+
+def _key_codes(keys: np.ndarray, columns, categories: Categories) -> list[np.ndarray]:
+    """Per GROUP BY column, each key's code (the keys are the mixed radix of the codes)."""
+    rest = np.asarray(keys, dtype=np.int64)
+    codes = []
+    for column in reversed(columns):  # the last column is the lowest digit
+        rest, code = np.divmod(rest, len(categories.values[column]))
+        codes.append(code)
+    return codes[::-1]
 
 
 def garwood_factors(k: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
@@ -376,7 +388,7 @@ def unsampled_rows_bound(layout: Layout, z: float) -> float:
     return math.log(alpha) / math.log1p(-f)
 
 
-def _candidate_sizes(found: Candidates, keys: list[int], domain_rows: float) -> tuple[np.ndarray, np.ndarray]:
+def _candidate_sizes(found: Candidates, keys: np.ndarray, domain_rows: float) -> tuple[np.ndarray, np.ndarray]:
     """Per answer group: its candidate bound on rows and its tree estimate of rows, scaled so the
     candidates' estimates add up to the domain's estimated rows and capped at the bound
     (:mod:`parzen.aqp.group_candidates`)."""
@@ -427,8 +439,8 @@ class DomainSelection:
         Per sampled row, whether the query's categorical filters admit it.
     kept : numpy.ndarray
         The admitted rows' indices.
-    keys : list of int
-        The answer's group keys (mixed radix of the GROUP BY codes).
+    keys : numpy.ndarray
+        The answer's group keys (int64, mixed radix of the GROUP BY codes).
     decoded : list of tuple
         Each key's GROUP BY values.
     group : numpy.ndarray
@@ -453,7 +465,7 @@ class DomainSelection:
 
     keep: np.ndarray
     kept: np.ndarray
-    keys: list
+    keys: np.ndarray
     decoded: list
     group: np.ndarray
     stratum: np.ndarray
@@ -532,30 +544,30 @@ def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) 
     read = list(dict.fromkeys([*query.group_by, *query.members,
                                *(c for c in query.ranges if c not in synopsis.models or c in discrete)]))
     allowed = {c: _allowed_codes(query, categories, c) for c in read}
-    keep = np.ones(synopsis.sample_size, dtype=bool)
-    for c in read:
-        keep &= allowed[c][categories.codes[c]]
+    kept = _admitted_rows(categories, allowed, synopsis.sample_size)
+    keep = np.zeros(synopsis.sample_size, dtype=bool)
+    keep[kept] = True
     if query.compared:  # comparisons of two columns: 1[pred] per row, no exact domain sizes (parzen.aqp.row_predicates)
         keep &= row_mask(query.compared, synopsis, layout)
+        kept = np.flatnonzero(keep)
     radix = [len(categories.values[g]) for g in query.group_by]
-    kept = np.flatnonzero(keep)
     exact = None if query.compared else _exact_groups(query, categories, allowed, radix)
     listing = None if exact is not None or not query.group_by or query.compared else \
         candidates(query.group_by, allowed, categories, radix)
-    listed = {k: 0.0 for k in listing.keys.tolist()} if listing is not None else exact
+    listed = listing.keys if listing is not None else None if exact is None else exact[0]
     keys, group = _groups(_mixed_radix([categories.codes[g][kept] for g in query.group_by], radix, kept.size),
                           radix, listed)
-    if not query.group_by and not keys:
-        keys = [0]
+    if not query.group_by and not keys.size:
+        keys = np.zeros(1, dtype=np.int64)
     sizes = len(keys)
     stratum = layout.stratum_of_row[kept]
     weight = layout.weight[stratum]
     size_estimate = np.bincount(group, weights=weight, minlength=sizes)
-    exact_rows = np.array([np.nan if exact is None else exact.get(k, 0.0) for k in keys], dtype=np.float64)
+    exact_rows = np.full(sizes, np.nan) if exact is None else _exact_rows(exact, keys)
     known = ~np.isnan(exact_rows) & (size_estimate > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(known, exact_rows / size_estimate, 1.0)
-    decoded = [_decode(int(k), query.group_by, radix, categories) for k in keys]
+    decoded = _decoded(keys, query.group_by, categories)
     selected = DomainSelection(keep, kept, keys, decoded, group, stratum, weight, size_estimate, exact_rows, known,
                                share, discrete, listing, exact is not None)
     with _SELECTIONS_LOCK:
@@ -579,6 +591,37 @@ def _allowed_codes(query: AggregateQuery, categories: Categories, column: str) -
     return ok
 
 
+def _admitted_rows(categories: Categories, allowed: dict[str, np.ndarray], size: int) -> np.ndarray:
+    """The sampled rows (ascending) whose codes every column's ``allowed`` admits: from the rows of
+    the admitted codes of the most selective column (:meth:`Categories.code_rows`), then the other
+    columns' tests on those rows only; one pass of masks when no column keeps few rows."""
+    filters = {c: ok for c, ok in allowed.items() if not ok.all()}
+    if not filters:
+        return np.arange(size)
+    counts = {c: int(categories.code_rows(c)[2][ok].sum()) for c, ok in filters.items()}
+    first = min(filters, key=counts.__getitem__)
+    if 4 * counts[first] > size:  # every filter keeps much: one pass of masks
+        keep = np.ones(size, dtype=bool)
+        for c, ok in filters.items():
+            keep &= ok[categories.codes[c]]
+        return np.flatnonzero(keep)
+    order, starts, count = categories.code_rows(first)
+    codes = np.flatnonzero(filters[first])
+    lengths = count[codes]
+    offsets = np.repeat(starts[codes] - (np.cumsum(lengths) - lengths), lengths)
+    rows = order[offsets + np.arange(int(lengths.sum()))]
+    if 16 * rows.size < size:  # few: sorted
+        rows = np.sort(rows)
+    else:  # many: marked and listed, in O(sample) without a sort
+        marked = np.zeros(size, dtype=bool)
+        marked[rows] = True
+        rows = np.flatnonzero(marked)
+    for c, ok in filters.items():
+        if c != first:
+            rows = rows[ok[categories.codes[c][rows]]]
+    return rows
+
+
 def _mixed_radix(codes: list[np.ndarray], radix: list[int], n: int) -> np.ndarray:
     """One int64 key per row from the codes of several columns (``radix``: each column's values)."""
     out = np.zeros(n, dtype=np.int64)
@@ -591,11 +634,11 @@ def _mixed_radix(codes: list[np.ndarray], radix: list[int], n: int) -> np.ndarra
 _COUNTED_KEYS = 1 << 22
 
 
-def _groups(key_of_row: np.ndarray, radix: list[int], exact: dict[int, float] | None) -> tuple[list[int], np.ndarray]:
-    """The answer's group keys (those of sampled rows, then the exact table's others) and each
-    kept row's group index."""
+def _groups(key_of_row: np.ndarray, radix: list[int], listed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The answer's group keys (those of sampled rows, ascending, then the others of ``listed``, the
+    sorted keys of an exact table or of the candidates) and each kept row's group index."""
     combinations = int(np.prod(radix, dtype=np.float64)) if radix else 1
-    if combinations <= _COUNTED_KEYS:
+    if combinations <= min(_COUNTED_KEYS, 8 * key_of_row.size + 4096):  # counting costs O(combinations)
         present = np.flatnonzero(np.bincount(key_of_row, minlength=combinations))
         lookup = np.zeros(combinations, dtype=np.intp)
         lookup[present] = np.arange(present.size)
@@ -603,10 +646,10 @@ def _groups(key_of_row: np.ndarray, radix: list[int], exact: dict[int, float] | 
     else:
         present, inverse = np.unique(key_of_row, return_inverse=True)
         group = inverse.astype(np.intp)
-    keys = present.tolist()
-    seen = set(keys)
-    keys += [k for k in (exact or {}) if k not in seen]
-    return keys, group
+    keys = present.astype(np.int64)
+    if listed is not None and listed.size:
+        keys = np.concatenate([keys, listed[~np.isin(listed, keys)].astype(np.int64)])
+    return keys, group.reshape(-1)
 
 
 def _point_totals(synopsis: Synopsis, layout: Layout, ranges, aggregated: list[str], keep: np.ndarray,
@@ -637,6 +680,8 @@ def _point_totals(synopsis: Synopsis, layout: Layout, ranges, aggregated: list[s
         widest = 1.0 if layout.row_scale is None else float(layout.row_scale.max(initial=1.0))
         found = {c: layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest) for c, (a, b) in boxes.items()}
         order = sorted(found, key=lambda c: found[c].size)
+        if 2 * kept.size < keep.size:  # the rows filtered out add nothing (their cell has no group): not visited
+            found = {c: rows[keep[rows]] for c, rows in found.items()}
         query = box_query(layout, synopsis, boxes, found, order, aggregated, layout.scale_of_row, output, sizes)
         sums = box_sums(replace(query, stratum_of_row=cell, output_of_stratum=output, weight_of_stratum=weights))
     out["count"] = sums[:, 0]
@@ -645,18 +690,28 @@ def _point_totals(synopsis: Synopsis, layout: Layout, ranges, aggregated: list[s
     return out
 
 
-def _decode(key: int, columns, radix: list[int], categories: Categories) -> tuple:
-    values = []
-    for column, r in zip(reversed(columns), reversed(radix)):
-        key, code = divmod(key, r)
-        values.append(categories.values[column][code])
-    return tuple(reversed(values))
+def _decoded(keys: np.ndarray, columns, categories: Categories) -> list[tuple]:
+    """Each key's GROUP BY values (the categories' own objects), decoding the mixed radix."""
+    if not columns:
+        return [()] * len(keys)
+    return list(zip(*(categories.value_objects(c)[code].tolist()
+                      for c, code in zip(columns, _key_codes(keys, columns, categories)))))
+
+
+def _exact_rows(exact: tuple[np.ndarray, np.ndarray], keys: np.ndarray) -> np.ndarray:
+    """Per key, its exact rows in ``exact`` (sorted keys, rows; 0 where absent)."""
+    listed, rows = exact
+    if not listed.size:
+        return np.zeros(len(keys))
+    at = np.minimum(np.searchsorted(listed, keys), listed.size - 1)
+    return np.where(listed[at] == keys, rows[at], 0.0)
 
 
 def _exact_groups(query: AggregateQuery, categories: Categories, allowed: dict[str, np.ndarray],
-                  radix: list[int]) -> dict[int, float] | None:
-    """Per group key (mixed radix of the GROUP BY codes), the table's exact rows under the query's
-    categorical filters, from the smallest exact table covering its categorical columns (None: none does)."""
+                  radix: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The group keys (mixed radix of the GROUP BY codes, sorted) and each one's exact rows in the
+    table under the query's categorical filters, from the smallest exact table covering its
+    categorical columns (None: none does)."""
     table = categories.covering(allowed)
     if table is None:
         return None
@@ -667,7 +722,7 @@ def _exact_groups(query: AggregateQuery, categories: Categories, allowed: dict[s
     keys = _mixed_radix([table.codes[admitted, position[g]] for g in query.group_by], radix, int(admitted.sum()))
     unique, inverse = np.unique(keys, return_inverse=True)
     rows = np.bincount(inverse, weights=table.rows[admitted].astype(np.float64), minlength=unique.size)
-    return dict(zip(unique.tolist(), rows.tolist()))
+    return unique.astype(np.int64), rows
 
 
 def _dense_terms(synopsis: Synopsis, layout: Layout, ranges, aggregated, keep: np.ndarray,
