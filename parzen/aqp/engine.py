@@ -8,6 +8,7 @@ answers (docs/security.md).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -734,12 +735,18 @@ class Engine:
             approximate = domains.approximate if domains.needed(q, s) else answers.approximate
             return approximate(q, s, layout, z_or_none)
 
-        result, form = ratios.approximate(composite, subqueries, synopsis, layout, answer, z if with_error else None)
+        def runs(q: AggregateQuery, ss: list[Synopsis]) -> list:  # the sub-query at every bandwidth at once
+            return (domains.bias_runs if domains.needed(q, ss[0]) else answers.bias_runs)(q, ss, layout)
+
+        placement: list = []
+        result, form = ratios.approximate(composite, subqueries, synopsis, layout, answer, z if with_error else None,
+                                          placement)
         if with_error:
             keys = _selected_groups(composite)
             result = contract.cover_bias(
                 result, lambda s: ratios.approximate(composite, subqueries, s, layout, answer, None)[0], synopsis,
-                [o.name for o in composite.outputs], keys)
+                [o.name for o in composite.outputs], keys,
+                answers_at=lambda ss: ratios.bias_runs(composite, subqueries, placement, ss, runs))
         return result, form
 
     def _exact_of(self, query: AggregateQuery, binned: histogram.HistogramQuery | None = None) -> pd.DataFrame:
@@ -957,10 +964,12 @@ def _selected_groups(composite: case_aggregates.Composite) -> list[str]:
     return [name for g in composite.group_by for name in selected if name.casefold() == g.casefold()]
 
 
+@functools.lru_cache(maxsize=256)
 def _composite_of(sql: str) -> case_aggregates.Composite | None:
     """The split of ``sql`` when the plain subset refuses it and its SELECT list has CASE inside
     aggregates or arithmetic of aggregates (:func:`parzen.aqp.case_aggregates.split`), else None
-    (the plain subset answers it, or ``parse`` raises again with its reason)."""
+    (the plain subset answers it, or ``parse`` raises again with its reason).  Kept per text, as
+    :func:`parzen.aqp.sql.parse` keeps its parses (a split is immutable and depends on the text only)."""
     try:
         parse(sql)
     except UnsupportedQuery:
