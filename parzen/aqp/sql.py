@@ -152,8 +152,9 @@ class AggregateQuery:
     #: AND-ed comparisons of two columns of a row (:mod:`parzen.aqp.row_predicates`), answered from the sample.
     compared: tuple[ColumnComparison, ...] = ()
 
-    @property
+    @functools.cached_property
     def aggregates(self) -> tuple[Aggregate, ...]:
+        """The aggregates of ``select``, in order (made once: a query does not change)."""
         return tuple(item for item in self.select if isinstance(item, Aggregate))
 
     @property
