@@ -914,11 +914,18 @@ class Engine:
         if query.compared:
             row_predicates.check_answerable(query, synopsis)
         approximate = domains.approximate if query.compared or domains.needed(query, synopsis) else answers.approximate
-        result, form = approximate(query, synopsis, layout, z if with_error else None)
+        scaled = [contract.with_bandwidths_scaled(synopsis, c) for c in contract.BIAS_STEPS] if with_error else []
+        if with_error and approximate is answers.approximate:  # the answer and the bias runs' box integrals in one pass
+            result, form, at_scaled = answers.approximate_with_bias_runs(query, synopsis, layout, z, scaled)
+        else:
+            result, form = approximate(query, synopsis, layout, z if with_error else None)
         bounded = result.attrs.pop(domains.BOUNDED_GROUPS, [])  # groups whose intervals are bounds that hold
         if with_error:  # the smoothing bias's estimate widens the interval (parzen.aqp.contract)
-            runs = domains.bias_runs if approximate is domains.approximate else answers.bias_runs
-            in_one_pass = (lambda ss: runs(query, ss, layout))  # values as arrays, no DataFrames
+            def in_one_pass(ss: list[Synopsis]) -> list:  # values as arrays, no DataFrames
+                if approximate is domains.approximate:
+                    return domains.bias_runs(query, ss, layout)
+                return at_scaled if [id(s) for s in ss] == [id(s) for s in scaled] else answers.bias_runs(query, ss, layout)
+
             result = contract.cover_bias(result, lambda s: approximate(query, s, layout, None)[0], synopsis,
                                          [a.name for a in query.aggregates], query.group_by, held=bounded,
                                          answers_at=in_one_pass)
