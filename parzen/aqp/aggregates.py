@@ -386,7 +386,7 @@ class _SampleTerms:
     """The sampled rows that a query's kernels reach, their weights, answer rows and box masses."""
 
     def __init__(self, query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
-                 output_of_stratum: np.ndarray, groups: int) -> None:
+                 output_of_stratum: np.ndarray, groups: int, within: np.ndarray | None = None) -> None:
         models = synopsis.models
         whole = answers.whole_table(query, output_of_stratum)
         row_scale = None if whole else layout.row_scale
@@ -396,8 +396,11 @@ class _SampleTerms:
         for c, (a, b) in self.boxes.items():
             found = layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest)
             rows = found if found.size < rows.size else rows
+        if within is not None:  # only the rows a caller keeps (the terms are per row: the same floats)
+            rows = rows[within[rows]] if rows.size < layout.view.size else np.flatnonzero(within)
         rows = rows[output_of_stratum[layout.stratum_of_row[rows]] >= 0]
         self.rows, self.models, self.layout = rows, models, layout
+        self._values: dict[str, np.ndarray] = {}
         self.output_of_stratum, self.groups = output_of_stratum, groups
         self.stratum = layout.stratum_of_row[rows]
         self.group = output_of_stratum[self.stratum]
@@ -409,7 +412,10 @@ class _SampleTerms:
             self.p = self.p * mass
 
     def values(self, column: str) -> np.ndarray:
-        return self.layout.view.columns[column][self.rows]
+        """The rows' values of ``column`` (read once; do not modify)."""
+        if column not in self._values:
+            self._values[column] = self.layout.view.columns[column][self.rows]
+        return self._values[column]
 
     def valid(self, columns) -> np.ndarray:
         """1 where none of ``columns`` is NULL, else 0."""

@@ -78,6 +78,51 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
         return aggregates.approximate(query, synopsis, layout, z)
     ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
     form, keys, output_of_stratum, values = _point_answers(query, synopsis, layout, ranges)
+    return _answer_frame(query, synopsis, layout, z, ranges, form, keys, output_of_stratum, values), form
+
+
+def approximate_with_bias_runs(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: float | None,
+                               scaled: list[Synopsis]) -> tuple[pd.DataFrame, str, list]:
+    """:func:`approximate`'s answer and :func:`bias_runs`'s values from ``scaled`` at once: for
+    COUNT / SUM / AVG of columns under AND-ed predicates, the box integrals at the synopsis's own
+    bandwidths and at the scaled ones come from one pass of :func:`box_sums` (each bandwidth's sums
+    bit for bit those of its own pass, :func:`calibrated_values_at`); other queries answer as the two
+    functions do.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        A parsed query whose names are spelled as in the synopsis.
+    synopsis : Synopsis
+        The synopsis that answers it.
+    layout : Layout
+        Its strata.
+    z : float or None
+        The normal quantile of the intervals; None: none.
+    scaled : list of Synopsis
+        The synopsis with its bandwidths scaled (:func:`parzen.aqp.contract.with_bandwidths_scaled`).
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        As :func:`approximate`.
+    form : str
+        As :func:`approximate`.
+    runs : list
+        As :func:`bias_runs` of ``scaled``.
+    """
+    if query.boxes or not all(a.plain for a in query.aggregates):
+        answer, form = approximate(query, synopsis, layout, z)
+        return answer, form, bias_runs(query, scaled, layout)
+    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
+    form, keys, output_of_stratum, (values, *runs) = _point_answers_at(query, [synopsis, *scaled], layout, ranges)
+    answer = _answer_frame(query, synopsis, layout, z, ranges, form, keys, output_of_stratum, values)
+    return answer, form, _in_row_order(keys, runs)
+
+
+def _answer_frame(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: float | None, ranges: dict[str, Range],
+                  form: str, keys: list[tuple], output_of_stratum: np.ndarray, values: Values) -> pd.DataFrame:
+    """:func:`approximate`'s frame from the point answers ``values`` (and intervals at ``z``)."""
     if z is None:
         answers = [{name: Estimate(float(v[g])) for name, v in values.items()} for g in range(len(keys))]
     elif form == "sample" and query.group_by:  # raked per group: the interval spans the plain estimate's too
@@ -90,7 +135,7 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
         half = _half_widths(query, synopsis, layout, ranges, output_of_stratum, len(keys), z)
         answers = [{name: _interval(float(v[g]), float(half[name][g])) for name, v in values.items()}
                    for g in range(len(keys))]
-    return frame(query, dict(zip(keys, answers)), z is not None), form
+    return frame(query, dict(zip(keys, answers)), z is not None)
 
 
 def _half_widths(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
@@ -478,8 +523,9 @@ def stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layo
     """
     aggregated = {a.column for a in query.aggregates if a.column is not None}
     whole = whole_table(query, output_of_stratum)
+    every = bool((output_of_stratum >= 0).all())  # no stratum filtered out: every candidate row kept, unmasked
     terms = row_terms(layout.view, synopsis.models, ranges, aggregated, row_scale=None if whole else layout.row_scale,
-                      keep=lambda rows: output_of_stratum[layout.stratum_of_row[rows]] >= 0)
+                      keep=None if every else (lambda rows: output_of_stratum[layout.stratum_of_row[rows]] >= 0))
     stratum = layout.stratum_of_row[terms.rows]
     group = output_of_stratum[stratum]
     weight = (layout.rows / layout.drawn)[stratum]
@@ -713,6 +759,11 @@ def bias_runs(query: AggregateQuery, synopses: list[Synopsis],
         return [approximate(query, s, layout, None)[0] for s in synopses]
     ranges = {c: r for c, r in query.ranges.items() if c in synopses[0].models}
     _, keys, _, runs = _point_answers_at(query, synopses, layout, ranges)
+    return _in_row_order(keys, runs)
+
+
+def _in_row_order(keys: list[tuple], runs: list[Values]) -> list[dict[str, np.ndarray]]:
+    """Each run's values as float arrays in the answer's row order (:func:`frame`'s)."""
     order = sorted(range(len(keys)), key=lambda g: _row_order(keys[g]))
     return [{name: np.asarray(v, dtype=np.float64)[order] for name, v in values.items()} for values in runs]
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import combinations, pairwise
 
 import numpy as np
 import pandas as pd
@@ -105,6 +105,91 @@ class Categories:
         wanted = set(columns)
         fitting = [t for t in self.tables if wanted <= set(t.columns)]
         return min(fitting, key=lambda t: t.rows.size) if fitting else None
+
+    def sort_ranks(self, column: str) -> np.ndarray | None:
+        """Per code of ``column``, its value's rank in the order of an answer's rows (ascending as
+        DuckDB's ORDER BY, NULLs last: :func:`parzen.aqp.answers._row_order`; equal values share a
+        rank), made once per column; None where Python cannot order the values so (a NaN, or values
+        of types that do not compare).
+
+        Parameters
+        ----------
+        column : str
+            A categorical column.
+
+        Returns
+        -------
+        numpy.ndarray or None
+            One rank per code (int64).
+        """
+        kept = self.__dict__.setdefault("_sort_ranks", {})
+        if column not in kept:
+            kept[column] = _sort_ranks(self.values[column])
+        return kept[column]
+
+    def code_rows(self, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The sampled rows by code of ``column``: the rows sorted by code (ascending rows within a
+        code), where each code's rows start there, and how many each code has; made once per column.
+
+        Parameters
+        ----------
+        column : str
+            A categorical column.
+
+        Returns
+        -------
+        order, starts, counts : numpy.ndarray
+        """
+        kept = self.__dict__.setdefault("_code_rows", {})
+        if column not in kept:
+            codes = self.codes[column]
+            counts = np.bincount(codes, minlength=len(self.values[column]))
+            kept[column] = (np.argsort(codes, kind="stable"), np.cumsum(counts) - counts, counts)
+        return kept[column]
+
+    def value_objects(self, column: str) -> np.ndarray:
+        """``values[column]`` as a numpy array of the same Python objects (to index by codes), made once.
+
+        Parameters
+        ----------
+        column : str
+            A categorical column.
+
+        Returns
+        -------
+        numpy.ndarray
+            dtype object.
+        """
+        kept = self.__dict__.setdefault("_value_objects", {})
+        if column not in kept:
+            values = self.values[column]
+            kept[column] = np.empty(len(values), dtype=object)
+            kept[column][:] = values
+        return kept[column]
+
+    def frame_values(self, column: str):
+        """``values[column]`` as the array a DataFrame column of some of them holds (text: pandas'
+        inferred string array; integers: int64), to ``take`` by codes, made once; None where the
+        column's dtype would depend on which values it holds (NULLs, other or mixed types).
+
+        Parameters
+        ----------
+        column : str
+            A categorical column.
+
+        Returns
+        -------
+        pandas.api.extensions.ExtensionArray, numpy.ndarray or None
+        """
+        kept = self.__dict__.setdefault("_frame_values", {})
+        if column not in kept:
+            values = self.values[column]
+            kept[column] = None
+            if values and all(type(v) is str for v in values):
+                kept[column] = pd.Series(values).array
+            elif values and all(type(v) is int and -(2 ** 63) <= v < 2 ** 63 for v in values):
+                kept[column] = np.array(values, dtype=np.int64)
+        return kept[column]
 
     # --- storage ------------------------------------------------------------------------------
 
@@ -313,3 +398,20 @@ def matches(value, literal) -> bool:
         return math.isclose(float(value), float(literal), rel_tol=0.0, abs_tol=0.0)
     except (TypeError, ValueError):
         return False
+
+
+def _sort_ranks(values: list) -> np.ndarray | None:
+    """:meth:`Categories.sort_ranks` of one column's values."""
+    from .answers import _row_order
+
+    if any(isinstance(v, float) and math.isnan(v) for v in values):  # Python sorts NaN by the order met
+        return None
+    keys = [_row_order((v,)) for v in values]
+    try:
+        order = sorted(range(len(values)), key=keys.__getitem__)
+    except TypeError:
+        return None
+    ranks = np.zeros(len(values), dtype=np.int64)
+    for before, code in pairwise(order):
+        ranks[code] = ranks[before] + (keys[before] < keys[code])
+    return ranks

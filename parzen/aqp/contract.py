@@ -112,7 +112,7 @@ _SCALED_LOCK = threading.Lock()
 
 
 def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame | dict[str, np.ndarray], names: Sequence[str], keys: Sequence[str],
-                   step: float = BANDWIDTH_STEP) -> dict[str, np.ndarray]:
+                   step: float = BANDWIDTH_STEP, values: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Per aggregate, per answer row of ``at_h``: |b_hat| = |A(c h) - A(h)| / |c^2 - 1|.
 
     Parameters
@@ -129,6 +129,8 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame | dict[str, np.ndarra
         ``at_h`` missing from ``at_ch`` count their value as the whole bias.
     step : float
         c >= 0, not 1 (c = 0: the difference from the unsmoothed estimate).
+    values : dict of str to numpy.ndarray, optional
+        ``at_h``'s aggregate columns as float arrays, read already (default: read here).
 
     Returns
     -------
@@ -152,7 +154,7 @@ def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame | dict[str, np.ndarra
             other[name] = np.where(missing, 0.0, other[name])
     out = {}
     for name in names:
-        value = at_h[name].to_numpy(dtype=np.float64)
+        value = values[name] if values is not None else at_h[name].to_numpy(dtype=np.float64)
         size = np.abs(other[name] - value) / abs(step * step - 1.0)
         out[name] = np.where(np.isnan(value), 0.0, np.where(np.isnan(size), np.inf, size))
     return out
@@ -209,18 +211,36 @@ def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame
     Returns
     -------
     pandas.DataFrame
-        ``frame`` itself, its interval columns widened (values and attrs unchanged).
+        ``frame`` with its interval columns widened (values and attrs unchanged; ``frame`` itself, or
+        a new frame when it holds float columns only).
     """
     if frame.empty or not any(m.bandwidth > 0.0 for m in synopsis.models.values()):
         return frame
     scaled = [with_bandwidths_scaled(synopsis, c) for c in BIAS_STEPS]
     runs = answers_at(scaled) if answers_at is not None else [answer_at(s) for s in scaled]
-    estimates = [bias_estimates(frame, run, names, keys, c) for run, c in zip(runs, BIAS_STEPS)]
+    values = {name: frame[name].to_numpy(dtype=np.float64) for name in names}  # read once for every step
+    estimates = [bias_estimates(frame, run, names, keys, c, values) for run, c in zip(runs, BIAS_STEPS)]
     bias = {name: np.maximum.reduce([e[name] for e in estimates]) for name in names}
     if held:
         kept = _held_rows(frame, keys, held)
         for name in names:
             bias[name] = np.where(kept, 0.0, bias[name])
+    return _widened(frame, names, bias)
+
+
+def _widened(frame: pd.DataFrame, names: Sequence[str], bias: dict[str, np.ndarray]) -> pd.DataFrame:
+    """``frame`` with each ``<name> low`` lowered and ``<name> high`` raised by ``bias[name]``: a frame of
+    float columns only (no group keys) made anew from its one array (a column set in place splits its
+    block, several times slower), another one's columns set."""
+    if all(dtype == np.float64 for dtype in frame.dtypes):
+        table = frame.to_numpy(dtype=np.float64, copy=True)
+        position = {column: k for k, column in enumerate(frame.columns)}
+        for name in names:
+            table[:, position[f"{name} low"]] -= bias[name]
+            table[:, position[f"{name} high"]] += bias[name]
+        widened = pd.DataFrame(table, columns=frame.columns, index=frame.index, copy=False)
+        widened.attrs = frame.attrs
+        return widened
     for name in names:
         frame[f"{name} low"] = frame[f"{name} low"].to_numpy(dtype=np.float64) - bias[name]
         frame[f"{name} high"] = frame[f"{name} high"].to_numpy(dtype=np.float64) + bias[name]

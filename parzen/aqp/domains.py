@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
+import pandas as pd
 
 from ._box import box_sums
 from .categories import Categories
@@ -98,8 +99,66 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     UnsupportedQuery
         Other aggregates, OR / NOT, or a text range on a categorical column.
     """
-    from .answers import frame  # answers dispatches here
+    selected, estimates = _estimates(query, synopsis, layout, z)
+    out = _frame(query, synopsis, selected, estimates, z is not None)
+    #: the groups without a sampled row: their intervals are bounds that hold (no bias term widens them)
+    out.attrs[BOUNDED_GROUPS] = [selected.decoded[g] for g in np.flatnonzero(selected.size_estimate <= 0)]
+    out.attrs[LISTED] = "exact" if selected.exact_list or not query.group_by else \
+        "superset" if selected.found is not None else "sampled"
+    return out, "sample"
 
+
+def bias_runs(query: AggregateQuery, synopses: list[Synopsis], layout: Layout) -> list[dict[str, np.ndarray]]:
+    """The values of :func:`approximate`'s answers without intervals from synopses that differ in
+    their bandwidths only, for the bias term of :func:`parzen.aqp.contract.cover_bias`: per synopsis,
+    per aggregate one array whose row i is the answer's row i, with no DataFrame built.
+
+    The groups and their order come from the query's :class:`DomainSelection`, which does not depend on
+    the bandwidths (the copies share the synopsis's categories), so row i of every run is row i of the
+    answer at the synopsis's own bandwidths; the values are the same floats as :func:`approximate`'s
+    columns.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        COUNT / SUM / AVG with AND-ed predicates, names spelled as in the synopsis.
+    synopses : list of Synopsis
+        The synopsis with its bandwidths scaled (:func:`parzen.aqp.contract.with_bandwidths_scaled`).
+    layout : Layout
+        The synopsis's strata.
+
+    Returns
+    -------
+    list of dict of str to numpy.ndarray
+        Per synopsis, per aggregate name, the values in the answer's row order.
+
+    Raises
+    ------
+    UnsupportedQuery
+        As :func:`approximate`.
+    """
+    out: list[dict[str, np.ndarray]] = []
+    for synopsis in synopses:
+        selected = domain_selection(query, synopsis, layout)
+        if out and not _smoothed_ranges(query, synopsis, selected):  # no kernel read: the same at every h
+            out.append(out[-1])
+            continue
+        selected, estimates = _estimates(query, synopsis, layout, None)
+        order = _answer_order(query, synopsis, selected)
+        out.append({name: value[order] for name, (value, _, _) in estimates.items()})
+    return out
+
+
+def _smoothed_ranges(query: AggregateQuery, synopsis: Synopsis, selected: DomainSelection) -> dict:
+    """The query's ranges that its kernels integrate: on modelled columns, but the point-mass ones
+    that filter by their codes (``selected.discrete``)."""
+    return {c: r for c, r in query.ranges.items() if c in synopsis.models and c not in selected.discrete}
+
+
+def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: float | None
+               ) -> tuple[DomainSelection, dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]]:
+    """The query's selection and, per aggregate, its value, low and high end (None without ``z``)
+    per group of the selection (in the order of its keys): the work of :func:`approximate` but the frame."""
     categories = synopsis.categories
     assert categories is not None
     outside = [c for c in [*query.group_by, *query.members, *query.ranges, *(c for b in query.boxes for c in [*b[0], *b[1]])]
@@ -114,7 +173,7 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     stratum, weight, size_estimate = selected.stratum, selected.weight, selected.size_estimate
     exact_rows, known, share = selected.exact_rows, selected.known, selected.share
     found = selected.found
-    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models and c not in selected.discrete}
+    ranges = _smoothed_ranges(query, synopsis, selected)
     aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None and a.plain))
     totals = _point_totals(synopsis, layout, ranges, aggregated, keep, kept, group, weight, sizes, selected)
     polynomials = [a for a in query.aggregates if a.polynomial]
@@ -171,38 +230,125 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     if bound is not None and guess is not None and z is not None:  # more rows: unsampled with chance <= alpha
         bound = np.minimum(bound, unsampled_rows_bound(layout, z))
         guess = np.minimum(guess, bound)
-    rows = {}
-    for g, decoded in enumerate(selected.decoded):
-        if unsampled[g] and bound is not None and guess is not None:
-            rows[decoded] = _unsampled_candidate(query, synopsis, overall, float(bound[g]), float(guess[g]), z)
-        elif unsampled[g] and np.isnan(exact_rows[g]):  # unknown size (comparisons of two columns), none sampled
-            rows[decoded] = _unsampled_domain(query, synopsis, None if z is None else unsampled_rows_bound(layout, z), z)
-        elif unsampled[g]:
-            rows[decoded] = _unsampled(query, synopsis, overall, exact_rows[g], bool(ranges), z)
-        else:
-            rows[decoded] = {name: _interval(float(v[g]), None if z is None or e is None else float(e[g]))
-                             for name, (v, e) in answers.items()}
-            for name, widen in poisson.items():
-                if widen[g] and factors is not None:
-                    rows[decoded][name] = _widened(rows[decoded][name], factors[0][g], factors[1][g])
-            for name, (lowest, highest) in (held.items() if z is not None else ()):
-                n_d = float(exact_rows[g]) if known[g] else math.nan
+    sized = np.where(known, exact_rows, math.nan)  # N_d where known
+    estimates = {}
+    for name, (v, e) in answers.items():  # the sampled groups: value -+ the half-width (t se)
+        value = np.array(v, dtype=np.float64)
+        low = high = None
+        if z is not None:
+            if e is None:
+                low, high = np.full(sizes, math.nan), np.full(sizes, math.nan)
+            else:
+                half = np.asarray(e, dtype=np.float64)
+                low, high = value - half, value + half
+            if name in poisson and factors is not None:  # hold value x Garwood's factors too
+                widen = poisson[name]
+                ends = (value * factors[0], value * factors[1])
+                low, high = np.where(widen, _least(low, *ends), low), np.where(widen, _greatest(high, *ends), high)
+            if name in held:  # cut to the bounds that hold, on the sampled groups whose bounds are numbers
+                lowest, highest = held[name]
                 if name in averaged:
-                    low, high = lowest, highest
-                elif name in counted:  # COUNT in [0, N_d], SUM in N_d [min(0, MIN), max(0, MAX)]: N_d known
-                    low, high = 0.0, n_d
+                    low_b, high_b = np.full(sizes, lowest), np.full(sizes, highest)
+                elif name in counted:
+                    low_b, high_b = np.zeros(sizes), sized
                 else:
-                    low, high = n_d * min(0.0, lowest), n_d * max(0.0, highest)
-                if math.isnan(low) or math.isnan(high):
-                    continue
-                e = rows[decoded][name]
-                rows[decoded][name] = Estimate(e.value, max(e.low, min(low, e.value)), min(e.high, max(high, e.value)))
-    out = frame(query, rows, z is not None)
-    #: the groups without a sampled row: their intervals are bounds that hold (no bias term widens them)
-    out.attrs[BOUNDED_GROUPS] = [key for g, key in enumerate(rows) if unsampled[g]]
-    out.attrs[LISTED] = "exact" if selected.exact_list or not query.group_by else "superset" if found is not None \
-        else "sampled"
-    return out, "sample"
+                    low_b, high_b = sized * min(0.0, lowest), sized * max(0.0, highest)
+                cut = ~unsampled & ~np.isnan(low_b) & ~np.isnan(high_b)
+                low = np.where(cut, _greatest(low, _least(low_b, value)), low)
+                high = np.where(cut, _least(high, _greatest(high_b, value)), high)
+        estimates[name] = value, low, high
+    if unsampled.any():  # the groups without a sampled row: rates per row and bounds that hold
+        unseen = np.flatnonzero(unsampled)
+        if bound is not None and guess is not None:
+            filled = _unsampled_candidates(query, synopsis, overall, bound[unseen], guess[unseen], z)
+        else:
+            filled = _unsampled(query, synopsis, overall, exact_rows[unseen], bool(ranges), z)
+        for name, (value, low, high) in estimates.items():
+            value[unseen], unseen_ends = filled[name]
+            if low is not None and high is not None and unseen_ends is not None:
+                low[unseen], high[unseen] = unseen_ends
+        unknown = unseen[np.isnan(exact_rows[unseen])] if bound is None or guess is None else unseen[:0]
+        if unknown.size:  # unknown size (comparisons of two columns), none sampled
+            domain = _unsampled_domain(query, synopsis, None if z is None else unsampled_rows_bound(layout, z), z)
+            for name, (value, low, high) in estimates.items():
+                value[unknown] = domain[name].value
+                if low is not None and high is not None:
+                    low[unknown], high[unknown] = domain[name].low, domain[name].high
+    return selected, estimates
+
+
+def _least(first: np.ndarray, *others: np.ndarray) -> np.ndarray:
+    """Per element, Python's ``min(first, *others)``: an other replaces the least so far only where
+    it compares less (so NaN is kept where it comes first, as ``min`` keeps it)."""
+    out = first
+    for other in others:
+        out = np.where(other < out, other, out)
+    return out
+
+
+def _greatest(first: np.ndarray, *others: np.ndarray) -> np.ndarray:
+    """Per element, Python's ``max(first, *others)`` (see :func:`_least`)."""
+    out = first
+    for other in others:
+        out = np.where(other > out, other, out)
+    return out
+
+
+def _frame(query: AggregateQuery, synopsis: Synopsis, selected: DomainSelection,
+           estimates: dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]], with_error: bool):
+    """The answer as a DataFrame shaped like DuckDB's (:func:`parzen.aqp.answers.frame`): its rows in
+    :func:`_answer_order`, its columns made from the arrays of :func:`_estimates` at once."""
+    from .answers import frame  # answers dispatches here
+
+    if not query.group_by or not selected.sizes:  # one row (or none): as answers.frame makes it
+        rows = {decoded: {name: Estimate(value[g], low[g], high[g]) if low is not None and high is not None
+                          else Estimate(value[g]) for name, (value, low, high) in estimates.items()}
+                for g, decoded in enumerate(selected.decoded)}
+        return frame(query, rows, with_error)
+    order = _answer_order(query, synopsis, selected)
+    categories = synopsis.categories
+    assert categories is not None
+    codes = _key_codes(selected.keys, query.group_by, categories)
+    columns: dict[str, object] = {}
+    for item in query.select:
+        if isinstance(item, str):
+            position = query.group_by.index(item)
+            values = categories.frame_values(item)
+            columns[item] = [selected.decoded[g][position] for g in order.tolist()] if values is None \
+                else values.take(codes[position][order])
+            continue
+        value, low, high = estimates[item.name]
+        columns[item.name] = value[order]
+        if with_error and low is not None and high is not None:
+            columns[f"{item.name} low"], columns[f"{item.name} high"] = low[order], high[order]
+    return pd.DataFrame(columns)
+
+
+def _answer_order(query: AggregateQuery, synopsis: Synopsis, selected: DomainSelection) -> np.ndarray:
+    """The selection's groups in the order of the answer's rows: ascending as DuckDB's ORDER BY, NULLs
+    last, ties in the keys' order (as a stable sort by :func:`parzen.aqp.answers._row_order` puts
+    them), from each GROUP BY column's ranks of its values (:meth:`Categories.sort_ranks`)."""
+    from .answers import _row_order
+
+    categories = synopsis.categories
+    assert categories is not None
+    count = selected.sizes
+    ranks = [categories.sort_ranks(c) for c in query.group_by]
+    if not query.group_by or any(r is None for r in ranks):  # values that only Python can sort
+        return np.array(sorted(range(count), key=lambda g: _row_order(selected.decoded[g])), dtype=np.intp)
+    codes = _key_codes(selected.keys, query.group_by, categories)
+    by_column = [rank[code] for rank, code in zip(reversed(ranks), reversed(codes))]  # type: ignore[index]
+    return np.lexsort([np.arange(count), *by_column]).astype(np.intp)  # the last key sorts first
+
+
+def _key_codes(keys: np.ndarray, columns, categories: Categories) -> list[np.ndarray]:
+    """Per GROUP BY column, each key's code (the keys are the mixed radix of the codes)."""
+    rest = np.asarray(keys, dtype=np.int64)
+    codes = []
+    for column in reversed(columns):  # the last column is the lowest digit
+        rest, code = np.divmod(rest, len(categories.values[column]))
+        codes.append(code)
+    return codes[::-1]
 
 
 def garwood_factors(k: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
@@ -229,17 +375,11 @@ def garwood_factors(k: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
     from scipy import special  # chi2.ppf(p, 2 k) / 2 = gammaincinv(k, p)
 
     alpha = 2.0 * (1.0 - NormalDist().cdf(z))
-    k = np.asarray(k, dtype=np.float64)
-    safe = np.maximum(k, 1.0)
-    low = np.where(k > 0, special.gammaincinv(safe, alpha / 2) / safe, 1.0)
-    high = np.where(k > 0, special.gammaincinv(safe + 1, 1 - alpha / 2) / safe, 1.0)
-    return low, high
-
-
-def _widened(estimate: Estimate, low_factor: float, high_factor: float) -> Estimate:
-    """``estimate``'s interval widened to hold value x ``low_factor`` and value x ``high_factor``."""
-    ends = (estimate.value * low_factor, estimate.value * high_factor)
-    return Estimate(estimate.value, min(estimate.low, *ends), max(estimate.high, *ends))
+    counts, at = np.unique(np.asarray(k, dtype=np.float64), return_inverse=True)  # few distinct k: one limit each
+    safe = np.maximum(counts, 1.0)
+    low = np.where(counts > 0, special.gammaincinv(safe, alpha / 2) / safe, 1.0)
+    high = np.where(counts > 0, special.gammaincinv(safe + 1, 1 - alpha / 2) / safe, 1.0)
+    return low[at.reshape(-1)], high[at.reshape(-1)]
 
 
 def unsampled_rows_bound(layout: Layout, z: float) -> float:
@@ -274,7 +414,7 @@ def unsampled_rows_bound(layout: Layout, z: float) -> float:
     return math.log(alpha) / math.log1p(-f)
 
 
-def _candidate_sizes(found: Candidates, keys: list[int], domain_rows: float) -> tuple[np.ndarray, np.ndarray]:
+def _candidate_sizes(found: Candidates, keys: np.ndarray, domain_rows: float) -> tuple[np.ndarray, np.ndarray]:
     """Per answer group: its candidate bound on rows and its tree estimate of rows, scaled so the
     candidates' estimates add up to the domain's estimated rows and capped at the bound
     (:mod:`parzen.aqp.group_candidates`)."""
@@ -293,21 +433,24 @@ def _column_range(synopsis: Synopsis, column: str | None) -> tuple[float, float]
     return low, high
 
 
-def _unsampled_candidate(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, float], bound: float,
-                         rows: float, z: float | None) -> dict[str, Estimate]:
-    """A candidate group (:mod:`parzen.aqp.group_candidates`) with no sampled row: ``rows`` (its tree
-    estimate) times the whole query's rates per row, within intervals that hold whatever its rows
-    are in [0, ``bound``]: COUNT in [0, bound], SUM in bound [min(0, MIN), max(0, MAX)], AVG in [MIN, MAX]."""
+def _unsampled_candidates(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, float], bound: np.ndarray,
+                          rows: np.ndarray, z: float | None) -> dict[str, tuple[np.ndarray, tuple | None]]:
+    """Candidate groups (:mod:`parzen.aqp.group_candidates`) with no sampled row: ``rows`` (their tree
+    estimates) times the whole query's rates per row, within intervals that hold whatever their rows
+    are in [0, ``bound``]: COUNT in [0, bound], SUM in bound [min(0, MIN), max(0, MAX)], AVG in [MIN, MAX].
+    Per aggregate, the values and (with ``z``) the interval's ends, one per group."""
     out = {}
-    for a in query.aggregates:
-        low, high = _column_range(synopsis, a.column)
-        if a.func == "avg":
-            value, bounds = overall[a.name], (low, high)
-        elif a.func == "count":
-            value, bounds = rows * overall[a.name], (0.0, bound)
-        else:
-            value, bounds = rows * overall[a.name], (bound * min(0.0, low), bound * max(0.0, high))
-        out[a.name] = Estimate(value) if z is None else Estimate(value, *bounds)
+    with np.errstate(invalid="ignore"):  # an infinite bound times a zero edge: NaN, as in Python
+        for a in query.aggregates:
+            low, high = _column_range(synopsis, a.column)
+            bounds: tuple
+            if a.func == "avg":
+                value, bounds = np.full(rows.size, overall[a.name]), (low, high)
+            elif a.func == "count":
+                value, bounds = rows * overall[a.name], (0.0, bound)
+            else:
+                value, bounds = rows * overall[a.name], (bound * min(0.0, low), bound * max(0.0, high))
+            out[a.name] = value, None if z is None else bounds
     return out
 
 
@@ -322,8 +465,8 @@ class DomainSelection:
         Per sampled row, whether the query's categorical filters admit it.
     kept : numpy.ndarray
         The admitted rows' indices.
-    keys : list of int
-        The answer's group keys (mixed radix of the GROUP BY codes).
+    keys : numpy.ndarray
+        The answer's group keys (int64, mixed radix of the GROUP BY codes).
     decoded : list of tuple
         Each key's GROUP BY values.
     group : numpy.ndarray
@@ -348,7 +491,7 @@ class DomainSelection:
 
     keep: np.ndarray
     kept: np.ndarray
-    keys: list
+    keys: np.ndarray
     decoded: list
     group: np.ndarray
     stratum: np.ndarray
@@ -427,30 +570,30 @@ def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) 
     read = list(dict.fromkeys([*query.group_by, *query.members,
                                *(c for c in query.ranges if c not in synopsis.models or c in discrete)]))
     allowed = {c: _allowed_codes(query, categories, c) for c in read}
-    keep = np.ones(synopsis.sample_size, dtype=bool)
-    for c in read:
-        keep &= allowed[c][categories.codes[c]]
+    kept = _admitted_rows(categories, allowed, synopsis.sample_size)
+    keep = np.zeros(synopsis.sample_size, dtype=bool)
+    keep[kept] = True
     if query.compared:  # comparisons of two columns: 1[pred] per row, no exact domain sizes (parzen.aqp.row_predicates)
         keep &= row_mask(query.compared, synopsis, layout)
+        kept = np.flatnonzero(keep)
     radix = [len(categories.values[g]) for g in query.group_by]
-    kept = np.flatnonzero(keep)
     exact = None if query.compared else _exact_groups(query, categories, allowed, radix)
     listing = None if exact is not None or not query.group_by or query.compared else \
         candidates(query.group_by, allowed, categories, radix)
-    listed = {k: 0.0 for k in listing.keys.tolist()} if listing is not None else exact
+    listed = listing.keys if listing is not None else None if exact is None else exact[0]
     keys, group = _groups(_mixed_radix([categories.codes[g][kept] for g in query.group_by], radix, kept.size),
                           radix, listed)
-    if not query.group_by and not keys:
-        keys = [0]
+    if not query.group_by and not keys.size:
+        keys = np.zeros(1, dtype=np.int64)
     sizes = len(keys)
     stratum = layout.stratum_of_row[kept]
     weight = layout.weight[stratum]
     size_estimate = np.bincount(group, weights=weight, minlength=sizes)
-    exact_rows = np.array([np.nan if exact is None else exact.get(k, 0.0) for k in keys], dtype=np.float64)
+    exact_rows = np.full(sizes, np.nan) if exact is None else _exact_rows(exact, keys)
     known = ~np.isnan(exact_rows) & (size_estimate > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(known, exact_rows / size_estimate, 1.0)
-    decoded = [_decode(int(k), query.group_by, radix, categories) for k in keys]
+    decoded = _decoded(keys, query.group_by, categories)
     selected = DomainSelection(keep, kept, keys, decoded, group, stratum, weight, size_estimate, exact_rows, known,
                                share, discrete, listing, exact is not None)
     with _SELECTIONS_LOCK:
@@ -474,6 +617,37 @@ def _allowed_codes(query: AggregateQuery, categories: Categories, column: str) -
     return ok
 
 
+def _admitted_rows(categories: Categories, allowed: dict[str, np.ndarray], size: int) -> np.ndarray:
+    """The sampled rows (ascending) whose codes every column's ``allowed`` admits: from the rows of
+    the admitted codes of the most selective column (:meth:`Categories.code_rows`), then the other
+    columns' tests on those rows only; one pass of masks when no column keeps few rows."""
+    filters = {c: ok for c, ok in allowed.items() if not ok.all()}
+    if not filters:
+        return np.arange(size)
+    counts = {c: int(categories.code_rows(c)[2][ok].sum()) for c, ok in filters.items()}
+    first = min(filters, key=counts.__getitem__)
+    if 4 * counts[first] > size:  # every filter keeps much: one pass of masks
+        keep = np.ones(size, dtype=bool)
+        for c, ok in filters.items():
+            keep &= ok[categories.codes[c]]
+        return np.flatnonzero(keep)
+    order, starts, count = categories.code_rows(first)
+    codes = np.flatnonzero(filters[first])
+    lengths = count[codes]
+    offsets = np.repeat(starts[codes] - (np.cumsum(lengths) - lengths), lengths)
+    rows = order[offsets + np.arange(int(lengths.sum()))]
+    if 16 * rows.size < size:  # few: sorted
+        rows = np.sort(rows)
+    else:  # many: marked and listed, in O(sample) without a sort
+        marked = np.zeros(size, dtype=bool)
+        marked[rows] = True
+        rows = np.flatnonzero(marked)
+    for c, ok in filters.items():
+        if c != first:
+            rows = rows[ok[categories.codes[c][rows]]]
+    return rows
+
+
 def _mixed_radix(codes: list[np.ndarray], radix: list[int], n: int) -> np.ndarray:
     """One int64 key per row from the codes of several columns (``radix``: each column's values)."""
     out = np.zeros(n, dtype=np.int64)
@@ -486,11 +660,11 @@ def _mixed_radix(codes: list[np.ndarray], radix: list[int], n: int) -> np.ndarra
 _COUNTED_KEYS = 1 << 22
 
 
-def _groups(key_of_row: np.ndarray, radix: list[int], exact: dict[int, float] | None) -> tuple[list[int], np.ndarray]:
-    """The answer's group keys (those of sampled rows, then the exact table's others) and each
-    kept row's group index."""
+def _groups(key_of_row: np.ndarray, radix: list[int], listed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The answer's group keys (those of sampled rows, ascending, then the others of ``listed``, the
+    sorted keys of an exact table or of the candidates) and each kept row's group index."""
     combinations = int(np.prod(radix, dtype=np.float64)) if radix else 1
-    if combinations <= _COUNTED_KEYS:
+    if combinations <= min(_COUNTED_KEYS, 8 * key_of_row.size + 4096):  # counting costs O(combinations)
         present = np.flatnonzero(np.bincount(key_of_row, minlength=combinations))
         lookup = np.zeros(combinations, dtype=np.intp)
         lookup[present] = np.arange(present.size)
@@ -498,10 +672,10 @@ def _groups(key_of_row: np.ndarray, radix: list[int], exact: dict[int, float] | 
     else:
         present, inverse = np.unique(key_of_row, return_inverse=True)
         group = inverse.astype(np.intp)
-    keys = present.tolist()
-    seen = set(keys)
-    keys += [k for k in (exact or {}) if k not in seen]
-    return keys, group
+    keys = present.astype(np.int64)
+    if listed is not None and listed.size:
+        keys = np.concatenate([keys, listed[~np.isin(listed, keys)].astype(np.int64)])
+    return keys, group.reshape(-1)
 
 
 def _point_totals(synopsis: Synopsis, layout: Layout, ranges, aggregated: list[str], keep: np.ndarray,
@@ -532,6 +706,8 @@ def _point_totals(synopsis: Synopsis, layout: Layout, ranges, aggregated: list[s
         widest = 1.0 if layout.row_scale is None else float(layout.row_scale.max(initial=1.0))
         found = {c: layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest) for c, (a, b) in boxes.items()}
         order = sorted(found, key=lambda c: found[c].size)
+        if 2 * kept.size < keep.size:  # the rows filtered out add nothing (their cell has no group): not visited
+            found = {c: rows[keep[rows]] for c, rows in found.items()}
         query = box_query(layout, synopsis, boxes, found, order, aggregated, layout.scale_of_row, output, sizes)
         sums = box_sums(replace(query, stratum_of_row=cell, output_of_stratum=output, weight_of_stratum=weights))
     out["count"] = sums[:, 0]
@@ -540,18 +716,28 @@ def _point_totals(synopsis: Synopsis, layout: Layout, ranges, aggregated: list[s
     return out
 
 
-def _decode(key: int, columns, radix: list[int], categories: Categories) -> tuple:
-    values = []
-    for column, r in zip(reversed(columns), reversed(radix)):
-        key, code = divmod(key, r)
-        values.append(categories.values[column][code])
-    return tuple(reversed(values))
+def _decoded(keys: np.ndarray, columns, categories: Categories) -> list[tuple]:
+    """Each key's GROUP BY values (the categories' own objects), decoding the mixed radix."""
+    if not columns:
+        return [()] * len(keys)
+    return list(zip(*(categories.value_objects(c)[code].tolist()
+                      for c, code in zip(columns, _key_codes(keys, columns, categories)))))
+
+
+def _exact_rows(exact: tuple[np.ndarray, np.ndarray], keys: np.ndarray) -> np.ndarray:
+    """Per key, its exact rows in ``exact`` (sorted keys, rows; 0 where absent)."""
+    listed, rows = exact
+    if not listed.size:
+        return np.zeros(len(keys))
+    at = np.minimum(np.searchsorted(listed, keys), listed.size - 1)
+    return np.where(listed[at] == keys, rows[at], 0.0)
 
 
 def _exact_groups(query: AggregateQuery, categories: Categories, allowed: dict[str, np.ndarray],
-                  radix: list[int]) -> dict[int, float] | None:
-    """Per group key (mixed radix of the GROUP BY codes), the table's exact rows under the query's
-    categorical filters, from the smallest exact table covering its categorical columns (None: none does)."""
+                  radix: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The group keys (mixed radix of the GROUP BY codes, sorted) and each one's exact rows in the
+    table under the query's categorical filters, from the smallest exact table covering its
+    categorical columns (None: none does)."""
     table = categories.covering(allowed)
     if table is None:
         return None
@@ -562,7 +748,7 @@ def _exact_groups(query: AggregateQuery, categories: Categories, allowed: dict[s
     keys = _mixed_radix([table.codes[admitted, position[g]] for g in query.group_by], radix, int(admitted.sum()))
     unique, inverse = np.unique(keys, return_inverse=True)
     rows = np.bincount(inverse, weights=table.rows[admitted].astype(np.float64), minlength=unique.size)
-    return dict(zip(unique.tolist(), rows.tolist()))
+    return unique.astype(np.int64), rows
 
 
 def _dense_terms(synopsis: Synopsis, layout: Layout, ranges, aggregated, keep: np.ndarray,
@@ -602,15 +788,14 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
     COUNT term ("count <name>": the masses of the rows where no input is NULL)."""
     from .aggregates import _SampleTerms
 
-    sample = _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1)
-    inside = keep[sample.rows]
+    sample = _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1, within=keep)
     position = np.zeros(keep.size, dtype=np.intp)
     position[kept] = np.arange(kept.size)
-    at = position[sample.rows[inside]]
+    at = position[sample.rows]
 
     def dense(values):
         full = np.zeros(kept.size)
-        full[at] = values[inside]
+        full[at] = values
         return full
 
     out = {}
@@ -671,27 +856,25 @@ def domain_spread(values, stratum, group, layout: Layout, strata: int, groups: i
     return cells.sum(axis=0), effective_df(cells, rows, square, fourth)
 
 
-def _interval(value: float, half: float | None) -> Estimate:
-    return Estimate(value) if half is None else Estimate(value, value - half, value + half)
-
-
-def _unsampled(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, float], rows: float, ranged: bool,
-               z: float | None) -> dict[str, Estimate]:
-    """A group that exists (``rows`` in the table) but has no sampled row: the whole query's rates
-    per row and averages (``overall``) applied to its exact size, and intervals that always hold
-    (module notes)."""
+def _unsampled(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, float], rows: np.ndarray, ranged: bool,
+               z: float | None) -> dict[str, tuple[np.ndarray, tuple | None]]:
+    """Groups that exist (``rows`` in the table, NaN: not known) but have no sampled row: the whole
+    query's rates per row and averages (``overall``) applied to their exact sizes, and intervals that
+    always hold (module notes).  Per aggregate, the values and (with ``z``) the interval's ends."""
     out = {}
     for a in query.aggregates:
         low, high = _column_range(synopsis, a.column)
         if a.func == "avg":
-            value, bounds = (overall[a.name], (low, high)) if rows > 0 else (math.nan, (math.nan, math.nan))
+            some = rows > 0
+            value = np.where(some, overall[a.name], math.nan)
+            bounds: tuple = (np.where(some, low, math.nan), np.where(some, high, math.nan))
         elif a.func == "count" and a.column is None and not ranged:
             value, bounds = rows, (rows, rows)
         elif a.func == "count":
             value, bounds = rows * overall[a.name], (0.0, rows)
         else:
             value, bounds = rows * overall[a.name], (rows * min(0.0, low), rows * max(0.0, high))
-        out[a.name] = Estimate(value) if z is None else Estimate(value, *bounds)
+        out[a.name] = value, None if z is None else bounds
     return out
 
 

@@ -8,6 +8,7 @@ answers (docs/security.md).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -738,12 +739,18 @@ class Engine:
             approximate = domains.approximate if domains.needed(q, s) else answers.approximate
             return approximate(q, s, layout, z_or_none)
 
-        result, form = ratios.approximate(composite, subqueries, synopsis, layout, answer, z if with_error else None)
+        def runs(q: AggregateQuery, ss: list[Synopsis]) -> list:  # the sub-query at every bandwidth at once
+            return (domains.bias_runs if domains.needed(q, ss[0]) else answers.bias_runs)(q, ss, layout)
+
+        placement: list = []
+        result, form = ratios.approximate(composite, subqueries, synopsis, layout, answer, z if with_error else None,
+                                          placement)
         if with_error:
             keys = _selected_groups(composite)
             result = contract.cover_bias(
                 result, lambda s: ratios.approximate(composite, subqueries, s, layout, answer, None)[0], synopsis,
-                [o.name for o in composite.outputs], keys)
+                [o.name for o in composite.outputs], keys,
+                answers_at=lambda ss: ratios.bias_runs(composite, subqueries, placement, ss, runs))
             if form != "totals":  # float64 round-off against DuckDB's own sums (parzen.aqp.contract)
                 result = contract.cover_rounding(result, [o.name for o in composite.outputs], synopsis.row_count)
         return result, form
@@ -807,23 +814,30 @@ class Engine:
                 joined = {j["parent"].casefold() for j in self._loaded(name).joins} | {name.casefold()}
                 return sum(t.casefold() in joined for t in tables)
 
-            first = self._synopsis_name(query.table)
-            if first in self._cache and held(first) == len(tables):  # the first that holds all: no catalog read
-                return first
-            stored = store.stored_tables(self.con)
-            found = [name for name in map(self._synopsis_name, tables) if name in self._cache or name in stored]
+            for table in tables:  # the first loaded synopsis that holds them all: no catalog read
+                name = self._synopsis_name(table, loaded_only=True)
+                if name in self._cache and held(name) == len(tables):
+                    return name
+            stored = store.stored_tables(self.con)  # one catalog read for all the tables
+            found = [name for name in (self._synopsis_name(t, stored) for t in tables)
+                     if name in self._cache or name in stored]
             if found:  # the one holding most of them (the first of those): its refusal names what it lacks
                 return max(found, key=held)
         return self._synopsis_name(query.table)
 
-    def _synopsis_name(self, table: str) -> str:
+    def _synopsis_name(self, table: str, stored: Sequence[str] | None = None, *, loaded_only: bool = False) -> str:
         """The name under which ``table``'s synopsis is kept, matched case-insensitively as DuckDB
-        matches table names (``table`` itself when none matches: loading it then says so)."""
+        matches table names (``table`` itself when none matches: loading it then says so).  The
+        database's list is read only when no loaded synopsis matches (``stored``: that list, read
+        already; ``loaded_only``: never)."""
         if table in self._cache:
             return table
         folded = table.casefold()
-        for names in (lambda: self._cache, lambda: store.stored_tables(self.con)):  # the database only if needed
-            for name in names():
+        for name in self._cache:
+            if name.casefold() == folded:
+                return name
+        if not loaded_only:
+            for name in store.stored_tables(self.con) if stored is None else stored:
                 if name.casefold() == folded:
                     return name
         return table
@@ -910,11 +924,18 @@ class Engine:
         # OR / NOT: parzen.aqp.unions, which answers each intersection with comparisons as a domain estimate
         by_domain = (query.compared and not query.boxes) or domains.needed(query, synopsis)
         approximate = domains.approximate if by_domain else answers.approximate
-        result, form = approximate(query, synopsis, layout, z if with_error else None)
+        scaled = [contract.with_bandwidths_scaled(synopsis, c) for c in contract.BIAS_STEPS] if with_error else []
+        if with_error and approximate is answers.approximate:  # the answer and the bias runs' box integrals in one pass
+            result, form, at_scaled = answers.approximate_with_bias_runs(query, synopsis, layout, z, scaled)
+        else:
+            result, form = approximate(query, synopsis, layout, z if with_error else None)
         bounded = result.attrs.pop(domains.BOUNDED_GROUPS, [])  # groups whose intervals are bounds that hold
         if with_error:  # the smoothing bias's estimate widens the interval (parzen.aqp.contract)
-            in_one_pass = None if approximate is domains.approximate \
-                else (lambda ss: answers.bias_runs(query, ss, layout))  # values as arrays, one kernel pass
+            def in_one_pass(ss: list[Synopsis]) -> list:  # values as arrays, no DataFrames
+                if approximate is domains.approximate:
+                    return domains.bias_runs(query, ss, layout)
+                return at_scaled if [id(s) for s in ss] == [id(s) for s in scaled] else answers.bias_runs(query, ss, layout)
+
             result = contract.cover_bias(result, lambda s: approximate(query, s, layout, None)[0], synopsis,
                                          [a.name for a in query.aggregates], query.group_by, held=bounded,
                                          answers_at=in_one_pass)
@@ -965,10 +986,12 @@ def _selected_groups(composite: case_aggregates.Composite) -> list[str]:
     return [name for g in composite.group_by for name in selected if name.casefold() == g.casefold()]
 
 
+@functools.lru_cache(maxsize=256)
 def _composite_of(sql: str) -> case_aggregates.Composite | None:
     """The split of ``sql`` when the plain subset refuses it and its SELECT list has CASE inside
     aggregates or arithmetic of aggregates (:func:`parzen.aqp.case_aggregates.split`), else None
-    (the plain subset answers it, or ``parse`` raises again with its reason)."""
+    (the plain subset answers it, or ``parse`` raises again with its reason).  Kept per text, as
+    :func:`parzen.aqp.sql.parse` keeps its parses (a split is immutable and depends on the text only)."""
     try:
         parse(sql)
     except UnsupportedQuery:

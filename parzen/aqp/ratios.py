@@ -53,7 +53,7 @@ _FORMS = ("totals", "grid", "sample")
 
 
 def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], synopsis: Synopsis, layout: Layout,
-                answer: Answerer, z: float | None) -> tuple[pd.DataFrame, str]:
+                answer: Answerer, z: float | None, placement: list | None = None) -> tuple[pd.DataFrame, str]:
     """The answer to a :class:`~parzen.aqp.case_aggregates.Composite` query (see the module).
 
     Parameters
@@ -70,6 +70,9 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
         Answers one sub-query (the engine's forms, without the bias term).
     z : float or None
         The intervals' normal quantile; None: none.
+    placement : list, optional
+        Filled with the answer's number of rows and, per sub-query, where each row of its answer goes
+        among them (-1: none), for :func:`bias_runs`.
 
     Returns
     -------
@@ -80,7 +83,9 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
         The least exact form among the sub-queries' ("totals", "grid", "sample").
     """
     frames, forms = zip(*(answer(q, synopsis, z) for q in subqueries))
-    keys, leaf_values, leaf_half, bounded = _leaf_table(composite, frames, z is not None)
+    keys, leaf_values, leaf_half, bounded, placed = _leaf_table(composite, frames, z is not None)
+    if placement is not None:
+        placement[:] = [len(keys), placed]
     values, gradients = {}, {}
     for output in composite.outputs:
         values[output.name], gradients[output.name] = _evaluate(output.expression, leaf_values)
@@ -108,10 +113,58 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
     return _frame(composite, keys, values, low, high), form
 
 
+def bias_runs(composite: Composite, subqueries: Sequence[AggregateQuery], placement: list, synopses: list[Synopsis],
+              runs: Callable[[AggregateQuery, list[Synopsis]], list]) -> list[dict[str, np.ndarray]]:
+    """The values of :func:`approximate`'s answers without intervals from synopses that differ in their
+    bandwidths only (the bias term's, :func:`parzen.aqp.contract.cover_bias`): per synopsis, per output
+    one array in the row order of the answer at the synopsis's own bandwidths, with no DataFrame built.
+
+    Each sub-query's answers come from ``runs`` (all bandwidths at once: e.g.
+    :func:`parzen.aqp.answers.bias_runs`, :func:`parzen.aqp.domains.bias_runs`), whose rows are those of
+    its answer at the synopsis's own bandwidths (a sub-query's groups do not depend on them), so they
+    go where ``placement`` (filled by :func:`approximate` at those bandwidths) puts them; the leaves and
+    outputs are then computed as :func:`approximate` computes them: the same floats.
+
+    Parameters
+    ----------
+    composite : Composite
+        The split query.
+    subqueries : sequence of AggregateQuery
+        Its sub-queries, parsed and resolved, in ``composite.subqueries``'s order.
+    placement : list
+        As :func:`approximate` filled it.
+    synopses : list of Synopsis
+        The synopsis with its bandwidths scaled.
+    runs : callable
+        Per sub-query and list of synopses, per synopsis its answer's values (per aggregate an array
+        in its answer's row order) or its answer.
+
+    Returns
+    -------
+    list of dict of str to numpy.ndarray
+        Per synopsis, per output name, its values.
+    """
+    groups, placed = placement
+    answered = [runs(q, synopses) for q in subqueries]
+    out = []
+    for f in range(len(synopses)):
+        leaf_values: dict[int, np.ndarray] = {}
+        for rows_array, run, (_, indices) in zip(placed, answered, composite.subqueries):
+            found = rows_array >= 0
+            for k in indices:
+                column = np.asarray(run[f][f"{LEAF}{k}"], dtype=np.float64)
+                v = np.zeros(groups)
+                v[rows_array[found]] = column[found]
+                leaf_values[k] = np.nan_to_num(v)
+        out.append({output.name: _evaluate(output.expression, leaf_values)[0] for output in composite.outputs})
+    return out
+
+
 def _leaf_table(composite: Composite, frames, with_error: bool):
     """The groups (those of the first sub-query, which has no condition), each leaf's value and half
-    width per group (0 and 0 where its sub-query has no such group: no row), and the groups that some
-    sub-query answered without a sampled row (:data:`parzen.aqp.domains.BOUNDED_GROUPS`)."""
+    width per group (0 and 0 where its sub-query has no such group: no row), the groups that some
+    sub-query answered without a sampled row (:data:`parzen.aqp.domains.BOUNDED_GROUPS`), and per
+    sub-query where each row of its answer goes among the groups (-1: none)."""
     group_by = list(composite.group_by)
     base = frames[0]
     if group_by:
@@ -124,6 +177,7 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
     values: dict[int, np.ndarray] = {}
     half: dict[int, np.ndarray] = {}
     bounded = np.zeros(len(keys), dtype=bool)
+    placed = []
     for frame, (_, indices) in zip(frames, composite.subqueries):
         held = set(frame.attrs.get(BOUNDED_GROUPS, []))
         if group_by:
@@ -137,6 +191,7 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
             rows = [0] * len(frame)
             bounded[0] |= bool(held)
         rows_array = np.asarray(rows, dtype=np.intp)
+        placed.append(rows_array)
         found = rows_array >= 0
         for k in indices:
             name = f"{LEAF}{k}"
@@ -149,7 +204,7 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
                 h[rows_array[found]] = np.fmax(column - frame[f"{name} low"].to_numpy(dtype=np.float64)[found],
                                                frame[f"{name} high"].to_numpy(dtype=np.float64)[found] - column)
             half[k] = np.nan_to_num(h, nan=np.inf)
-    return keys, values, half, bounded
+    return keys, values, half, bounded, placed
 
 
 def _evaluate(expression: Expression, leaves: dict[int, np.ndarray]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
@@ -200,9 +255,10 @@ class _RowTerms:
         self.terms: dict[int, np.ndarray] = {}
         for query, (_, indices) in zip(subqueries, composite.subqueries):
             keep = _categorical_filter(query, synopsis, layout)
+            sample = _sample_terms(query, synopsis, layout)  # the query's rows and masses, once for its leaves
             for k in indices:
                 aggregate = next(a for a in query.aggregates if a.name == f"{LEAF}{k}")
-                self.terms[k] = _leaf_terms(query, aggregate, synopsis, layout) * keep
+                self.terms[k] = _leaf_terms(aggregate, synopsis, sample) * keep
 
     def total(self, k: int) -> np.ndarray:
         """The plain stratified total of leaf k per answer row."""
@@ -220,14 +276,19 @@ class _RowTerms:
         return _domain_variance(z, self.stratum[inside], group, self.layout, len(self.layout.keys), self.groups)
 
 
-def _leaf_terms(query: AggregateQuery, aggregate, synopsis: Synopsis, layout: Layout) -> np.ndarray:
-    """Per sampled row, the leaf's term: its kernel mass in the query's box on the numeric columns
-    (1 without a range), times the summed expression's kernel moments (:class:`parzen.aqp.aggregates._SampleTerms`),
-    0 where an aggregated column is NULL (COUNT(col), SUM)."""
+def _sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout):
+    """The :class:`parzen.aqp.aggregates._SampleTerms` of ``query``'s ranges on the numeric columns, one
+    answer row."""
     from .aggregates import _SampleTerms
 
     ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
-    sample = _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1)
+    return _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1)
+
+
+def _leaf_terms(aggregate, synopsis: Synopsis, sample) -> np.ndarray:
+    """Per sampled row, the leaf's term: its kernel mass in its sub-query's box on the numeric columns
+    (1 without a range), times the summed expression's kernel moments (``sample``, the sub-query's
+    :func:`_sample_terms`), 0 where an aggregated column is NULL (COUNT(col), SUM)."""
     if aggregate.func == "count":
         term = sample.p if aggregate.column is None else sample.p * sample.valid([aggregate.column])
     elif aggregate.polynomial:

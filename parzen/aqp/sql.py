@@ -155,8 +155,9 @@ class AggregateQuery:
     #: reach comparisons of two columns, :mod:`parzen.aqp.row_predicates`); () when no box has any.
     box_compared: tuple[tuple[ColumnComparison, ...], ...] = ()
 
-    @property
+    @functools.cached_property
     def aggregates(self) -> tuple[Aggregate, ...]:
+        """The aggregates of ``select``, in order (made once: a query does not change)."""
         return tuple(item for item in self.select if isinstance(item, Aggregate))
 
     @property
