@@ -35,6 +35,7 @@ import numpy as np
 from .._validate import power_of_two
 from ..binned.grid import BinCounts, GridSpec, outside_box_error
 from ..kernels import gauss_derivative_even_coefficients
+from . import _gram_operands as operands
 from . import _triton_kernels as kernels
 from ._cuda import DEVICE, INTERPRETED, torch, torch_dtype, triton
 from ._gpu_stream import chunk_rows, device_chunks
@@ -68,6 +69,14 @@ GRAM_WIDE_LAUNCH = ("tf32x3", 8, 3)
 #: errors (2.4e-5 of the density at n = 2^20, d = 16) the log carries as absolute errors; with
 #: "tf32x3" at d = 17 a test's log densities near the data missed the reference by more than 1e-5.
 GRAM_LOG_LAUNCH = ("ieee", 4, 3)
+#: The tensor-core Gram form of the float32 Gaussian KDE sums (``gaussian_gram_tc_sum_kernel``,
+#: non-negative weights): the operand layout (:mod:`parzen.backends._gram_operands`) and the
+#: launch (warps, pipeline stages).
+GRAM_TC_LAYOUT = "exact"
+GRAM_TC_LAUNCH = (4, 3)
+#: How far (scaled units, where the kernel is 2^-|q - z|^2) beyond the data the "exact" layout's
+#: grid reaches: a query farther out in any coordinate has every term below 2^-256, 0 in float32.
+QUERY_REACH = 16.0
 #: 2^-t is exactly 0 in float32 and float64 beyond this t; P(t) is clamped there.
 T_ZERO = 2000.0
 _LOG2E = 1.0 / math.log(2.0)
@@ -663,6 +672,29 @@ def _gaussian_gram_chunk(z_tensor, z_norms, w_tensor, q_tensor, tiles: GpuTiles,
     return partial.sum(dim=0)
 
 
+def _gaussian_gram_tc_chunk(data_operand, query_operand, layout, tiles: GpuTiles, launch: tuple | None = None) -> torch.Tensor:
+    """One tensor-core Gram-form launch (``gaussian_gram_tc_sum_kernel``) over a chunk of
+    queries and a chunk of data given as the operands of ``layout``
+    (:func:`parzen.backends._gram_operands.data_operand` / ``query_operand``): per-query float64
+    sums on the device.  ``launch`` = (warps, stages), by default :data:`GRAM_TC_LAUNCH`."""
+    columns, n_padded = data_operand.shape
+    m_padded = query_operand.shape[0]
+    warps, stages = launch or GRAM_TC_LAUNCH
+    query_blocks, data_blocks = m_padded // tiles.gram_query_block, n_padded // tiles.gram_data_block
+    data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
+    chunk_blocks = triton.cdiv(data_blocks, data_chunks)
+    data_chunks = triton.cdiv(data_blocks, chunk_blocks)
+    partial = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
+    s1, s2, s3 = (*layout.first, 0, 0)[:3]
+    s4, s5 = (*layout.second, 0)[:2]
+    kernels.gaussian_gram_tc_sum_kernel[(query_blocks, data_chunks)](
+        data_operand, query_operand, n_padded, m_padded, columns, chunk_blocks, partial,
+        S1=s1, S2=s2, S3=s3, S4=s4, S5=s5, SPLIT=layout.split, BLOCK_Q=tiles.gram_query_block,
+        BLOCK_Z=tiles.gram_data_block, FAST=_fast(torch.float32), num_warps=warps, num_stages=stages,
+    )
+    return partial.sum(dim=0)
+
+
 def _columns_at_zero(rows: np.ndarray, block: int, fdtype, dims: int | None) -> torch.Tensor:
     """What ``_padded(rows, block, 0.0, 0.0, fdtype, dims)`` makes (pads and added coordinates
     at 0), with the rows sent as they are, rounded once to ``fdtype``, and transposed on the
@@ -697,7 +729,14 @@ class _DeviceKernelSum:
         Block sizes and the resident-memory budget.
     resident : bool
         Keep the data's device tensors between calls.
+
+    In float32 Gram form with non-negative weights (and ``tensor_cores``), the data and queries
+    are kept as the operands of :data:`GRAM_TC_LAYOUT` (:mod:`parzen.backends._gram_operands`),
+    log2 of the weights inside, and summed by ``gaussian_gram_tc_sum_kernel``.
     """
+
+    #: Whether the float32 Gram form may take the tensor-core operands (the log sums may not).
+    tensor_cores = True
 
     def __init__(self, Z: np.ndarray, kind: str, weights, fdtype, tiles: GpuTiles, *, resident: bool) -> None:
         Z = np.asarray(Z, dtype=np.float64)
@@ -712,9 +751,14 @@ class _DeviceKernelSum:
             (tiles.gram_query_block, tiles.gram_data_block) if self.gram else (tiles.query_block, tiles.data_block)
         )
         w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-        self._host: tuple[np.ndarray, np.ndarray] | None = ((Z - self.centre) * self.scale, w)
+        scaled = (Z - self.centre) * self.scale
+        self._host: tuple[np.ndarray, np.ndarray] | None = (scaled, w)
         self._slices = _chunks(n, tiles.chunk_rows)
-        rows = (self.dims or self.d) + 1 + int(self.gram)  # coordinates, weight, norm
+        tensor_cores = self.gram and self.tensor_cores and bool(np.all(w >= 0))
+        self.layout = operands.layout(GRAM_TC_LAYOUT, self.dims) if tensor_cores and self.dims else None
+        if self.layout is not None and self.dims:
+            self.grid = operands.grid_step(float(np.abs(scaled).max(initial=0.0)) + QUERY_REACH, self.dims)
+        rows = self.layout.columns if self.layout else (self.dims or self.d) + 1 + int(self.gram)  # coordinates, weight, norm
         nbytes = rows * (n + len(self._slices) * self.data_block) * torch.finfo(fdtype).bits // 8
         self._resident = [self._chunk(data) for data in self._slices] if resident and nbytes <= tiles.resident_bytes else None
         if self._resident is not None:
@@ -724,6 +768,12 @@ class _DeviceKernelSum:
         """(coordinates, norms or None, weights) of one data chunk on the device."""
         assert self._host is not None
         Z, w = self._host
+        if self.layout is not None:  # the tensor-core operand (log2 of the weights in it)
+            z_wide = _columns_at_zero(Z[data], self.data_block, torch.float64, self.dims)
+            log2_w = torch.full((z_wide.shape[1],), operands.PAD_EXPONENT, dtype=torch.float64, device=DEVICE)
+            kept = w[data] > 0
+            log2_w[: data.stop - data.start][torch.from_numpy(kept).to(DEVICE)] = _to_device(np.log2(w[data][kept]), torch.float64)
+            return operands.data_operand(z_wide, log2_w, self.layout.name, self.grid), None, None
         z_tensor = _columns_at_zero(Z[data], self.data_block, self.fdtype, self.dims)
         w_padded = np.zeros(z_tensor.shape[1])
         w_padded[: data.stop - data.start] = w[data]
@@ -740,9 +790,11 @@ class _DeviceKernelSum:
     def device_sums(self, q_tensor: torch.Tensor) -> torch.Tensor:
         """Per-query float64 sums on the device for queries already scaled and padded as
         :meth:`queries` makes them."""
-        total = torch.zeros(q_tensor.shape[1], dtype=torch.float64, device=DEVICE)
+        total = torch.zeros(q_tensor.shape[0 if self.layout else 1], dtype=torch.float64, device=DEVICE)
         for z_tensor, norms, w_tensor in self.device_chunks():
-            if self.gram:
+            if self.layout is not None:
+                total += _gaussian_gram_tc_chunk(z_tensor, q_tensor, self.layout, self.tiles)
+            elif self.gram:
                 total += _gaussian_gram_chunk(z_tensor, norms, w_tensor, q_tensor, self.tiles)
             else:
                 total += _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, self.kind, self.tiles)
@@ -753,6 +805,9 @@ class _DeviceKernelSum:
         compute type), as :func:`_columns_at_zero` lays them out."""
         rows = np.subtract(Q, self.centre)
         rows *= self.scale
+        if self.layout is not None:  # the tensor-core operand, (m_padded, columns)
+            wide = _columns_at_zero(rows, self.query_block, torch.float64, self.dims)
+            return operands.query_operand(wide, self.layout.name, self.grid)
         return _columns_at_zero(rows, self.query_block, self.fdtype, self.dims)
 
     def __call__(self, Q) -> np.ndarray:
@@ -775,6 +830,8 @@ class _DeviceLogKernelSum(_DeviceKernelSum):
     Z, weights, fdtype, tiles, resident
         As for :class:`_DeviceKernelSum` (the kernel is the Gaussian).
     """
+
+    tensor_cores = False
 
     def __init__(self, Z: np.ndarray, weights, fdtype, tiles: GpuTiles, *, resident: bool) -> None:
         Z = np.asarray(Z, dtype=np.float64)
