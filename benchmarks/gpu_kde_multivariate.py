@@ -7,8 +7,12 @@ For each (n, m, d) it fits ``KDE(backend="gpu")`` to a seeded normal mixture (fl
 bandwidth) and times, median of repeats after a warm-up (``triton.testing.do_bench`` for the
 device-resident rows, wall clock with synchronisation for the end-to-end rows):
 
-- ``gram``: the Gram-form kernel (``gaussian_gram_sum_kernel``) on data and queries already on
-  the device, scaled and padded as ``GpuBackend.kernel_sum`` sends them, norms included;
+- ``tc``: the tensor-core Gram form (``gaussian_gram_tc_sum_kernel`` on the float16 operands of
+  ``parzen.backends._gram_operands``), on operands already on the device as
+  ``GpuBackend.kernel_sum`` makes them ("not taken" where the backend does not take it);
+- ``gram``: the former Gram-form kernel (``gaussian_gram_sum_kernel``, float32 multiply-adds or
+  tf32x3) on data and queries already on the device, scaled and padded as it takes them, norms
+  included;
 - ``direct``: the former kernel (``kernel_sum_kernel``, d differences per pair) on the same
   device tensors, in the same run;
 - ``torch``: plain PyTorch on the same device tensors, chunked over queries:
@@ -135,6 +139,18 @@ class Problem:
     def gram(self, tiles: gpu.GpuTiles) -> torch.Tensor:
         return gpu._gaussian_gram_chunk(self.z, self.z_norms, self.w, self.q, tiles, self.launch)[: self.m]
 
+    def tensor_core_operands(self) -> tuple | None:
+        """(data operand, query operand, layout, launch) of the tensor-core Gram form as
+        ``GpuBackend.kernel_sum`` makes them, or None where it does not take that form."""
+        sums = gpu._DeviceKernelSum(self.kde._Z, "gaussian", None, torch.float32, self.tiles, resident=True)
+        if sums.layout is None:
+            return None
+        data, _, weights = next(iter(sums.device_chunks()))
+        return data, weights, sums.queries(self.kde._transform(self.Q_host)), sums.layout, sums.launch
+
+    def tensor_cores(self, operands: tuple) -> torch.Tensor:
+        return gpu._gaussian_gram_tc_chunk(*operands)[: self.m]
+
     def variant(self) -> list:
         """(precision, query block, data block, warps, stages) of the Gram launch in use."""
         dims = gpu._gram_dims(self.d)
@@ -253,6 +269,13 @@ def measure(problem: Problem, args) -> dict:
     pairs = problem.n * problem.m
     tiles = problem.tiles
     row: dict = {"n": problem.n, "m": problem.m, "d": problem.d, "pairs": pairs, "underflowed_queries": problem.underflowed}
+    operands = problem.tensor_core_operands()
+    row["tc_s"] = bench(lambda: problem.tensor_cores(operands), args.quick) if operands else None
+    if operands:
+        row["tc_variant"] = list(operands[4])
+        values = problem.tensor_cores(operands)
+        row["tc_max_rel_err"], row["tc_normwise_rel_err"] = problem.errors(values)
+        row["tc_arithmetic_rel_err"] = problem.arithmetic_error(values)
     row["gram_s"] = bench(lambda: problem.gram(tiles), args.quick)
     row["variant"] = problem.variant()
     values = problem.gram(tiles)
@@ -283,7 +306,7 @@ def measure(problem: Problem, args) -> dict:
         row["log_direct_s"] = wall(lambda: direct.log_kernel_sum(kde._Z, kde._transform(queries), "gaussian", kde.weights_), 1)
         logs = kde._log_norm + direct.log_kernel_sum(kde._Z, kde._transform(queries[:CHECKED_QUERIES]), "gaussian", kde.weights_)
         row["log_direct_max_abs_err"] = problem.log_error(logs)
-    for key in ("gram", "direct", "torch"):
+    for key in ("tc", "gram", "direct", "torch"):
         if row.get(f"{key}_s"):
             row[f"{key}_pairs_per_s"] = pairs / row[f"{key}_s"]
     row["pdf_pairs_per_s"] = pairs / row["pdf_s"]
@@ -313,21 +336,23 @@ def markdown(rows: list[dict], sweep_rows: list[dict], meta: dict) -> str:
          f"{CHECKED_QUERIES} queries: `err` against the float64 sums of the float64 data (float32's "
          "rounding of the coordinates included), `arith` against the float64 sums of the float32-rounded "
          "coordinates (the kernel's arithmetic alone); for `log`, the largest absolute error of the log density "
-         "(= relative error of the density) against the float64 data's.  `variant`: dot precision, query x data block, "
-         "warps, pipeline stages."), "",
-        ("| n | m | d | variant | gram ms | gram pairs/s | gram err | gram arith | direct ms | direct err | direct arith "
-         "| torch ms | torch err | torch arith | gram vs torch | pdf first ms | pdf ms (end to end) | pdf err "
-         "| log ms | log err | log direct ms | log direct err |"),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+         "(= relative error of the density) against the float64 data's.  `tc`: the tensor-core Gram form on float16 "
+         "operands (the backend's float32 path where it is taken); `gram`: the former Gram kernel, its `variant`: dot "
+         "precision, query x data block, warps, pipeline stages."), "",
+        ("| n | m | d | tc ms | tc pairs/s | tc err | tc arith | variant | gram ms | gram pairs/s | gram err | gram arith "
+         "| direct ms | direct err | direct arith | torch ms | torch err | torch arith | pdf first ms | pdf ms (end to end) "
+         "| pdf err | log ms | log err | log direct ms | log direct err |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        speedup = "" if not r.get("torch_s") else f"{r['torch_s'] / r['gram_s']:.1f}x"
         variant = " ".join(str(v) for v in r["variant"])
+        tc = (f"{_ms(r['tc_s'])} | {r['tc_pairs_per_s']:.3e} | {_err(r, 'tc_max_rel_err')} | {_err(r, 'tc_arithmetic_rel_err')}"
+              if r.get("tc_s") else "not taken | | | ")
         lines.append(
-            f"| {r['n']} | {r['m']} | {r['d']} | {variant} | {_ms(r['gram_s'])} | {r['gram_pairs_per_s']:.3e} | "
+            f"| {r['n']} | {r['m']} | {r['d']} | {tc} | {variant} | {_ms(r['gram_s'])} | {r['gram_pairs_per_s']:.3e} | "
             f"{_err(r, 'gram_max_rel_err')} | {_err(r, 'gram_arithmetic_rel_err')} | {_ms(r['direct_s'])} | "
             f"{_err(r, 'direct_max_rel_err')} | {_err(r, 'direct_arithmetic_rel_err')} | {_ms(r['torch_s'])} | "
-            f"{_err(r, 'torch_max_rel_err')} | {_err(r, 'torch_arithmetic_rel_err')} | {speedup} | {_ms(r['pdf_first_s'])} | {_ms(r['pdf_s'])} | "
+            f"{_err(r, 'torch_max_rel_err')} | {_err(r, 'torch_arithmetic_rel_err')} | {_ms(r['pdf_first_s'])} | {_ms(r['pdf_s'])} | "
             f"{_err(r, 'pdf_max_rel_err')} | {_ms(r['log_s'])} | {_err(r, 'log_max_abs_err')} | {_ms(r.get('log_direct_s'))} | "
             f"{_err(r, 'log_direct_max_abs_err')} |"
         )
@@ -370,7 +395,7 @@ def main() -> None:
             swept.discard(d)
         row = measure(problem, args)
         rows.append(row)
-        print(f"n={n} m={m} d={d}: gram {_ms(row['gram_s'])} ms ({row['gram_pairs_per_s']:.3e} pairs/s, max rel err "
+        print(f"n={n} m={m} d={d}: tensor cores {_ms(row['tc_s'])} ms, gram {_ms(row['gram_s'])} ms ({row['gram_pairs_per_s']:.3e} pairs/s, max rel err "
               f"{row['gram_max_rel_err']:.1e}), direct {_ms(row['direct_s'])} ms, torch {_ms(row['torch_s'])} ms, "
               f"pdf {_ms(row['pdf_s'])} ms (max rel err {row['pdf_max_rel_err']:.1e})", flush=True)
         del problem

@@ -427,6 +427,68 @@ def gaussian_gram_sum_kernel(
 
 
 @triton.jit
+def _query_segment(qa, q_offs, k_total, OFFSET: tl.constexpr, SIZE: tl.constexpr):
+    """Columns [OFFSET, OFFSET + SIZE) of rows ``q_offs`` of the (m_padded, k_total) query operand."""
+    k = OFFSET + tl.arange(0, SIZE)
+    return tl.load(qa + q_offs[:, None] * k_total + k[None, :])
+
+
+@triton.jit
+def _data_segment(za, z_offs, n_padded, OFFSET: tl.constexpr, SIZE: tl.constexpr):
+    """Rows [OFFSET, OFFSET + SIZE) of columns ``z_offs`` of the (k_total, n_padded) data operand."""
+    k = OFFSET + tl.arange(0, SIZE)
+    return tl.load(za + k[:, None] * n_padded + z_offs[None, :])
+
+
+@triton.jit
+def gaussian_gram_tc_sum_kernel(
+    za, qa, w, n_padded, m_padded, k_total, chunk_blocks, out,
+    S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S4: tl.constexpr, S5: tl.constexpr,
+    BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr, FAST: tl.constexpr, WEIGHTED: tl.constexpr,
+):
+    """out[chunk, q] = sum over the chunk's data points i of w_i 2^(a(q) . b(z_i)) (w_i = 1
+    without ``WEIGHTED``), the exponents
+    -|q - z_i|^2 from tensor-core products of the augmented operands of
+    :mod:`parzen.backends._gram_operands` (``qa`` = a, (m_padded, k_total) row-major; ``za`` = b,
+    (k_total, n_padded) row-major; float16, float32 accumulators).
+
+    The columns come in segments of S1, S2, S3 (the small part C, one accumulator) and S4, S5
+    (the exact part E, another), one ``tl.dot`` each; a pair then costs the addition E + C, one
+    exp2 and one addition (a multiply-add and a load per data point with ``WEIGHTED``).  The
+    query segments are loaded once per program.  Padded and zero-weight data points have
+    exponent -32768 (and weight 0).
+    """
+    qb = tl.program_id(0)
+    chunk = tl.program_id(1)
+    q_offs = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    z_range = tl.arange(0, BLOCK_Z)
+    O2: tl.constexpr = S1
+    O3: tl.constexpr = S1 + S2
+    O4: tl.constexpr = S1 + S2 + S3
+    O5: tl.constexpr = S1 + S2 + S3 + S4
+    a1 = _query_segment(qa, q_offs, k_total, 0, S1)
+    a2 = _query_segment(qa, q_offs, k_total, O2, S2)
+    a3 = _query_segment(qa, q_offs, k_total, O3, S3)
+    a4 = _query_segment(qa, q_offs, k_total, O4, S4)
+    a5 = _query_segment(qa, q_offs, k_total, O5, S5)
+    first = chunk * chunk_blocks
+    last = tl.minimum(first + chunk_blocks, n_padded // BLOCK_Z)
+    acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=tl.float32)
+    for zb in range(first, last):
+        z_offs = zb * BLOCK_Z + z_range
+        small = tl.dot(a1, _data_segment(za, z_offs, n_padded, 0, S1), input_precision="tf32")
+        small = tl.dot(a2, _data_segment(za, z_offs, n_padded, O2, S2), small, input_precision="tf32")
+        small = tl.dot(a3, _data_segment(za, z_offs, n_padded, O3, S3), small, input_precision="tf32")
+        exact = tl.dot(a4, _data_segment(za, z_offs, n_padded, O4, S4), input_precision="tf32")
+        exact = tl.dot(a5, _data_segment(za, z_offs, n_padded, O5, S5), exact, input_precision="tf32")
+        if WEIGHTED:
+            acc += _exp2(exact + small, FAST) * tl.load(w + z_offs)[None, :]
+        else:
+            acc += _exp2(exact + small, FAST)
+    tl.store(out + chunk * m_padded + q_offs, tl.sum(acc, axis=1).to(tl.float64))
+
+
+@triton.jit
 def hermite_products_kernel(
     y_rows, y_cols, n_rows_padded, n_cols_padded, n_col_blocks, alphas, out,
     DIM: tl.constexpr, TRIANGLE: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, FAST: tl.constexpr,

@@ -35,6 +35,7 @@ import numpy as np
 from .._validate import power_of_two
 from ..binned.grid import BinCounts, GridSpec, outside_box_error
 from ..kernels import gauss_derivative_even_coefficients
+from . import _gram_operands as operands
 from . import _triton_kernels as kernels
 from ._cuda import DEVICE, INTERPRETED, torch, torch_dtype, triton
 from ._gpu_stream import chunk_rows, device_chunks
@@ -68,6 +69,16 @@ GRAM_WIDE_LAUNCH = ("tf32x3", 8, 3)
 #: errors (2.4e-5 of the density at n = 2^20, d = 16) the log carries as absolute errors; with
 #: "tf32x3" at d = 17 a test's log densities near the data missed the reference by more than 1e-5.
 GRAM_LOG_LAUNCH = ("ieee", 4, 3)
+#: The tensor-core Gram form of the float32 Gaussian KDE sums (``gaussian_gram_tc_sum_kernel`` on
+#: the float16 operands of :mod:`parzen.backends._gram_operands`; non-negative weights, up to 32
+#: coordinate rows, data within the operands' reach): by coordinate rows, the launch (query
+#: block, data block, warps, pipeline stages).  H100, n = 2^20, m = 131072, d = 16: 128 x 64 with 8
+#: warps 65.6 ms, 4 stages 67.1, 256 x 64 with 16 warps 79.6, with 8 warps 81.3; d = 32: 256 x 64
+#: with 16 warps 112 ms, 128 x 64 with 8 warps 127 (benchmarks/results/gpu_kde_multivariate.md).
+GRAM_TC_LAUNCH = MappingProxyType({16: (128, 64, 8, 3), 32: (256, 64, 16, 3)})
+#: How far (scaled units, where the kernel is 2^-|q - z|^2) beyond the data's largest norm the
+#: tensor-core operands reach: a query farther out has every term below 2^-256, 0 in float32.
+QUERY_REACH = 16.0
 #: 2^-t is exactly 0 in float32 and float64 beyond this t; P(t) is clamped there.
 T_ZERO = 2000.0
 _LOG2E = 1.0 / math.log(2.0)
@@ -663,6 +674,37 @@ def _gaussian_gram_chunk(z_tensor, z_norms, w_tensor, q_tensor, tiles: GpuTiles,
     return partial.sum(dim=0)
 
 
+def _tc_launch(dims: int, tiles: GpuTiles) -> tuple[int, int, int, int]:
+    """(query block, data block, warps, stages) of the tensor-core Gram form for ``dims``
+    coordinate rows: :data:`GRAM_TC_LAUNCH`'s (under the interpreter, the tiles' Gram blocks)."""
+    if INTERPRETED:
+        return tiles.gram_query_block, tiles.gram_data_block, 4, 1
+    return GRAM_TC_LAUNCH[dims]
+
+
+def _gaussian_gram_tc_chunk(data_operand, weights, query_operand, layout, launch: tuple[int, int, int, int]) -> torch.Tensor:
+    """One tensor-core Gram-form launch (``gaussian_gram_tc_sum_kernel``) over a chunk of
+    queries and a chunk of data given as the operands of ``layout``
+    (:func:`parzen.backends._gram_operands.data_operand` / ``query_operand``; the data's float32
+    ``weights``, 0 for pads, or None: all 1, the pads' terms 0 by their exponent; padded to the
+    blocks of ``launch`` = (query block, data block, warps, stages)): per-query float64 sums on
+    the device."""
+    columns, n_padded = data_operand.shape
+    m_padded = query_operand.shape[0]
+    query_block, data_block, warps, stages = launch
+    query_blocks, data_blocks = m_padded // query_block, n_padded // data_block
+    data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
+    chunk_blocks = triton.cdiv(data_blocks, data_chunks)
+    data_chunks = triton.cdiv(data_blocks, chunk_blocks)
+    partial = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
+    kernels.gaussian_gram_tc_sum_kernel[(query_blocks, data_chunks)](
+        data_operand, query_operand, data_operand if weights is None else weights, n_padded, m_padded, columns, chunk_blocks,
+        partial, *layout.first, *layout.second, BLOCK_Q=query_block, BLOCK_Z=data_block, FAST=_fast(torch.float32),
+        WEIGHTED=weights is not None, num_warps=warps, num_stages=stages,
+    )
+    return partial.sum(dim=0)
+
+
 def _columns_at_zero(rows: np.ndarray, block: int, fdtype, dims: int | None) -> torch.Tensor:
     """What ``_padded(rows, block, 0.0, 0.0, fdtype, dims)`` makes (pads and added coordinates
     at 0), with the rows sent as they are, rounded once to ``fdtype``, and transposed on the
@@ -697,7 +739,16 @@ class _DeviceKernelSum:
         Block sizes and the resident-memory budget.
     resident : bool
         Keep the data's device tensors between calls.
+
+    In float32 Gram form with non-negative weights, at most 32 coordinate rows and data within
+    the operands' reach (``_gram_operands.usable``), and with ``tensor_cores``, the data and
+    queries are kept as the float16 operands of :mod:`parzen.backends._gram_operands` (and the
+    weights in float32), and summed by ``gaussian_gram_tc_sum_kernel`` (launched as
+    :data:`GRAM_TC_LAUNCH` says).
     """
+
+    #: Whether the float32 Gram form may take the tensor-core operands (the log sums may not).
+    tensor_cores = True
 
     def __init__(self, Z: np.ndarray, kind: str, weights, fdtype, tiles: GpuTiles, *, resident: bool) -> None:
         Z = np.asarray(Z, dtype=np.float64)
@@ -712,10 +763,20 @@ class _DeviceKernelSum:
             (tiles.gram_query_block, tiles.gram_data_block) if self.gram else (tiles.query_block, tiles.data_block)
         )
         w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-        self._host: tuple[np.ndarray, np.ndarray] | None = ((Z - self.centre) * self.scale, w)
+        scaled = (Z - self.centre) * self.scale
+        self._host: tuple[np.ndarray, np.ndarray] | None = (scaled, w)
         self._slices = _chunks(n, tiles.chunk_rows)
-        rows = (self.dims or self.d) + 1 + int(self.gram)  # coordinates, weight, norm
-        nbytes = rows * (n + len(self._slices) * self.data_block) * torch.finfo(fdtype).bits // 8
+        self.layout: operands.GramLayout | None = None
+        if self.tensor_cores and self.dims is not None and self.dims in GRAM_TC_LAUNCH and bool(np.all(w >= 0)):
+            self.grid = operands.grid_step(float(np.linalg.norm(scaled, axis=1).max(initial=0.0)) + QUERY_REACH)
+            if operands.usable(self.dims, self.grid):
+                self.layout = operands.layout(self.dims)
+                #: the weight all points share (the sums are scaled by it), or 0: weights per point
+                self.common_weight = float(w[0]) if n and np.all(w == w[0]) else 0.0
+                self.launch = _tc_launch(self.dims, tiles)
+                self.query_block, self.data_block = self.launch[:2]
+        rows, dtype = (self.layout.columns, torch.float16) if self.layout else ((self.dims or self.d) + 1 + int(self.gram), fdtype)
+        nbytes = rows * (n + len(self._slices) * self.data_block) * torch.finfo(dtype).bits // 8
         self._resident = [self._chunk(data) for data in self._slices] if resident and nbytes <= tiles.resident_bytes else None
         if self._resident is not None:
             self._host = None
@@ -724,6 +785,12 @@ class _DeviceKernelSum:
         """(coordinates, norms or None, weights) of one data chunk on the device."""
         assert self._host is not None
         Z, w = self._host
+        if self.layout is not None:  # the tensor-core operand (log2 of the weights in it)
+            z_wide = _columns_at_zero(Z[data], self.data_block, torch.float64, self.dims)
+            w_padded = np.zeros(z_wide.shape[1])
+            w_padded[: data.stop - data.start] = w[data]
+            w_tensor = _to_device(w_padded, torch.float32)
+            return operands.data_operand(z_wide, w_tensor > 0, self.grid), None, None if self.common_weight else w_tensor
         z_tensor = _columns_at_zero(Z[data], self.data_block, self.fdtype, self.dims)
         w_padded = np.zeros(z_tensor.shape[1])
         w_padded[: data.stop - data.start] = w[data]
@@ -740,12 +807,16 @@ class _DeviceKernelSum:
     def device_sums(self, q_tensor: torch.Tensor) -> torch.Tensor:
         """Per-query float64 sums on the device for queries already scaled and padded as
         :meth:`queries` makes them."""
-        total = torch.zeros(q_tensor.shape[1], dtype=torch.float64, device=DEVICE)
+        total = torch.zeros(q_tensor.shape[0 if self.layout else 1], dtype=torch.float64, device=DEVICE)
         for z_tensor, norms, w_tensor in self.device_chunks():
-            if self.gram:
+            if self.layout is not None:
+                total += _gaussian_gram_tc_chunk(z_tensor, w_tensor, q_tensor, self.layout, self.launch)
+            elif self.gram:
                 total += _gaussian_gram_chunk(z_tensor, norms, w_tensor, q_tensor, self.tiles)
             else:
                 total += _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, self.kind, self.tiles)
+        if self.layout is not None and self.common_weight:
+            total *= self.common_weight
         return total
 
     def queries(self, Q: np.ndarray) -> torch.Tensor:
@@ -753,6 +824,9 @@ class _DeviceKernelSum:
         compute type), as :func:`_columns_at_zero` lays them out."""
         rows = np.subtract(Q, self.centre)
         rows *= self.scale
+        if self.layout is not None:  # the tensor-core operand, (m_padded, columns)
+            wide = _columns_at_zero(rows, self.query_block, torch.float64, self.dims)
+            return operands.query_operand(wide, self.grid)
         return _columns_at_zero(rows, self.query_block, self.fdtype, self.dims)
 
     def __call__(self, Q) -> np.ndarray:
@@ -775,6 +849,8 @@ class _DeviceLogKernelSum(_DeviceKernelSum):
     Z, weights, fdtype, tiles, resident
         As for :class:`_DeviceKernelSum` (the kernel is the Gaussian).
     """
+
+    tensor_cores = False
 
     def __init__(self, Z: np.ndarray, weights, fdtype, tiles: GpuTiles, *, resident: bool) -> None:
         Z = np.asarray(Z, dtype=np.float64)
@@ -1248,8 +1324,11 @@ class GpuBackend(KDEBackend):
         fill the GPU; padded data points carry weight 0.  The Gaussian profile exp(-s/2) becomes
         2^-s by scaling both point sets by sqrt(log2(e)/2).  In float32 with d >=
         ``tiles.gram_min_dim`` the Gaussian sums take the Gram form |q|^2 + |z|^2 - 2 q.z, the
-        products one matrix product per block (:data:`GRAM_LAUNCH`; issue 20,
-        item 5; accuracy and speed in benchmarks/results/gpu_kde_multivariate.md).
+        products one matrix product per block (issue 20, item 5; accuracy and speed in
+        benchmarks/results/gpu_kde_multivariate.md): on the tensor cores, from the float16
+        operands of :mod:`parzen.backends._gram_operands` (exact to 2.8e-6 at d = 16 and 32),
+        for non-negative weights, d up to 32 and data within the operands' reach
+        (:data:`GRAM_TC_LAUNCH`); otherwise by float32 multiply-adds (:data:`GRAM_LAUNCH`).
         See :meth:`parzen.backends.reference.NumpyBackend.kernel_sum`.
         """
         check_kernel(kind)
