@@ -135,7 +135,11 @@ def build_synopses(engine: Engine, workload: str, seed: int, database: Path, reu
         sizes = synopsis.nbytes()
         built[table] = {"seconds": time.perf_counter() - started, "bytes": sizes["total"],
                         "rows": synopsis.row_count, "columns": list(synopsis.models), "options": options,
-                        "joins": joins if extra else None, "joins_note": note}
+                        "joins": joins if extra else None, "joins_note": note,
+                        "cube_bytes": sizes.get("cube", 0),
+                        "cube_seconds": synopsis.cube.seconds if getattr(synopsis, "cube", None) is not None else 0.0,
+                        "cube_tables": [list(t.columns) for t in synopsis.cube.tables]
+                        if getattr(synopsis, "cube", None) is not None else []}
         _build_log(database, table).write_text(json.dumps(built[table]))
     return built
 
@@ -410,6 +414,10 @@ def markdown(result: dict) -> str:
         joins = f", joins {info['joins']}" if info["joins"] else (f" ({info['joins_note']})" if info["joins_note"] else "")
         lines.append(f"- `{table}`: {info['rows']} rows; synopsis {info['bytes'] / 1e6:.2f} MB built in "
                      f"{info['seconds']:.1f} s (shared{'; built by an earlier run, reused' if info.get('reused') else ''}){joins}; equal-bytes sample {info['sample_rows']} rows.")
+        if info.get("cube_tables"):
+            lines.append(f"  Exact aggregate tables: {info['cube_bytes'] / 1e6:.2f} MB of the synopsis, "
+                         f"{info['cube_seconds']:.1f} s of its build; {len(info['cube_tables'])} tables: "
+                         + ", ".join("(" + ", ".join(t) + ")" for t in info["cube_tables"]) + ".")
     lines += ["", ("Latencies in ms on the shared machine; speed-up is the median over queries of exact / method. "
               "A query's error is the median over its groups and aggregates (a missed group counts 100 %); "
               "coverage counts the 95 % intervals (all cells) holding the exact value."), "",
