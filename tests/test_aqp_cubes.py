@@ -23,7 +23,8 @@ from parzen.aqp.synopsis import Synopsis
 JOINS = {"lo_orderdate": "dates.d_datekey", "lo_custkey": "customer.c_custkey", "lo_partkey": "part.p_partkey"}
 FROM = ("FROM lineorder, dates, customer, part WHERE lo_orderdate = d_datekey AND lo_custkey = c_custkey "
         "AND lo_partkey = p_partkey")
-VIEWS = [["d_year", "c_nation", "p_category"], ["d_yearmonthnum", "c_city"], ["d_year", "lo_discount", "c_region"]]
+VIEWS = [["d_year", "c_nation", "p_category"], ["d_yearmonthnum", "c_city"], ["d_year", "lo_discount", "c_region"],
+         ["c_region", "d_year"], ["c_nation"]]  # the last two are rolled up from the first
 
 
 def _insert(con, table, frame):
@@ -121,6 +122,23 @@ def test_answers_from_the_tables_equal_duckdbs(listed, sql):
     for name in values.columns:  # zero-width intervals
         if f"{name} low" in approx:
             np.testing.assert_array_equal(approx[f"{name} low"].to_numpy(), values[name].to_numpy())
+
+
+def test_every_table_holds_the_exact_rows_and_sums_of_its_cells(listed):
+    synopsis = listed.synopsis("lineorder")
+    values = synopsis.categories.values
+    for table in synopsis.cube.tables:
+        columns = ", ".join(table.columns)
+        exact = listed.con.execute(f"SELECT {columns}, COUNT(*), SUM(lo_revenue), SUM(lo_tax), COUNT(lo_tax) {FROM} "
+                                   f"GROUP BY {columns} ORDER BY {columns}").fetchall()
+        assert table.rows.size == len(exact)
+        for k, row in enumerate(exact):
+            assert tuple(values[c][code] for c, code in zip(table.columns, table.codes[k])) == row[:len(table.columns)]
+            width = len(table.columns)
+            assert table.rows[k] == row[width]
+            assert table.sums[k, synopsis.cube.measures.index("lo_revenue")] == pytest.approx(row[width + 1], rel=1e-12)
+            assert table.sums[k, synopsis.cube.measures.index("lo_tax")] == pytest.approx(row[width + 2], rel=1e-12)
+            assert table.counts[k, synopsis.cube.nullable.index("lo_tax")] == row[width + 3]
 
 
 @pytest.mark.parametrize("sql", [

@@ -72,7 +72,7 @@ class Cube:
     nullable: list[str]
     tables: list[CubeTable] = field(default_factory=list)
     dependencies: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
-    seconds: float = 0.0  # the build's time for the dependencies and the tables
+    seconds: float = 0.0  # the build's time for the dependencies and the tables (not stored: a build is reproducible)
     _decoders: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def decoder(self, column: str, values: list) -> np.ndarray:
@@ -107,7 +107,7 @@ class Cube:
     # --- storage ------------------------------------------------------------------------------
 
     def meta(self) -> dict:
-        return {"measures": self.measures, "nullable": self.nullable, "seconds": self.seconds,
+        return {"measures": self.measures, "nullable": self.nullable,
                 "tables": [list(t.columns) for t in self.tables], "dependencies": [list(p) for p in self.dependencies]}
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -122,7 +122,7 @@ class Cube:
         tables = [CubeTable(tuple(columns), arrays[f"{k}/codes"], arrays[f"{k}/rows"], arrays[f"{k}/sums"],
                             arrays[f"{k}/counts"]) for k, columns in enumerate(meta["tables"])]
         dependencies = {(a, b): arrays[f"map/{k}"] for k, (a, b) in enumerate(meta["dependencies"])}
-        return cls(list(meta["measures"]), list(meta["nullable"]), tables, dependencies, meta["seconds"])
+        return cls(list(meta["measures"]), list(meta["nullable"]), tables, dependencies)
 
 
 def cell_bytes(columns: Sequence[str], values: dict[str, list], measures: int, nullable: int) -> int:
@@ -197,7 +197,7 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
     order = {c: k for k, c in enumerate(values)}
     chosen = list(dict.fromkeys(tuple(sorted(set(v), key=order.__getitem__)) for v in chosen))  # one per set
     if chosen:  # the estimated cells bound the true ones: the tables fit the budget
-        cube.tables = _aggregate(con, table, chosen, values, measures, nullable)
+        cube.tables = _computed(con, table, chosen, values, measures, nullable, cube.dependencies)
     cube.seconds = time.perf_counter() - started
     return cube
 
@@ -216,6 +216,72 @@ def _dependencies(con, table, values, codes, cardinality, sources) -> dict[tuple
     for home, pairs in by_source.items():
         found.update(grouping_sets(con, home, sorted({c for p in pairs for c in p}), pairs))
     return cube_lattice.exact_dependencies(found, values)
+
+
+def _computed(con, table: str, views: list[tuple[str, ...]], values: dict[str, list], measures: list[str],
+              nullable: list[str], dependencies: dict[tuple[str, str], np.ndarray]) -> list[CubeTable]:
+    """The tables of ``views``, in their order: those no other view holds or determines from one
+    GROUPING SETS pass over ``table`` (:func:`_aggregate`), each other one rolled up from the smallest
+    of those that covers it (:func:`rolled_up`; "smallest parent", Agarwal et al., VLDB 1996)."""
+    def covers(parent: tuple[str, ...], view: tuple[str, ...]) -> bool:
+        return all(c in parent or any((a, c) in dependencies for a in parent) for c in view)
+
+    def cells(view: tuple[str, ...]) -> float:
+        return float(np.prod([len(values[c]) for c in view], dtype=np.float64))
+
+    roots = [v for v in views if not any(p != v and covers(p, v) and not covers(v, p) for p in views)]
+    computed = dict(zip(roots, _aggregate(con, table, roots, values, measures, nullable)))
+    for view in sorted((v for v in views if v not in computed), key=cells, reverse=True):
+        parent = min((p for p in computed if covers(p, view)), key=lambda p: computed[p].rows.size)
+        computed[view] = rolled_up(computed[parent], view, values, dependencies)
+    return [computed[v] for v in views]
+
+
+def rolled_up(parent: CubeTable, view: tuple[str, ...], values: dict[str, list],
+              dependencies: dict[tuple[str, str], np.ndarray]) -> CubeTable:
+    """The table of ``view`` from a ``parent`` table that holds or determines its columns: the parent's
+    cells grouped by their codes of ``view`` (a column the parent does not hold read through a
+    dependency's map), their rows, sums and counts added (a sum is NULL when all its cells' are).
+
+    Parameters
+    ----------
+    parent : CubeTable
+        A table covering ``view``.
+    view : tuple of str
+        The columns of the table to make.
+    values : dict of str to list
+        Per categorical column, its values (their number sets the codes' radix).
+    dependencies : dict of (str, str) to numpy.ndarray
+        The exact dependencies' maps.
+
+    Returns
+    -------
+    CubeTable
+    """
+    key = np.zeros(parent.rows.size, dtype=np.int64)
+    for c in view:
+        if c in parent.columns:
+            code = parent.codes[:, parent.columns.index(c)].astype(np.int64)
+        else:
+            a = next(a for a in parent.columns if (a, c) in dependencies)
+            code = dependencies[(a, c)][parent.codes[:, parent.columns.index(a)]].astype(np.int64)
+        key = key * len(values[c]) + code
+    unique, cell = np.unique(key, return_inverse=True)
+    cell = cell.reshape(-1)
+    codes = np.empty((unique.size, len(view)), dtype=np.int64)
+    for k in range(len(view) - 1, -1, -1):
+        unique, codes[:, k] = np.divmod(unique, len(values[view[k]]))
+
+    def added(columns: np.ndarray) -> np.ndarray:
+        return np.stack([np.bincount(cell, weights=col, minlength=codes.shape[0]) for col in columns.T], axis=1) \
+            if columns.shape[1] else np.zeros((codes.shape[0], 0), dtype=columns.dtype)
+
+    sums = added(np.nan_to_num(parent.sums))
+    sums[added((~np.isnan(parent.sums)).astype(np.float64)) == 0] = np.nan
+    dtype = np.int16 if all(len(values[c]) < np.iinfo(np.int16).max for c in view) else np.int32
+    rows = np.bincount(cell, weights=parent.rows.astype(np.float64), minlength=codes.shape[0])
+    return CubeTable(view, codes.astype(dtype), np.rint(rows).astype(np.int64), sums,
+                     np.rint(added(parent.counts.astype(np.float64))).astype(np.int64))
 
 
 def _aggregate(con, table: str, views: list[tuple[str, ...]], values: dict[str, list], measures: list[str],

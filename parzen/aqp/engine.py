@@ -817,7 +817,8 @@ class Engine:
 
     def _answering_name(self, query: AggregateQuery) -> str:
         """The synopsis that answers ``query``: its FROM table's, or for a join the first of its
-        tables that has one (a join synopsis is stored under its fact table)."""
+        tables whose loaded synopsis holds them all, else the first of its tables that has one
+        (a join synopsis is stored under its fact table)."""
         if query.joined:
             tables = [query.table, *query.joined]
 
@@ -825,9 +826,11 @@ class Engine:
                 joined = {j["parent"].casefold() for j in self._loaded(name).joins} | {name.casefold()}
                 return sum(t.casefold() in joined for t in tables)
 
-            first = self._synopsis_name(query.table)
-            if first in self._cache and held(first) == len(tables):  # the first that holds all: no catalog read
-                return first
+            cached = {name.casefold(): name for name in self._cache}
+            for table in tables:  # the first loaded synopsis that holds all: no catalog read (SSB's FROM customer, ...)
+                name = cached.get(table.casefold())
+                if name is not None and held(name) == len(tables):
+                    return name
             stored = store.stored_tables(self.con)
             found = [name for name in map(self._synopsis_name, tables) if name in self._cache or name in stored]
             if found:  # the one holding most of them (the first of those): its refusal names what it lacks
@@ -919,18 +922,20 @@ class Engine:
     def _approximate(self, query: AggregateQuery, with_error: bool, z: float) -> tuple[pd.DataFrame, str]:
         synopsis = self._answering(query.table)
         _check_columns(query, synopsis, categorical=True)
-        if synopsis.cube is not None and synopsis.categories is not None:  # exact aggregate tables (cubes.py)
+        # GROUP BY / IN on a categorical column outside the strata: domain estimates (parzen.aqp.domains)
+        # and comparisons of two columns (parzen.aqp.row_predicates): the domain estimate's kept rows
+        in_domains = bool(query.compared) or domains.needed(query, synopsis)
+        if synopsis.cube is not None and synopsis.categories is not None and (
+                in_domains or not answers.answered_exactly(query, synopsis)):  # exact aggregate tables (cubes.py)
             exact = cube_answers.answer(query, synopsis.cube, synopsis.categories, with_error)
             if exact is not None:
                 if query.group_by:
                     exact.attrs[LISTED] = "exact"
                 return exact, cube_answers.FORM
         layout = self._layouts[synopsis.table]
-        # GROUP BY / IN on a categorical column outside the strata: domain estimates (parzen.aqp.domains)
-        # and comparisons of two columns (parzen.aqp.row_predicates): the domain estimate's kept rows
         if query.compared:
             row_predicates.check_answerable(query, synopsis)
-        approximate = domains.approximate if query.compared or domains.needed(query, synopsis) else answers.approximate
+        approximate = domains.approximate if in_domains else answers.approximate
         result, form = approximate(query, synopsis, layout, z if with_error else None)
         bounded = result.attrs.pop(domains.BOUNDED_GROUPS, [])  # groups whose intervals are bounds that hold
         if with_error:  # the smoothing bias's estimate widens the interval (parzen.aqp.contract)
