@@ -164,7 +164,7 @@ def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.nda
         return np.bincount(group_of_cell, weights=rows, minlength=groups)
     else:
         terms = ((1.0, (a.column,)),)
-    split = [_split(columns, cube, values) for _, columns in terms]
+    split = [found for _, columns in terms if (found := _split(columns, cube, values)) is not None]  # all (_inputs)
     defined = np.ones(cells.size, dtype=bool)  # the cell's categorical factors are not NULL (else the row's value is)
     number = {}
     for c in {c for _, factors in split for c in factors}:
