@@ -74,6 +74,29 @@ class Cube:
     dependencies: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     seconds: float = 0.0  # the build's time for the dependencies and the tables (not stored: a build is reproducible)
     _decoders: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _columns: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _indexes: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False,
+                                                                          compare=False)
+
+    def column(self, table: CubeTable, column: str) -> np.ndarray:
+        """``table``'s codes of ``column`` as one contiguous array, made once."""
+        key = (id(table), column)
+        found = self._columns.get(key)
+        if found is None:
+            found = self._columns[key] = np.ascontiguousarray(table.codes[:, table.columns.index(column)])
+        return found
+
+    def index(self, table: CubeTable, column: str, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """``table``'s cells by their code of ``column`` (of ``size`` values): ``order[starts[k]:starts[k + 1]]``
+        are the cells of code k (made once, a stable sort)."""
+        key = (id(table), column)
+        found = self._indexes.get(key)
+        if found is None:
+            codes = self.column(table, column)
+            order = np.argsort(codes, kind="stable")
+            starts = np.searchsorted(codes[order], np.arange(size + 1))
+            found = self._indexes[key] = (order, starts)
+        return found
 
     def decoder(self, column: str, values: list) -> np.ndarray:
         """``values`` (a categorical column's, in the order of its codes) as an object array, made once."""
