@@ -86,6 +86,13 @@ class Cube:
             found = self._columns[key] = np.ascontiguousarray(table.codes[:, table.columns.index(column)])
         return found
 
+    def warm(self, values: dict[str, list]) -> None:
+        """Make every table's column arrays and indexes now (when the synopsis is loaded), not in a query."""
+        for table in self.tables:
+            for column in table.columns:
+                self.index(table, column, len(values[column]))
+                self.decoder(column, values[column])
+
     def index(self, table: CubeTable, column: str, size: int) -> tuple[np.ndarray, np.ndarray]:
         """``table``'s cells by their code of ``column`` (of ``size`` values): ``order[starts[k]:starts[k + 1]]``
         are the cells of code k (made once, a stable sort)."""

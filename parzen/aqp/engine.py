@@ -478,10 +478,13 @@ class Engine:
 
     def _keep(self, synopsis: Synopsis) -> None:
         """Cache ``synopsis`` ready to answer, so that no query pays for it: its sample's sorted
-        orders, its regressions' values at their knots, the compiled box integrals (Numba
-        compiles them once per installation) and pandas' first frame with named columns."""
+        orders, its regressions' values at their knots, the indexes of its exact aggregate tables,
+        the compiled box integrals (Numba compiles them once per installation) and pandas' first
+        frame with named columns."""
         self._cache[synopsis.table] = synopsis
         self._layouts[synopsis.table] = Layout.of(synopsis)
+        if synopsis.cube is not None and synopsis.categories is not None:
+            synopsis.cube.warm(synopsis.categories.values)
         for regression in synopsis.regressions.values():  # r at its knots, once
             regression(regression.feature_min)
         warm_up()
