@@ -193,6 +193,24 @@ def _spanning(value: float, plain: float, half_width: float) -> Estimate:
     return Estimate(value, min(value, plain) - half_width, max(value, plain) + half_width)
 
 
+def answered_exactly(query: AggregateQuery, synopsis: Synopsis) -> bool:
+    """Whether :func:`approximate` answers ``query`` from exact totals ("totals": no range on a modelled
+    column) or from a column's grid ("grid", exact C and S at its points), not from the sample.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        A parsed query whose names are spelled as in the synopsis (one :func:`approximate` answers).
+    synopsis : Synopsis
+        The synopsis.
+
+    Returns
+    -------
+    bool
+    """
+    return not any(c in synopsis.models for c in query.ranges) or _grid_for(query, synopsis) is not None
+
+
 def _grid_for(query: AggregateQuery, synopsis: Synopsis):
     """The column grid that answers ``query`` alone, or None: one range column, no GROUP BY or
     IN/=, and every aggregate COUNT(*) or COUNT/SUM/AVG of that column."""

@@ -404,7 +404,7 @@ def merged(synopsis: Synopsis, appended: AppendedRows) -> Refresh:
                   totals={c: (n + scan.columns[c].moments.rows, s + scan.columns[c].total)
                           for c, (n, s) in synopsis.totals.items()},
                   full_build_rows=base, built_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                  regressions={}, categories=categories)
+                  regressions={}, categories=categories, cube=None)  # its exact tables lack the appended rows
     if synopsis.grids:
         _, weights, scale = out.strata()
         _, old_weights, old_scale = synopsis.strata()

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .._progress import progress_bar
 from .._selector_names import SELECTOR_NAMES
-from . import categories
+from . import categories, cubes
 from .dates import as_double, temporal_kind
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
 from .grid import GRID_POINTS, ColumnGrid, column_grids, table_cumulative
@@ -82,11 +82,14 @@ def read_as_double(column: str, types: dict[str, str]) -> str:
 
 def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, bandwidth="plugin",
                    group_by=None, grid: int = GRID_POINTS, regression=None, seed: int = 0,
-                   progress: bool = False, hidden=(), categorical=()) -> Synopsis:
+                   progress: bool = False, hidden=(), categorical=(), cube_bytes: int | None = None, cube=None,
+                   sources=None) -> Synopsis:
     """Read ``table`` and return its synopsis (see :meth:`parzen.aqp.Engine.build`); ``hidden``:
     columns of ``table`` that are no data (the rowid column of a join view, :mod:`parzen.aqp.joins`);
     ``categorical``: columns kept as categorical whatever their number of values (a join's foreign
-    keys into small dimensions: exact rows per key)."""
+    keys into small dimensions: exact rows per key); ``cube_bytes`` and ``cube``: the exact aggregate
+    tables' byte budget and listed column sets (:func:`parzen.aqp.cubes.build_cube`); ``sources``: per
+    column of a join view, the database table it comes from."""
     from .bandwidths import column_counts
 
     started = time.perf_counter()
@@ -125,6 +128,14 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
     if categorical:
         values, tables = categories.exact_tables(con, table, categorical, sampled)
         synopsis.categories = categories.Categories(values, categories.sample_codes(values, sampled), tables)
+        measures = [c for c in numeric if temporal_kind(types[c]) is None]
+        budget = cubes.default_budget(synopsis.sample, synopsis.categories.codes) if cube_bytes is None else int(cube_bytes)
+        synopsis.cube = cubes.build_cube(con, table, values, synopsis.categories.codes, measures=measures,
+                                         totals=synopsis.totals, rows=rows, budget=budget, sources=sources or {},
+                                         views=cube)
+        if not synopsis.cube.tables:
+            synopsis.cube = None
+    synopsis.cube_bytes, synopsis.cube_views = cube_bytes, ([list(v) for v in cube] if cube is not None else None)
     synopsis.sample_keys, synopsis.rowid_end = keys, rowid_end
     synopsis.temporal = {c: kind for c in numeric if (kind := temporal_kind(types[c])) is not None}
     synopsis.build_seconds = time.perf_counter() - started

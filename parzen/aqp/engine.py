@@ -25,6 +25,7 @@ from . import (
     answers,
     case_aggregates,
     contract,
+    cube_answers,
     dates,
     domains,
     histogram,
@@ -35,7 +36,7 @@ from . import (
     stratum_filters,
 )
 from . import joins as join_synopses
-from .build import build_synopsis, quote
+from .build import build_synopsis, quote, table_columns
 from .categories import CATEGORY_LIMIT
 from .changes import TableChanges, fact_changes, table_changes
 from .estimate import warm_up, z_value
@@ -126,7 +127,7 @@ class Engine:
 
     def build(self, table: str, columns=None, *, sample: int = 100_000, bandwidth="plugin", group_by=None,
               grid: int = GRID_POINTS, regression=None, seed: int = 0, source=None, client=None,
-              progress: bool = False, joins=None) -> Synopsis:
+              progress: bool = False, joins=None, cube_bytes: int | None = None, cube=None) -> Synopsis:
         """Read ``table`` and store its synopsis.
 
         ``source``: where the rows are, when not in the database's table ``table``: Parquet files
@@ -175,6 +176,17 @@ class Engine:
         (:mod:`parzen.aqp.regression`, fitted on the sample; needs ``grid`` > 0), with which
         ``query(sql, method="regression")`` answers SUM/AVG(y) WHERE x in a range as
         N int r(x) f(x) dx (DBEst's answer) instead of integrating the joint density.
+        ``cube_bytes``: bytes of exact aggregate tables (:mod:`parzen.aqp.cubes`): per chosen set of
+        categorical columns of the table and its joined dimensions, every row grouped by them with
+        its rows and each measure's SUM per existing combination, from which COUNT / SUM / AVG under
+        categorical filters and GROUP BY are answered exactly (form "exact table",
+        :mod:`parzen.aqp.cube_answers`).  The sets are chosen by the greedy algorithm of Harinarayan,
+        Rajaraman and Ullman (SIGMOD 1996), benefit per byte, over the columns of the schema's
+        hierarchies (functional dependencies such as city -> nation -> region, found in the data,
+        let a table on city answer for nation and region: :mod:`parzen.aqp.cube_lattice`).  Default
+        (None): as many bytes as the sample's values and codes (the tables at most double the
+        synopsis); 0: none.  ``cube``: the column sets themselves, e.g.
+        ``[["d_year", "p_brand", "s_region"]]``, instead of the greedy choice (no budget then).
 
         Parameters
         ----------
@@ -202,6 +214,10 @@ class Engine:
             Show a progress bar.
         joins : dict of str to str or "declared", optional
             Foreign keys to join the dimensions along (a join synopsis).
+        cube_bytes : int, optional
+            The byte budget of the exact aggregate tables (default: the sample's bytes; 0: none).
+        cube : list of lists of str, optional
+            The exact aggregate tables' column sets (default: chosen within ``cube_bytes``).
 
         Returns
         -------
@@ -216,6 +232,9 @@ class Engine:
         """
         options = {"columns": columns, "sample": sample, "bandwidth": bandwidth, "group_by": group_by, "grid": grid,
                    "regression": regression, "seed": seed, "progress": progress}
+        tables = {"cube_bytes": cube_bytes, "cube": cube}
+        if cube_bytes is not None and cube_bytes < 0:
+            raise ValueError(f"cube_bytes must be >= 0 (0: no exact aggregate tables), got {cube_bytes}")
         if joins is not None:
             if source is not None:
                 raise ValueError("joins= joins the database's tables; it cannot read a source= (Parquet files or a "
@@ -228,15 +247,21 @@ class Engine:
                 raise ValueError(f"joins: {e['nulls']} row(s) of {e['child']!r} have a NULL {e['column']}, and "
                                  f"{e['parent']!r} has more than {CATEGORY_LIMIT} rows, so no categorical column can "
                                  "tell the rows a join drops: fix the keys, or build without this join")
-            synopsis = build_synopsis(self.con, view, hidden=(join_synopses.ROWID,), categorical=small_keys, **options)
+            sources = {c: e["parent"] for e in edges for c in e["columns"]}
+            synopsis = build_synopsis(self.con, view, hidden=(join_synopses.ROWID,), categorical=small_keys,
+                                      sources={**sources, **dict.fromkeys(table_columns(self.con, table), table)},
+                                      **tables, **options)
             synopsis.table, synopsis.joins, synopsis.dimension_rows = table, edges, dimension_rows
             synopsis.fact_fingerprint = join_synopses.fact_fingerprint(self.con, synopsis)  # refresh checks the fact alone
         elif source is None:
             if client is not None:
                 raise ValueError("client= reads a source= (Parquet files or a dask DataFrame); a database table "
                                  "is read by DuckDB in this process")
-            synopsis = build_synopsis(self.con, table, **options)
+            synopsis = build_synopsis(self.con, table, **tables, **options)
         else:
+            if cube_bytes or cube:
+                raise ValueError("cube_bytes= / cube= (exact aggregate tables) need the table in the database; a "
+                                 "source= (Parquet files or a dask DataFrame) is built without them")
             synopsis = _build_from(source, table, client, options)
         store.save(self.con, synopsis)
         self._keep(synopsis)
@@ -458,10 +483,13 @@ class Engine:
 
     def _keep(self, synopsis: Synopsis) -> None:
         """Cache ``synopsis`` ready to answer, so that no query pays for it: its sample's sorted
-        orders, its regressions' values at their knots, the compiled box integrals (Numba
-        compiles them once per installation) and pandas' first frame with named columns."""
+        orders, its regressions' values at their knots, the indexes of its exact aggregate tables,
+        the compiled box integrals (Numba compiles them once per installation) and pandas' first
+        frame with named columns."""
         self._cache[synopsis.table] = synopsis
         self._layouts[synopsis.table] = Layout.of(synopsis)
+        if synopsis.cube is not None and synopsis.categories is not None:
+            synopsis.cube.warm(synopsis.categories.values)
         for regression in synopsis.regressions.values():  # r at its knots, once
             regression(regression.feature_min)
         warm_up()
@@ -806,7 +834,8 @@ class Engine:
 
     def _answering_name(self, query: AggregateQuery) -> str:
         """The synopsis that answers ``query``: its FROM table's, or for a join the first of its
-        tables that has one (a join synopsis is stored under its fact table)."""
+        tables whose loaded synopsis holds them all, else the first of its tables that has one
+        (a join synopsis is stored under its fact table)."""
         if query.joined:
             tables = [query.table, *query.joined]
 
@@ -915,10 +944,18 @@ class Engine:
     def _approximate(self, query: AggregateQuery, with_error: bool, z: float) -> tuple[pd.DataFrame, str]:
         synopsis = self._answering(query.table)
         _check_columns(query, synopsis, categorical=True)
-        layout = self._layouts[synopsis.table]
-        query = stratum_filters.to_strata(query, synopsis)  # a dimension's filter that selects whole strata
         # GROUP BY / IN on a categorical column outside the strata: domain estimates (parzen.aqp.domains)
         # and comparisons of two columns (parzen.aqp.row_predicates): the domain estimate's kept rows
+        in_domains = bool(query.compared) or domains.needed(query, synopsis)
+        if synopsis.cube is not None and synopsis.categories is not None and (
+                in_domains or not answers.answered_exactly(query, synopsis)):  # exact aggregate tables (cubes.py)
+            exact = cube_answers.answer(query, synopsis.cube, synopsis.categories, with_error)
+            if exact is not None:
+                if query.group_by:
+                    exact.attrs[LISTED] = "exact"
+                return exact, cube_answers.FORM
+        layout = self._layouts[synopsis.table]
+        query = stratum_filters.to_strata(query, synopsis)  # a dimension's filter that selects whole strata
         if query.compared or query.box_compared:
             row_predicates.check_answerable(query, synopsis)
         # OR / NOT: parzen.aqp.unions, which answers each intersection with comparisons as a domain estimate

@@ -35,17 +35,20 @@ import numpy as np
 
 from .categories import Categories
 from .column_summary import ColumnSummary
+from .cubes import Cube
 from .estimate import ColumnModel
 from .grid import ColumnGrid
 from .regression import Regression
 from .sketches import DistinctSketches
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
-FORMAT_VERSION = 10  # 9: categorical columns (categories.py), join synopses (joins.py), and the sample's keys,
+FORMAT_VERSION = 11  # 9: categorical columns (categories.py), join synopses (joins.py), and the sample's keys,
 #                       the rowid end and the rows of the last full build (appends.py); 10: DATE / TIMESTAMP
-#                       columns modelled as days, their logical types kept (dates.py)
-#: Older formats this parzen still reads: what they lack has its default (a format-9 synopsis models no dates).
-READABLE_VERSIONS = (9, FORMAT_VERSION)
+#                       columns modelled as days, their logical types kept (dates.py); 11: exact aggregate
+#                       tables (cubes.py)
+#: Older formats this parzen still reads: what they lack has its default (a format-9 synopsis models no dates,
+#: a format-10 one keeps no exact aggregate tables).
+READABLE_VERSIONS = (9, 10, FORMAT_VERSION)
 
 
 class CorruptSynopsis(ValueError):
@@ -98,6 +101,9 @@ class Synopsis:
     refreshed: str = ""  # what the last Engine.refresh did: "" (a build), rows appended, or why it rebuilt
     #: modelled DATE / TIMESTAMP columns (as days since 1970-01-01) -> "date" or "timestamp" (dates.py)
     temporal: dict[str, str] = field(default_factory=dict)
+    cube: Cube | None = None  # exact aggregate tables over categorical columns (cubes.py)
+    cube_bytes: int | None = None  # build(cube_bytes=...): None, the default budget (cubes.default_budget)
+    cube_views: list[list[str]] | None = None  # build(cube=...): the tables' columns as listed
 
     @property
     def group_keys(self) -> list[tuple]:
@@ -113,6 +119,10 @@ class Synopsis:
         options = {"columns": list(self.models), "sample": self.requested_sample, "bandwidth": self.bandwidth,
                    "group_by": self.group_by, "grid": self.grid_points, "regression": list(self.regressions) or None,
                    "seed": self.seed}
+        if self.cube_bytes is not None:
+            options["cube_bytes"] = self.cube_bytes
+        if self.cube_views is not None:
+            options["cube"] = self.cube_views
         if self.joins:
             options["joins"] = {f"{e['child']}.{e['column']}": f"{e['parent']}.{e['key']}" for e in self.joins}
         if "pattern" in self.source:  # built from Parquet files: read them again
@@ -120,10 +130,11 @@ class Synopsis:
         return options
 
     def nbytes(self) -> dict[str, int]:
-        """Bytes of the sample, of the grids, of the regressions and in all (serialised)."""
+        """Bytes of the sample, of the grids, of the regressions, of the exact aggregate tables and in all (serialised)."""
         return {"sample": sum(a.nbytes for a in self.sample.values()),
                 "grid": sum(g.nbytes for g in self.grids.values()),
-                "regression": sum(r.nbytes for r in self.regressions.values()), "total": len(self.to_bytes())}
+                "regression": sum(r.nbytes for r in self.regressions.values()),
+                "cube": self.cube.nbytes if self.cube is not None else 0, "total": len(self.to_bytes())}
 
     def strata(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per sampled row: its stratum, its weight (table rows it stands for: rows_g / drawn_g)
@@ -164,6 +175,8 @@ class Synopsis:
             "full_build_rows": self.full_build_rows,
             "refreshed": self.refreshed,
             "temporal": self.temporal,
+            "cube_bytes": self.cube_bytes,
+            "cube_views": self.cube_views,
         }
         arrays = {f"sample/{k}": v for k, v in self.sample.items()}
         for column, grid in self.grids.items():
@@ -177,6 +190,9 @@ class Synopsis:
         if self.categories is not None:
             meta["categories"] = self.categories.meta()
             arrays.update({f"category/{name}": v for name, v in self.categories.arrays().items()})
+        if self.cube is not None:
+            meta["cube"] = self.cube.meta()
+            arrays.update({f"cube/{name}": v for name, v in self.cube.arrays().items()})
         if self.sketches is not None:
             meta["sketch_columns"] = list(self.sketches.columns)
             arrays.update({f"sketch/{name}": v for name, v in self.sketches.to_arrays().items()})
@@ -201,6 +217,7 @@ class Synopsis:
                 summary_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("summary/")}
                 sketch_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("sketch/")}
                 category_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("category/")}
+                cube_arrays = {k.split("/", 1)[1]: arrays[k] for k in arrays.files if k.startswith("cube/")}
                 sample_keys = arrays["sample_keys"] if "sample_keys" in arrays.files else None
         except Exception as err:  # any decoding failure means the bytes are not a synopsis
             raise CorruptSynopsis(f"the synopsis{where} cannot be decoded ({err}); rebuild it") from err
@@ -236,7 +253,11 @@ class Synopsis:
             full_build_rows=meta["full_build_rows"],
             refreshed=meta["refreshed"],
             temporal=meta.get("temporal", {}),
+            cube_bytes=meta.get("cube_bytes"),
+            cube_views=meta.get("cube_views"),
         )
+        if "cube" in meta:
+            synopsis.cube = Cube.from_stored(meta["cube"], cube_arrays)
         if "categories" in meta:
             synopsis.categories = Categories.from_stored(meta["categories"], category_arrays)
         if "summary_columns" in meta:

@@ -1,0 +1,260 @@
+"""Exact answers from a synopsis's exact aggregate tables (:mod:`parzen.aqp.cubes`).
+
+A query is answered here when every predicate is on categorical columns (=, IN, and ranges, LIKE or
+text comparisons, which :mod:`parzen.aqp.string_predicates` and this module turn into sets of codes),
+with no OR across columns and no comparison of two columns, and one table holds or determines (by
+an exact functional dependency, :mod:`parzen.aqp.cube_lattice`) every column it filters or groups
+by.  Its aggregates may be COUNT(*), COUNT / SUM / AVG of a measure, SUM / AVG of a polynomial whose
+every term multiplies at most one measure by categorical columns of numeric values (SUM(a - b),
+SUM(price * discount) with discount categorical), and linear combinations of these (SUM(a) - SUM(b)).
+The cells of the table whose codes pass the filters are added up per group (the group columns'
+codes, rolled up through the dependencies' maps):
+
+    COUNT(*) = sum rows_c,   SUM(m * x * y) = sum_c x_c y_c SUM_c(m),   AVG(m) = SUM(m) / COUNT(m)
+
+over the passing cells c of a group.  The answer is DuckDB's, up to floating-point rounding: its
+interval has zero width, it lists every group that has rows under the filters (no other), and
+``df.attrs["form"]`` is :data:`FORM`.  Anything else returns None and the synopsis's other forms
+answer (docs/aqp.md, "Exact aggregate tables").
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .categories import Categories
+from .cubes import Cube, CubeTable
+from .sql import Aggregate, AggregateQuery, Range
+from .value_index import member_mask
+
+#: ``df.attrs["form"]`` of an answer from the exact aggregate tables.
+FORM = "exact table"
+
+
+def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error: bool) -> pd.DataFrame | None:
+    """The exact answer to ``query`` from ``cube``'s tables, or None when they cannot give it (module notes).
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The parsed query, names as in the synopsis, joins and text tests resolved
+        (:meth:`parzen.aqp.Engine.query`).
+    cube : Cube
+        The synopsis's exact aggregate tables.
+    categories : Categories
+        The synopsis's categorical columns (their values decode the codes).
+    with_error : bool
+        Whether to add ``<name> low`` / ``<name> high`` (equal to the value).
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        One row per group with rows under the filters, sorted as DuckDB's ORDER BY of the group
+        columns would (NULLs last).
+    """
+    if query.boxes or query.compared:
+        return None
+    values = categories.values
+    filtered = [*query.members, *query.ranges]
+    if any(c not in values for c in [*filtered, *query.group_by]):
+        return None
+    factors: set[str] = set()
+    for a in query.aggregates:
+        needs = _inputs(a, cube, values)
+        if needs is None:
+            return None
+        factors |= needs
+    found = cube.covering([*dict.fromkeys([*query.group_by, *filtered, *factors])])
+    if found is None:
+        return None
+    table, rolled = found
+
+    def source_of(column: str) -> tuple[str, np.ndarray | None]:  # the table's column read, and the map (None: as is)
+        return (rolled[column], cube.dependencies[(rolled[column], column)]) if column in rolled else (column, None)
+
+    allowed: dict[str, np.ndarray] = {}  # per column of the table, the codes its filters admit
+    for column, mask in _filters(query, values):
+        if mask is None:
+            return None
+        source, mapping = source_of(column)
+        admitted = mask if mapping is None else mask[mapping]
+        allowed[source] = allowed[source] & admitted if source in allowed else admitted
+    cells = _passing(cube, table, allowed)
+
+    def codes_of(column: str) -> np.ndarray:  # the passing cells' codes of ``column``
+        source, mapping = source_of(column)
+        codes = cube.column(table, source)[cells]
+        return codes if mapping is None else mapping[codes]
+
+    if query.group_by:  # one number per group: its codes in mixed radix (their order is the values' order)
+        key = np.zeros(cells.size, dtype=np.int64)
+        for c in query.group_by:
+            key = key * len(values[c]) + codes_of(c)
+        unique_keys, group_of_cell = np.unique(key, return_inverse=True)
+        groups = unique_keys.size
+        keys = np.empty((groups, len(query.group_by)), dtype=np.int64)
+        for k in range(len(query.group_by) - 1, -1, -1):
+            unique_keys, keys[:, k] = np.divmod(unique_keys, len(values[query.group_by[k]]))
+    else:
+        keys, group_of_cell, groups = np.zeros((1, 0), dtype=np.int64), np.zeros(cells.size, dtype=np.intp), 1
+    totals = {}
+    for a in query.aggregates:
+        totals[a.name] = _aggregate(a, table, cube, values, cells, group_of_cell, groups, codes_of)
+    return _frame(query, keys, cube, values, totals, with_error)
+
+
+def _inputs(a: Aggregate, cube: Cube, values: dict[str, list]) -> set[str] | None:
+    """The categorical columns aggregate ``a`` multiplies by (None: the tables cannot answer it)."""
+    if a.func == "combination":
+        found: set[str] = set()
+        for _, part in a.parts:
+            needs = _inputs(part, cube, values)
+            if needs is None:
+                return None
+            found |= needs
+        return found
+    if a.func not in ("count", "sum", "avg"):
+        return None
+    if a.polynomial:
+        if a.func == "count":
+            return None
+        found = set()
+        for _, columns in a.polynomial:
+            split = _split(columns, cube, values)
+            if split is None:
+                return None
+            measure, factors = split
+            if len(a.polynomial) > 1 and measure in cube.nullable:
+                return None  # a NULL in one term makes the whole row NULL: cells do not tell which rows
+            found |= set(factors)
+        return found
+    if a.column is None or a.column in cube.measures:
+        return set()
+    if a.column in values:  # COUNT / SUM / AVG of a categorical column: its value per cell
+        return {a.column}
+    return None
+
+
+def _filters(query: AggregateQuery, values: dict[str, list]):
+    """Per filter of ``query``, its column and the mask of the column's codes it admits (None: a range
+    over values that are no numbers)."""
+    for column, literals in query.members.items():
+        yield column, member_mask(values[column], literals)
+    for column, r in query.ranges.items():
+        yield column, _range_mask(values[column], r)
+
+
+def _passing(cube: Cube, table: CubeTable, allowed: dict[str, np.ndarray]) -> np.ndarray:
+    """The cells of ``table`` whose codes every filter admits (``allowed``: per column, the admitted codes).
+
+    The column admitting the fewest cells is read through its index (cells by code,
+    :meth:`parzen.aqp.cubes.Cube.index`), the others only on those cells: the work follows the
+    cells that pass, not the table's size."""
+    if not allowed:
+        return np.arange(table.rows.size)
+    counts = {c: int(np.diff(cube.index(table, c, mask.size)[1])[mask].sum()) for c, mask in allowed.items()}
+    first = min(counts, key=counts.__getitem__)
+    if 4 * counts[first] > table.rows.size:  # most cells pass: one look-up per cell
+        cells = np.flatnonzero(allowed[first][cube.column(table, first)])
+    else:
+        order, starts = cube.index(table, first, allowed[first].size)
+        codes = np.flatnonzero(allowed[first])
+        cells = np.concatenate([order[starts[k]:starts[k + 1]] for k in codes]) if codes.size else np.zeros(0, np.intp)
+    for column, mask in allowed.items():
+        if column != first and cells.size:
+            cells = cells[mask[cube.column(table, column)[cells]]]
+    return cells
+
+
+def _split(columns: tuple[str, ...], cube: Cube, values: dict[str, list]) -> tuple[str | None, list[str]] | None:
+    """A term's measure (summed in the tables; None: the term counts rows) and its categorical factors (read
+    per cell): the measure is the one column that is no categorical column, else the first measure; None:
+    the tables cannot give the term."""
+    measures = [c for c in columns if c in cube.measures and c not in values] or \
+        [c for c in columns if c in cube.measures][:1]
+    factors = [c for c in columns if c not in measures[:1]]
+    if len(measures) > 1 or any(c not in values for c in factors):
+        return None
+    return (measures[0] if measures else None), factors
+
+
+def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.ndarray, group_of_cell: np.ndarray,
+               groups: int, codes_of) -> np.ndarray:
+    """Aggregate ``a`` per group, from the passing ``cells`` (NaN: DuckDB's NULL)."""
+    if a.func == "combination":
+        return sum((k * _aggregate(part, table, cube, values, cells, group_of_cell, groups, codes_of)
+                    for k, part in a.parts), np.zeros(groups))
+    rows = table.rows[cells].astype(np.float64)
+    if a.column is not None and a.column not in cube.measures and not a.polynomial and a.func == "count":
+        present_value = np.array([v is not None for v in values[a.column]])[codes_of(a.column)]
+        return np.bincount(group_of_cell, weights=np.where(present_value, rows, 0.0), minlength=groups)
+    if a.polynomial:
+        terms = a.polynomial
+    elif a.column is None:
+        return np.bincount(group_of_cell, weights=rows, minlength=groups)
+    else:
+        terms = ((1.0, (a.column,)),)
+    split = [found for _, columns in terms if (found := _split(columns, cube, values)) is not None]  # all (_inputs)
+    defined = np.ones(cells.size, dtype=bool)  # the cell's categorical factors are not NULL (else the row's value is)
+    number = {}
+    for c in {c for _, factors in split for c in factors}:
+        number[c] = _numbers(values[c])[codes_of(c)]
+        defined &= ~np.isnan(number[c])
+    total = np.zeros(groups)
+    present = np.zeros(groups)  # per group, cells whose sum is not NULL
+    count = rows
+    for (coefficient, _), (measure, factors) in zip(terms, split):
+        weight = np.full(cells.size, float(coefficient))
+        for c in factors:
+            weight = weight * np.where(defined, number[c], 0.0)
+        if measure is None:
+            term = rows
+        else:
+            term = table.sums[cells, cube.measures.index(measure)]
+            if measure in cube.nullable:  # a one-term aggregate (_inputs): COUNT(m) is its non-NULL values
+                count = table.counts[cells, cube.nullable.index(measure)].astype(np.float64)
+        has = ~np.isnan(term) & defined
+        total += np.bincount(group_of_cell, weights=np.where(has, weight * term, 0.0), minlength=groups)
+        present += np.bincount(group_of_cell, weights=has, minlength=groups)
+    counted = np.bincount(group_of_cell, weights=np.where(defined, count, 0.0), minlength=groups)
+    if a.func == "count":
+        return counted
+    if a.func == "avg":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(counted > 0, total / np.where(counted > 0, counted, 1.0), np.nan)
+    return np.where(present > 0, total, np.nan)
+
+
+def _numbers(column_values: list) -> np.ndarray:
+    """A categorical column's values as floats (NaN: NULL, or a value that is no number)."""
+    return np.array([float(v) if isinstance(v, (int, float)) and v is not None else np.nan for v in column_values])
+
+
+def _range_mask(column_values: list, r: Range) -> np.ndarray | None:
+    """The codes whose value lies in ``r`` (None: a value that is no number, so the range is not over numbers)."""
+    mask = np.zeros(len(column_values), dtype=bool)
+    for k, v in enumerate(column_values):
+        if v is None:
+            continue
+        if not isinstance(v, (int, float)) or (isinstance(v, float) and math.isnan(v)):
+            return None
+        mask[k] = r.contains(float(v))
+    return mask
+
+
+def _frame(query: AggregateQuery, keys: np.ndarray, cube: Cube, values: dict[str, list],
+           totals: dict[str, np.ndarray], with_error: bool) -> pd.DataFrame:
+    """The answer shaped as :func:`parzen.aqp.answers.frame` shapes it (codes are in the values' sort order)."""
+    columns: dict[str, object] = {}
+    for item in query.select:
+        if isinstance(item, str):
+            columns[item] = cube.decoder(item, values[item])[keys[:, query.group_by.index(item)]]
+            continue
+        columns[item.name] = totals[item.name]
+        if with_error:
+            columns[f"{item.name} low"] = totals[item.name]
+            columns[f"{item.name} high"] = totals[item.name]
+    return pd.DataFrame(columns, index=pd.RangeIndex(keys.shape[0]))

@@ -1,0 +1,346 @@
+"""Exact aggregate tables of a synopsis (views of the data cube) and their build.
+
+Per chosen set of categorical columns (:mod:`parzen.aqp.cube_lattice` chooses them, or the build's
+``cube=`` lists them), every row of the table (or of a join synopsis's view, :mod:`parzen.aqp.joins`)
+is grouped by those columns, and per existing combination (a *cell*) the table keeps its rows and
+the SUM of each measure (the synopsis's modelled numeric columns other than dates), and COUNT of a
+measure that has NULLs: what COUNT, SUM and AVG (and sums of products of a measure with categorical
+columns) under categorical filters need (Gray et al., "Data cube", 1997; with a sample beside them
+as in AQP++, Peng, Zhang, Wang and Pei, SIGMOD 2018).  All tables come from one GROUPING SETS pass.
+:mod:`parzen.aqp.cube_answers` answers queries from them exactly.
+
+Bytes: per cell 2 (4 for a column of more than 32 766 values) per column, 8 for its rows, 8 per
+measure and 8 per measure with NULLs; :func:`cell_bytes`.
+The default budget is the bytes of the synopsis's sample (:func:`default_budget`): the tables at most
+double the synopsis.
+Queries run here are generated from quoted identifiers read from the catalog, never user text.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import cube_lattice
+from .categories import plain_value
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass
+class CubeTable:
+    """One exact aggregate table: per cell, its columns' codes, its rows and its measures' sums.
+
+    ``codes[i, k]`` is the code (index into :attr:`parzen.aqp.categories.Categories.values`) of
+    ``columns[k]`` in cell i; ``rows[i]`` its rows; ``sums[i, j]`` the SUM of measure j over them
+    (NaN: every value NULL); ``counts[i, j]`` the non-NULL values of the j-th measure with NULLs."""
+
+    columns: tuple[str, ...]
+    codes: np.ndarray  # (cells, columns) int16 / int32
+    rows: np.ndarray  # (cells,) int64
+    sums: np.ndarray  # (cells, measures) float64
+    counts: np.ndarray  # (cells, measures with NULLs) int64
+
+    @property
+    def nbytes(self) -> int:
+        return self.codes.nbytes + self.rows.nbytes + self.sums.nbytes + self.counts.nbytes
+
+
+@dataclass
+class Cube:
+    """A synopsis's exact aggregate tables.
+
+    Parameters
+    ----------
+    measures : list of str
+        The summed columns, in the order of :attr:`CubeTable.sums`'s columns.
+    nullable : list of str
+        The measures with NULLs, in the order of :attr:`CubeTable.counts`'s columns.
+    tables : list of CubeTable
+        The tables.
+    dependencies : dict of (str, str) to numpy.ndarray
+        Per exact functional dependency a -> b, per code of a the code of b: a table holding a
+        answers for b too (:mod:`parzen.aqp.cube_lattice`).
+    """
+
+    measures: list[str]
+    nullable: list[str]
+    tables: list[CubeTable] = field(default_factory=list)
+    dependencies: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    seconds: float = 0.0  # the build's time for the dependencies and the tables (not stored: a build is reproducible)
+    _decoders: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _columns: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _indexes: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False,
+                                                                          compare=False)
+
+    def column(self, table: CubeTable, column: str) -> np.ndarray:
+        """``table``'s codes of ``column`` as one contiguous array, made once."""
+        key = (id(table), column)
+        found = self._columns.get(key)
+        if found is None:
+            found = self._columns[key] = np.ascontiguousarray(table.codes[:, table.columns.index(column)])
+        return found
+
+    def warm(self, values: dict[str, list]) -> None:
+        """Make every table's column arrays and indexes now (when the synopsis is loaded), not in a query."""
+        for table in self.tables:
+            for column in table.columns:
+                self.index(table, column, len(values[column]))
+                self.decoder(column, values[column])
+
+    def index(self, table: CubeTable, column: str, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """``table``'s cells by their code of ``column`` (of ``size`` values): ``order[starts[k]:starts[k + 1]]``
+        are the cells of code k (made once, a stable sort)."""
+        key = (id(table), column)
+        found = self._indexes.get(key)
+        if found is None:
+            codes = self.column(table, column)
+            order = np.argsort(codes, kind="stable")
+            starts = np.searchsorted(codes[order], np.arange(size + 1))
+            found = self._indexes[key] = (order, starts)
+        return found
+
+    def decoder(self, column: str, values: list) -> np.ndarray:
+        """``values`` (a categorical column's, in the order of its codes) as an object array, made once."""
+        found = self._decoders.get(column)
+        if found is None:
+            found = self._decoders[column] = np.array(values + [None], dtype=object)[:-1]  # never a 2-D array of tuples
+        return found
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.tables) + sum(m.nbytes for m in self.dependencies.values())
+
+    def covering(self, columns) -> tuple[CubeTable, dict[str, str]] | None:
+        """The table of fewest cells that holds or determines every column of ``columns``, with, per
+        column it does not hold, the column of the table it is rolled up from (None: no table does)."""
+        best = None
+        for table in sorted(self.tables, key=lambda t: t.rows.size):
+            sources = {}
+            for c in columns:
+                if c in table.columns:
+                    continue
+                source = next((a for a in table.columns if (a, c) in self.dependencies), None)
+                if source is None:
+                    break
+                sources[c] = source
+            else:
+                best = (table, sources)
+                break
+        return best
+
+    # --- storage ------------------------------------------------------------------------------
+
+    def meta(self) -> dict:
+        return {"measures": self.measures, "nullable": self.nullable,
+                "tables": [list(t.columns) for t in self.tables], "dependencies": [list(p) for p in self.dependencies]}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = {}
+        for k, t in enumerate(self.tables):
+            out.update({f"{k}/codes": t.codes, f"{k}/rows": t.rows, f"{k}/sums": t.sums, f"{k}/counts": t.counts})
+        out.update({f"map/{k}": m for k, m in enumerate(self.dependencies.values())})
+        return out
+
+    @classmethod
+    def from_stored(cls, meta: dict, arrays: dict[str, np.ndarray]) -> Cube:
+        tables = [CubeTable(tuple(columns), arrays[f"{k}/codes"], arrays[f"{k}/rows"], arrays[f"{k}/sums"],
+                            arrays[f"{k}/counts"]) for k, columns in enumerate(meta["tables"])]
+        dependencies = {(a, b): arrays[f"map/{k}"] for k, (a, b) in enumerate(meta["dependencies"])}
+        return cls(list(meta["measures"]), list(meta["nullable"]), tables, dependencies)
+
+
+def cell_bytes(columns: Sequence[str], values: dict[str, list], measures: int, nullable: int) -> int:
+    """Bytes of one cell of a table over ``columns`` (module notes)."""
+    return sum(2 if len(values[c]) < np.iinfo(np.int16).max else 4 for c in columns) + 8 + 8 * measures + 8 * nullable
+
+
+def default_budget(sample: dict[str, np.ndarray], codes: dict[str, np.ndarray]) -> int:
+    """The default byte budget of the tables: the bytes of the sample's values and categorical codes."""
+    return int(sum(a.nbytes for a in sample.values()) + sum(a.nbytes for a in codes.values()))
+
+
+def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.ndarray], *, measures: list[str],
+               totals: dict[str, tuple[int, float]], rows: int, budget: int,
+               sources: dict[str, str], views: Sequence[Sequence[str]] | None = None) -> Cube:
+    """The exact aggregate tables of ``table`` within ``budget`` bytes.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection.
+    table : str
+        The table, or a join synopsis's view.
+    values : dict of str to list
+        Per categorical column, its exact values in the order of its codes.
+    codes : dict of str to numpy.ndarray
+        Per categorical column, the sampled rows' codes (:func:`cube_lattice.sample_dependencies`).
+    measures : list of str
+        The numeric columns to sum.
+    totals : dict of str to (int, float)
+        Per measure, its exact COUNT and SUM (a COUNT below ``rows`` means NULLs: counted per cell).
+    rows : int
+        The table's rows.
+    budget : int
+        Bytes the tables may take (0: none).
+    sources : dict of str to str
+        Per categorical column, the database table it comes from (where its dependencies are checked);
+        a column not named comes from ``table``.
+    views : sequence of sequences of str, optional
+        The tables' column sets, instead of the greedy choice (the budget then does not apply).
+
+    Returns
+    -------
+    Cube
+
+    Raises
+    ------
+    ValueError
+        A listed view names a column that is no categorical column of the synopsis.
+    """
+    started = time.perf_counter()
+    nullable = [m for m in measures if totals[m][0] < rows]
+    cube = Cube(list(measures), nullable)
+    cardinality = {c: len(v) for c, v in values.items()}
+    cube.dependencies = _dependencies(con, table, values, codes, cardinality, sources)
+
+    def size(columns) -> int:
+        return cell_bytes(columns, values, len(measures), len(nullable))
+
+    if views is not None:
+        unknown = sorted({c for v in views for c in v if c not in values})
+        if unknown:
+            raise ValueError(f"cube: {', '.join(map(repr, unknown))} are no categorical columns of the synopsis "
+                             f"(they are: {', '.join(values)})")
+        chosen = [tuple(v) for v in views if v]
+    elif budget <= 0:
+        cube.seconds = time.perf_counter() - started
+        return cube
+    else:
+        lattice = cube_lattice.hierarchy_columns(list(values), cube.dependencies, cardinality)
+        chosen = cube_lattice.select_views(lattice, cardinality, cube.dependencies, rows, size, budget)
+    order = {c: k for k, c in enumerate(values)}
+    chosen = list(dict.fromkeys(tuple(sorted(set(v), key=order.__getitem__)) for v in chosen))  # one per set
+    if chosen:  # the estimated cells bound the true ones: the tables fit the budget
+        cube.tables = _computed(con, table, chosen, values, measures, nullable, cube.dependencies)
+    cube.seconds = time.perf_counter() - started
+    return cube
+
+
+def _dependencies(con, table, values, codes, cardinality, sources) -> dict[tuple[str, str], np.ndarray]:
+    """The exact dependencies among the categorical columns and their maps (:mod:`parzen.aqp.cube_lattice`)."""
+    from .categories import grouping_sets
+
+    candidates = cube_lattice.sample_dependencies(codes, cardinality)
+    by_source: dict[str, list[tuple[str, str]]] = {}
+    for a, b in candidates:
+        home = sources.get(a, table)
+        if sources.get(b, table) == home:  # checked within the table both come from
+            by_source.setdefault(home, []).append((a, b))
+    found: dict[tuple[str, str], list] = {}
+    for home, pairs in by_source.items():
+        found.update(grouping_sets(con, home, sorted({c for p in pairs for c in p}), pairs))
+    return cube_lattice.exact_dependencies(found, values)
+
+
+def _computed(con, table: str, views: list[tuple[str, ...]], values: dict[str, list], measures: list[str],
+              nullable: list[str], dependencies: dict[tuple[str, str], np.ndarray]) -> list[CubeTable]:
+    """The tables of ``views``, in their order: those no other view holds or determines from one
+    GROUPING SETS pass over ``table`` (:func:`_aggregate`), each other one rolled up from the smallest
+    of those that covers it (:func:`rolled_up`; "smallest parent", Agarwal et al., VLDB 1996)."""
+    def covers(parent: tuple[str, ...], view: tuple[str, ...]) -> bool:
+        return all(c in parent or any((a, c) in dependencies for a in parent) for c in view)
+
+    def cells(view: tuple[str, ...]) -> float:
+        return float(np.prod([len(values[c]) for c in view], dtype=np.float64))
+
+    roots = [v for v in views if not any(p != v and covers(p, v) and not covers(v, p) for p in views)]
+    computed = dict(zip(roots, _aggregate(con, table, roots, values, measures, nullable)))
+    for view in sorted((v for v in views if v not in computed), key=cells, reverse=True):
+        parent = min((p for p in computed if covers(p, view)), key=lambda p: computed[p].rows.size)
+        computed[view] = rolled_up(computed[parent], view, values, dependencies)
+    return [computed[v] for v in views]
+
+
+def rolled_up(parent: CubeTable, view: tuple[str, ...], values: dict[str, list],
+              dependencies: dict[tuple[str, str], np.ndarray]) -> CubeTable:
+    """The table of ``view`` from a ``parent`` table that holds or determines its columns: the parent's
+    cells grouped by their codes of ``view`` (a column the parent does not hold read through a
+    dependency's map), their rows, sums and counts added (a sum is NULL when all its cells' are).
+
+    Parameters
+    ----------
+    parent : CubeTable
+        A table covering ``view``.
+    view : tuple of str
+        The columns of the table to make.
+    values : dict of str to list
+        Per categorical column, its values (their number sets the codes' radix).
+    dependencies : dict of (str, str) to numpy.ndarray
+        The exact dependencies' maps.
+
+    Returns
+    -------
+    CubeTable
+    """
+    key = np.zeros(parent.rows.size, dtype=np.int64)
+    for c in view:
+        if c in parent.columns:
+            code = parent.codes[:, parent.columns.index(c)].astype(np.int64)
+        else:
+            a = next(a for a in parent.columns if (a, c) in dependencies)
+            code = dependencies[(a, c)][parent.codes[:, parent.columns.index(a)]].astype(np.int64)
+        key = key * len(values[c]) + code
+    unique, cell = np.unique(key, return_inverse=True)
+    cell = cell.reshape(-1)
+    codes = np.empty((unique.size, len(view)), dtype=np.int64)
+    for k in range(len(view) - 1, -1, -1):
+        unique, codes[:, k] = np.divmod(unique, len(values[view[k]]))
+
+    def added(columns: np.ndarray) -> np.ndarray:
+        return np.stack([np.bincount(cell, weights=col, minlength=codes.shape[0]) for col in columns.T], axis=1) \
+            if columns.shape[1] else np.zeros((codes.shape[0], 0), dtype=columns.dtype)
+
+    sums = added(np.nan_to_num(parent.sums))
+    sums[added((~np.isnan(parent.sums)).astype(np.float64)) == 0] = np.nan
+    dtype = np.int16 if all(len(values[c]) < np.iinfo(np.int16).max for c in view) else np.int32
+    rows = np.bincount(cell, weights=parent.rows.astype(np.float64), minlength=codes.shape[0])
+    return CubeTable(view, codes.astype(dtype), np.rint(rows).astype(np.int64), sums,
+                     np.rint(added(parent.counts.astype(np.float64))).astype(np.int64))
+
+
+def _aggregate(con, table: str, views: list[tuple[str, ...]], values: dict[str, list], measures: list[str],
+               nullable: list[str]) -> list[CubeTable]:
+    """The tables of ``views``: one GROUP BY GROUPING SETS pass over ``table``."""
+    columns = [c for c in values if any(c in v for v in views)]
+    position = {c: k for k, c in enumerate(columns)}
+    listed = ", ".join(_quote(c) for c in columns)
+    aggregates = ", ".join(["COUNT(*)", *(f"SUM({_quote(m)})" for m in measures),
+                            *(f"COUNT({_quote(m)})" for m in nullable)])
+    grouping = ", ".join("(" + ", ".join(_quote(c) for c in v) + ")" for v in views)
+    result = con.execute(f"SELECT {listed}, GROUPING({listed}) AS parzen_set, {aggregates} FROM {_quote(table)} "
+                         f"GROUP BY GROUPING SETS ({grouping})").fetchall()
+    width = len(columns)
+    by_mask = {sum(1 << (width - 1 - position[c]) for c in columns if c not in v): k for k, v in enumerate(views)}
+    cells: list[list] = [[] for _ in views]
+    for row in result:
+        cells[by_mask[int(row[width])]].append(row)
+    code = {c: {v: k for k, v in enumerate(values[c])} for c in columns}
+    tables = []
+    for view, found in zip(views, cells):
+        keys = np.array([[code[c][plain_value(row[position[c]])] for c in view] for row in found],
+                        dtype=np.int64).reshape(len(found), len(view))
+        order = np.lexsort(keys.T[::-1]) if len(found) else np.zeros(0, dtype=np.intp)  # code order: reproducible
+        dtype = np.int16 if all(len(values[c]) < np.iinfo(np.int16).max for c in view) else np.int32
+        m = len(measures)
+        rows = np.array([row[width + 1] for row in found], dtype=np.int64)
+        sums = np.array([[np.nan if v is None else float(v) for v in row[width + 2:width + 2 + m]] for row in found],
+                        dtype=np.float64).reshape(len(found), m)
+        counts = np.array([row[width + 2 + m:] for row in found], dtype=np.int64).reshape(len(found), len(nullable))
+        tables.append(CubeTable(view, keys[order].astype(dtype), rows[order], sums[order], counts[order]))
+    return tables
