@@ -61,10 +61,13 @@ REFINE_SLACK = 1.05
 #: The first grid is spaced for this fraction of the smallest scale the selector uses on normal
 #: data: on faithful, quakes, tempb and normal data the scales on the data came within it.
 PRIOR_MARGIN = 0.9
-#: ``method="auto"`` bins from this many rows on, per dimension d (below, exact).  Measured with
-#: benchmarks/binned_plugin_H.py on the shared 2-core CPU, plugin_H exact against binned
-#: (tolerance 1e-3): the sizes where binned became faster.
-AUTO_BINNED_FROM = {1: 2000, 2: 2000, 3: 5000, 4: 10000}
+#: ``method="auto"`` bins from this many rows on, per dimension d (below, exact).  Measured on the
+#: shared 2-core CPU (default tolerance): d = 2, plugin_H exact 0.16 s and binned 0.15 s on tempb's
+#: first 2000 rows, and at n = 10^4 exact 1.99 s against binned 0.25 s
+#: (benchmarks/results/binned_plugin_H.md); d = 3, n = 10^4, exact 3.2 s against binned 20 s on the
+#: capped 4M-node grid, so binned from 3 10^4 rows (exact about 29 s there, growing as n^2);
+#: d = 4 takes d = 3's threshold (exact 0.38 s at n = 1500; not measured at scale).
+AUTO_BINNED_FROM = {1: 2000, 2: 2000, 3: 30000, 4: 30000}
 
 
 def check_tolerance(tolerance) -> float:
