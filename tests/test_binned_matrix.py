@@ -131,6 +131,17 @@ def test_auto_is_exact_for_small_samples_and_binned_for_large_ones():
     assert [r.method for r in records] == ["exact", "binned"]
 
 
+def test_auto_counts_frequency_weights_as_the_rows_they_stand_for():
+    """Both binned; equal to where BFGS stops (rounding of the weighted covariance moves its path:
+    3e-10 here)."""
+    counts = np.full(len(MIXTURE), 2)
+    with recording() as records:
+        weighted = bw.plugin_H(MIXTURE, weights=counts, weight_kind="frequency")
+        replicated = bw.plugin_H(np.repeat(MIXTURE, counts, axis=0))
+    assert [r.method for r in records] == ["binned", "binned"]
+    assert relative(weighted, replicated) <= 1e-8
+
+
 def test_more_than_four_dimensions_are_refused_binned_and_exact_under_auto():
     X = _rng.normal(size=(60, 5))
     with pytest.raises(ValueError, match="at most 4 dimensions"):

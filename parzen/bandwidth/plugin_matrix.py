@@ -199,7 +199,8 @@ def prepared_sample(X, weights, how: str, weight_kind: str, method: str, what: s
     """x* and the method: (PreTransformed, "exact" or "binned") for data in memory,
     (:class:`ChunkedTransform`, "binned") for data served in chunks.
 
-    "auto" bins from :data:`parzen.bandwidth.binned_matrix.AUTO_BINNED_FROM` rows on (d <= 4);
+    "auto" bins from :data:`parzen.bandwidth.binned_matrix.AUTO_BINNED_FROM` rows on (d <= 4;
+    frequency weights count as the rows they stand for, so that they decide as the replicated data);
     data served in chunks are always binned (:func:`parzen.bandwidth.method.choose_method`).
 
     Raises
@@ -217,6 +218,8 @@ def prepared_sample(X, weights, how: str, weight_kind: str, method: str, what: s
         return ChunkedTransform(chunked, how, weight_kind), "binned"
     sample = _sample(X, weights, how, weight_kind)
     n, d = sample.Y.shape
+    if weights is not None and weight_kind == "frequency":  # as the replicated rows would decide
+        n = round(sample.n)
     exact_up_to = binned_matrix.AUTO_BINNED_FROM.get(d, 1 << 62) - 1
     return sample, choose_method(method, n=n, d=d, exact_up_to=exact_up_to, what=what)
 
