@@ -41,7 +41,7 @@ normal and bimodal data at delta / g = 1/2 to 1/8, so it is left in.  The correc
 by O(delta^4): measured on those data sets, with g the normal-scale pilot of Psi_4, the relative
 error of the vector Psi_4 was 0.46 to 0.65 (delta / g)^4 for the corrected sums and 0.6 to 0.9
 (delta / g)^2 for plain linear binning (1.6e-4 against 1.4e-2 on quakes at delta = g / 8).
-The grid rule built on this is in :mod:`parzen.bandwidth.binned_plugin`.
+The grid rule built on this is in :mod:`parzen.bandwidth.binned_matrix`.
 
 Every grid here is additive over disjoint parts of the data (:class:`DerivativeCounts`), so data
 served in chunks bin on one :class:`GridSpec` and add.
