@@ -15,7 +15,7 @@ d^|alpha| / dx_1^alpha_1 ... dx_d^alpha_d; :func:`multi_indices` lists them in `
 from __future__ import annotations
 
 import math
-from functools import cache
+from functools import cache, partial
 
 import numpy as np
 
@@ -275,8 +275,8 @@ def laplacian_cubed_indices(d: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def dscalar_pilot(
-    backend, Y: np.ndarray, n: float, weights: np.ndarray | None = None, *, scv: bool = False, dtype=None,
-    sigma: np.ndarray | None = None,
+    backend, Y: np.ndarray | None, n: float, weights: np.ndarray | None = None, *, scv: bool = False, dtype=None,
+    sigma: np.ndarray | None = None, functionals=None,
 ) -> float:
     """The two-stage scalar pilot g for Psi_4 (Chacon & Duong 2010, section 3.3; R ``ks:::gdscalar``
     with ``r = 0, nstage = 2``; ``scv`` as ``ks::Hscv`` asks for it).
@@ -290,8 +290,8 @@ def dscalar_pilot(
     Parameters
     ----------
     backend : KDEBackend
-    Y : numpy.ndarray
-        (n, d) the pre-transformed data.
+    Y : numpy.ndarray or None
+        (n, d) the pre-transformed data (None with ``functionals`` and ``sigma``).
     n : float
         Sample size.
     weights : numpy.ndarray, optional
@@ -302,13 +302,22 @@ def dscalar_pilot(
     sigma : numpy.ndarray, optional
         (d, d) the covariance S of Y (default: ``np.cov`` with the weights as ``aweights``; the
         matrix selectors pass their sample's, which frequency weights define otherwise).
+    functionals : callable, optional
+        (g, alphas) -> the estimates of Psi_alpha(g) in place of :func:`psi_hat` of Y (the binned
+        ones of :class:`parzen.bandwidth.binned_matrix.BinnedFunctionals`).
 
     Returns
     -------
     float
     """
-    d = Y.shape[1]
-    S = np.atleast_2d(np.cov(Y, rowvar=False, aweights=weights)) if sigma is None else sigma
+    if functionals is None or sigma is None:
+        if Y is None:
+            raise ValueError("dscalar_pilot needs the rows Y unless both functionals and sigma are given")
+        S = np.atleast_2d(np.cov(Y, rowvar=False, aweights=weights)) if sigma is None else sigma
+        functionals = functionals or partial(psi_hat, backend, Y, weights=weights, dtype=dtype)
+    else:
+        S = sigma
+    d = S.shape[0]
     alphas6 = multi_indices(d, 6)
     lap = np.sum([psi_normal_scale(alphas6 + 2 * np.eye(d, dtype=np.int64)[j], S) for j in range(d)], axis=0)
     B3 = float(multiplicity(alphas6) @ lap**2)
@@ -324,7 +333,7 @@ def dscalar_pilot(
         c1, c2, c3 = 1.0, 1.0, 1.0
     g6 = (2 * B1 / (-B2 + math.sqrt(B2 * B2 + 4 * B1 * B3))) ** (1.0 / (d + 8)) * n ** (-1.0 / (d + 8))
     indices, counts = laplacian_cubed_indices(d)
-    eta6 = float(counts @ psi_hat(backend, Y, g6, indices, weights, dtype=dtype))
+    eta6 = float(counts @ functionals(g6, indices))
     L0 = (2 * np.pi) ** (-d / 2)
     A1 = c1 * (2 * d + 8) * L0 * L0 * odd_factorial(4) * nu(2, np.eye(d))
     A2 = c2 * (d + 2) * L0 * odd_factorial(4) * eta6

@@ -15,15 +15,19 @@ and the scalar pilot ("dscalar") otherwise (docs/departures.md, item 18).
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 from scipy import optimize
 
 from .._validate import Data, as_data, check_spd, check_variance, check_weights
 from ..backends import resolve_backend
+from ..binned.source import as_chunked
+from . import binned_matrix
+from .binned_matrix import DEFAULT_TOLERANCE, ChunkedTransform, check_tolerance
 from .convention import from_matrix
 from .functionals import dscalar_pilot, full_tensor, multi_indices, pairs_of, psi_hat, samse_pilot
-from .method import report
+from .method import choose_method, report
 from .weight_kind import check_weight_kind, sample_size, weighted_covariance
 
 
@@ -84,7 +88,7 @@ def symmetric_root(A: np.ndarray) -> np.ndarray:
     return (vectors * np.sqrt(values)) @ vectors.T
 
 
-def psi4_matrix(sample: PreTransformed, *, backend, dtype, follow_ks: bool = True) -> np.ndarray:
+def psi4_matrix(sample, *, backend, dtype, follow_ks: bool = True, functionals=None) -> np.ndarray:
     """The d x d x d x d tensor Psi_hat_4 of ``ks``'s two-stage pilots on x*.
 
     d = 2: SAMSE (Chacon & Duong 2010, section 3.2): Psi_6 with the normal-scale g6, then Psi_4
@@ -92,26 +96,35 @@ def psi4_matrix(sample: PreTransformed, *, backend, dtype, follow_ks: bool = Tru
 
     Parameters
     ----------
-    sample : PreTransformed
+    sample : PreTransformed or parzen.bandwidth.binned_matrix.ChunkedTransform
+        x* (its rows are read only by the exact functionals).
     backend : KDEBackend
     dtype : None or dtype
     follow_ks : bool, default True
         As in :func:`samse_pilot`.
+    functionals : callable, optional
+        (g, alphas) -> Psi_alpha(g) estimates in place of the exact :func:`psi_hat` of x*: the
+        binned ones (:class:`parzen.bandwidth.binned_matrix.BinnedFunctionals`).
 
     Returns
     -------
     numpy.ndarray
         shape (d, d, d, d).
     """
-    Y, w, n = sample.Y, sample.weights, sample.n
-    d = Y.shape[1]
+    n, sigma = sample.n, sample.sigma_star
+    d = sigma.shape[0]
+    psi = functionals if functionals is not None else exact_functionals(sample, backend, dtype)
     if d == 2:
-        g6 = samse_pilot(sample.sigma_star, n, 6)
-        psi6 = psi_hat(backend, Y, g6, multi_indices(d, 6), w, dtype=dtype)
-        g4 = samse_pilot(sample.sigma_star, n, 4, psi6, follow_ks=follow_ks)
+        g6 = samse_pilot(sigma, n, 6)
+        g4 = samse_pilot(sigma, n, 4, psi(g6, multi_indices(d, 6)), follow_ks=follow_ks)
     else:
-        g4 = dscalar_pilot(backend, Y, n, w, dtype=dtype, sigma=sample.sigma_star)
-    return full_tensor(psi_hat(backend, Y, g4, multi_indices(d, 4), w, dtype=dtype), d, 4)
+        g4 = dscalar_pilot(backend, None, n, sigma=sigma, functionals=psi)
+    return full_tensor(psi(g4, multi_indices(d, 4)), d, 4)
+
+
+def exact_functionals(sample: PreTransformed, backend, dtype):
+    """(g, alphas) -> :func:`psi_hat` of the sample's rows and weights: every pair, exactly."""
+    return partial(psi_hat, backend, sample.Y, weights=sample.weights, dtype=dtype)
 
 
 def amise(H: np.ndarray, psi4: np.ndarray, n: float) -> float:
@@ -125,7 +138,7 @@ def amise(H: np.ndarray, psi4: np.ndarray, n: float) -> float:
 
 def normal_scale_start(sample: PreTransformed) -> np.ndarray:
     """``ks::Hns`` of x*: (4 / (n (d + 2)))^(2/(d+4)) Sigma*."""
-    d = sample.Y.shape[1]
+    d = sample.sigma_star.shape[0]
     return (4.0 / (sample.n * (d + 2))) ** (2.0 / (d + 4)) * sample.sigma_star
 
 
@@ -182,8 +195,56 @@ def _sample(X, weights, how: str, weight_kind: str = "probability") -> PreTransf
     return PreTransformed(data, weights, how, weight_kind)
 
 
+def prepared_sample(X, weights, how: str, weight_kind: str, method: str, what: str):
+    """x* and the method: (PreTransformed, "exact" or "binned") for data in memory,
+    (:class:`ChunkedTransform`, "binned") for data served in chunks.
+
+    "auto" bins from :data:`parzen.bandwidth.binned_matrix.AUTO_BINNED_FROM` rows on (d <= 4;
+    frequency weights count as the rows they stand for, so that they decide as the replicated data);
+    data served in chunks are always binned (:func:`parzen.bandwidth.method.choose_method`).
+
+    Raises
+    ------
+    ValueError
+        As :func:`plugin_H`.
+    """
+    weight_kind = check_weight_kind(weight_kind)
+    chunked = as_chunked(X)
+    if chunked is not None:
+        if weights is not None:
+            raise ValueError(f"weights= was given for {chunked.description}, which is read in chunks; serve the weights "
+                             f"as the chunks' weights column, or load the data into memory for weighted {what}")
+        choose_method(method, n=0, d=chunked.d, exact_up_to=0, chunked=chunked.description, what=what)
+        return ChunkedTransform(chunked, how, weight_kind), "binned"
+    sample = _sample(X, weights, how, weight_kind)
+    n, d = sample.Y.shape
+    if weights is not None and weight_kind == "frequency":  # as the replicated rows would decide
+        n = round(sample.n)
+    exact_up_to = binned_matrix.AUTO_BINNED_FROM.get(d, 1 << 62) - 1
+    return sample, choose_method(method, n=n, d=d, exact_up_to=exact_up_to, what=what)
+
+
+def selected(sample, chosen: str, solve, *, what: str, tolerance: float, grid_size, method: str) -> np.ndarray:
+    """solve(functionals) -> H* with the exact functionals (functionals None) or binned ones
+    (:class:`parzen.bandwidth.binned_matrix.BinnedFunctionals`, the first grid spaced for the
+    scales the selector uses on normal data), reported (:func:`parzen.bandwidth.method.report`)."""
+    tolerance = check_tolerance(tolerance)
+    if chosen == "binned":
+        options = {"tolerance": tolerance, "grid_size": grid_size, "shrink_to_fit": method == "auto", "what": what}
+        functionals = (sample.functionals(**options) if isinstance(sample, ChunkedTransform)
+                       else binned_matrix.in_memory(sample.Y, sample.weights, **options))
+        H_star = functionals.run(sample.sigma_star, sample.n, solve)
+        report(what, "binned", n=round(sample.n), grid_size=functionals.sizes,
+               tolerance=tolerance if grid_size is None else None)
+        return H_star
+    H_star = solve(None)
+    report(what, "exact", n=round(sample.n))
+    return H_star
+
+
 def plugin_H(
-    X, *, weights=None, weight_kind: str = "probability", backend: str = "auto", dtype=None, follow_ks: bool = True
+    X, *, weights=None, weight_kind: str = "probability", backend: str = "auto", dtype=None, follow_ks: bool = True,
+    method: str = "auto", tolerance: float = DEFAULT_TOLERANCE, grid_size=None,
 ) -> float | np.ndarray:
     """Plug-in bandwidth matrix H (full): argmin of the estimated AMISE PI(H) (Duong & Hazelton
     2003; Chacon & Duong 2010, TEST 19, 375-398), as R ``ks::Hpi(x, binned = FALSE)``.
@@ -212,6 +273,20 @@ def plugin_H(
     follow_ks : bool, default True
         For d = 2, compute the second-stage pilot as ``ks`` 1.14 does (docs/departures.md,
         item 18); False follows the formula of Chacon & Duong (2010).
+    method : {"auto", "exact", "binned"}, default "auto"
+        "exact": every functional over every pair; "binned" (d <= 4): from linear-binning counts
+        of x* with the binning error's delta^2 term taken out, as ``ks::Hpi(binned = TRUE)`` bins
+        but on a grid chosen for ``tolerance`` (:mod:`parzen.bandwidth.binned_matrix`); "auto":
+        exact below :data:`parzen.bandwidth.binned_matrix.AUTO_BINNED_FROM` rows, binned from
+        there (on a coarser grid, with a warning, where the tolerance's grid would be too large).
+        Data served in chunks (:class:`parzen.binned.ChunkedData`, e.g. a Parquet dataset or a
+        DuckDB table; a weights column is read as ``weight_kind`` says) are always binned.
+    tolerance : float, default 1e-3
+        Binned: the relative (Frobenius) error allowed on H against the exact H on the same data;
+        the grid spacing is g (tolerance / C)^(1/4), g the smallest pilot scale, C = 1
+        (:data:`parzen.bandwidth.binned_matrix.ERROR_CONSTANT`, measured).
+    grid_size : int or sequence of int, optional
+        Binned: nodes per axis, overriding ``tolerance``.
 
     Returns
     -------
@@ -223,17 +298,25 @@ def plugin_H(
     ValueError
         If X or the weights are invalid (fewer than d + 2 rows, non-finite values, a constant column,
         a singular covariance), or the weights are (negative or non-finite values, another number
-        than rows, fewer than d + 2 positive ones).
+        than rows, fewer than d + 2 positive ones); an unknown ``method``, "binned" with d > 4,
+        "exact" for data served in chunks, a tolerance outside (0, 0.1] or a grid beyond
+        :data:`parzen.bandwidth.binned_matrix.MAX_NODES` nodes with ``method="binned"``
+        (:class:`parzen.binned.lscv.GridTooLarge`).
     """
-    sample = _sample(X, weights, "sphere", weight_kind)
-    psi4 = psi4_matrix(sample, backend=resolve_backend(backend), dtype=dtype, follow_ks=follow_ks)
-    H_star = minimise_full(lambda H: amise(H, psi4, sample.n), normal_scale_start(sample))
-    report("plugin_H", "exact", n=round(sample.n))
+    sample, chosen = prepared_sample(X, weights, "sphere", weight_kind, method, "plugin_H")
+    be = resolve_backend(backend) if chosen == "exact" else None
+
+    def solve(functionals) -> np.ndarray:
+        psi4 = psi4_matrix(sample, backend=be, dtype=dtype, follow_ks=follow_ks, functionals=functionals)
+        return minimise_full(lambda H: amise(H, psi4, sample.n), normal_scale_start(sample))
+
+    H_star = selected(sample, chosen, solve, what="plugin_H", tolerance=tolerance, grid_size=grid_size, method=method)
     return from_matrix(sample.back(H_star))
 
 
 def plugin_diag(
-    X, *, weights=None, weight_kind: str = "probability", backend: str = "auto", dtype=None, follow_ks: bool = True
+    X, *, weights=None, weight_kind: str = "probability", backend: str = "auto", dtype=None, follow_ks: bool = True,
+    method: str = "auto", tolerance: float = DEFAULT_TOLERANCE, grid_size=None,
 ) -> float | np.ndarray:
     """Plug-in diagonal bandwidth matrix: argmin over diagonal H of the estimated AMISE PI(H)
     (Duong & Hazelton 2003; Chacon & Duong 2010), as R ``ks::Hpi.diag(x, binned = FALSE)``.
@@ -245,7 +328,7 @@ def plugin_diag(
 
     Parameters
     ----------
-    X, weights, weight_kind, backend, dtype, follow_ks
+    X, weights, weight_kind, backend, dtype, follow_ks, method, tolerance, grid_size
         As in :func:`plugin_H`.
 
     Returns
@@ -258,15 +341,18 @@ def plugin_diag(
     ValueError
         As :func:`plugin_H`.
     """
-    sample = _sample(X, weights, "scale", weight_kind)
-    psi4 = psi4_matrix(sample, backend=resolve_backend(backend), dtype=dtype, follow_ks=follow_ks)
-    if psi4.shape[0] == 2:
-        psi40, psi22, psi04 = psi4[0, 0, 0, 0], psi4[0, 0, 1, 1], psi4[1, 1, 1, 1]
-        RK = 1.0 / (4 * np.pi)
-        h1 = (psi04**0.75 * RK / (psi40**0.75 * (math.sqrt(psi40 * psi04) + psi22) * sample.n)) ** (1 / 6)
-        h2 = (psi40 / psi04) ** 0.25 * h1
-        H_star = np.diag([h1 * h1, h2 * h2])
-    else:
-        H_star = minimise_diagonal(lambda H: amise(H, psi4, sample.n), normal_scale_start(sample))
-    report("plugin_diag", "exact", n=round(sample.n))
+    sample, chosen = prepared_sample(X, weights, "scale", weight_kind, method, "plugin_diag")
+    be = resolve_backend(backend) if chosen == "exact" else None
+
+    def solve(functionals) -> np.ndarray:
+        psi4 = psi4_matrix(sample, backend=be, dtype=dtype, follow_ks=follow_ks, functionals=functionals)
+        if psi4.shape[0] == 2:
+            psi40, psi22, psi04 = psi4[0, 0, 0, 0], psi4[0, 0, 1, 1], psi4[1, 1, 1, 1]
+            RK = 1.0 / (4 * np.pi)
+            h1 = (psi04**0.75 * RK / (psi40**0.75 * (math.sqrt(psi40 * psi04) + psi22) * sample.n)) ** (1 / 6)
+            h2 = (psi40 / psi04) ** 0.25 * h1
+            return np.diag([h1 * h1, h2 * h2])
+        return minimise_diagonal(lambda H: amise(H, psi4, sample.n), normal_scale_start(sample))
+
+    H_star = selected(sample, chosen, solve, what="plugin_diag", tolerance=tolerance, grid_size=grid_size, method=method)
     return from_matrix(sample.back(H_star))

@@ -19,10 +19,10 @@ import numpy as np
 from scipy import linalg
 
 from ..backends import resolve_backend
+from .binned_matrix import DEFAULT_TOLERANCE
 from .convention import from_matrix
-from .functionals import dscalar_pilot, full_tensor, multi_indices, psi_hat, samse_pilot
-from .method import report
-from .plugin_matrix import PreTransformed, _sample, amise, minimise_full, normal_scale_start
+from .functionals import dscalar_pilot, full_tensor, multi_indices, samse_pilot
+from .plugin_matrix import amise, exact_functionals, minimise_full, normal_scale_start, prepared_sample, selected
 
 
 def gaussian_pair_mean(backend, Y: np.ndarray, Sigma: np.ndarray, weights: np.ndarray | None = None, *, dtype=None) -> float:
@@ -52,36 +52,43 @@ def gaussian_pair_mean(backend, Y: np.ndarray, Sigma: np.ndarray, weights: np.nd
     return (2.0 * pairs + float(w @ w)) * (2 * np.pi) ** (-d / 2) / float(np.prod(np.diag(L)))
 
 
-def scv_objective(H: np.ndarray, G: np.ndarray, backend, sample: PreTransformed, *, dtype=None) -> float:
-    """SCV(H) of the module docstring (``ks:::scv.mat``, ``r = 0``); inf where H is not positive definite."""
+def scv_objective(H: np.ndarray, G: np.ndarray, backend, sample, *, dtype=None, functionals=None) -> float:
+    """SCV(H) of the module docstring (``ks:::scv.mat``, ``r = 0``); inf where H is not positive definite.
+
+    With ``functionals`` (:class:`parzen.bandwidth.binned_matrix.BinnedFunctionals`) each Q is its
+    binned ``gaussian_mean``; otherwise :func:`gaussian_pair_mean` over every pair of the sample's rows."""
     d = H.shape[0]
     if not np.all(np.linalg.eigvalsh(H) > 0):
         return math.inf
-    Y, w = sample.Y, sample.weights
-    bias = (
-        gaussian_pair_mean(backend, Y, 2 * H + 2 * G, w, dtype=dtype)
-        - 2 * gaussian_pair_mean(backend, Y, H + 2 * G, w, dtype=dtype)
-        + gaussian_pair_mean(backend, Y, 2 * G, w, dtype=dtype)
-    )
+    if functionals is None:
+        Y, w = sample.Y, sample.weights
+
+        def Q(Sigma: np.ndarray) -> float:
+            return gaussian_pair_mean(backend, Y, Sigma, w, dtype=dtype)
+    else:
+        Q = functionals.gaussian_mean
+    bias = Q(2 * H + 2 * G) - 2 * Q(H + 2 * G) + Q(2 * G)
     return (4 * np.pi) ** (-d / 2) / (sample.n * math.sqrt(np.linalg.det(H))) + max(bias, 0.0)
 
 
-def amse_pilot(sample: PreTransformed, backend, *, dtype=None) -> float:
+def amse_pilot(sample, backend, *, dtype=None, functionals=None) -> float:
     """The pilot g of ``ks:::gamse.scv`` (one stage) for d = 2.
 
     H_amise: the one-stage SAMSE plug-in matrix of x* (Psi_4 with the normal-scale SAMSE pilot);
     Psi_6 with the normal-scale g6; then with C11 = 1/4 Psi_6^T (H (x) I_{d^4} (x) H) Psi_6,
     C12 = 3/4 (4 pi)^(-d/2) vec(H (x) I_d (x) H)^T Psi_6, C22 = (4 pi)^(-d) (4 tr H^2 + (d + 8) (tr H)^2) / 64,
     g = (2 (d + 4) C22 / (n (-(d + 2) C12 + sqrt((d + 2)^2 C12^2 + 8 (d + 4) C11 C22))))^(1/(d+6)).
+    ``functionals`` (g, alphas) -> Psi_alpha(g) replaces the exact :func:`psi_hat` of the rows (the
+    binned ones of :class:`parzen.bandwidth.binned_matrix.BinnedFunctionals`).
     """
-    Y, w, n = sample.Y, sample.weights, sample.n
-    d = Y.shape[1]
-    sigma = sample.sigma_star
+    n, sigma = sample.n, sample.sigma_star
+    d = sigma.shape[0]
+    psi = functionals if functionals is not None else exact_functionals(sample, backend, dtype)
     g4 = samse_pilot(sigma, n, 4)
-    psi4 = full_tensor(psi_hat(backend, Y, g4, multi_indices(d, 4), w, dtype=dtype), d, 4)
+    psi4 = full_tensor(psi(g4, multi_indices(d, 4)), d, 4)
     H = minimise_full(lambda A: amise(A, psi4, n), normal_scale_start(sample))
     g6 = samse_pilot(sigma, n, 6)
-    psi6 = full_tensor(psi_hat(backend, Y, g6, multi_indices(d, 6), w, dtype=dtype), d, 6)
+    psi6 = full_tensor(psi(g6, multi_indices(d, 6)), d, 6)
     C11 = 0.25 * float(np.einsum("abcdef,ag,fh,gbcdeh->", psi6, H, H, psi6))
     C12 = 0.75 * (4 * np.pi) ** (-d / 2) * float(np.einsum("abckke,ab,ce->", psi6, H, H))
     C22 = (4 * np.pi) ** (-d) * (4 * np.trace(H @ H) + (d + 8) * np.trace(H) ** 2) / 64
@@ -89,7 +96,8 @@ def amse_pilot(sample: PreTransformed, backend, *, dtype=None) -> float:
     return (2 * (d + 4) * C22 / (den * n)) ** (1.0 / (d + 6))
 
 
-def scv_H(X, *, weights=None, weight_kind: str = "probability", backend: str = "auto", dtype=None) -> float | np.ndarray:
+def scv_H(X, *, weights=None, weight_kind: str = "probability", backend: str = "auto", dtype=None,
+          method: str = "auto", tolerance: float = DEFAULT_TOLERANCE, grid_size=None) -> float | np.ndarray:
     """Smoothed cross-validation bandwidth matrix H (full): argmin of SCV(H) (Chacon & Duong 2011,
     Electronic Journal of Statistics 5, 1-23), as R ``ks::Hscv(x, binned = FALSE)``.
 
@@ -114,6 +122,17 @@ def scv_H(X, *, weights=None, weight_kind: str = "probability", backend: str = "
     dtype : None or numpy float type
         Compute precision of the backend (None: its default for the pilot's functionals, float64
         for the SCV criterion, whose terms cancel).
+    method : {"auto", "exact", "binned"}, default "auto"
+        "exact": every pair; "binned" (d <= 4): the pilot's functionals and the three Gaussian
+        means Q from linear-binning counts of x* with the binning error's delta^2 term taken out
+        (:mod:`parzen.bandwidth.binned_matrix`); "auto": exact below
+        :data:`parzen.bandwidth.binned_matrix.AUTO_BINNED_FROM` rows, binned from there.  Data
+        served in chunks (:class:`parzen.binned.ChunkedData`) are always binned.
+    tolerance : float, default 1e-3
+        Binned: the relative (Frobenius) error allowed on H against the exact H; sets the grid
+        (:mod:`parzen.bandwidth.binned_matrix`).
+    grid_size : int or sequence of int, optional
+        Binned: nodes per axis, overriding ``tolerance``.
 
     Returns
     -------
@@ -126,17 +145,22 @@ def scv_H(X, *, weights=None, weight_kind: str = "probability", backend: str = "
         If X is invalid (fewer than d + 2 rows, non-finite values, a constant column, a singular
         covariance) or the weights are (as :func:`parzen.bandwidth.plugin_H`).
     """
-    sample = _sample(X, weights, "sphere", weight_kind)
-    be = resolve_backend(backend)
-    d = sample.Y.shape[1]
-    g = amse_pilot(sample, be, dtype=dtype) if d == 2 else dscalar_pilot(
-        be, sample.Y, sample.n, sample.weights, scv=True, dtype=dtype, sigma=sample.sigma_star
-    )
-    G = g * g * np.eye(d)
+    sample, chosen = prepared_sample(X, weights, "sphere", weight_kind, method, "scv_H")
+    be = resolve_backend(backend) if chosen == "exact" else None
+    d = sample.sigma_star.shape[0]
     # the criterion's bias is a difference of three pair means that cancel: float32 sums moved H by
     # 3e-2 (H100, n = 10^4, d = 2, benchmarks/results/gpu_plugin_H.md), so they run in float64
     # unless a dtype is asked for
     criterion_dtype = np.float64 if dtype is None else dtype
-    H_star = minimise_full(lambda H: scv_objective(H, G, be, sample, dtype=criterion_dtype), normal_scale_start(sample))
-    report("scv_H", "exact", n=round(sample.n))
+
+    def solve(functionals) -> np.ndarray:
+        g = amse_pilot(sample, be, dtype=dtype, functionals=functionals) if d == 2 else dscalar_pilot(
+            be, getattr(sample, "Y", None), sample.n, sample.weights if functionals is None else None, scv=True,
+            dtype=dtype, sigma=sample.sigma_star, functionals=functionals,
+        )
+        G = g * g * np.eye(d)
+        return minimise_full(lambda H: scv_objective(H, G, be, sample, dtype=criterion_dtype, functionals=functionals),
+                             normal_scale_start(sample))
+
+    H_star = selected(sample, chosen, solve, what="scv_H", tolerance=tolerance, grid_size=grid_size, method=method)
     return from_matrix(sample.back(H_star))
