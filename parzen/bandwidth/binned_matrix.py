@@ -44,6 +44,7 @@ from ..binned.chunked import weighted_covariance as chunked_weighted_covariance
 from ..binned.derivative_sums import BinnedDerivativeSums, DerivativeCounts
 from ..binned.grid import GridSpec
 from ..binned.lscv import CoarseGridWarning, GridTooLarge
+from ..binned.plugin import check_tolerance as plugin_tolerance
 from ..binned.source import Chunk, ChunkedData, Moments
 from .functionals import gaussian_derivative_at_zero
 
@@ -71,20 +72,8 @@ AUTO_BINNED_FROM = {1: 2000, 2: 2000, 3: 30000, 4: 30000}
 
 
 def check_tolerance(tolerance) -> float:
-    """The tolerance as a float in (0, 0.1].
-
-    Raises
-    ------
-    ValueError
-        If it is not a number in (0, 0.1].
-    """
-    try:
-        value = float(tolerance)
-    except (TypeError, ValueError):
-        raise ValueError(f"tolerance must be a number in (0, 0.1], got {tolerance!r}") from None
-    if not 0.0 < value <= 0.1:
-        raise ValueError(f"tolerance must be a number in (0, 0.1] (relative error on H), got {tolerance!r}")
-    return value
+    """The tolerance on H as a float in (0, 0.1] (:func:`parzen.binned.plugin.check_tolerance`)."""
+    return plugin_tolerance(tolerance, "H")
 
 
 def spacing_ratio(tolerance: float) -> float:

@@ -66,8 +66,9 @@ class BinnedStages:
     predicted_error: float  # the first-order bound on |h_binned / h_exact - 1|
 
 
-def check_tolerance(tolerance) -> float:
-    """The tolerance as a float, checked to lie in (0, 0.1].
+def check_tolerance(tolerance, of: str = "h") -> float:
+    """The tolerance as a float, checked to lie in (0, 0.1] (``of``: what it is the relative error on, for the
+    message).
 
     Raises
     ------
@@ -79,7 +80,7 @@ def check_tolerance(tolerance) -> float:
     except (TypeError, ValueError):
         raise ValueError(f"tolerance must be a number in (0, 0.1], got {tolerance!r}") from None
     if not (0.0 < value <= 0.1):
-        raise ValueError(f"tolerance must be a number in (0, 0.1] (relative error on h), got {tolerance!r}")
+        raise ValueError(f"tolerance must be a number in (0, 0.1] (relative error on {of}), got {tolerance!r}")
     return value
 
 
