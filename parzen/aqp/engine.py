@@ -953,6 +953,8 @@ class Engine:
             if exact is not None:
                 if query.group_by:
                     exact.attrs[LISTED] = "exact"
+                if with_error:  # float64 round-off against DuckDB's own sums, as for exact totals (parzen.aqp.contract)
+                    exact = contract.cover_rounding(exact, contract.summed(query.aggregates), synopsis.row_count)
                 return exact, cube_answers.FORM
         layout = self._layouts[synopsis.table]
         query = stratum_filters.to_strata(query, synopsis)  # a dimension's filter that selects whole strata
