@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numba import njit
 
-from ..aqp import answers, histogram, histogram_pass
+from ..aqp import answers, cube_answers, histogram, histogram_pass
 from ..aqp._box import row_box
 from ..aqp.estimate import _REACH
 from ..aqp.sql import AggregateQuery, Range, parse
@@ -463,6 +463,13 @@ class Crossfilter:
         if not ranged:
             values = answers._exact_totals(query, self.strata, output_of_stratum, len(keys))[query.aggregates[0].name]
             return {"values": _per_group(keys, values, labels), "form": "totals", "masses": None}
+        if self.synopsis.cube is not None and self.synopsis.categories is not None:  # as the query path: an
+            # exact aggregate table answers ranges on categorical columns exactly (parzen.aqp.cube_answers)
+            exact = cube_answers.answer(query, self.synopsis.cube, self.synopsis.categories, False)
+            if exact is not None:
+                found = dict(zip(exact.iloc[:, 0], exact.iloc[:, 1].to_numpy(dtype=np.float64)))
+                return {"values": np.array([found.get(v, 0.0) for v in labels]), "form": cube_answers.FORM,
+                        "masses": None}
         kernels = WHOLE if answers.whole_table(query, output_of_stratum) else SCALED
         if any(filtered[c].empty for c in ranged):
             return {"values": np.zeros(len(labels)), "form": "sample", "masses": None}
