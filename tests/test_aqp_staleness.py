@@ -10,7 +10,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from parzen.aqp import CorruptSynopsis, Engine, StaleSynopsisError, StaleSynopsisWarning
+from parzen.aqp import CorruptSynopsis, Engine, OutdatedSynopsis, StaleSynopsisError, StaleSynopsisWarning
 
 COUNT = "SELECT COUNT(*) FROM t WHERE a BETWEEN 10000 AND 20999"
 
@@ -242,6 +242,18 @@ def test_non_finite_values_are_refused_naming_the_column(con, value):
     Engine(con).build("t", columns=["a"], sample=500)  # the first way round: leave it out
     con.execute('UPDATE "t" SET "b" = NULL WHERE NOT isfinite("b")')  # the second: clean it
     assert Engine(con).build("t", sample=500).totals["b"][0] == 19_999
+
+
+def test_a_synopsis_of_an_older_format_is_listed_as_such_and_refused(con, monkeypatch):
+    from parzen.aqp import synopsis as synopsis_module
+
+    monkeypatch.setattr(synopsis_module, "FORMAT_VERSION", 8)
+    Engine(con).build("t", sample=500, grid=0)
+    monkeypatch.undo()
+    listing = Engine(con).list().set_index("table")
+    assert listing.loc["t", "why stale"] == "older format: rebuild with engine.refresh('t')"
+    with pytest.raises(OutdatedSynopsis, match=r"has format 8, this parzen reads 9, 10, 11; rebuild it"):
+        Engine(con).query("SELECT COUNT(*) FROM t WHERE a > 3")
 
 
 def test_null_payload_and_corrupt_synopses_are_listed_and_refused(con):

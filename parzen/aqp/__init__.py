@@ -18,7 +18,7 @@ from .engine import (
     UncheckedSynopsisWarning,
 )
 from .sql import UnsupportedQuery
-from .synopsis import CorruptSynopsis
+from .synopsis import CorruptSynopsis, OutdatedSynopsis
 
-__all__ = ["CorruptSynopsis", "Engine", "StaleSynopsisError", "StaleSynopsisWarning", "SynopsisRebuiltWarning",
+__all__ = ["CorruptSynopsis", "Engine", "OutdatedSynopsis", "StaleSynopsisError", "StaleSynopsisWarning", "SynopsisRebuiltWarning",
            "UncheckedSynopsisWarning", "UnsupportedQuery"]

@@ -45,7 +45,7 @@ from .group_candidates import LISTED
 from .sql import AggregateQuery, Range, UnsupportedQuery, parse, read_only_sql, to_sql
 from .strata import Layout, output_groups
 from .string_predicates import resolve_query
-from .synopsis import CorruptSynopsis, Synopsis
+from .synopsis import CorruptSynopsis, OutdatedSynopsis, Synopsis
 
 #: ``Engine(on_stale=...)``: what an answer from a synopsis found stale does.
 ON_STALE = ("warn", "error")
@@ -511,8 +511,9 @@ class Engine:
         for table in store.stored_tables(self.con):
             try:
                 s = self._loaded(table)
-            except CorruptSynopsis:
-                rows.append({"table": table, "stale": True, "why stale": f"corrupt: rebuild with engine.refresh({table!r})"})
+            except CorruptSynopsis as error:
+                kind = "older format" if isinstance(error, OutdatedSynopsis) else "corrupt"
+                rows.append({"table": table, "stale": True, "why stale": f"{kind}: rebuild with engine.refresh({table!r})"})
                 continue
             current, why = self._check(table)
             size = s.nbytes()

@@ -55,6 +55,10 @@ class CorruptSynopsis(ValueError):
     """A stored synopsis failed its checksum or could not be decoded."""
 
 
+class OutdatedSynopsis(CorruptSynopsis):
+    """A stored synopsis is intact but written in a format this parzen no longer reads."""
+
+
 @dataclass
 class Group:
     """One stratum: its key (values of the group columns), exact totals and sample rows."""
@@ -222,7 +226,7 @@ class Synopsis:
         except Exception as err:  # any decoding failure means the bytes are not a synopsis
             raise CorruptSynopsis(f"the synopsis{where} cannot be decoded ({err}); rebuild it") from err
         if meta.get("format_version") not in READABLE_VERSIONS:
-            raise CorruptSynopsis(
+            raise OutdatedSynopsis(
                 f"the synopsis{where} has format {meta.get('format_version')}, this parzen reads "
                 f"{', '.join(map(str, READABLE_VERSIONS))}; rebuild it"
             )
