@@ -253,3 +253,13 @@ def test_the_greedy_picks_the_best_benefit_per_byte_first():
         cells = int(np.prod([cardinality[c] for c in view]))
         brute[view] = len(covered) * (10_000 - cells) / (10 * cells)
     assert max(brute, key=brute.get) == chosen[0]
+
+
+def test_two_pairs_of_equivalent_columns_keep_one_column_of_each():
+    # d_date <-> d_datekey and d_yearmonth <-> d_yearmonthnum (SSB): each pair is one level of the lattice
+    cardinality = {"a": 10, "b": 10, "c": 5, "d": 5}
+    dependencies = [("a", "b"), ("b", "a"), ("c", "d"), ("d", "c")]
+    chosen = select_views(["a", "b", "c", "d"], cardinality, dependencies, rows=1000, cell_bytes=lambda v: 16,
+                          budget=10**6)
+    assert chosen
+    assert {c for v in chosen for c in v} <= {"a", "c"}  # the first of each pair (fewest values, then name)
