@@ -188,6 +188,19 @@ def test_bad_options_are_refused():
         _engine(cube=[["d_year", "lo_revenue"]])
 
 
+@pytest.mark.parametrize("cube", [["d_year", "c_nation"], "d_year", [["d_year", 3]], [[]]])
+def test_a_cube_that_is_no_list_of_column_lists_is_refused_by_name(cube):
+    with pytest.raises(ValueError, match=r"cube= takes a list of column lists.*\[\['d_year', 'c_nation'\]\]"):
+        _engine(cube=cube)
+
+
+def test_a_cube_on_a_table_without_categorical_columns_is_refused():
+    con = duckdb.connect(":memory:")
+    con.execute("CREATE TABLE t AS SELECT random() AS x, random() AS y FROM range(3000)")
+    with pytest.raises(ValueError, match="'x' are no categorical columns.*none"):
+        Engine(con).build("t", sample=500, grid=0, cube=[["x"]])
+
+
 def test_format_10_is_still_read_and_answers_without_tables(listed):
     synopsis = listed.synopsis("lineorder")
     with np.load(io.BytesIO(synopsis.to_bytes()), allow_pickle=False) as stored:
