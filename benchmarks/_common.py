@@ -53,8 +53,9 @@ def r_package_version(package: str) -> str:
     return done.stdout.strip() or "?"
 
 
-def write_results(output_dir: Path, name: str, payload: dict, text: str) -> None:
-    """``name``.json (``payload``, indented) and ``name``.md (``text``) in ``output_dir``, made if missing."""
+def write_results(output_dir: Path, name: str, payload: dict, text: str, *, indent: int = 2, default=None) -> None:
+    """``name``.json (``payload``, indented by ``indent``; ``default``: :func:`json.dumps`'s, for values
+    JSON does not hold) and ``name``.md (``text``) in ``output_dir``, made if missing."""
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / f"{name}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    (output_dir / f"{name}.json").write_text(json.dumps(payload, indent=indent, default=default) + "\n")
     (output_dir / f"{name}.md").write_text(text)
