@@ -400,7 +400,9 @@ def selector_of(name: str, bandwidth):
 
 
 def checked_views(cube, categorical: Sequence[str]) -> list[list[str]] | None:
-    """``build(cube=...)`` checked: a list of lists of the synopsis's categorical column names.
+    """``build(cube=...)`` checked before the passes over the table: a list of lists of column names,
+    and, where the synopsis has no categorical column (so no exact aggregate table is built), none at
+    all; :func:`parzen.aqp.cubes.build_cube` checks the names against the synopsis's columns.
 
     Parameters
     ----------
@@ -418,7 +420,7 @@ def checked_views(cube, categorical: Sequence[str]) -> list[list[str]] | None:
     ------
     ValueError
         ``cube`` is a string, a flat list or holds an empty set or a name that is no string; or it names
-        a column that is not categorical in this synopsis.
+        columns while the synopsis has no categorical column.
     """
     if cube is None:
         return None
@@ -427,10 +429,9 @@ def checked_views(cube, categorical: Sequence[str]) -> list[list[str]] | None:
             any(isinstance(v, str) or not isinstance(v, Sequence) or not v or not all(isinstance(c, str) for c in v)
                 for v in cube):
         raise ValueError(f"cube= takes a list of column lists, one per exact aggregate table ({example}), got {cube!r}")
-    unknown = sorted({c for v in cube for c in v if c not in categorical})
-    if unknown:
-        raise ValueError(f"cube: {', '.join(map(repr, unknown))} are no categorical columns of the synopsis (they "
-                         f"are: {', '.join(categorical) or 'none'})")
+    if cube and not categorical:
+        raise ValueError(f"cube: {', '.join(map(repr, sorted({c for v in cube for c in v})))} are no categorical "
+                         "columns of the synopsis, which has none: no exact aggregate table can be built")
     return [list(v) for v in cube]
 
 
