@@ -35,3 +35,14 @@ def test_each_order_alone_is_the_exact_functional(sums):
 def test_bad_multi_indices_and_scales_are_refused(sums, alphas, g, message):
     with pytest.raises(ValueError, match=message):
         sums[1].psi(g, alphas)
+
+
+def test_the_gaussian_double_sum_is_the_exact_pair_mean_and_refuses_a_covariance_that_is_none(sums):
+    from parzen.bandwidth.scv import gaussian_pair_mean
+
+    Y, binned = sums
+    sigma = np.array([[0.5, 0.1], [0.1, 0.3]])
+    assert binned.gaussian_double_sum(sigma) == pytest.approx(gaussian_pair_mean(CpuBackend(), Y, sigma), rel=2e-3)
+    for bad in (np.array([[-0.5, 0.0], [0.0, -0.3]]), np.array([[0.5, 0.6], [0.6, 0.5]]), np.eye(3)):
+        with pytest.raises(ValueError, match="sigma must be a symmetric positive definite 2 x 2 matrix"):
+            binned.gaussian_double_sum(bad)

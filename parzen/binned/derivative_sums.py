@@ -263,9 +263,17 @@ class BinnedDerivativeSums:
         Returns
         -------
         float
+
+        Raises
+        ------
+        ValueError
+            If ``sigma`` is not a symmetric positive definite d x d matrix.
         """
         sigma = np.asarray(sigma, dtype=np.float64)
         d = self.spec.d
+        if sigma.shape != (d, d) or not np.allclose(sigma, sigma.T) or not np.all(np.linalg.eigvalsh(sigma) > 0.0):
+            raise ValueError(f"sigma must be a symmetric positive definite {d} x {d} matrix (a covariance), got "
+                             f"{sigma.tolist()}")
         sds = np.sqrt(np.diag(sigma))
         half = tuple(int(min(m - 1, math.ceil(GAUSSIAN_CUTOFF * sd / s))) for m, sd, s in zip(self.spec.sizes, sds, self.spacing))
         boxes = self._lag_boxes(half)
