@@ -184,6 +184,9 @@ def test_a_budget_is_respected(budget):
 def test_bad_options_are_refused():
     with pytest.raises(ValueError, match="cube_bytes"):
         _engine(cube_bytes=-1)
+    for bad in ("1MB", float("nan"), None.__class__):
+        with pytest.raises(ValueError, match=r"cube_bytes must be a number of bytes >= 0"):
+            _engine(cube_bytes=bad)
     with pytest.raises(ValueError, match="no categorical columns"):
         _engine(cube=[["d_year", "lo_revenue"]])
 
