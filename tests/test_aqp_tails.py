@@ -51,3 +51,27 @@ def test_t_intervals_of_small_heavy_tailed_domains_cover_where_normal_ones_do_no
     assert np.mean(error <= 1.96 * se) < 0.88
     q = t_quantiles(1.96, np.array([2 * n / kappa]))[0]
     assert np.mean(error <= q * se) >= 0.93
+
+
+def test_a_sum_has_the_same_t_interval_with_other_aggregates_beside_it():
+    """The plain aggregates of a query that also asks MIN / MAX / VAR (parzen.aqp.aggregates) take Student's t
+    as a query of them alone does (parzen.aqp.answers), not z: an interval must not narrow because another
+    aggregate was selected (heavy-tailed y, a narrow box of about 30 sampled rows)."""
+    import duckdb
+    import pandas as pd
+
+    from parzen.aqp import Engine
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.uniform(0, 1000, 200_000), "y": rng.standard_t(2.5, 200_000) * 10})
+    con = duckdb.connect()
+    con.register("frame", frame)
+    con.execute("CREATE TABLE t AS SELECT * FROM frame")
+    engine = Engine(con)
+    engine.build("t", sample=20_000, grid=0)
+    where = "WHERE x BETWEEN 100 AND 101.5"
+    alone = engine.query(f"SELECT COUNT(*) AS n, SUM(y) AS s FROM t {where}", with_error=True)
+    beside = engine.query(f"SELECT COUNT(*) AS n, SUM(y) AS s, MAX(y) AS m FROM t {where}", with_error=True)
+    for name in ("n", "s"):
+        for column in (name, f"{name} low", f"{name} high"):
+            assert beside[column][0] == pytest.approx(alone[column][0], rel=1e-12), column

@@ -149,15 +149,6 @@ def _half_widths(query: AggregateQuery, synopsis: Synopsis, layout: Layout, rang
     return {name: t_quantiles(z, degrees[name]) * se for name, (_, se) in estimates.items()}
 
 
-def _standard_errors(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
-                     output_of_stratum: np.ndarray, groups: int) -> Values:
-    """Per aggregate, per answer row: the standard error of the plain stratified estimate (0 for exact totals)."""
-    if not ranges:
-        return {a.name: np.zeros(groups) for a in query.aggregates}
-    estimates = stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, groups)
-    return {name: se for name, (_, se) in estimates.items()}
-
-
 def _point_answers(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
                    ranges: dict[str, Range]) -> tuple[str, list[tuple], np.ndarray, Values]:
     """The form that answers, the answer rows' keys, each stratum's answer row, and the values."""
