@@ -34,18 +34,10 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
+import _refresh_runs as refresh_runs  # benchmarks/_refresh_runs.py
 import duckdb
 import numpy as np
 from _common import machine, write_results  # benchmarks/_common.py (the scripts run from benchmarks/)
-from _refresh_runs import (
-    accuracy,
-    accuracy_rows,
-    add_run_options,
-    exact_answers,
-    exact_parts,
-    refresh_and_rebuild,
-    summary,
-)
 from aqp_accuracy import FAMILIES, random_queries, relative_errors
 
 from parzen.aqp import Engine, store
@@ -126,9 +118,9 @@ def run(args) -> dict:
     started = time.perf_counter()
     changes = table_changes(con, before)
     check_seconds = time.perf_counter() - started
-    runs = refresh_and_rebuild(con, TABLE, before, args.repeats)
+    runs = refresh_runs.refresh_and_rebuild(con, TABLE, before, args.repeats)
     refreshed, rebuilt = runs.refreshed, runs.rebuilt
-    parts = exact_parts(refreshed, rebuilt, COLUMNS, {
+    parts = refresh_runs.exact_parts(refreshed, rebuilt, COLUMNS, {
         "group rows equal": [(g.key, g.rows) for g in refreshed.groups] == [(g.key, g.rows) for g in rebuilt.groups]})
     rng = np.random.default_rng(args.seed)
     q = column_quantiles(con, COLUMNS)
@@ -138,8 +130,8 @@ def run(args) -> dict:
     def selective(item: dict) -> bool:  # queries under 1 % exact selectivity are dropped
         return con.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE {item['where']}").fetchall()[0][0] / total >= 0.01
 
-    queries, exact, exact_ms = exact_answers(con, drawn, args.queries, selective)
-    errors = {name: summary(accuracy(engine, queries, exact, query_error))
+    queries, exact, exact_ms = refresh_runs.exact_answers(con, drawn, args.queries, selective)
+    errors = {name: refresh_runs.summary(refresh_runs.accuracy(engine, queries, exact, query_error))
               for name, engine in (("refreshed", runs.fresh), ("rebuilt", runs.full), ("stale", runs.stale))}
     return {
         "machine": machine(), "python": platform.python_version(), "duckdb": duckdb.__version__,
@@ -190,7 +182,7 @@ def markdown(r: dict) -> str:
         "| family | queries | refreshed median | refreshed p95 | rebuilt median | rebuilt p95 | stale median | stale p95 |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    lines += accuracy_rows(r["errors"], [*FAMILIES, "1-D GROUP BY", "all"])
+    lines += refresh_runs.accuracy_rows(r["errors"], [*FAMILIES, "1-D GROUP BY", "all"])
     lines += ["", "Bandwidths (refreshed / rebuilt): " + "; ".join(
         f"{c} {a:.4g} / {b:.4g}" for c, (a, b) in r["bandwidths"].items()) + "."]
     return "\n".join(lines) + "\n"
@@ -202,7 +194,7 @@ def main() -> None:
     parser.add_argument("--parts", type=int, default=100)
     parser.add_argument("--data-dir", type=Path, default=Path("/work/data/sf10"))
     parser.add_argument("--database", type=Path, default=None, help="default: DATA_DIR/lineitem_sf<scale>.duckdb")
-    add_run_options(parser, queries=100, results=RESULTS)
+    refresh_runs.add_run_options(parser, queries=100, results=RESULTS)
     args = parser.parse_args()
     args.data_dir.mkdir(parents=True, exist_ok=True)
     args.database = args.database or args.data_dir / f"lineitem_sf{args.scale:g}.duckdb"

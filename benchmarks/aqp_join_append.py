@@ -33,19 +33,11 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
+import _refresh_runs as refresh_runs  # benchmarks/_refresh_runs.py
 import duckdb
 import numpy as np
 import pandas as pd
 from _common import machine, write_results  # benchmarks/_common.py (the scripts run from benchmarks/)
-from _refresh_runs import (
-    accuracy,
-    accuracy_rows,
-    add_run_options,
-    exact_answers,
-    exact_parts,
-    refresh_and_rebuild,
-    summary,
-)
 
 from parzen.aqp import Engine, joins, store
 from parzen.aqp.changes import table_changes
@@ -124,7 +116,7 @@ def join_exact_parts(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
     tables = [{t.columns: dict(zip(map(tuple, t.codes.tolist()), t.rows.tolist())) for t in s.categories.tables}
               for s in (refreshed, rebuilt)]
     shared = set(tables[0]) & set(tables[1])
-    return exact_parts(refreshed, rebuilt, rebuilt.totals, {
+    return refresh_runs.exact_parts(refreshed, rebuilt, rebuilt.totals, {
         "categorical values equal": refreshed.categories.values == rebuilt.categories.values,
         "exact tables equal": [sum(tables[0][c] == tables[1][c] for c in shared), len(shared)],
         "fingerprint equal": refreshed.fingerprint == rebuilt.fingerprint})
@@ -143,7 +135,7 @@ def run(args) -> dict:
     insert_seconds = time.perf_counter() - started
     appended = con.execute("SELECT COUNT(*) FROM lineitem_new").fetchall()[0][0]
     why_stale = Engine(con).check(TABLE)
-    runs = refresh_and_rebuild(con, TABLE, before, args.repeats, incremental_only=True)
+    runs = refresh_runs.refresh_and_rebuild(con, TABLE, before, args.repeats, incremental_only=True)
     refreshed, rebuilt = runs.refreshed, runs.rebuilt
 
     rng = np.random.default_rng(args.seed)
@@ -152,9 +144,9 @@ def run(args) -> dict:
     def selective(item: dict) -> bool:  # queries under 1 % exact selectivity are dropped
         return con.execute(f"SELECT COUNT(*) {FROM} WHERE {item['where']}").fetchall()[0][0] >= 0.01 * total
 
-    queries, exact, exact_ms = exact_answers(con, random_join_queries(con, rng, args.queries * 2), args.queries,
-                                             selective)
-    errors = {name: summary(accuracy(engine, queries, exact, errors_of))
+    drawn = random_join_queries(con, rng, args.queries * 2)
+    queries, exact, exact_ms = refresh_runs.exact_answers(con, drawn, args.queries, selective)
+    errors = {name: refresh_runs.summary(refresh_runs.accuracy(engine, queries, exact, errors_of))
               for name, engine in (("refreshed", runs.fresh), ("rebuilt", runs.full), ("stale", runs.stale))}
     return {
         "machine": machine(), "python": platform.python_version(), "duckdb": duckdb.__version__,
@@ -208,7 +200,7 @@ def markdown(r: dict) -> str:
         "| family | queries | refreshed median | refreshed p95 | rebuilt median | rebuilt p95 | stale median | stale p95 |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    lines += accuracy_rows(r["errors"], ["join range", "join GROUP BY", "all"])
+    lines += refresh_runs.accuracy_rows(r["errors"], ["join range", "join GROUP BY", "all"])
     return "\n".join(lines) + "\n"
 
 
@@ -217,7 +209,7 @@ def main() -> None:
     parser.add_argument("--database", type=Path, default=Path("/work/data/s7-joinappend/tpch_sf1.duckdb"),
                         help="a copy of a TPC-H DuckDB file (written: lineitem is replaced)")
     parser.add_argument("--share", type=float, default=0.01, help="lineitem's share appended")
-    add_run_options(parser, queries=60, results=RESULTS)
+    refresh_runs.add_run_options(parser, queries=60, results=RESULTS)
     args = parser.parse_args()
     result = run(args)
     text = markdown(result)
