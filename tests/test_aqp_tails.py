@@ -75,3 +75,53 @@ def test_a_sum_has_the_same_t_interval_with_other_aggregates_beside_it():
     for name in ("n", "s"):
         for column in (name, f"{name} low", f"{name} high"):
             assert beside[column][0] == pytest.approx(alone[column][0], rel=1e-12), column
+
+
+def test_the_degrees_of_freedom_of_many_strata_and_groups_need_no_strata_by_groups_table():
+    """A GROUP BY on the strata columns of a synopsis of thousands of strata: each stratum feeds one answer
+    row, so the cells are the strata (not a strata x answer rows table: 10 000 strata would be 800 MB a
+    table); the result equals effective_df's on the dense table."""
+    import tracemalloc
+    from types import SimpleNamespace
+
+    from parzen.aqp.answers import _stratified_df
+
+    rng = np.random.default_rng(5)
+    strata = 3000
+    drawn = rng.integers(1, 6, strata).astype(np.float64)
+    layout = SimpleNamespace(keys=[None] * strata, drawn=drawn, rows=drawn * rng.integers(2, 50, strata))
+    stratum = np.repeat(np.arange(strata), drawn.astype(np.intp))
+    values = rng.standard_t(3, stratum.size) * (rng.random(stratum.size) < 0.7)
+    output_of_stratum = rng.permutation(strata)  # one answer row per stratum, in another order
+    output_of_stratum[::17] = -1  # strata the query leaves out
+    tracemalloc.start()
+    got = _stratified_df(values, stratum, layout, output_of_stratum, strata)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 8 * strata * strata / 4  # far below one dense (strata, answer rows) table of float64
+    small = 60
+    keep = stratum < small
+    sub = SimpleNamespace(keys=[None] * small, drawn=drawn[:small], rows=layout.rows[:small])
+    out = output_of_stratum[:small] % 7  # several strata per answer row
+    expected = _dense_df(values[keep], stratum[keep], sub, out, 7)
+    np.testing.assert_allclose(_stratified_df(values[keep], stratum[keep], sub, out, 7), expected, rtol=1e-12)
+    assert np.isfinite(got).any()
+
+
+def _dense_df(values, stratum, layout, output_of_stratum, groups):
+    """effective_df on the dense (strata, answer rows) table, as the cells are defined (the reference)."""
+    strata = len(layout.keys)
+    n, rows = layout.drawn, layout.rows
+    s1 = np.bincount(stratum, weights=values, minlength=strata)
+    s2 = np.bincount(stratum, weights=values * values, minlength=strata)
+    s4 = np.bincount(stratum, weights=values**4, minlength=strata)
+    carrying = np.bincount(stratum, weights=(values != 0.0).astype(np.float64), minlength=strata)
+    var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / np.where(n > 1, n - 1, 1.0), 0.0)
+    contribution = np.nan_to_num(rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows))
+    grids = []
+    for per_stratum in (contribution, carrying, s2, s4):
+        grid = np.zeros((strata, groups))
+        used = output_of_stratum >= 0
+        grid[np.flatnonzero(used), output_of_stratum[used]] = per_stratum[used]
+        grids.append(grid)
+    return effective_df(*grids)
