@@ -125,3 +125,43 @@ def _dense_df(values, stratum, layout, output_of_stratum, groups):
         grid[np.flatnonzero(used), output_of_stratum[used]] = per_stratum[used]
         grids.append(grid)
     return effective_df(*grids)
+
+
+def test_domain_spread_reads_only_the_cells_that_hold_rows():
+    """Domains (categorical GROUP BY outside the strata): the variance and degrees of freedom per domain from
+    the (stratum, domain) cells that hold sampled rows, equal to the dense (strata, domains) tables' and
+    without them (3 000 strata x 3 000 domains would be 72 MB a table)."""
+    import tracemalloc
+    from types import SimpleNamespace
+
+    from parzen.aqp.domains import _domain_variance, domain_spread
+
+    rng = np.random.default_rng(8)
+
+    def case(strata, groups, rows):
+        drawn = np.bincount(rng.integers(0, strata, rows), minlength=strata).astype(np.float64) + 1.0
+        layout = SimpleNamespace(drawn=drawn, rows=drawn * rng.integers(1, 40, strata))
+        stratum = np.repeat(np.arange(strata), drawn.astype(np.intp))
+        keep = rng.random(stratum.size) < 0.8
+        stratum = stratum[keep]
+        return layout, stratum, rng.integers(0, groups, stratum.size), rng.standard_t(3, stratum.size)
+
+    layout, stratum, group, values = case(40, 9, 3000)
+    n, rows = layout.drawn[:, None], layout.rows[:, None]
+    cell = stratum * 9 + group
+    tables = [np.bincount(cell, weights=w, minlength=360).reshape(40, 9)
+              for w in (values, values * values, np.ones_like(values), values**4)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = np.where(n > 1, np.maximum(tables[1] - tables[0] ** 2 / n, 0.0) / (n - 1), 0.0)
+        dense = np.nan_to_num(rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows))
+    variance, df = domain_spread(values, stratum, group, layout, 40, 9)
+    np.testing.assert_allclose(variance, dense.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(_domain_variance(values, stratum, group, layout, 40, 9), dense.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(df, effective_df(dense, tables[2], tables[1], tables[3]), rtol=1e-12)
+
+    layout, stratum, group, values = case(3000, 3000, 20_000)
+    tracemalloc.start()
+    domain_spread(values, stratum, group, layout, 3000, 3000)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 8 * 3000 * 3000 / 4
