@@ -28,20 +28,19 @@ Writes aqp_append.{json,md} into ``--output-dir`` (default benchmarks/results). 
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import subprocess
 import time
-import warnings
 from importlib.metadata import version
 from pathlib import Path
 
+import _refresh_runs as refresh_runs  # benchmarks/_refresh_runs.py
 import duckdb
 import numpy as np
-from _common import machine  # benchmarks/_common.py (the scripts run from benchmarks/)
+from _common import machine, write_results  # benchmarks/_common.py (the scripts run from benchmarks/)
 from aqp_accuracy import FAMILIES, random_queries, relative_errors
 
-from parzen.aqp import Engine, StaleSynopsisWarning, store
+from parzen.aqp import Engine, store
 from parzen.aqp.changes import table_changes
 from parzen.aqp.synopsis import Synopsis
 
@@ -95,24 +94,10 @@ def base_synopsis(con, options: dict) -> tuple[Synopsis, float]:
     return built, seconds
 
 
-def accuracy(engine: Engine, queries: list[dict], exact: dict[int, object]) -> dict[str, list[float]]:
-    """Per family, the relative errors of ``engine``'s answers (the median over groups for GROUP BY)."""
-    errors: dict[str, list[float]] = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StaleSynopsisWarning)
-        for k, q in enumerate(queries):
-            keys = ["l_returnflag"] if q["family"].endswith("GROUP BY") else []
-            e = relative_errors(engine.query(q["sql"]), exact[k], keys)
-            errors.setdefault(q["family"], []).append(float(np.median(e)))
-    return errors
-
-
-def summary(errors: dict[str, list[float]]) -> dict[str, dict]:
-    out = {}
-    for family, values in [*errors.items(), ("all", [v for vs in errors.values() for v in vs])]:
-        out[family] = {"queries": len(values), "median": float(np.median(values)),
-                       "p95": float(np.percentile(values, 95)), "max": float(np.max(values))}
-    return out
+def query_error(estimate, exact, query: dict) -> float:
+    """A query's relative error (the median over groups for GROUP BY)."""
+    keys = ["l_returnflag"] if query["family"].endswith("GROUP BY") else []
+    return float(np.median(relative_errors(estimate, exact, keys)))
 
 
 def run(args) -> dict:
@@ -133,60 +118,29 @@ def run(args) -> dict:
     started = time.perf_counter()
     changes = table_changes(con, before)
     check_seconds = time.perf_counter() - started
-    refresh_seconds = []
-    for _ in range(args.repeats):
-        store.save(con, before)
-        started = time.perf_counter()
-        refreshed = Engine(con).refresh(TABLE)
-        refresh_seconds.append(time.perf_counter() - started)
-    stale = Engine(con)
-    stale._keep(before)  # answers from the synopsis before the append (no check: no staleness verdict)
-    started = time.perf_counter()
-    rebuilt = Engine(con).refresh(TABLE, full=True)
-    rebuild_seconds = time.perf_counter() - started
-    store.save(con, refreshed)
-    fresh, full = Engine(con), Engine(con)
-    fresh._keep(refreshed)
-    full._keep(rebuilt)
-
-    exact_parts = {
-        "rows": [refreshed.row_count, rebuilt.row_count],
-        "column counts equal": all(refreshed.totals[c][0] == rebuilt.totals[c][0] for c in COLUMNS),
-        "column sums max rel. difference": max(abs(refreshed.totals[c][1] - rebuilt.totals[c][1])
-                                               / max(abs(rebuilt.totals[c][1]), 1e-300) for c in COLUMNS),
-        "group rows equal": [(g.key, g.rows) for g in refreshed.groups] == [(g.key, g.rows) for g in rebuilt.groups],
-        "sample rows": [refreshed.sample_size, rebuilt.sample_size],
-        "sampled rows in common": int(np.intersect1d(refreshed.sample_keys, rebuilt.sample_keys).size),
-        "grid C(t) max abs. difference (rows)": max(
-            float(np.max(np.abs(np.array([refreshed.grids[c].cumulative(t)[0] for t in rebuilt.grids[c].points])
-                                - rebuilt.grids[c].count))) for c in rebuilt.grids if not rebuilt.grids[c].steps),
-    }
+    runs = refresh_runs.refresh_and_rebuild(con, TABLE, before, args.repeats)
+    refreshed, rebuilt = runs.refreshed, runs.rebuilt
+    parts = refresh_runs.exact_parts(refreshed, rebuilt, COLUMNS, {
+        "group rows equal": [(g.key, g.rows) for g in refreshed.groups] == [(g.key, g.rows) for g in rebuilt.groups]})
     rng = np.random.default_rng(args.seed)
     q = column_quantiles(con, COLUMNS)
     drawn = random_queries(rng, TABLE, q, args.queries * 2, "l_returnflag")
-    queries, exact = [], {}
     total = con.execute(f"SELECT COUNT(*) FROM {TABLE}").fetchall()[0][0]
-    exact_ms = []
-    for item in drawn:
-        share = con.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE {item['where']}").fetchall()[0][0] / total
-        if share < 0.01:
-            continue
-        started = time.perf_counter()
-        exact[len(queries)] = con.execute(item["sql"]).df()
-        exact_ms.append(1e3 * (time.perf_counter() - started))
-        queries.append(item)
-        if len(queries) == args.queries:
-            break
-    errors = {name: summary(accuracy(engine, queries, exact))
-              for name, engine in (("refreshed", fresh), ("rebuilt", full), ("stale", stale))}
+
+    def selective(item: dict) -> bool:  # queries under 1 % exact selectivity are dropped
+        return con.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE {item['where']}").fetchall()[0][0] / total >= 0.01
+
+    queries, exact, exact_ms = refresh_runs.exact_answers(con, drawn, args.queries, selective)
+    errors = {name: refresh_runs.summary(refresh_runs.accuracy(engine, queries, exact, query_error))
+              for name, engine in (("refreshed", runs.fresh), ("rebuilt", runs.full), ("stale", runs.stale))}
     return {
         "machine": machine(), "python": platform.python_version(), "duckdb": duckdb.__version__,
         "parzen": version("parzen"), "scale": args.scale, "rows before": built.row_count, "rows appended": appended,
         "why stale": why_stale, "options": options, "build seconds": build_seconds, "insert seconds": insert_seconds,
         "change check seconds": check_seconds, "changes": {"kept rows": changes.kept_rows, "new rows": changes.new_rows},
-        "refresh seconds": refresh_seconds, "refresh note": refreshed.refreshed, "rebuild seconds": rebuild_seconds,
-        "speed-up (rebuild / best refresh)": rebuild_seconds / min(refresh_seconds),
-        "exact parts": exact_parts, "errors": errors, "exact median ms": float(np.median(exact_ms)),
+        "refresh seconds": runs.refresh_seconds, "refresh note": refreshed.refreshed,
+        "rebuild seconds": runs.rebuild_seconds, "speed-up (rebuild / best refresh)": runs.rebuild_seconds / min(runs.refresh_seconds),
+        "exact parts": parts, "errors": errors, "exact median ms": float(np.median(exact_ms)),
         "bandwidths": {c: [refreshed.models[c].bandwidth, rebuilt.models[c].bandwidth] for c in COLUMNS},
         "grid points": {c: [refreshed.grids[c].points.size, rebuilt.grids[c].points.size] for c in rebuilt.grids},
     }
@@ -228,12 +182,7 @@ def markdown(r: dict) -> str:
         "| family | queries | refreshed median | refreshed p95 | rebuilt median | rebuilt p95 | stale median | stale p95 |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    e = r["errors"]
-    for family in [*FAMILIES, "1-D GROUP BY", "all"]:
-        if family not in e["refreshed"]:
-            continue
-        cells = [f"{100 * e[s][family][m]:.2f} %" for s in ("refreshed", "rebuilt", "stale") for m in ("median", "p95")]
-        lines.append(f"| {family} | {e['refreshed'][family]['queries']} | {' | '.join(cells)} |")
+    lines += refresh_runs.accuracy_rows(r["errors"], [*FAMILIES, "1-D GROUP BY", "all"])
     lines += ["", "Bandwidths (refreshed / rebuilt): " + "; ".join(
         f"{c} {a:.4g} / {b:.4g}" for c, (a, b) in r["bandwidths"].items()) + "."]
     return "\n".join(lines) + "\n"
@@ -245,22 +194,15 @@ def main() -> None:
     parser.add_argument("--parts", type=int, default=100)
     parser.add_argument("--data-dir", type=Path, default=Path("/work/data/sf10"))
     parser.add_argument("--database", type=Path, default=None, help="default: DATA_DIR/lineitem_sf<scale>.duckdb")
-    parser.add_argument("--sample", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--memory-limit", default="4GB", help="DuckDB's memory_limit")
-    parser.add_argument("--output-dir", type=Path, default=RESULTS)
+    refresh_runs.add_run_options(parser, queries=100, results=RESULTS)
     args = parser.parse_args()
     args.data_dir.mkdir(parents=True, exist_ok=True)
     args.database = args.database or args.data_dir / f"lineitem_sf{args.scale:g}.duckdb"
     if not args.database.exists():
         load(args.database, args.data_dir, args.scale, args.parts)
     result = run(args)
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "aqp_append.json").write_text(json.dumps(result, indent=1, default=str))
     text = markdown(result)
-    (args.output_dir / "aqp_append.md").write_text(text)
+    write_results(args.output_dir, "aqp_append", result, text, indent=1, default=str)
     print(text)
 
 

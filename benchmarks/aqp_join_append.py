@@ -28,19 +28,18 @@ Writes aqp_join_append.{json,md} into ``--output-dir`` (default benchmarks/resul
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
-import warnings
 from importlib.metadata import version
 from pathlib import Path
 
+import _refresh_runs as refresh_runs  # benchmarks/_refresh_runs.py
 import duckdb
 import numpy as np
 import pandas as pd
-from _common import machine  # benchmarks/_common.py (the scripts run from benchmarks/)
+from _common import machine, write_results  # benchmarks/_common.py (the scripts run from benchmarks/)
 
-from parzen.aqp import Engine, StaleSynopsisWarning, joins, store
+from parzen.aqp import Engine, joins, store
 from parzen.aqp.changes import table_changes
 from parzen.aqp.synopsis import Synopsis
 
@@ -101,9 +100,9 @@ def random_join_queries(con, rng, count: int) -> list[dict]:
     return out
 
 
-def errors_of(estimate: pd.DataFrame, exact: pd.DataFrame, grouped: bool) -> float:
+def errors_of(estimate: pd.DataFrame, exact: pd.DataFrame, query: dict) -> float:
     """The median over groups and the two aggregates of the relative errors (a missed group: 100 %)."""
-    if grouped:
+    if query["family"].endswith("GROUP BY"):
         merged = exact.merge(estimate, on="o_orderpriority", how="left", suffixes=("", "_est"))
         pairs = [(merged[f"{c}_est"].fillna(0.0).to_numpy(float), merged[c].to_numpy(float)) for c in ("n", "revenue")]
     else:
@@ -111,42 +110,16 @@ def errors_of(estimate: pd.DataFrame, exact: pd.DataFrame, grouped: bool) -> flo
     return float(np.median(np.concatenate([np.abs(e - t) / np.maximum(np.abs(t), 1e-12) for e, t in pairs])))
 
 
-def accuracy(engine: Engine, queries: list[dict], exact: dict[int, pd.DataFrame]) -> dict[str, list[float]]:
-    errors: dict[str, list[float]] = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StaleSynopsisWarning)
-        for k, q in enumerate(queries):
-            grouped = q["family"].endswith("GROUP BY")
-            errors.setdefault(q["family"], []).append(errors_of(engine.query(q["sql"]), exact[k], grouped))
-    return errors
-
-
-def summary(errors: dict[str, list[float]]) -> dict[str, dict]:
-    out = {}
-    for family, values in [*errors.items(), ("all", [v for vs in errors.values() for v in vs])]:
-        out[family] = {"queries": len(values), "median": float(np.median(values)),
-                       "p95": float(np.percentile(values, 95)), "max": float(np.max(values))}
-    return out
-
-
-def exact_parts(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
+def join_exact_parts(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
+    """:func:`_refresh_runs.exact_parts` with the categorical columns' values and exact tables and the
+    fingerprints compared too."""
     tables = [{t.columns: dict(zip(map(tuple, t.codes.tolist()), t.rows.tolist())) for t in s.categories.tables}
               for s in (refreshed, rebuilt)]
     shared = set(tables[0]) & set(tables[1])
-    return {
-        "rows": [refreshed.row_count, rebuilt.row_count],
-        "column counts equal": all(refreshed.totals[c][0] == rebuilt.totals[c][0] for c in rebuilt.totals),
-        "column sums max rel. difference": max(abs(refreshed.totals[c][1] - rebuilt.totals[c][1])
-                                               / max(abs(rebuilt.totals[c][1]), 1e-300) for c in rebuilt.totals),
+    return refresh_runs.exact_parts(refreshed, rebuilt, rebuilt.totals, {
         "categorical values equal": refreshed.categories.values == rebuilt.categories.values,
         "exact tables equal": [sum(tables[0][c] == tables[1][c] for c in shared), len(shared)],
-        "fingerprint equal": refreshed.fingerprint == rebuilt.fingerprint,
-        "sample rows": [refreshed.sample_size, rebuilt.sample_size],
-        "sampled rows in common": int(np.intersect1d(refreshed.sample_keys, rebuilt.sample_keys).size),
-        "grid C(t) max abs. difference (rows)": max(
-            float(np.max(np.abs(np.array([refreshed.grids[c].cumulative(t)[0] for t in rebuilt.grids[c].points])
-                                - rebuilt.grids[c].count))) for c in rebuilt.grids if not rebuilt.grids[c].steps),
-    }
+        "fingerprint equal": refreshed.fingerprint == rebuilt.fingerprint})
 
 
 def run(args) -> dict:
@@ -162,47 +135,29 @@ def run(args) -> dict:
     insert_seconds = time.perf_counter() - started
     appended = con.execute("SELECT COUNT(*) FROM lineitem_new").fetchall()[0][0]
     why_stale = Engine(con).check(TABLE)
-    refresh_seconds = []
-    for _ in range(args.repeats):
-        store.save(con, before)
-        started = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # an incremental refresh: a rebuild would warn
-            refreshed = Engine(con).refresh(TABLE)
-        refresh_seconds.append(time.perf_counter() - started)
-    stale = Engine(con)
-    stale._keep(before)
-    started = time.perf_counter()
-    rebuilt = Engine(con).refresh(TABLE, full=True)
-    rebuild_seconds = time.perf_counter() - started
-    store.save(con, refreshed)
-    fresh, full = Engine(con), Engine(con)
-    fresh._keep(refreshed)
-    full._keep(rebuilt)
+    runs = refresh_runs.refresh_and_rebuild(con, TABLE, before, args.repeats, incremental_only=True)
+    refreshed, rebuilt = runs.refreshed, runs.rebuilt
 
     rng = np.random.default_rng(args.seed)
     total = con.execute(f"SELECT COUNT(*) {FROM}").fetchall()[0][0]
-    queries, exact, exact_ms = [], {}, []
-    for item in random_join_queries(con, rng, args.queries * 2):
-        if con.execute(f"SELECT COUNT(*) {FROM} WHERE {item['where']}").fetchall()[0][0] < 0.01 * total:
-            continue
-        started = time.perf_counter()
-        exact[len(queries)] = con.execute(item["sql"]).df()
-        exact_ms.append(1e3 * (time.perf_counter() - started))
-        queries.append(item)
-        if len(queries) == args.queries:
-            break
-    errors = {name: summary(accuracy(engine, queries, exact))
-              for name, engine in (("refreshed", fresh), ("rebuilt", full), ("stale", stale))}
+
+    def selective(item: dict) -> bool:  # queries under 1 % exact selectivity are dropped
+        return con.execute(f"SELECT COUNT(*) {FROM} WHERE {item['where']}").fetchall()[0][0] >= 0.01 * total
+
+    drawn = random_join_queries(con, rng, args.queries * 2)
+    queries, exact, exact_ms = refresh_runs.exact_answers(con, drawn, args.queries, selective)
+    errors = {name: refresh_runs.summary(refresh_runs.accuracy(engine, queries, exact, errors_of))
+              for name, engine in (("refreshed", runs.fresh), ("rebuilt", runs.full), ("stale", runs.stale))}
     return {
         "machine": machine(), "python": platform.python_version(), "duckdb": duckdb.__version__,
         "parzen": version("parzen"), "database": str(args.database), "rows before": before.row_count,
         "rows appended": appended, "orders rows": before.dimension_rows["orders"], "why stale": why_stale,
         "options": options, "categorical columns": list(before.categories.values) if before.categories else [],
-        "build seconds": build_seconds, "insert seconds": insert_seconds, "refresh seconds": refresh_seconds,
-        "refresh note": refreshed.refreshed, "rebuild seconds": rebuild_seconds,
-        "speed-up (rebuild / best refresh)": rebuild_seconds / min(refresh_seconds),
-        "exact parts": exact_parts(refreshed, rebuilt), "errors": errors, "exact median ms": float(np.median(exact_ms)),
+        "build seconds": build_seconds, "insert seconds": insert_seconds,
+        "refresh seconds": runs.refresh_seconds, "refresh note": refreshed.refreshed,
+        "rebuild seconds": runs.rebuild_seconds,
+        "speed-up (rebuild / best refresh)": runs.rebuild_seconds / min(runs.refresh_seconds),
+        "exact parts": join_exact_parts(refreshed, rebuilt), "errors": errors, "exact median ms": float(np.median(exact_ms)),
         "queries": [q["sql"] for q in queries],
     }
 
@@ -245,12 +200,7 @@ def markdown(r: dict) -> str:
         "| family | queries | refreshed median | refreshed p95 | rebuilt median | rebuilt p95 | stale median | stale p95 |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    e = r["errors"]
-    for family in ["join range", "join GROUP BY", "all"]:
-        if family not in e["refreshed"]:
-            continue
-        cells = [f"{100 * e[s][family][m]:.2f} %" for s in ("refreshed", "rebuilt", "stale") for m in ("median", "p95")]
-        lines.append(f"| {family} | {e['refreshed'][family]['queries']} | {' | '.join(cells)} |")
+    lines += refresh_runs.accuracy_rows(r["errors"], ["join range", "join GROUP BY", "all"])
     return "\n".join(lines) + "\n"
 
 
@@ -259,18 +209,11 @@ def main() -> None:
     parser.add_argument("--database", type=Path, default=Path("/work/data/s7-joinappend/tpch_sf1.duckdb"),
                         help="a copy of a TPC-H DuckDB file (written: lineitem is replaced)")
     parser.add_argument("--share", type=float, default=0.01, help="lineitem's share appended")
-    parser.add_argument("--sample", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=60)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--memory-limit", default="4GB", help="DuckDB's memory_limit")
-    parser.add_argument("--output-dir", type=Path, default=RESULTS)
+    refresh_runs.add_run_options(parser, queries=60, results=RESULTS)
     args = parser.parse_args()
     result = run(args)
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "aqp_join_append.json").write_text(json.dumps(result, indent=1, default=str))
     text = markdown(result)
-    (args.output_dir / "aqp_join_append.md").write_text(text)
+    write_results(args.output_dir, "aqp_join_append", result, text, indent=1, default=str)
     print(text)
 
 

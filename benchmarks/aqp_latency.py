@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from _common import machine
+from _checkouts import alternated
+from _common import machine, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
-HERE = Path(__file__).resolve().parent
 
 
 def queries(flights: str | None, tpcds: str | None, pilotdb_repo: str) -> list[tuple[str, str, str]]:
@@ -74,13 +71,6 @@ def measure(listing: list[tuple[str, str, str]], repeats: int) -> dict:
     return {"queries": out}
 
 
-def _run_checkout(path: str, listing_file: Path, repeats: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": f"{Path(path).resolve()}{os.pathsep}{HERE}"}
-    done = subprocess.run([sys.executable, __file__, "--measure", str(listing_file), "--repeats", str(repeats)],
-                          env=env, check=True, capture_output=True, text=True)
-    return json.loads(done.stdout.splitlines()[-1])
-
-
 def _same(a, b) -> bool:
     if a is None or b is None:
         return a is b
@@ -90,15 +80,8 @@ def _same(a, b) -> bool:
 
 def compare(before: str, after: str, listing: list, rounds: int, repeats: int) -> dict:
     """Both checkouts, alternating ``rounds`` times; per family the median of the queries' best times."""
-    listing_file = RESULTS.parent / ".aqp_latency_queries.json"
-    listing_file.write_text(json.dumps(listing))
-    try:
-        runs: dict[str, list[dict]] = {"before": [], "after": []}
-        for _ in range(rounds):
-            for name, path in (("before", before), ("after", after)):
-                runs[name].append(_run_checkout(path, listing_file, repeats))
-    finally:
-        listing_file.unlink()
+    runs = alternated(__file__, listing, RESULTS.parent / ".aqp_latency_queries.json", {"before": before, "after": after}, rounds,
+                      repeats)
     best = {name: [min((r["queries"][i]["ms"] for r in rs if r["queries"][i]["ms"] is not None), default=None)
                    for i in range(len(listing))] for name, rs in runs.items()}
     cpu = {name: [min((r["queries"][i]["cpu_ms"] for r in rs if r["queries"][i]["ms"] is not None), default=None)
@@ -179,9 +162,7 @@ def main() -> None:
     result = compare(args.before, args.after, queries(args.flights, args.tpcds, args.pilotdb_repo),
                      args.rounds, args.repeats)
     result["note"] = args.note
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "aqp_latency.json").write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / "aqp_latency.md").write_text(markdown(result, args.note))
+    write_results(RESULTS, "aqp_latency", result, markdown(result, args.note))
     print(markdown(result, args.note))
 
 

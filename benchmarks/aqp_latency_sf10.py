@@ -24,17 +24,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from _common import machine
+from _checkouts import alternated
+from _common import machine, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
-HERE = Path(__file__).resolve().parent
 #: Workload -> (DuckDB file name, tables whose synopses answer it).
 WORKLOADS = {"ssb": ("ssb_sf10.duckdb", ["lineorder"]), "tpch": ("tpch_sf10.duckdb", ["lineitem"]),
              "tpcds": ("tpcds_sf10.duckdb", ["store_sales", "web_sales"])}
@@ -104,13 +101,6 @@ def measure(listing: list[dict], repeats: int) -> dict:
     return {"queries": out}
 
 
-def _run_checkout(path: str, listing_file: Path, repeats: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": f"{Path(path).resolve()}{os.pathsep}{HERE}"}
-    done = subprocess.run([sys.executable, __file__, "--measure", str(listing_file), "--repeats", str(repeats)],
-                          env=env, check=True, capture_output=True, text=True)
-    return json.loads(done.stdout.splitlines()[-1])
-
-
 def _same(a, b) -> bool:
     """Cells alike: equal, NaN with NaN, and floats bit for bit (their repr, which tells -0.0 from 0.0)."""
     if a is None or b is None:
@@ -128,15 +118,8 @@ def _median(values: list) -> float | None:
 
 def compare(before: str, after: str, listing: list[dict], rounds: int, repeats: int) -> dict:
     """Both checkouts, alternating ``rounds`` times; per family the medians of the queries' best times."""
-    listing_file = RESULTS.parent / ".aqp_latency_sf10_queries.json"
-    listing_file.write_text(json.dumps(listing))
-    try:
-        runs: dict[str, list[dict]] = {"before": [], "after": []}
-        for _ in range(rounds):
-            for name, path in (("before", before), ("after", after)):
-                runs[name].append(_run_checkout(path, listing_file, repeats))
-    finally:
-        listing_file.unlink()
+    runs = alternated(__file__, listing, RESULTS.parent / ".aqp_latency_sf10_queries.json", {"before": before, "after": after}, rounds,
+                      repeats)
 
     def best(name: str, key: str) -> list:
         return [min((r["queries"][i][key] for r in runs[name] if r["queries"][i]["ms"] is not None), default=None)
@@ -220,9 +203,7 @@ def main() -> None:
                      args.rounds, args.repeats)
     result["note"] = args.note
     text = markdown(result, args.note, args.label_before or args.before, args.label_after or args.after)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "aqp_latency_sf10.json").write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / "aqp_latency_sf10.md").write_text(text)
+    write_results(RESULTS, "aqp_latency_sf10", result, text)
     print(text)
 
 

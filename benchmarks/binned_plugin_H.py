@@ -16,17 +16,13 @@ benchmarks/results/.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
-import subprocess
-import tempfile
 import time
 import warnings
 from pathlib import Path
 from unittest import mock
 
 import numpy as np
-from _common import machine  # benchmarks/_common.py (the scripts run from benchmarks/)
+from _common import machine, r_package_version, run_rscript, write_results  # benchmarks/_common.py
 
 from parzen.bandwidth import binned_matrix, plugin_H
 from parzen.bandwidth.method import recording
@@ -52,17 +48,10 @@ def mixture(n: int, d: int) -> np.ndarray:
 
 
 def run_ks(x: np.ndarray) -> tuple[np.ndarray, float] | str:
-    if shutil.which("Rscript") is None:
-        return "Rscript not found"
     n, d = x.shape
-    with tempfile.TemporaryDirectory() as tmp:
-        data, script = Path(tmp) / "x.bin", Path(tmp) / "hpi.R"
-        np.ascontiguousarray(x, dtype="<f8").tofile(data)
-        script.write_text(R_SCRIPT)
-        done = subprocess.run(["Rscript", str(script), str(data), str(n), str(d)], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        return f"Rscript failed: {done.stderr.strip()[-200:]}"
-    values = [float(v) for v in done.stdout.split()]
+    values = run_rscript(R_SCRIPT, x, n, d)
+    if isinstance(values, str):
+        return values
     return np.array(values[: d * d]).reshape(d, d), values[d * d]
 
 
@@ -148,12 +137,9 @@ def main() -> None:
         for n in args.sizes:
             rows.append(measure(n, d, args.tolerance, args.exact_up_to, args.repeat))
             print(rows[-1]["n"], rows[-1]["d"], rows[-1]["binned_s"], rows[-1].get("ks_s"), flush=True)
-    version = subprocess.run(["Rscript", "-e", "cat(as.character(packageVersion('ks')))"], capture_output=True, text=True, check=False)
     meta = {"machine": machine(), "note": args.note, "tolerance": args.tolerance, "repeat": args.repeat,
-            "ks": version.stdout.strip() or "?"}
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "binned_plugin_H.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
-    (args.output_dir / "binned_plugin_H.md").write_text(markdown(rows, meta))
+            "ks": r_package_version("ks")}
+    write_results(args.output_dir, "binned_plugin_H", {"meta": meta, "rows": rows}, markdown(rows, meta))
     print(markdown(rows, meta))
 
 

@@ -13,15 +13,11 @@ benchmarks/results/.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from _common import machine  # benchmarks/_common.py (the scripts run from benchmarks/)
+from _common import machine, r_package_version, run_rscript, write_results  # benchmarks/_common.py
 
 from parzen.bandwidth import plugin_H
 from parzen.datasets import load
@@ -44,16 +40,9 @@ cat(sprintf("%.17g", c(H, best)), "\\n")
 
 
 def run_ks(x: np.ndarray, repeat: int) -> tuple[np.ndarray, float] | str:
-    if shutil.which("Rscript") is None:
-        return "Rscript not found"
-    with tempfile.TemporaryDirectory() as tmp:
-        data, script = Path(tmp) / "x.bin", Path(tmp) / "hpi.R"
-        np.ascontiguousarray(x, dtype="<f8").tofile(data)
-        script.write_text(R_SCRIPT)
-        done = subprocess.run(["Rscript", str(script), str(data), str(len(x)), str(repeat)], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        return f"Rscript failed: {done.stderr.strip()[-200:]}"
-    values = [float(v) for v in done.stdout.split()]
+    values = run_rscript(R_SCRIPT, x, len(x), repeat)
+    if isinstance(values, str):
+        return values
     return np.array(values[:4]).reshape(2, 2), values[4]
 
 
@@ -105,11 +94,9 @@ def main() -> None:
     parser.add_argument("--output-dir", type=Path, default=RESULTS)
     args = parser.parse_args()
     row = measure(args.n, args.repeat, args.r_repeat)
-    version = subprocess.run(["Rscript", "-e", "cat(as.character(packageVersion('ks')))"], capture_output=True, text=True, check=False)
-    meta = {"machine": machine(), "note": args.note, "repeat": args.repeat, "r_repeat": args.r_repeat, "ks": version.stdout.strip() or "?"}
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "plugin_H.json").write_text(json.dumps({"meta": meta, "rows": [row]}, indent=2) + "\n")
-    (args.output_dir / "plugin_H.md").write_text(markdown(row, meta))
+    meta = {"machine": machine(), "note": args.note, "repeat": args.repeat, "r_repeat": args.r_repeat,
+            "ks": r_package_version("ks")}
+    write_results(args.output_dir, "plugin_H", {"meta": meta, "rows": [row]}, markdown(row, meta))
     print(markdown(row, meta))
 
 

@@ -184,8 +184,24 @@ def test_a_budget_is_respected(budget):
 def test_bad_options_are_refused():
     with pytest.raises(ValueError, match="cube_bytes"):
         _engine(cube_bytes=-1)
+    for bad in ("1MB", float("nan"), None.__class__):
+        with pytest.raises(ValueError, match=r"cube_bytes must be a number of bytes >= 0"):
+            _engine(cube_bytes=bad)
     with pytest.raises(ValueError, match="no categorical columns"):
         _engine(cube=[["d_year", "lo_revenue"]])
+
+
+@pytest.mark.parametrize("cube", [["d_year", "c_nation"], "d_year", [["d_year", 3]], [[]]])
+def test_a_cube_that_is_no_list_of_column_lists_is_refused_by_name(cube):
+    with pytest.raises(ValueError, match=r"cube= takes a list of column lists.*\[\['d_year', 'c_nation'\]\]"):
+        _engine(cube=cube)
+
+
+def test_a_cube_on_a_table_without_categorical_columns_is_refused():
+    con = duckdb.connect(":memory:")
+    con.execute("CREATE TABLE t AS SELECT random() AS x, random() AS y FROM range(3000)")
+    with pytest.raises(ValueError, match="'x' are no categorical columns of the synopsis, which has none"):
+        Engine(con).build("t", sample=500, grid=0, cube=[["x"]])
 
 
 def test_format_10_is_still_read_and_answers_without_tables(listed):
@@ -253,3 +269,13 @@ def test_the_greedy_picks_the_best_benefit_per_byte_first():
         cells = int(np.prod([cardinality[c] for c in view]))
         brute[view] = len(covered) * (10_000 - cells) / (10 * cells)
     assert max(brute, key=brute.get) == chosen[0]
+
+
+def test_two_pairs_of_equivalent_columns_keep_one_column_of_each():
+    # d_date <-> d_datekey and d_yearmonth <-> d_yearmonthnum (SSB): each pair is one level of the lattice
+    cardinality = {"a": 10, "b": 10, "c": 5, "d": 5}
+    dependencies = [("a", "b"), ("b", "a"), ("c", "d"), ("d", "c")]
+    chosen = select_views(["a", "b", "c", "d"], cardinality, dependencies, rows=1000, cell_bytes=lambda v: 16,
+                          budget=10**6)
+    assert chosen
+    assert {c for v in chosen for c in v} <= {"a", "c"}  # the first of each pair (fewest values, then name)

@@ -275,3 +275,31 @@ def test_null_payload_and_corrupt_synopses_are_listed_and_refused(con):
     fixed = Engine(con)
     fixed.refresh("t")
     assert not Engine(con).list().set_index("table").loc["t", "stale"]
+
+
+def test_a_stored_synopsis_lacking_a_field_is_corrupt_and_refresh_rebuilds_it(con):
+    """A format-9 payload written before its last fields were kept (the shared flights.duckdb of an
+    earlier build holds one without ``rowid_end``): CorruptSynopsis naming the field, not a KeyError, so
+    that refresh rebuilds it."""
+    import io
+    import json
+
+    from parzen.aqp import store
+    from parzen.aqp.synopsis import Synopsis
+
+    engine = Engine(con)
+    built = engine.build("t", sample=500, grid=0)
+    with np.load(io.BytesIO(built.to_bytes()), allow_pickle=False) as stored:
+        arrays = {k: stored[k] for k in stored.files}
+    meta = json.loads(arrays.pop("meta").tobytes().decode())
+    meta["format_version"] = 9
+    del meta["rowid_end"]
+    buffer = io.BytesIO()
+    np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+    with pytest.raises(CorruptSynopsis, match=r"lacks 'rowid_end'.*rebuild it"):
+        Synopsis.from_bytes(buffer.getvalue())
+    payload = buffer.getvalue()
+    con.execute("UPDATE parzen_synopses SET payload = ?, sha256 = ? WHERE table_name = 't'",
+                [payload, store.checksum(payload)])
+    assert Engine(con).list().set_index("table").loc["t", "stale"]
+    assert Engine(con).refresh("t").rowid_end == built.rowid_end

@@ -24,7 +24,9 @@ come from
   :func:`parzen.aqp.answers.calibration_factor`), s the column's mean (no cancellation), M_2 with
   Jones's correction for the kernel's variance h^2; AVG of a polynomial the ratio of its SUM to the
   rows where none of its columns is NULL.  Standard errors by the delta method on the per-row terms
-  (stratified, finite-population corrected: :func:`parzen.aqp.answers._stratified_variance`);
+  (stratified, finite-population corrected: :func:`parzen.aqp.answers._stratified_variance`); COUNT,
+  SUM and AVG of columns take Student's t of their variance's degrees of freedom for z
+  (:mod:`parzen.aqp.tails`), as a query of them alone does;
 - MIN / MAX under a range: the sample's extreme among its rows inside the box (the raw values,
   every range), which is a **bound**: the table's MIN is at most the sample's, and at least the
   larger of the group's exact MIN and the range's low end on that column (MAX alike).  The answer
@@ -96,9 +98,10 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     plain = [a for a in query.aggregates if a.plain]
     base = replace(query, select=tuple(dict.fromkeys([*plain, *parts.values(), _ROWS])))
     form, keys, output_of_stratum, values = answers._point_answers(base, synopsis, layout, ranges)
-    errors = answers._standard_errors(base, synopsis, layout, ranges, output_of_stratum, len(keys)) \
+    # the plain aggregates' half widths: t se, as a query of them alone has them (parzen.aqp.tails)
+    half_widths = answers._half_widths(base, synopsis, layout, ranges, output_of_stratum, len(keys), z) \
         if z is not None else {a.name: np.zeros(len(keys)) for a in base.aggregates}
-    solver = _Solver(query, synopsis, layout, ranges, output_of_stratum, len(keys), values, errors, parts,
+    solver = _Solver(query, synopsis, layout, ranges, output_of_stratum, len(keys), values, half_widths, parts,
                      0.0 if z is None else z)
     rows: list[dict[str, Estimate]] = [{} for _ in keys]
     bounds = []
@@ -119,15 +122,16 @@ class _Solver:
     summaries or the sample (see the module)."""
 
     def __init__(self, query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
-                 output_of_stratum: np.ndarray, groups: int, values, errors, parts: dict[Aggregate, Aggregate],
+                 output_of_stratum: np.ndarray, groups: int, values, half_widths, parts: dict[Aggregate, Aggregate],
                  z: float) -> None:
         self.query, self.synopsis, self.layout, self.ranges = query, synopsis, layout, ranges
         self.output_of_stratum, self.groups = output_of_stratum, groups
-        self.values, self.errors, self.parts, self.z = values, errors, parts, z
+        self.values, self.half_widths, self.parts, self.z = values, half_widths, parts, z
         self.sampled = False
 
     def answer(self, a: Aggregate) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(value, low, high) per answer row: value -+ z standard errors, or a guaranteed interval (MIN / MAX)."""
+        """(value, low, high) per answer row: value -+ the half width (a plain aggregate's t se as
+        :func:`parzen.aqp.answers._half_widths` gives it; z se otherwise), or a guaranteed interval (MIN / MAX)."""
         value, half = self._value_and_error(a)
         if isinstance(half, tuple):  # a guaranteed interval (MIN / MAX)
             return value, half[0], half[1]
@@ -136,7 +140,7 @@ class _Solver:
     def _value_and_error(self, a: Aggregate):
         if a.plain:
             name = self.parts.get(a, a).name
-            return np.asarray(self.values[name], dtype=np.float64), self.z * np.asarray(self.errors[name], dtype=np.float64)
+            return np.asarray(self.values[name], dtype=np.float64), np.asarray(self.half_widths[name], dtype=np.float64)
         if a.func == "combination":
             value, half = np.zeros(self.groups), np.zeros(self.groups)
             for k, part in a.parts:

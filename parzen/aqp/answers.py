@@ -30,7 +30,7 @@ from .estimate import _REACH, Estimate, row_terms
 from .sql import AggregateQuery, Range
 from .strata import Layout, output_groups
 from .synopsis import Synopsis
-from .tails import effective_df, t_quantiles
+from .tails import effective_df_of_cells, t_quantiles
 
 #: Per aggregate name, one value per answer row.
 Values = dict[str, "np.ndarray | list[float]"]
@@ -147,15 +147,6 @@ def _half_widths(query: AggregateQuery, synopsis: Synopsis, layout: Layout, rang
     degrees: dict[str, np.ndarray] = {}
     estimates = stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, groups, degrees)
     return {name: t_quantiles(z, degrees[name]) * se for name, (_, se) in estimates.items()}
-
-
-def _standard_errors(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
-                     output_of_stratum: np.ndarray, groups: int) -> Values:
-    """Per aggregate, per answer row: the standard error of the plain stratified estimate (0 for exact totals)."""
-    if not ranges:
-        return {a.name: np.zeros(groups) for a in query.aggregates}
-    estimates = stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, groups)
-    return {name: se for name, (_, se) in estimates.items()}
 
 
 def _point_answers(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
@@ -574,7 +565,7 @@ def stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layo
 
 def _stratified_df(values, stratum, layout: Layout, output_of_stratum, groups: int) -> np.ndarray:
     """Per answer row: the effective degrees of freedom of :func:`_stratified_variance` (the strata are
-    its cells, the rows with a non-zero term those that carry it: :func:`parzen.aqp.tails.effective_df`)."""
+    its cells, the rows with a non-zero term those that carry it: :func:`parzen.aqp.tails.effective_df_of_cells`)."""
     strata = len(layout.keys)
     s1 = np.bincount(stratum, weights=values, minlength=strata)
     s2 = np.bincount(stratum, weights=values * values, minlength=strata)
@@ -584,15 +575,9 @@ def _stratified_df(values, stratum, layout: Layout, output_of_stratum, groups: i
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1), 0.0)
         contribution = np.nan_to_num(rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows))
-    used = output_of_stratum >= 0
-    cells = np.zeros((strata, groups))
-    at = (np.flatnonzero(used), output_of_stratum[used])
-    out = []
-    for per_stratum in (contribution, carrying, s2, s4):
-        grid = cells.copy()
-        grid[at] = per_stratum[used]
-        out.append(grid)
-    return effective_df(*out)
+    used = output_of_stratum >= 0  # each stratum feeds one answer row: the cells are the strata
+    return effective_df_of_cells(output_of_stratum[used], groups, contribution[used], carrying[used], s2[used],
+                                 s4[used])
 
 
 def _stratified_variance(values, stratum, layout: Layout, output_of_stratum, groups: int) -> np.ndarray:

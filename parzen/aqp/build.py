@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -99,6 +99,7 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
     numeric, group_by = options.numeric, options.group_by
     categorical = categories.discover(con, table, types, [*group_by, *(c for c in categorical if c not in group_by)],
                                       modelled=numeric)
+    cube = checked_views(cube, categorical)  # before the passes over the table, which take minutes at scale
     carried = [c for c in categorical if c not in group_by]  # drawn with the sample beside the group keys
     with progress_bar(progress, f"synopsis of {table}", total=options.steps) as bar:
         rows, totals, stats, hashed, rowid_end = _totals(con, table, numeric, types,
@@ -135,7 +136,7 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
                                          views=cube)
         if not synopsis.cube.tables:
             synopsis.cube = None
-    synopsis.cube_bytes, synopsis.cube_views = cube_bytes, ([list(v) for v in cube] if cube is not None else None)
+    synopsis.cube_bytes, synopsis.cube_views = cube_bytes, cube
     synopsis.sample_keys, synopsis.rowid_end = keys, rowid_end
     synopsis.temporal = {c: kind for c in numeric if (kind := temporal_kind(types[c])) is not None}
     synopsis.build_seconds = time.perf_counter() - started
@@ -396,6 +397,42 @@ def selector_of(name: str, bandwidth):
     if isinstance(bandwidth, dict):
         return float(bandwidth[name]) if name in bandwidth else "plugin"
     return bandwidth if isinstance(bandwidth, str) else float(bandwidth)
+
+
+def checked_views(cube, categorical: Sequence[str]) -> list[list[str]] | None:
+    """``build(cube=...)`` checked before the passes over the table: a list of lists of column names,
+    and, where the synopsis has no categorical column (so no exact aggregate table is built), none at
+    all; :func:`parzen.aqp.cubes.build_cube` checks the names against the synopsis's columns.
+
+    Parameters
+    ----------
+    cube : list of lists of str or None
+        The exact aggregate tables' column sets (:func:`parzen.aqp.cubes.build_cube`), or None.
+    categorical : sequence of str
+        The synopsis's categorical columns (:func:`parzen.aqp.categories.discover`).
+
+    Returns
+    -------
+    list of lists of str or None
+        ``cube`` as lists.
+
+    Raises
+    ------
+    ValueError
+        ``cube`` is a string, a flat list or holds an empty set or a name that is no string; or it names
+        columns while the synopsis has no categorical column.
+    """
+    if cube is None:
+        return None
+    example = "e.g. [['d_year', 'c_nation']]"
+    if isinstance(cube, str) or not isinstance(cube, Sequence) or \
+            any(isinstance(v, str) or not isinstance(v, Sequence) or not v or not all(isinstance(c, str) for c in v)
+                for v in cube):
+        raise ValueError(f"cube= takes a list of column lists, one per exact aggregate table ({example}), got {cube!r}")
+    if cube and not categorical:
+        raise ValueError(f"cube: {', '.join(map(repr, sorted({c for v in cube for c in v})))} are no categorical "
+                         "columns of the synopsis, which has none: no exact aggregate table can be built")
+    return [list(v) for v in cube]
 
 
 def sample_weights(groups: list[Group], n: int) -> np.ndarray | None:

@@ -127,6 +127,18 @@ def fact_changes(con, synopsis: Synopsis, relation: str) -> FactChanges:
     (:func:`parzen.aqp.joins.dimension_changes`, which refresh asks too), the join's old rows are
     unchanged exactly when the fact rows' covered columns and keys are.
 
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+    synopsis : Synopsis
+        A join synopsis that keeps ``fact_fingerprint``.
+    relation : str
+        Its join view (:func:`parzen.aqp.joins.ensure_view`).
+
+    Returns
+    -------
+    FactChanges
+
     Raises
     ------
     duckdb.CatalogException, duckdb.BinderException

@@ -145,8 +145,9 @@ def select_views(columns: Sequence[str], cardinality: dict[str, int], dependenci
     for a, b in dependencies:
         if a in bit and b in bit:
             determines[a] |= bit[b]
-    for c in columns:  # equivalent columns (a -> b and b -> a): the lattice keeps the first
-        if any(determines[d] & bit[c] and determines[c] & bit[d] for d in columns if d != c and bit[d] < bit[c]):
+    for c in columns:  # equivalent columns (a -> b and b -> a): the lattice keeps the first (of those kept)
+        if any(determines[d] & bit[c] and determines[c] & bit[d] for d in columns
+               if d != c and d in bit and bit[d] < bit[c]):
             del bit[c]
     kept = [c for c in columns if c in bit]
     lattice: dict[int, int] = {}  # mask -> index

@@ -44,7 +44,7 @@ from .row_predicates import row_mask
 from .sql import AggregateQuery, UnsupportedQuery
 from .strata import Layout
 from .synopsis import Synopsis
-from .tails import effective_df, t_quantiles
+from .tails import effective_df_of_cells, t_quantiles
 from .value_index import member_mask
 
 #: ``attrs`` key of a domain answer: the group keys whose intervals are bounds that hold (no sampled row)
@@ -811,23 +811,28 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
 
 def _domain_variance(values, stratum, group, layout: Layout, strata: int, groups: int) -> np.ndarray:
     """Per group (domain): the variance of its stratified total of ``values`` (zero outside it)."""
-    return np.nan_to_num(_cell_variances(values, stratum, group, layout, strata, groups)).sum(axis=0)
+    group_of_cell, _, contribution = _cell_variances(values, stratum, group, layout, groups)
+    return np.bincount(group_of_cell, weights=contribution, minlength=groups)
 
 
-def _cell_variances(values, stratum, group, layout: Layout, strata: int, groups: int) -> np.ndarray:
-    """Per stratum and group: stratum s's term rows_s^2 (1 - f_s) S^2_{s,d} / drawn_s of the domain variance."""
-    cell = stratum * groups + group
-    s1 = np.bincount(cell, weights=values, minlength=strata * groups).reshape(strata, groups)
-    s2 = np.bincount(cell, weights=values * values, minlength=strata * groups).reshape(strata, groups)
-    n, rows = layout.drawn[:, None], layout.rows[:, None]
+def _cell_variances(values, stratum, group, layout: Layout, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (stratum, domain) cells that hold admitted rows (a cell without one adds 0), ascending by
+    stratum then domain: each cell's domain, each row's cell, and stratum s's term
+    rows_s^2 (1 - f_s) S^2_{s,d} / drawn_s of the domain variance (no (strata, domains) table is made)."""
+    ids, cell = np.unique(np.asarray(stratum, dtype=np.int64) * groups + group, return_inverse=True)
+    cell = cell.reshape(-1)
+    s1 = np.bincount(cell, weights=values, minlength=ids.size)
+    s2 = np.bincount(cell, weights=values * values, minlength=ids.size)
+    stratum_of_cell, group_of_cell = np.divmod(ids, groups)
+    n, rows = layout.drawn[stratum_of_cell], layout.rows[stratum_of_cell]
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1), 0.0)
-        return rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows)
+        return group_of_cell, cell, np.nan_to_num(rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows))
 
 
 def domain_spread(values, stratum, group, layout: Layout, strata: int, groups: int) -> tuple[np.ndarray, np.ndarray]:
     """Per group (domain): the variance of its stratified total of ``values`` (:func:`_domain_variance`)
-    and that variance estimate's effective degrees of freedom (:func:`parzen.aqp.tails.effective_df`:
+    and that variance estimate's effective degrees of freedom (:func:`parzen.aqp.tails.effective_df_of_cells`:
     Box's kurtosis correction and Satterthwaite's rule, from each (stratum, domain) cell's sampled rows,
     with the kurtosis borrowed from all the query's domains).
 
@@ -847,13 +852,13 @@ def domain_spread(values, stratum, group, layout: Layout, strata: int, groups: i
     variance, degrees_of_freedom : numpy.ndarray
         Per domain (inf degrees of freedom where the variance is 0).
     """
-    cells = np.nan_to_num(_cell_variances(values, stratum, group, layout, strata, groups))
-    cell = stratum * groups + group
-    size = strata * groups
-    rows = np.bincount(cell, minlength=size).reshape(strata, groups)
-    square = np.bincount(cell, weights=values * values, minlength=size).reshape(strata, groups)
-    fourth = np.bincount(cell, weights=(values * values) ** 2, minlength=size).reshape(strata, groups)
-    return cells.sum(axis=0), effective_df(cells, rows, square, fourth)
+    group_of_cell, cell, contribution = _cell_variances(values, stratum, group, layout, groups)
+    cells = group_of_cell.size
+    rows = np.bincount(cell, minlength=cells)
+    square = np.bincount(cell, weights=values * values, minlength=cells)
+    fourth = np.bincount(cell, weights=(values * values) ** 2, minlength=cells)
+    return (np.bincount(group_of_cell, weights=contribution, minlength=groups),
+            effective_df_of_cells(group_of_cell, groups, contribution, rows, square, fourth))
 
 
 def _unsampled(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, float], rows: np.ndarray, ranged: bool,

@@ -233,8 +233,10 @@ class Engine:
         options = {"columns": columns, "sample": sample, "bandwidth": bandwidth, "group_by": group_by, "grid": grid,
                    "regression": regression, "seed": seed, "progress": progress}
         tables = {"cube_bytes": cube_bytes, "cube": cube}
-        if cube_bytes is not None and cube_bytes < 0:
-            raise ValueError(f"cube_bytes must be >= 0 (0: no exact aggregate tables), got {cube_bytes}")
+        if cube_bytes is not None and not (isinstance(cube_bytes, (int, float, np.integer, np.floating))
+                                           and 0 <= cube_bytes < math.inf):
+            raise ValueError(f"cube_bytes must be a number of bytes >= 0 (0: no exact aggregate tables), got "
+                             f"{cube_bytes!r}")
         if joins is not None:
             if source is not None:
                 raise ValueError("joins= joins the database's tables; it cannot read a source= (Parquet files or a "

@@ -227,7 +227,23 @@ def check(con, fact: str, edges: list[JoinEdge],
 def key_faults(con, fact: str, edges: list[JoinEdge], rowids: tuple[int, int] | None = None) -> list[tuple[int, int]]:
     """Per edge, the rows (of the fact table, or of those with rowid in ``[start, end)``) whose
     foreign key matches no row though it is not NULL (dangling), and those whose key is NULL; one
-    scan of the fact table joined with its dimensions."""
+    scan of the fact table joined with its dimensions.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+    fact : str
+        The fact table.
+    edges : list of JoinEdge
+        The joins, fact table first (:func:`edges_of`).
+    rowids : (int, int), optional
+        [start, end) of the fact rows counted (default: every row).
+
+    Returns
+    -------
+    list of (int, int)
+        Per edge, (dangling, NULL) rows.
+    """
     alias = {fact: "t0", **{e.parent: f"t{k + 1}" for k, e in enumerate(edges)}}
     joined = " ".join(f"LEFT JOIN {_quote(e.parent)} AS {alias[e.parent]} ON {alias[e.child]}.{_quote(e.column)} = "
                       f"{alias[e.parent]}.{_quote(e.key)}" for e in edges)
@@ -241,7 +257,19 @@ def key_faults(con, fact: str, edges: list[JoinEdge], rowids: tuple[int, int] | 
 
 def dimension_state(con, edge: dict) -> tuple[int, int]:
     """A stored edge's dimension now: its rows and SUM(hash(key, carried columns)) over them (as
-    :func:`check` computed them at build), in one scan of the dimension."""
+    :func:`check` computed them at build), in one scan of the dimension.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+    edge : dict
+        A stored edge (``Synopsis.joins``: "parent", "key", "columns").
+
+    Returns
+    -------
+    (int, int)
+        Rows and fingerprint.
+    """
     from .build import fingerprint_sql
 
     row = con.execute(f"SELECT COUNT(*), {fingerprint_sql([edge['key'], *edge['columns']])} "
@@ -253,6 +281,17 @@ def dimension_changes(con, synopsis) -> str:
     """Why the dimensions of a join synopsis are not as it read them ("" when they are): per
     dimension, its row count and content fingerprint against those kept at build (rows appended,
     deleted or updated: a changed key or attribute, also of rows no fact row references).
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+    synopsis : Synopsis
+        A join synopsis.
+
+    Returns
+    -------
+    str
+        The first change found, "" for none.
 
     Raises
     ------
@@ -275,7 +314,19 @@ def dimension_changes(con, synopsis) -> str:
 def fact_columns(con, synopsis) -> list[str]:
     """The fact table's columns that a join synopsis's fingerprint covers (its modelled, group and
     categorical columns of the fact table) and its foreign keys: with the dimensions unchanged
-    (:func:`dimension_changes`), the join's rows of the fact rows are unchanged when these are."""
+    (:func:`dimension_changes`), the join's rows of the fact rows are unchanged when these are.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+    synopsis : Synopsis
+        A join synopsis.
+
+    Returns
+    -------
+    list of str
+        The columns, each once, in the order: covered columns, then foreign keys.
+    """
     from .build import fingerprint_columns, table_columns
 
     own = table_columns(con, synopsis.table)
@@ -286,7 +337,19 @@ def fact_columns(con, synopsis) -> list[str]:
 
 
 def fact_fingerprint(con, synopsis) -> int:
-    """SUM(hash(:func:`fact_columns`)) over the fact rows the synopsis read (rowid below its ``rowid_end``)."""
+    """SUM(hash(:func:`fact_columns`)) over the fact rows the synopsis read (rowid below its ``rowid_end``).
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+    synopsis : Synopsis
+        A join synopsis.
+
+    Returns
+    -------
+    int
+        The fingerprint (0 for no row), kept as ``Synopsis.fact_fingerprint``.
+    """
     from .build import fingerprint_sql
 
     row = con.execute(f"SELECT {fingerprint_sql(fact_columns(con, synopsis))} FROM {_quote(synopsis.table)} "
@@ -299,7 +362,23 @@ def appended_edges(con, synopsis, rowid_end: int) -> tuple[list[dict], str]:
     it read them (rowids from its ``rowid_end`` to ``rowid_end``) added, or why they cannot be:
     appended rows whose key matches no dimension row (which a build refuses), or NULL keys into a
     dimension of more than :data:`parzen.aqp.categories.CATEGORY_LIMIT` rows (no categorical column
-    tells the rows a join drops; a build refuses them too)."""
+    tells the rows a join drops; a build refuses them too).
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+    synopsis : Synopsis
+        A join synopsis.
+    rowid_end : int
+        One past the fact table's largest rowid now.
+
+    Returns
+    -------
+    edges : list of dict
+        The edges with their "nulls" counts grown ([] when ``why``).
+    why : str
+        Why the appended rows cannot be added ("" when they can).
+    """
     from .categories import CATEGORY_LIMIT
 
     fact = synopsis.table

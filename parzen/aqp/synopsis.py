@@ -230,7 +230,30 @@ class Synopsis:
                 f"the synopsis{where} has format {meta.get('format_version')}, this parzen reads "
                 f"{', '.join(map(str, READABLE_VERSIONS))}; rebuild it"
             )
-        synopsis = cls(
+        try:
+            synopsis = cls._of_meta(meta, sample, grids, coefficients, sample_keys)
+        except (KeyError, TypeError) as err:  # a field this format keeps is missing: an earlier build of the format
+            raise CorruptSynopsis(f"the synopsis{where} (format {meta.get('format_version')}) lacks {err}, which "
+                                  "this format keeps; rebuild it") from err
+        if "cube" in meta:
+            synopsis.cube = Cube.from_stored(meta["cube"], cube_arrays)
+        if "categories" in meta:
+            synopsis.categories = Categories.from_stored(meta["categories"], category_arrays)
+        if "summary_columns" in meta:
+            synopsis.summary = ColumnSummary.from_arrays(meta["summary_columns"], synopsis.group_keys, summary_arrays)
+        if "sketch_columns" in meta:
+            try:
+                synopsis.sketches = DistinctSketches.from_arrays(meta["sketch_columns"], synopsis.group_keys, sketch_arrays)
+            except Exception as err:  # a sketch that does not deserialise means the bytes are not a synopsis
+                raise CorruptSynopsis(f"the synopsis{where}'s distinct-count sketches cannot be decoded ({err}); "
+                                      "rebuild it") from err
+        return synopsis
+
+    @classmethod
+    def _of_meta(cls, meta: dict, sample: dict, grids: dict, coefficients: list, sample_keys) -> Synopsis:
+        """The synopsis of a payload's decoded ``meta`` and arrays, before its optional parts (KeyError: a
+        field missing)."""
+        return cls(
             table=meta["table"],
             row_count=meta["row_count"],
             models={m["name"]: ColumnModel(**m) for m in meta["models"]},
@@ -260,19 +283,6 @@ class Synopsis:
             cube_bytes=meta.get("cube_bytes"),
             cube_views=meta.get("cube_views"),
         )
-        if "cube" in meta:
-            synopsis.cube = Cube.from_stored(meta["cube"], cube_arrays)
-        if "categories" in meta:
-            synopsis.categories = Categories.from_stored(meta["categories"], category_arrays)
-        if "summary_columns" in meta:
-            synopsis.summary = ColumnSummary.from_arrays(meta["summary_columns"], synopsis.group_keys, summary_arrays)
-        if "sketch_columns" in meta:
-            try:
-                synopsis.sketches = DistinctSketches.from_arrays(meta["sketch_columns"], synopsis.group_keys, sketch_arrays)
-            except Exception as err:  # a sketch that does not deserialise means the bytes are not a synopsis
-                raise CorruptSynopsis(f"the synopsis{where}'s distinct-count sketches cannot be decoded ({err}); "
-                                      "rebuild it") from err
-        return synopsis
 
 
 def checksum(payload: bytes) -> str:

@@ -36,7 +36,8 @@ import numpy as np
 
 
 def effective_df(contribution: np.ndarray, rows: np.ndarray, square: np.ndarray, fourth: np.ndarray) -> np.ndarray:
-    """Per answer row: the effective degrees of freedom of its variance estimate (module notes).
+    """Per answer row: the effective degrees of freedom of its variance estimate (module notes), from
+    dense (strata, answers) tables (:func:`effective_df_of_cells` of their entries).
 
     Parameters
     ----------
@@ -52,16 +53,46 @@ def effective_df(contribution: np.ndarray, rows: np.ndarray, square: np.ndarray,
     numpy.ndarray of shape (answers,)
         d (inf where the variance is 0 or not finite: the normal quantile is kept).
     """
+    contribution = np.asarray(contribution, dtype=np.float64)
+    answers = contribution.shape[1]
+    answer_of_cell = np.broadcast_to(np.arange(answers), contribution.shape).ravel()
+    return effective_df_of_cells(answer_of_cell, answers, contribution.ravel(), np.asarray(rows).ravel(),
+                                 np.asarray(square).ravel(), np.asarray(fourth).ravel())
+
+
+def effective_df_of_cells(answer_of_cell: np.ndarray, answers: int, contribution: np.ndarray, rows: np.ndarray,
+                          square: np.ndarray, fourth: np.ndarray) -> np.ndarray:
+    """:func:`effective_df` from the cells (stratum x answer row) that are there, one entry each: where
+    every stratum feeds one answer row (a GROUP BY on the strata columns), the cells are the strata,
+    and no (strata, answers) table is made.
+
+    Parameters
+    ----------
+    answer_of_cell : numpy.ndarray of int
+        Per cell, its answer row.
+    answers : int
+        The answer rows.
+    contribution, rows, square, fourth : numpy.ndarray
+        Per cell, V_s, m_s and the sums of v^2 and v^4 (as :func:`effective_df` takes them).
+
+    Returns
+    -------
+    numpy.ndarray of shape (answers,)
+        d per answer row (inf where its variance is 0 or not finite).
+    """
+    contribution = np.asarray(contribution, dtype=np.float64)
     rows = np.asarray(rows, dtype=np.float64)
+    square, fourth = np.asarray(square, dtype=np.float64), np.asarray(fourth, dtype=np.float64)
     shown = square > 0.0
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         kurtosis_of_cell = np.where(shown, rows * fourth / np.where(shown, square * square, 1.0), 0.0)
         kappa = max(float((rows * kurtosis_of_cell)[shown].sum() / rows[shown].sum()), 1.0) if shown.any() else 1.0
         cell_df = 2.0 * rows / kappa
         used = np.isfinite(contribution) & (contribution > 0.0) & (cell_df > 0.0)
-        variance = np.where(used, contribution, 0.0).sum(axis=0)
-        spread = np.where(used, contribution * contribution / np.where(used, cell_df, 1.0), 0.0).sum(axis=0)
-        finite = np.isfinite(contribution).all(axis=0)
+        variance = np.bincount(answer_of_cell, weights=np.where(used, contribution, 0.0), minlength=answers)
+        spread = np.bincount(answer_of_cell, weights=np.where(used, contribution * contribution
+                                                               / np.where(used, cell_df, 1.0), 0.0), minlength=answers)
+        finite = np.bincount(answer_of_cell, weights=~np.isfinite(contribution), minlength=answers) == 0
         return np.where((spread > 0.0) & finite, variance * variance / np.where(spread > 0.0, spread, 1.0), np.inf)
 
 

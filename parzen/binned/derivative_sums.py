@@ -212,10 +212,25 @@ class BinnedDerivativeSums:
         -------
         numpy.ndarray
             (m,) float64, the same quantity as :func:`parzen.bandwidth.functionals.psi_hat`.
+
+        Raises
+        ------
+        ValueError
+            If ``g`` is not a positive finite number, or ``alphas`` are not rows of d non-negative
+            integers of one order (each order has its own factor g^-(d + |alpha|): call once per order).
         """
         alphas = np.atleast_2d(np.asarray(alphas, dtype=np.int64))
         d = self.spec.d
-        order = int(alphas[0].sum())
+        if not (math.isfinite(g) and g > 0.0):
+            raise ValueError(f"g must be a positive finite number (the pilot scale), got {g!r}")
+        if alphas.ndim != 2 or alphas.shape[1] != d or (alphas < 0).any():
+            raise ValueError(f"alphas must be rows of {d} entries, non-negative integers (multi-indices), got shape "
+                             f"{alphas.shape} with least entry {alphas.min(initial=0)}")
+        orders = np.unique(alphas.sum(axis=1))
+        if orders.size > 1:
+            raise ValueError(f"alphas must be of one order |alpha| (each has its own factor g^-(d + |alpha|)), got "
+                             f"orders {', '.join(map(str, orders))}: call psi once per order")
+        order = int(orders[0]) if orders.size else 0
         top = int(alphas.max()) + 2
         half = tuple(int(min(m - 1, math.ceil(LAG_CUTOFF * g / s))) for m, s in zip(self.spec.sizes, self.spacing))
         boxes = self._lag_boxes(half)
@@ -248,9 +263,17 @@ class BinnedDerivativeSums:
         Returns
         -------
         float
+
+        Raises
+        ------
+        ValueError
+            If ``sigma`` is not a symmetric positive definite d x d matrix.
         """
         sigma = np.asarray(sigma, dtype=np.float64)
         d = self.spec.d
+        if sigma.shape != (d, d) or not np.allclose(sigma, sigma.T) or not np.all(np.linalg.eigvalsh(sigma) > 0.0):
+            raise ValueError(f"sigma must be a symmetric positive definite {d} x {d} matrix (a covariance), got "
+                             f"{sigma.tolist()}")
         sds = np.sqrt(np.diag(sigma))
         half = tuple(int(min(m - 1, math.ceil(GAUSSIAN_CUTOFF * sd / s))) for m, sd, s in zip(self.spec.sizes, sds, self.spacing))
         boxes = self._lag_boxes(half)
