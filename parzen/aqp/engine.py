@@ -755,12 +755,19 @@ class Engine:
 
     def _composite(self, composite: case_aggregates.Composite, with_error: bool, z: float) -> tuple[pd.DataFrame, str]:
         """A query with CASE inside aggregates or arithmetic of aggregates: its generated sub-queries
-        answered by the engine's forms and combined by :func:`parzen.aqp.ratios.approximate`, widened
-        by the bias estimate of the whole expression (:mod:`parzen.aqp.contract`)."""
+        answered exactly from the exact aggregate tables when they give every one
+        (:func:`parzen.aqp.ratios.exact`), else by the engine's forms and combined by
+        :func:`parzen.aqp.ratios.approximate`, widened by the bias estimate of the whole expression
+        (:mod:`parzen.aqp.contract`)."""
         subqueries = [self._resolved(parse(text)) for text, _ in composite.subqueries]
         synopsis = self._answering(subqueries[0].table)
         for q in subqueries:
             _check_columns(q, synopsis, categorical=True)
+        if synopsis.cube is not None and synopsis.categories is not None and any(  # as _approximate: totals first
+                q.compared or domains.needed(q, synopsis) or not answers.answered_exactly(q, synopsis)
+                for q in subqueries) and \
+                (frames := cube_answers.answer_each(subqueries, synopsis.cube, synopsis.categories)) is not None:
+            return ratios.exact(composite, frames, synopsis.row_count, with_error), cube_answers.FORM  # exact tables
         layout = self._layouts[synopsis.table]
 
         def answer(q: AggregateQuery, s: Synopsis, z_or_none: float | None) -> tuple[pd.DataFrame, str]:

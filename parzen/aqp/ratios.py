@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .case_aggregates import LEAF, ROWS, Composite, Expression
+from .contract import rounding_bound
 from .domains import BOUNDED_GROUPS, _domain_variance
 from .sql import AggregateQuery
 from .strata import Layout
@@ -112,6 +113,63 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
     form = max(forms, key=_FORMS.index)
     return _frame(composite, keys, values, low, high), form
 
+
+
+def exact(composite: Composite, frames: Sequence[pd.DataFrame], rows: int, with_error: bool) -> pd.DataFrame:
+    """The answer to a :class:`~parzen.aqp.case_aggregates.Composite` query from exact answers to its
+    sub-queries (the exact aggregate tables', :func:`parzen.aqp.cube_answers.answer_each`): g(L) per group.
+
+    The leaves L_k are exact totals up to float64 round-off, so the interval has no sampling or bias
+    term; it holds the round-off of the leaves carried to the output to first order and that of the
+    arithmetic itself:
+
+        half = sum_k |dg / dL_k| 2 gamma_n |L_k| + 2 gamma_m |g|,
+
+    2 gamma_n |L_k| the bound of :func:`parzen.aqp.contract.rounding_bound` on a total of n = ``rows``
+    terms of one sign (between our sum and DuckDB's), m the nodes of g's expression (its operations, at
+    least 1; Higham 2002,
+    *Accuracy and Stability of Numerical Algorithms*, sections 3.1 and 4.2).  A difference of leaves,
+    e.g. an ELSE branch COUNT(*) - COUNT under c, is bounded by the leaves' sizes, not the result's.
+
+    Parameters
+    ----------
+    composite : Composite
+        The split query.
+    frames : sequence of pandas.DataFrame
+        The exact answers to its sub-queries, in ``composite.subqueries``'s order, without intervals; the
+        first (no condition) lists the groups.
+    rows : int
+        The table's rows (the terms of each total).
+    with_error : bool
+        Whether to add ``<name> low`` / ``<name> high``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group of the first sub-query, as :func:`approximate` shapes it.
+    """
+    keys, leaf_values, _, _, _ = _leaf_table(composite, frames, False)
+    leaf_bounds = {k: rounding_bound(v, rows) for k, v in leaf_values.items()}
+    values: dict[str, np.ndarray] = {}
+    low: dict[str, np.ndarray] | None = {} if with_error else None
+    high: dict[str, np.ndarray] | None = {} if with_error else None
+    for output in composite.outputs:
+        value, gradient = _evaluate(output.expression, leaf_values)
+        values[output.name] = value
+        if low is None or high is None:
+            continue
+        with np.errstate(invalid="ignore"):
+            half = sum((np.where(leaf_bounds[k] > 0.0, np.abs(d) * leaf_bounds[k], 0.0) for k, d in gradient.items()),
+                       rounding_bound(value, _operations(output.expression)))
+        low[output.name], high[output.name] = value - half, value + half
+    return _frame(composite, keys, values, low, high)
+
+
+def _operations(expression: Expression) -> int:
+    """The nodes of ``expression`` (leaves, numbers and operations): a bound on its operations, at least 1."""
+    if expression[0] in ("number", "leaf"):
+        return 1
+    return 1 + _operations(expression[1]) + _operations(expression[2])
 
 def bias_runs(composite: Composite, subqueries: Sequence[AggregateQuery], placement: list, synopses: list[Synopsis],
               runs: Callable[[AggregateQuery, list[Synopsis]], list]) -> list[dict[str, np.ndarray]]:
