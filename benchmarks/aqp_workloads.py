@@ -116,16 +116,18 @@ def workload_queries(args, con) -> list[tuple[str, str]]:
 
 
 def build_synopses(engine: Engine, workload: str, seed: int, database: Path, reuse: bool = False,
-                   read_only: bool = False) -> dict:
+                   read_only: bool = False, overrides: dict | None = None) -> dict:
     """Build each table's synopsis (with joins= where Engine.build takes it); what was built.
 
     With ``reuse``, a synopsis already stored in the database that still describes its table (an earlier
     run's, same options) is loaded instead of built, and its build time is the one that run recorded.
     With ``read_only`` (a database opened read-only), the stored synopses are used whatever recorded them
-    (their own build time, bytes and rows), and none is built."""
+    (their own build time, bytes and rows), and none is built.  ``overrides``: per table, Engine.build
+    options that replace the workload's (``--build-options``)."""
     takes_joins = "joins" in inspect.signature(engine.build).parameters
     built = {}
     for table, (options, joins) in BUILDS[workload].items():
+        options = {**options, **(overrides or {}).get(table, {})}
         if reuse:
             earlier = _reused(engine, database, table, options, joins)
             if earlier is not None:
@@ -344,7 +346,8 @@ def run(args) -> dict:
     con.execute(f"SET memory_limit = '{args.memory_limit}'")  # the machine is shared: DuckDB spills beyond it
     queries = workload_queries(args, con)
     engine = Engine(con)
-    built = build_synopses(engine, args.workload, args.seed, database, args.reuse, args.read_only)
+    built = build_synopses(engine, args.workload, args.seed, database, args.reuse, args.read_only,
+                           json.loads(args.build_options) if args.build_options else None)
     equal_bytes_samples(con, built, args.seed)
     contract = "max_rel_error" in inspect.signature(engine.query).parameters
     records, exacts = [], []
@@ -539,6 +542,10 @@ def main() -> None:
                         help="open the database read-only and answer from the synopses stored in it (none is built)")
     parser.add_argument("--memory-limit", default="4GB", help="DuckDB's memory limit (default 4GB)")
     parser.add_argument("--output-dir", type=Path, default=RESULTS)
+    parser.add_argument("--build-options", default=None,
+                        help="JSON: per table, Engine.build options replacing the workload's, e.g. "
+                             '\'{"lineitem": {"cube": [["l_shipmode", "o_orderpriority"]]}}\' (exact aggregate tables '
+                             "listed; with --data a folder holding your own copy of the database)")
     args = parser.parse_args()
     if args.workload == "overview":
         text = overview(args.output_dir)

@@ -244,3 +244,31 @@ def test_the_contract_answers_a_ratio_exactly_on_a_connection_with_file_access_a
     assert plain["s"].iloc[0] == pytest.approx(truth[1], rel=1e-12)
     with pytest.raises(ValueError, match="external access"):
         e.query("SELECT SUM(x) FROM t", exact=True)
+
+
+def test_sub_query_passes_give_the_floats_of_separate_passes(engine):
+    """The answer at h and the bias runs at c h from shared passes (parzen.aqp.subquery_passes) are bit for
+    bit those of the separate passes (answers / domains .approximate, then .bias_runs)."""
+    from parzen.aqp import answers, domains
+    from parzen.aqp.sql import parse
+    from parzen.aqp.subquery_passes import SubqueryPasses
+
+    composite = split("SELECT g, SUM(CASE WHEN h = 'p' THEN w ELSE 0 END) / SUM(w) AS s, COUNT(*) AS n FROM t "
+                      "WHERE x BETWEEN 8 AND 12 GROUP BY g")
+    subqueries = [engine._resolved(parse(text)) for text, _ in composite.subqueries]
+    synopsis = engine.synopsis("t")
+    layout = engine._layouts["t"]
+    passes = SubqueryPasses(synopsis, layout, with_bias=True)
+    paths = []
+    for q in subqueries:
+        path = domains if domains.needed(q, synopsis) else answers
+        paths.append(path)
+        frame, form = passes.answer(q, synopsis, 1.96)
+        separate, separate_form = path.approximate(q, synopsis, layout, 1.96)
+        assert form == separate_form
+        pd.testing.assert_frame_equal(frame, separate, check_exact=True)
+        for shared, own in zip(passes.runs(q, passes.scaled), path.bias_runs(q, passes.scaled, layout)):
+            assert shared.keys() == own.keys()
+            for name in own:
+                np.testing.assert_array_equal(shared[name], own[name])
+    assert paths == [answers, domains]  # both paths are exercised

@@ -139,7 +139,7 @@ def split(sql: str) -> Composite | None:
         expression = _Translator(leaves, condition_nodes, shown).arithmetic(node)
         select.append(Output(alias or shown, expression))
         aliased.append(exp.alias_(node.copy(), alias or shown, quoted=True))
-    exact = tree.copy()
+    exact = _skeleton(tree)
     exact.set("expressions", aliased)
     return Composite(tuple(select), group_by, tuple(leaves), _subqueries(tree, group_nodes, leaves, condition_nodes),
                      exact.sql(dialect="duckdb"))
@@ -302,6 +302,17 @@ def _number(node) -> float:
     return -float(node.this.this) if isinstance(node, exp.Neg) else float(node.this)
 
 
+def _skeleton(tree: exp.Select) -> exp.Select:
+    """A copy of ``tree`` without its SELECT items, which are not copied (the generated queries replace
+    them: a CASE over a long IN list would be copied once per sub-query for nothing)."""
+    items = tree.args.get("expressions")
+    tree.args["expressions"] = []
+    try:
+        return tree.copy()
+    finally:
+        tree.args["expressions"] = items
+
+
 def _subqueries(tree: exp.Select, group_nodes: list[exp.Expr], leaves: dict[Leaf, int],
                 condition_nodes: dict[str, exp.Expr]) -> tuple[tuple[str, tuple[int, ...]], ...]:
     """One generated SQL per distinct conjunction (the empty one first, with :data:`ROWS`)."""
@@ -309,8 +320,9 @@ def _subqueries(tree: exp.Select, group_nodes: list[exp.Expr], leaves: dict[Leaf
     for leaf, index in leaves.items():
         by_conditions.setdefault(leaf.conditions, []).append(index)
     out = []
+    skeleton = _skeleton(tree)
     for conditions, indices in by_conditions.items():
-        query = tree.copy()
+        query = skeleton.copy()
         items: list[exp.Expr] = [g.copy() for g in group_nodes]
         if not conditions:
             items.append(exp.alias_(exp.Count(this=exp.Star()), ROWS, quoted=True))

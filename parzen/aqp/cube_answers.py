@@ -21,6 +21,7 @@ answer (docs/aqp.md, "Exact aggregate tables").
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -105,6 +106,38 @@ def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error
         totals[a.name] = _aggregate(a, table, cube, values, cells, group_of_cell, groups, codes_of)
     return _frame(query, keys, cube, values, totals, with_error)
 
+
+
+def answer_each(queries: Sequence[AggregateQuery], cube: Cube, categories: Categories) -> list[pd.DataFrame] | None:
+    """The exact answers to all of ``queries`` from ``cube``'s tables (without intervals), or None as soon as
+    one of them is outside what the tables give (:func:`answer`).
+
+    This answers the sub-queries of a CASE / ratio query (:mod:`parzen.aqp.case_aggregates`): each is the
+    query's WHERE AND-ed with a conjunction of its CASE conditions, so a CASE condition on categorical
+    columns is one more filter that selects cells, and :func:`parzen.aqp.ratios.exact` combines the
+    leaves' exact totals.
+
+    Parameters
+    ----------
+    queries : sequence of AggregateQuery
+        Parsed queries, names as in the synopsis (:meth:`parzen.aqp.Engine.query`).
+    cube : Cube
+        The synopsis's exact aggregate tables.
+    categories : Categories
+        The synopsis's categorical columns.
+
+    Returns
+    -------
+    list of pandas.DataFrame or None
+        Per query, :func:`answer`'s frame without intervals.
+    """
+    out = []
+    for query in queries:
+        frame = answer(query, cube, categories, with_error=False)
+        if frame is None:
+            return None
+        out.append(frame)
+    return out
 
 def _inputs(a: Aggregate, cube: Cube, values: dict[str, list]) -> set[str] | None:
     """The categorical columns aggregate ``a`` multiplies by (None: the tables cannot answer it)."""

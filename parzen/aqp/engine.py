@@ -34,6 +34,7 @@ from . import (
     row_predicates,
     store,
     stratum_filters,
+    subquery_passes,
 )
 from . import joins as join_synopses
 from .build import build_synopsis, quote, table_columns
@@ -758,30 +759,30 @@ class Engine:
 
     def _composite(self, composite: case_aggregates.Composite, with_error: bool, z: float) -> tuple[pd.DataFrame, str]:
         """A query with CASE inside aggregates or arithmetic of aggregates: its generated sub-queries
-        answered by the engine's forms and combined by :func:`parzen.aqp.ratios.approximate`, widened
-        by the bias estimate of the whole expression (:mod:`parzen.aqp.contract`)."""
+        answered exactly from the exact aggregate tables when they give every one
+        (:func:`parzen.aqp.ratios.exact`), else by the engine's forms and combined by
+        :func:`parzen.aqp.ratios.approximate`, widened by the bias estimate of the whole expression
+        (:mod:`parzen.aqp.contract`)."""
         subqueries = [self._resolved(parse(text)) for text, _ in composite.subqueries]
         synopsis = self._answering(subqueries[0].table)
         for q in subqueries:
             _check_columns(q, synopsis, categorical=True)
+        if synopsis.cube is not None and synopsis.categories is not None and any(  # as _approximate: totals first
+                q.compared or domains.needed(q, synopsis) or not answers.answered_exactly(q, synopsis)
+                for q in subqueries) and \
+                (frames := cube_answers.answer_each(subqueries, synopsis.cube, synopsis.categories)) is not None:
+            return ratios.exact(composite, frames, synopsis.row_count, with_error), cube_answers.FORM  # exact tables
         layout = self._layouts[synopsis.table]
-
-        def answer(q: AggregateQuery, s: Synopsis, z_or_none: float | None) -> tuple[pd.DataFrame, str]:
-            approximate = domains.approximate if domains.needed(q, s) else answers.approximate
-            return approximate(q, s, layout, z_or_none)
-
-        def runs(q: AggregateQuery, ss: list[Synopsis]) -> list:  # the sub-query at every bandwidth at once
-            return (domains.bias_runs if domains.needed(q, ss[0]) else answers.bias_runs)(q, ss, layout)
-
+        passes = subquery_passes.SubqueryPasses(synopsis, layout, with_error)  # the bias runs share the answer's passes
         placement: list = []
-        result, form = ratios.approximate(composite, subqueries, synopsis, layout, answer, z if with_error else None,
-                                          placement)
+        result, form = ratios.approximate(composite, subqueries, synopsis, layout, passes.answer,
+                                          z if with_error else None, placement)
         if with_error:
             keys = _selected_groups(composite)
             result = contract.cover_bias(
-                result, lambda s: ratios.approximate(composite, subqueries, s, layout, answer, None)[0], synopsis,
-                [o.name for o in composite.outputs], keys,
-                answers_at=lambda ss: ratios.bias_runs(composite, subqueries, placement, ss, runs))
+                result, lambda s: ratios.approximate(composite, subqueries, s, layout, passes.answer, None)[0],
+                synopsis, [o.name for o in composite.outputs], keys,
+                answers_at=lambda ss: ratios.bias_runs(composite, subqueries, placement, ss, passes.runs))
             if form != "totals":  # float64 round-off against DuckDB's own sums (parzen.aqp.contract)
                 result = contract.cover_rounding(result, [o.name for o in composite.outputs], synopsis.row_count)
         return result, form

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .case_aggregates import LEAF, ROWS, Composite, Expression
+from .contract import rounding_bound
 from .domains import BOUNDED_GROUPS, _domain_variance
 from .sql import AggregateQuery
 from .strata import Layout
@@ -113,6 +114,63 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
     return _frame(composite, keys, values, low, high), form
 
 
+
+def exact(composite: Composite, frames: Sequence[pd.DataFrame], rows: int, with_error: bool) -> pd.DataFrame:
+    """The answer to a :class:`~parzen.aqp.case_aggregates.Composite` query from exact answers to its
+    sub-queries (the exact aggregate tables', :func:`parzen.aqp.cube_answers.answer_each`): g(L) per group.
+
+    The leaves L_k are exact totals up to float64 round-off, so the interval has no sampling or bias
+    term; it holds the round-off of the leaves carried to the output to first order and that of the
+    arithmetic itself:
+
+        half = sum_k |dg / dL_k| 2 gamma_n |L_k| + 2 gamma_m |g|,
+
+    2 gamma_n |L_k| the bound of :func:`parzen.aqp.contract.rounding_bound` on a total of n = ``rows``
+    terms of one sign (between our sum and DuckDB's), m the nodes of g's expression (its operations, at
+    least 1; Higham 2002,
+    *Accuracy and Stability of Numerical Algorithms*, sections 3.1 and 4.2).  A difference of leaves,
+    e.g. an ELSE branch COUNT(*) - COUNT under c, is bounded by the leaves' sizes, not the result's.
+
+    Parameters
+    ----------
+    composite : Composite
+        The split query.
+    frames : sequence of pandas.DataFrame
+        The exact answers to its sub-queries, in ``composite.subqueries``'s order, without intervals; the
+        first (no condition) lists the groups.
+    rows : int
+        The table's rows (the terms of each total).
+    with_error : bool
+        Whether to add ``<name> low`` / ``<name> high``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group of the first sub-query, as :func:`approximate` shapes it.
+    """
+    keys, leaf_values, _, _, _ = _leaf_table(composite, frames, False)
+    leaf_bounds = {k: rounding_bound(v, rows) for k, v in leaf_values.items()}
+    values: dict[str, np.ndarray] = {}
+    low: dict[str, np.ndarray] | None = {} if with_error else None
+    high: dict[str, np.ndarray] | None = {} if with_error else None
+    for output in composite.outputs:
+        value, gradient = _evaluate(output.expression, leaf_values)
+        values[output.name] = value
+        if low is None or high is None:
+            continue
+        with np.errstate(invalid="ignore"):
+            half = sum((np.where(leaf_bounds[k] > 0.0, np.abs(d) * leaf_bounds[k], 0.0) for k, d in gradient.items()),
+                       rounding_bound(value, _operations(output.expression)))
+        low[output.name], high[output.name] = value - half, value + half
+    return _frame(composite, keys, values, low, high)
+
+
+def _operations(expression: Expression) -> int:
+    """The nodes of ``expression`` (leaves, numbers and operations): a bound on its operations, at least 1."""
+    if expression[0] in ("number", "leaf"):
+        return 1
+    return 1 + _operations(expression[1]) + _operations(expression[2])
+
 def bias_runs(composite: Composite, subqueries: Sequence[AggregateQuery], placement: list, synopses: list[Synopsis],
               runs: Callable[[AggregateQuery, list[Synopsis]], list]) -> list[dict[str, np.ndarray]]:
     """The values of :func:`approximate`'s answers without intervals from synopses that differ in their
@@ -170,7 +228,7 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
     if group_by:
         group_columns = [c for c in base.columns if c not in (ROWS, f"{ROWS} low", f"{ROWS} high")
                          and not str(c).startswith(LEAF)]
-        keys = [tuple(row) for row in base[group_columns].itertuples(index=False, name=None)]
+        keys = _row_keys(base, group_columns)
     else:
         keys = [()]
     position = {key: g for g, key in enumerate(keys)}
@@ -182,7 +240,7 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
         held = set(frame.attrs.get(BOUNDED_GROUPS, []))
         if group_by:
             columns = [c for c in frame.columns if not str(c).startswith(LEAF) and not str(c).startswith(ROWS)]
-            rows = [position.get(tuple(key), -1) for key in frame[columns].itertuples(index=False, name=None)]
+            rows = [position.get(key, -1) for key in _row_keys(frame, columns)]
             if held:
                 for key in held:
                     if tuple(key) in position:
@@ -205,6 +263,12 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
                                                frame[f"{name} high"].to_numpy(dtype=np.float64)[found] - column)
             half[k] = np.nan_to_num(h, nan=np.inf)
     return keys, values, half, bounded, placed
+
+
+def _row_keys(frame: pd.DataFrame, columns: list[str]) -> list[tuple]:
+    """Per row of ``frame``, its values of ``columns`` as a tuple (read column by column: a DataFrame of
+    the columns costs more than the rows of a few groups)."""
+    return list(zip(*(frame[c].tolist() for c in columns))) if columns else [()] * len(frame)
 
 
 def _evaluate(expression: Expression, leaves: dict[int, np.ndarray]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
@@ -242,38 +306,46 @@ def _evaluate(expression: Expression, leaves: dict[int, np.ndarray]) -> tuple[np
 
 
 class _RowTerms:
-    """Per sampled row: each leaf's term t_{k,i}, the row's answer row and its stratum."""
+    """Per sampled row in an answer row: each leaf's term t_{k,i}, the row's answer row and its stratum
+    (rows in no answer row are left out: they add nothing to a total or a domain variance)."""
 
     def __init__(self, composite: Composite, subqueries: Sequence[AggregateQuery], synopsis: Synopsis,
                  layout: Layout, keys: list[tuple]) -> None:
         self.synopsis, self.layout = synopsis, layout
         self.size = synopsis.sample_size
-        self.stratum = layout.stratum_of_row
+        group = _row_groups(composite.group_by and subqueries[0].group_by, synopsis, layout, keys)
+        self.inside = group >= 0
+        self.group = group[self.inside]
+        self.stratum = layout.stratum_of_row[self.inside]
         self.weight = layout.weight[self.stratum]
-        self.group = _row_groups(composite.group_by and subqueries[0].group_by, synopsis, layout, keys)
         self.groups = len(keys)
         self.terms: dict[int, np.ndarray] = {}
+        self._totals: dict[int, np.ndarray] = {}
+        samples: dict[tuple, object] = {}  # per set of ranges on the numeric columns, its rows and masses
         for query, (_, indices) in zip(subqueries, composite.subqueries):
             keep = _categorical_filter(query, synopsis, layout)
-            sample = _sample_terms(query, synopsis, layout)  # the query's rows and masses, once for its leaves
+            smoothed = (not query.group_by and not query.members,  # answers.whole_table: the kernels' widths
+                        *sorted((c, r) for c, r in query.ranges.items() if c in synopsis.models))
+            if smoothed not in samples:  # CASE conditions on categorical columns: one kernel pass for all
+                samples[smoothed] = _sample_terms(query, synopsis, layout)
+            sample = samples[smoothed]
             for k in indices:
                 aggregate = next(a for a in query.aggregates if a.name == f"{LEAF}{k}")
-                self.terms[k] = _leaf_terms(aggregate, synopsis, sample) * keep
+                self.terms[k] = (_leaf_terms(aggregate, synopsis, sample) * keep)[self.inside]
 
     def total(self, k: int) -> np.ndarray:
-        """The plain stratified total of leaf k per answer row."""
-        inside = self.group >= 0
-        return np.bincount(self.group[inside], weights=(self.weight * self.terms[k])[inside], minlength=self.groups)
+        """The plain stratified total of leaf k per answer row (made once per leaf)."""
+        if k not in self._totals:
+            self._totals[k] = np.bincount(self.group, weights=self.weight * self.terms[k], minlength=self.groups)
+        return self._totals[k]
 
     def variance(self, gradient: dict[int, np.ndarray], exact: dict[int, np.ndarray]) -> np.ndarray:
         """Var of g per answer row: the domain variance of z_i = sum_k dg/dL_k t_{k,i} (exact leaves left out)."""
-        inside = self.group >= 0
-        group = self.group[inside]
-        z = np.zeros(int(inside.sum()))
+        z = np.zeros(self.group.size)
         for k, d in gradient.items():
             factor = np.where(exact[k], 0.0, np.nan_to_num(d, nan=0.0, posinf=0.0, neginf=0.0))
-            z += factor[group] * self.terms[k][inside]
-        return _domain_variance(z, self.stratum[inside], group, self.layout, len(self.layout.keys), self.groups)
+            z += factor[self.group] * self.terms[k]
+        return _domain_variance(z, self.stratum, self.group, self.layout, len(self.layout.keys), self.groups)
 
 
 def _sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout):
@@ -346,7 +418,14 @@ def _row_groups(group_by, synopsis: Synopsis, layout: Layout, keys: list[tuple])
         codes, values = _row_values(column, synopsis, layout)
         combined = combined * len(values) + codes
         tables.append(values)
-    present, inverse = np.unique(combined, return_inverse=True)
+    size = int(np.prod([len(values) for values in tables], dtype=np.float64))
+    if size <= 4 * synopsis.sample_size:  # the codes present, by counting (no sort of the sample)
+        dense = np.flatnonzero(np.bincount(combined, minlength=size))
+        slot = np.zeros(size, dtype=np.intp)
+        slot[dense] = np.arange(dense.size)
+        present, inverse = dense, slot[combined]
+    else:
+        present, inverse = np.unique(combined, return_inverse=True)
     position = {key: g for g, key in enumerate(keys)}
     lookup = np.full(present.size, -1, dtype=np.intp)
     for u, code in enumerate(present.tolist()):
