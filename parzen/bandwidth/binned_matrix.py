@@ -222,7 +222,7 @@ class BinnedFunctionals:
             f"H errs by up to about {self.error_estimate:.2g} relative (recorded as error_estimate, see "
             "parzen.bandwidth.recording); for the tolerance pass method='exact' (O(n^2) pair sums; backend='gpu' "
             "where there is one), or a larger tolerance=",
-            CoarseGridWarning, stacklevel=4)
+            CoarseGridWarning, stacklevel=5)
 
 
 class NormalFunctionals:
