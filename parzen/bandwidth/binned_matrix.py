@@ -33,9 +33,9 @@ spacing and the smallest pilot scale actually used as
     estimated error = :data:`PSI_ERROR_CONSTANT` (2 / (d + 4)) (delta / g)^4,
 
 the model above without the grid rule's margin.  Measured against the exact H (plugin_H,
-plugin_diag and scv_H on quakes and generated 2- to 4-D data with the cap lowered, and plugin_H /
-plugin_diag at n = 10^5 and 10^6, d = 3 and 4 against the exact H of the GPU backend:
-benchmarks/results/binned_plugin_H.md), the true error was 0.08 to 1.05 times the estimate:
+plugin_diag and scv_H on quakes and generated 2- to 4-D data with the cap lowered; plugin_H at
+n = 10^4 to 10^6, d = 3 and 4, and plugin_diag at n = 10^5, against the exact H of the GPU
+backend: benchmarks/results/binned_plugin_H.md), the true error was 0.08 to 1.05 times the estimate:
 near it for delta / g up to about 0.6, an overstatement beyond, where the error no longer grows
 as (delta / g)^4.  Where the cap binds, d = 3 from about 3 10^4 rows and d = 4 from a few thousand
 at the default tolerance, the exact pair sums (``method="exact"``) are the way to the tolerance.
