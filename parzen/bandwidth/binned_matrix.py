@@ -23,10 +23,23 @@ comes out smaller than 1/1.05 of that, the data are binned again on the finer gr
 runs again (one more pass).  The bound stated: ||H_binned - H_exact||_F <= tolerance ||H_exact||_F, asserted
 in tests/test_binned_matrix.py at tolerances 1e-2 to 1e-4 on the bundled data and generated data.
 
-The grid is capped at :data:`MAX_NODES` nodes (the FFTs of 1 + d grids of that size, zero-padded):
-``method="binned"`` then raises :class:`parzen.binned.lscv.GridTooLarge`, ``"auto"`` bins on the
-largest grid within the cap with a :class:`parzen.binned.lscv.CoarseGridWarning` naming the
-tolerance it reaches by the rule.  A ``grid_size`` (nodes per axis) overrides the rule.
+Capped grids.  The grid is capped at :data:`MAX_NODES` nodes (the FFTs of 1 + d grids of that
+size, zero-padded): ``method="binned"`` then raises :class:`parzen.binned.lscv.GridTooLarge`;
+``"auto"`` bins on the largest grid within the cap, and warns
+(:class:`parzen.binned.lscv.CoarseGridWarning`) and records
+(:attr:`parzen.bandwidth.method.MethodUsed.error_estimate`) the error reached, estimated from the
+spacing and the smallest pilot scale actually used as
+
+    estimated error = :data:`PSI_ERROR_CONSTANT` (2 / (d + 4)) (delta / g)^4,
+
+the model above without the grid rule's margin.  Measured against the exact H (plugin_H,
+plugin_diag and scv_H on quakes and generated 2- to 4-D data with the cap lowered; plugin_H at
+n = 10^4 to 10^6, d = 3 and 4, and plugin_diag at n = 10^5, against the exact H of the GPU
+backend: benchmarks/results/binned_plugin_H.md), the true error was 0.08 to 1.05 times the estimate:
+near it for delta / g up to about 0.6, an overstatement beyond, where the error no longer grows
+as (delta / g)^4.  Where the cap binds, d = 3 from about 3 10^4 rows and d = 4 from a few thousand
+at the default tolerance, the exact pair sums (``method="exact"``) are the way to the tolerance.
+A ``grid_size`` (nodes per axis) overrides the rule (no estimate is then made).
 """
 
 from __future__ import annotations
@@ -52,6 +65,9 @@ from .functionals import gaussian_derivative_at_zero
 DEFAULT_TOLERANCE = 1e-3
 #: C in the rule delta = g (tolerance / C)^(1/4) (module docstring).
 ERROR_CONSTANT = 1.0
+#: The relative error of the corrected binned Psi_4 vector is at most this times (delta / g)^4
+#: (measured, :mod:`parzen.binned.derivative_sums`); H moves by about 2 / (d + 4) of it.
+PSI_ERROR_CONSTANT = 0.65
 #: The most grid nodes the rule may ask for (4-D: 45 per axis; the FFTs of 1 + d zero-padded grids
 #: of that size took about 10 s on the shared 2-core CPU).
 MAX_NODES = 1 << 22
@@ -79,6 +95,12 @@ def check_tolerance(tolerance) -> float:
 def spacing_ratio(tolerance: float) -> float:
     """delta / g for ``tolerance``: (tolerance / C)^(1/4) (module docstring)."""
     return (tolerance / ERROR_CONSTANT) ** 0.25
+
+
+def estimated_error(ratio: float, d: int) -> float:
+    """The expected relative (Frobenius) error of H at delta / g = ``ratio`` in d dimensions:
+    :data:`PSI_ERROR_CONSTANT` (2 / (d + 4)) ratio^4 (module docstring, "Capped grids")."""
+    return PSI_ERROR_CONSTANT * 2.0 / (d + 4) * ratio**4
 
 
 class BinnedFunctionals:
@@ -115,7 +137,8 @@ class BinnedFunctionals:
         self.lows, self.highs = np.asarray(lows) - margin, np.asarray(highs) + margin
         self.tolerance, self.shrink_to_fit = tolerance, shrink_to_fit
         self.grid_size = None if grid_size is None else self._given_sizes(grid_size)
-        self.capped = False
+        self.capped, self.wanted = False, ""
+        self.error_estimate: float | None = None
         self.planned_for = math.inf
         self.smallest = math.inf
         self.sums: BinnedDerivativeSums | None = None
@@ -150,13 +173,7 @@ class BinnedFunctionals:
                         f"{MAX_NODES:.3g}; pass a larger tolerance or a smaller grid_size, or method='exact'")
                 shrink = (MAX_NODES / nodes) ** (1.0 / len(sizes))
                 sizes = tuple(max(MIN_NODES, int(m * shrink)) for m in sizes)
-                reached = ERROR_CONSTANT * (float(np.max(extent / (np.asarray(sizes) - 1))) / g) ** 4
-                warnings.warn(
-                    f"binned {self.what}: tolerance {self.tolerance:g} needs a grid of {shown} nodes, more than the "
-                    f"{MAX_NODES:.3g} allowed; binning on {' x '.join(map(str, sizes))} (about {reached:.2g} relative "
-                    "by the grid rule); pass method='exact' for the exact pair sums, or a larger tolerance=",
-                    CoarseGridWarning, stacklevel=4)
-                self.capped = True
+                self.capped, self.wanted = True, shown
         self.planned_for = g
         self.sums = BinnedDerivativeSums(self.bin_on(GridSpec.covering(self.lows, self.highs, sizes)), self.total)
 
@@ -189,7 +206,23 @@ class BinnedFunctionals:
             self.plan(self.smallest)
             self.smallest = math.inf
             result = compute(self)
+        if self.capped:
+            self._warn_capped()
         return result
+
+    def _warn_capped(self) -> None:
+        """Record and warn the error reached on a capped grid: :func:`estimated_error` at the
+        largest spacing over the smallest scale used."""
+        assert self.sums is not None
+        ratio = float(np.max(self.sums.spacing)) / self.smallest
+        self.error_estimate = estimated_error(ratio, self.lows.size)
+        warnings.warn(
+            f"binned {self.what}: tolerance {self.tolerance:g} needs a grid of {self.wanted} nodes, more than the "
+            f"{MAX_NODES:.3g} allowed; binned on {' x '.join(map(str, self.sizes))} (spacing {ratio:.2g} pilot scales): "
+            f"H errs by up to about {self.error_estimate:.2g} relative (recorded as error_estimate, see "
+            "parzen.bandwidth.recording); for the tolerance pass method='exact' (O(n^2) pair sums; backend='gpu' "
+            "where there is one), or a larger tolerance=",
+            CoarseGridWarning, stacklevel=5)
 
 
 class NormalFunctionals:

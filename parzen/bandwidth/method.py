@@ -94,6 +94,10 @@ class MethodUsed:
         Nodes per axis of the binned grid (None when exact).
     tolerance : float or None
         The relative error the grid was chosen for (None when exact or when ``grid_size`` was given).
+    error_estimate : float or None
+        Where the tolerance's grid exceeded the node cap and a coarser grid was used (``method="auto"``,
+        with a :class:`parzen.binned.lscv.CoarseGridWarning`): the estimated relative error reached
+        (:func:`parzen.bandwidth.binned_matrix.estimated_error`); None otherwise.
     """
 
     selector: str
@@ -101,24 +105,27 @@ class MethodUsed:
     n: int
     grid_size: tuple[int, ...] | None = None
     tolerance: float | None = None
+    error_estimate: float | None = None
 
 
 _RECORDS: ContextVar[list[MethodUsed] | None] = ContextVar("parzen_bandwidth_records", default=None)
 
 
-def report(selector: str, method: str, *, n: int, grid_size=None, tolerance: float | None = None) -> None:
+def report(selector: str, method: str, *, n: int, grid_size=None, tolerance: float | None = None,
+           error_estimate: float | None = None) -> None:
     """State what a selector did: an INFO log line, and a record for :func:`recording`.
 
     Parameters
     ----------
-    selector, method, n, grid_size, tolerance
+    selector, method, n, grid_size, tolerance, error_estimate
         As in :class:`MethodUsed` (``grid_size`` may be an int: one axis).
     """
     sizes = None if grid_size is None else tuple(int(m) for m in (grid_size if hasattr(grid_size, "__len__")
                                                                    else (grid_size,)))
-    used = MethodUsed(selector, method, int(n), sizes, None if sizes is None else tolerance)
+    used = MethodUsed(selector, method, int(n), sizes, None if sizes is None else tolerance, error_estimate)
     grid = "" if sizes is None else f" on a grid of {' x '.join(map(str, sizes))} nodes" + (
-        f" (tolerance {tolerance:g})" if used.tolerance is not None else "")
+        f" (tolerance {tolerance:g})" if used.tolerance is not None else "") + (
+        f" (capped: error about {error_estimate:.2g})" if error_estimate is not None else "")
     logger.info("%s: %s%s, n = %d", selector, method, grid, used.n)
     records = _RECORDS.get()
     if records is not None:

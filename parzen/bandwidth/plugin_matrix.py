@@ -235,7 +235,7 @@ def selected(sample, chosen: str, solve, *, what: str, tolerance: float, grid_si
                        else binned_matrix.in_memory(sample.Y, sample.weights, **options))
         H_star = functionals.run(sample.sigma_star, sample.n, solve)
         report(what, "binned", n=round(sample.n), grid_size=functionals.sizes,
-               tolerance=tolerance if grid_size is None else None)
+               tolerance=tolerance if grid_size is None else None, error_estimate=functionals.error_estimate)
         return H_star
     H_star = solve(None)
     report(what, "exact", n=round(sample.n))

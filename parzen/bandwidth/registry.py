@@ -175,6 +175,9 @@ class Selection:
         Rows used (the effective number for weighted rules of thumb).
     seconds : float
         Wall-clock time of the selection.
+    error_estimate : float or None
+        The estimated relative error where the tolerance's grid exceeded the node cap and a coarser
+        one was used (:attr:`parzen.bandwidth.method.MethodUsed.error_estimate`); None otherwise.
     """
 
     name: str
@@ -184,6 +187,7 @@ class Selection:
     tolerance: float | None
     n: int
     seconds: float
+    error_estimate: float | None = None
 
 
 def selection(name: str, X, *, weights=None, **options) -> Selection:
@@ -212,7 +216,7 @@ def selection(name: str, X, *, weights=None, **options) -> Selection:
         value = select(name, X, weights=weights, **options)
         seconds = time.perf_counter() - start
     used = records[-1]
-    return Selection(name, value, used.method, used.grid_size, used.tolerance, used.n, seconds)
+    return Selection(name, value, used.method, used.grid_size, used.tolerance, used.n, seconds, used.error_estimate)
 
 
 def _by_flexibility() -> list[tuple[str, Selector]]:
