@@ -975,13 +975,14 @@ class Engine:
                     return domains.bias_runs(query, ss, layout)
                 return at_scaled if [id(s) for s in ss] == [id(s) for s in scaled] else answers.bias_runs(query, ss, layout)
 
-            result = contract.cover_bias(result, lambda s: approximate(query, s, layout, None)[0], synopsis,
-                                         [a.name for a in query.aggregates], query.group_by, held=bounded,
-                                         answers_at=in_one_pass)
+            bias = contract.bias_widths(result, lambda s: approximate(query, s, layout, None)[0], synopsis,
+                                        [a.name for a in query.aggregates], query.group_by, held=bounded,
+                                        answers_at=in_one_pass)
             # float64 round-off against DuckDB's own sums: over the table's rows for sample answers; for exact
             # totals, over the rows of the strata added into each answer row (DuckDB sums them in another order)
             terms = synopsis.row_count if form != "totals" else _strata_rows(query, synopsis, layout, result)
-            result = contract.cover_rounding(result, contract.summed(query.aggregates), terms, query.group_by, bounded)
+            rounding = contract.rounding_widths(result, contract.summed(query.aggregates), terms, query.group_by, bounded)
+            result = contract.widened(result, [bias, rounding] if bias is not None else [rounding])  # columns set once
             if form == "grid":  # the grid's exact C bounds its COUNT
                 result = contract.bracket_grid_counts(result, query, synopsis)
         if synopsis.temporal:  # MIN / MAX / quantiles of dates come back as dates
