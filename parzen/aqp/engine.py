@@ -484,12 +484,14 @@ class Engine:
     def _keep(self, synopsis: Synopsis) -> None:
         """Cache ``synopsis`` ready to answer, so that no query pays for it: its sample's sorted
         orders, its regressions' values at their knots, the indexes of its exact aggregate tables,
-        the compiled box integrals (Numba compiles them once per installation) and pandas' first
+        the value indexes and sort ranks of its categorical columns, the compiled box integrals (Numba compiles them once per installation) and pandas' first
         frame with named columns."""
         self._cache[synopsis.table] = synopsis
         self._layouts[synopsis.table] = Layout.of(synopsis)
         if synopsis.cube is not None and synopsis.categories is not None:
             synopsis.cube.warm(synopsis.categories.values)
+        if synopsis.categories is not None:  # value indexes and sort ranks of the categorical columns
+            synopsis.categories.warm()
         for regression in synopsis.regressions.values():  # r at its knots, once
             regression(regression.feature_min)
         warm_up()
