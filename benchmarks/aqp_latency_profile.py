@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import collections
 import functools
+import json
 import time
 from pathlib import Path
 
@@ -46,6 +47,10 @@ STAGES = [
     ("contract", "widened", "interval: widened columns (contract.widened)"),
     ("contract", "cover_rounding", "interval: round-off of exact answers (contract.cover_rounding)"),
 ]
+
+
+#: Families per table of the markdown (each takes two columns).
+TABLE_FAMILIES = 4
 
 
 def _wrapped(function, label: str, spent: dict, calls: collections.Counter):
@@ -124,17 +129,21 @@ def markdown(results: dict, note: str) -> str:
               "query's first answer in the process, in the order listed (the synopsis loaded and warmed "
               "before); *repeated*: three more answers of each. Made by `benchmarks/aqp_latency_profile.py`."), ""]
     for title, families in results.items():
-        lines += [f"## {title}", "", "| stage | " + " | ".join(f"{f} first | {f} repeated" for f in families) + " |",
-                  "| --- |" + " ---: | ---: |" * len(families)]
-        for label in ["total", *(label for _, _, label in STAGES)]:
-            cells = []
-            for row in families.values():
-                for phase in ("first", "repeated"):
-                    value = row.get(phase, {}).get(label)
-                    cells.append("-" if value is None else f"{value:.2f}")
-            if label == "total" or any(c not in ("-", "0.00") for c in cells):
-                lines.append(f"| {label.replace('  ', '&nbsp;&nbsp;')} | " + " | ".join(cells) + " |")
-        lines.append("")
+        lines += [f"## {title}", ""]
+        names = [f for f, row in families.items() if row]  # answered at least once
+        for start in range(0, len(names), TABLE_FAMILIES):
+            chunk = names[start:start + TABLE_FAMILIES]
+            lines += ["| stage | " + " | ".join(f"{f} first | {f} repeated" for f in chunk) + " |",
+                      "| --- |" + " ---: | ---: |" * len(chunk)]
+            for label in ["total", *(label for _, _, label in STAGES)]:
+                cells = []
+                for family in chunk:
+                    for phase in ("first", "repeated"):
+                        value = families[family].get(phase, {}).get(label)
+                        cells.append("-" if value is None else f"{value:.2f}")
+                if label == "total" or any(c not in ("-", "0.00") for c in cells):
+                    lines.append(f"| {label.replace('  ', '&nbsp;&nbsp;')} | " + " | ".join(cells) + " |")
+            lines.append("")
     return "\n".join(lines)
 
 
@@ -144,7 +153,8 @@ def main() -> None:
                         help="a workload (ssb, tpch, tpcds, flights) answered from the synopses in DATABASE")
     parser.add_argument("--pilotdb-repo", default="/work/data/workloads/PilotDB", help="PilotDB checkout (DBEst set)")
     parser.add_argument("--note", default="", help="added after the machine's name, e.g. ' (shared)'")
-    parser.add_argument("--output", type=Path, default=HERE / "results" / "aqp_latency_profile.md")
+    parser.add_argument("--output", type=Path, default=HERE / "results" / "aqp_latency_profile.md",
+                        help="the markdown written (and beside it the same name with .json)")
     args = parser.parse_args()
     tables = {"ssb": ["lineorder"], "tpch": ["lineitem"], "tpcds": ["store_sales", "web_sales"], "flights": ["flights"]}
     results = {}
@@ -154,6 +164,7 @@ def main() -> None:
         results[title] = profile(database, workload, tables[workload], args.pilotdb_repo)
     text = markdown(results, args.note)
     args.output.write_text(text)
+    args.output.with_suffix(".json").write_text(json.dumps({"note": args.note, "runs": results}, indent=2) + "\n")
     print(text)
 
 
