@@ -93,6 +93,7 @@ def test_bias_term_shrinks_as_h_shrinks():
 def _sampling_only(engine, sql):
     """The interval of the sampling error alone: no bias term, no grid bounds."""
     with mock.patch.object(contract, "cover_bias", lambda frame, *args, **kwargs: frame), \
+            mock.patch.object(contract, "bias_widths", lambda frame, *args, **kwargs: None), \
             mock.patch.object(contract, "bracket_grid_counts", lambda frame, *args, **kwargs: frame):
         return engine.query(sql, with_error=True)
 
@@ -310,3 +311,22 @@ def test_a_zero_width_interval_holds_the_exact_answer_despite_round_off():
     assert (frame["c high"].iloc[[0, 1, 3]] >= [254.0, 2737.0, 0.0]).all()
     assert np.isnan(frame["c low"].iloc[2]) and frame["c low"].iloc[3] == 0.0
     assert rounding_bound(np.array([1.0]), 60_000_000)[0] < 2e-8  # SF10 lineitem: 1.3e-8 relative
+
+
+@pytest.mark.parametrize("keys", [False, True])
+def test_widening_in_one_step_equals_widening_in_turn(keys):
+    """``contract.widened`` with several widths writes each interval column once and gives, bit for bit,
+    what widening by each in turn gives (low - w1 - w2), on a frame of floats and on one with group keys."""
+    from parzen.aqp.contract import widened
+
+    rng = np.random.default_rng(3)
+    value = rng.normal(size=7) * 1e6
+    columns = {"g": [f"k{i}" for i in range(7)]} if keys else {}
+    frame = pd.DataFrame({**columns, "s": value, "s low": value - 1.0, "s high": value + 1.0})
+    first, second = {"s": rng.random(7) * 1e-3}, {"s": rng.random(7) * 1e-9}
+    once = widened(frame.copy(), [first, second])
+    in_turn = widened(widened(frame.copy(), [first]), [second])
+    assert once["s low"].to_numpy().tobytes() == in_turn["s low"].to_numpy().tobytes()
+    assert once["s high"].to_numpy().tobytes() == in_turn["s high"].to_numpy().tobytes()
+    np.testing.assert_array_equal(once["s low"].to_numpy(), (value - 1.0) - first["s"] - second["s"])
+    assert once["s"].to_numpy().tobytes() == value.tobytes() and list(once.columns) == list(frame.columns)

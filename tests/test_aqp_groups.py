@@ -194,3 +194,24 @@ def test_groups_of_one_or_two_sampled_rows_are_covered(sparse):
     for name in ("sum(lo_revenue)", "count_star()"):
         inside = (approx[f"{name} low"] <= exact[name]) & (exact[name] <= approx[f"{name} high"])
         assert inside.mean() >= 0.93, (name, inside.mean())
+
+
+def test_a_loaded_synopsis_answers_its_first_filter_without_building_value_indexes():
+    """Loading a synopsis makes its categorical columns' value indexes and sort ranks (Categories.warm),
+    so that the first query filtering or grouping by a column does not build them (they are made
+    once per list of values: a later build would be another object)."""
+    from unittest import mock
+
+    from parzen.aqp import value_index
+
+    con = duckdb.connect(":memory:")
+    _star(con, rows=3000)
+    con.execute("SET enable_external_access = false")
+    Engine(con).build("lineorder", columns=["lo_quantity", "lo_revenue"], joins=JOINS, sample=500, seed=2)
+    fresh = Engine(con)
+    categories = fresh.synopsis("lineorder").categories
+    ranks = {c: categories.sort_ranks(c) for c in categories.values}
+    with mock.patch.object(value_index.ValueIndex, "of", side_effect=AssertionError("built in a query")):
+        answer = fresh.query(f"SELECT c_nation, COUNT(*) {FROM} AND s_city = 'S03' AND lo_quantity < 25 GROUP BY c_nation")
+    assert len(answer) == 3
+    assert all(categories.sort_ranks(c) is ranks[c] for c in categories.values)

@@ -396,12 +396,14 @@ class _SampleTerms:
         row_scale = None if whole else layout.row_scale
         widest = 1.0 if row_scale is None else float(row_scale.max(initial=1.0))
         self.boxes = {c: models[c].interval(r) for c, r in ranges.items()}
-        rows = np.arange(layout.view.size)
+        rows = None  # every sampled row, ascending (made below only where no range narrows them)
         for c, (a, b) in self.boxes.items():
             found = layout.view.candidates(c, a, b, _REACH * models[c].bandwidth * widest)
-            rows = found if found.size < rows.size else rows
+            rows = found if found.size < (layout.view.size if rows is None else rows.size) else rows
         if within is not None:  # only the rows a caller keeps (the terms are per row: the same floats)
-            rows = rows[within[rows]] if rows.size < layout.view.size else np.flatnonzero(within)
+            rows = np.flatnonzero(within) if rows is None else rows[within[rows]]
+        elif rows is None:
+            rows = np.arange(layout.view.size)
         rows = rows[output_of_stratum[layout.stratum_of_row[rows]] >= 0]
         self.rows, self.models, self.layout = rows, models, layout
         self._values: dict[str, np.ndarray] = {}

@@ -543,9 +543,10 @@ def stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layo
         return np.bincount(group, weights=weight * values, minlength=groups)
 
     def standard_error(name, values):
+        sums = _stratum_sums(values, stratum, len(layout.keys))  # read by both below
         if degrees is not None:
-            degrees[name] = _stratified_df(values, stratum, layout, output_of_stratum, groups)
-        return np.sqrt(_stratified_variance(values, stratum, layout, output_of_stratum, groups))
+            degrees[name] = _stratified_df(values, stratum, layout, output_of_stratum, groups, sums)
+        return np.sqrt(_stratified_variance(values, stratum, layout, output_of_stratum, groups, sums))
 
     estimates = {}
     for a in query.aggregates:
@@ -563,12 +564,18 @@ def stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layo
     return estimates
 
 
-def _stratified_df(values, stratum, layout: Layout, output_of_stratum, groups: int) -> np.ndarray:
+def _stratum_sums(values, stratum, strata: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per stratum: the sum of ``values`` and of their squares (rows outside the candidates are 0)."""
+    return (np.bincount(stratum, weights=values, minlength=strata),
+            np.bincount(stratum, weights=values * values, minlength=strata))
+
+
+def _stratified_df(values, stratum, layout: Layout, output_of_stratum, groups: int, sums=None) -> np.ndarray:
     """Per answer row: the effective degrees of freedom of :func:`_stratified_variance` (the strata are
-    its cells, the rows with a non-zero term those that carry it: :func:`parzen.aqp.tails.effective_df_of_cells`)."""
+    its cells, the rows with a non-zero term those that carry it: :func:`parzen.aqp.tails.effective_df_of_cells`);
+    ``sums``: :func:`_stratum_sums` of ``values``, made already (None: made here)."""
     strata = len(layout.keys)
-    s1 = np.bincount(stratum, weights=values, minlength=strata)
-    s2 = np.bincount(stratum, weights=values * values, minlength=strata)
+    s1, s2 = _stratum_sums(values, stratum, strata) if sums is None else sums
     s4 = np.bincount(stratum, weights=(values * values) ** 2, minlength=strata)
     carrying = np.bincount(stratum, weights=(values != 0.0).astype(np.float64), minlength=strata)
     n, rows = layout.drawn, layout.rows
@@ -580,11 +587,10 @@ def _stratified_df(values, stratum, layout: Layout, output_of_stratum, groups: i
                                  s4[used])
 
 
-def _stratified_variance(values, stratum, layout: Layout, output_of_stratum, groups: int) -> np.ndarray:
-    """Per answer row: the variance of the stratified total of ``values`` (sampling without replacement)."""
-    strata = len(layout.keys)
-    s1 = np.bincount(stratum, weights=values, minlength=strata)  # rows outside the candidates are 0
-    s2 = np.bincount(stratum, weights=values * values, minlength=strata)
+def _stratified_variance(values, stratum, layout: Layout, output_of_stratum, groups: int, sums=None) -> np.ndarray:
+    """Per answer row: the variance of the stratified total of ``values`` (sampling without replacement);
+    ``sums``: :func:`_stratum_sums` of ``values``, made already (None: made here)."""
+    s1, s2 = _stratum_sums(values, stratum, len(layout.keys)) if sums is None else sums
     n, rows = layout.drawn, layout.rows
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1), 0.0)

@@ -106,6 +106,20 @@ class Categories:
         fitting = [t for t in self.tables if wanted <= set(t.columns)]
         return min(fitting, key=lambda t: t.rows.size) if fitting else None
 
+    def warm(self) -> None:
+        """Make every column's value index (:func:`parzen.aqp.value_index.index_of`, which an = / IN
+        filter reads), sort ranks (:meth:`sort_ranks`) and value arrays (:meth:`value_objects`,
+        :meth:`frame_values`) now, when the synopsis is loaded, not in the first query that reads the
+        column (0.1-0.5 ms each for columns of 100-1000 values); they grow with the values, not with
+        the sample (:meth:`code_rows`, which does, stays made on first use)."""
+        from .value_index import index_of
+
+        for column, values in self.values.items():
+            index_of(values)
+            self.sort_ranks(column)
+            self.value_objects(column)
+            self.frame_values(column)
+
     def sort_ranks(self, column: str) -> np.ndarray | None:
         """Per code of ``column``, its value's rank in the order of an answer's rows (ascending as
         DuckDB's ORDER BY, NULLs last: :func:`parzen.aqp.answers._row_order`; equal values share a

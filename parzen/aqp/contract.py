@@ -214,8 +214,26 @@ def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame
         ``frame`` with its interval columns widened (values and attrs unchanged; ``frame`` itself, or
         a new frame when it holds float columns only).
     """
+    bias = bias_widths(frame, answer_at, synopsis, names, keys, held, answers_at)
+    return frame if bias is None else widened(frame, [bias])
+
+
+def bias_widths(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame], synopsis: Synopsis,
+                names: Sequence[str], keys: Sequence[str], held: Sequence[tuple] = (),
+                answers_at: Callable[[list[Synopsis]], Sequence[pd.DataFrame | dict[str, np.ndarray]]] | None = None,
+                ) -> dict[str, np.ndarray] | None:
+    """What :func:`cover_bias` widens each interval of ``frame`` by on both sides, per aggregate and
+    answer row (parameters as there): max over c in :data:`BIAS_STEPS` of |A(c h) - A(h)| / |c^2 - 1|,
+    0 for the ``held`` rows; None when nothing depends on the bandwidths (an empty frame, every
+    kernel a point mass).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray or None
+        Per aggregate of ``names``, one width per row of ``frame``.
+    """
     if frame.empty or not any(m.bandwidth > 0.0 for m in synopsis.models.values()):
-        return frame
+        return None
     scaled = [with_bandwidths_scaled(synopsis, c) for c in BIAS_STEPS]
     runs = answers_at(scaled) if answers_at is not None else [answer_at(s) for s in scaled]
     values = {name: frame[name].to_numpy(dtype=np.float64) for name in names}  # read once for every step
@@ -225,25 +243,47 @@ def cover_bias(frame: pd.DataFrame, answer_at: Callable[[Synopsis], pd.DataFrame
         kept = _held_rows(frame, keys, held)
         for name in names:
             bias[name] = np.where(kept, 0.0, bias[name])
-    return _widened(frame, names, bias)
+    return bias
 
 
-def _widened(frame: pd.DataFrame, names: Sequence[str], bias: dict[str, np.ndarray]) -> pd.DataFrame:
-    """``frame`` with each ``<name> low`` lowered and ``<name> high`` raised by ``bias[name]``: a frame of
-    float columns only (no group keys) made anew from its one array (a column set in place splits its
-    block, several times slower), another one's columns set."""
+def widened(frame: pd.DataFrame, widths: Sequence[dict[str, np.ndarray]]) -> pd.DataFrame:
+    """``frame`` with each ``<name> low`` lowered and ``<name> high`` raised by ``w[name]`` of each
+    ``w`` in ``widths`` in turn (low - w1 - w2 ..., as :func:`cover_bias` then :func:`cover_rounding`
+    would, bit for bit), each column written once: a frame of float columns only (no group keys) made
+    anew from its one array (a column set in place splits its block, several times slower), another
+    one's columns set.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        An answer with ``<name> low`` / ``<name> high`` columns for every name of ``widths``.
+    widths : sequence of dict of str to numpy.ndarray
+        Per step, per aggregate, one width per row of ``frame``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A new frame (float columns only) or ``frame`` itself, its intervals widened (values and attrs unchanged).
+    """
+    names = list(dict.fromkeys(name for w in widths for name in w))
     if all(dtype == np.float64 for dtype in frame.dtypes):
         table = frame.to_numpy(dtype=np.float64, copy=True)
         position = {column: k for k, column in enumerate(frame.columns)}
         for name in names:
-            table[:, position[f"{name} low"]] -= bias[name]
-            table[:, position[f"{name} high"]] += bias[name]
-        widened = pd.DataFrame(table, columns=frame.columns, index=frame.index, copy=False)
-        widened.attrs = frame.attrs
-        return widened
+            for w in widths:
+                if name in w:
+                    table[:, position[f"{name} low"]] -= w[name]
+                    table[:, position[f"{name} high"]] += w[name]
+        out = pd.DataFrame(table, columns=frame.columns, index=frame.index, copy=False)
+        out.attrs = frame.attrs
+        return out
     for name in names:
-        frame[f"{name} low"] = frame[f"{name} low"].to_numpy(dtype=np.float64) - bias[name]
-        frame[f"{name} high"] = frame[f"{name} high"].to_numpy(dtype=np.float64) + bias[name]
+        low = frame[f"{name} low"].to_numpy(dtype=np.float64)
+        high = frame[f"{name} high"].to_numpy(dtype=np.float64)
+        for w in widths:
+            if name in w:
+                low, high = low - w[name], high + w[name]
+        frame[f"{name} low"], frame[f"{name} high"] = low, high
     return frame
 
 
@@ -313,15 +353,35 @@ def cover_rounding(frame: pd.DataFrame, names: Sequence[str], rows: int | np.nda
     pandas.DataFrame
         ``frame`` itself, its interval columns widened.
     """
-    kept = _held_rows(frame, keys, held)
-    for name in names:
-        if f"{name} low" not in frame.columns:
-            continue
-        value = frame[name].to_numpy(dtype=np.float64)
-        bound = np.where(kept, 0.0, rounding_bound(value, rows))
+    bounds = rounding_widths(frame, names, rows, keys, held)
+    if all(dtype == np.float64 for dtype in frame.dtypes):  # read and written back at once, in place (4x faster)
+        table = frame.to_numpy(dtype=np.float64, copy=True)
+        position = {column: k for k, column in enumerate(frame.columns)}
+        for name, bound in bounds.items():
+            table[:, position[f"{name} low"]] -= bound
+            table[:, position[f"{name} high"]] += bound
+        frame.iloc[:, :] = table
+        return frame
+    for name, bound in bounds.items():
         frame[f"{name} low"] = frame[f"{name} low"].to_numpy(dtype=np.float64) - bound
         frame[f"{name} high"] = frame[f"{name} high"].to_numpy(dtype=np.float64) + bound
     return frame
+
+
+def rounding_widths(frame: pd.DataFrame, names: Sequence[str], rows: int | np.ndarray, keys: Sequence[str] = (),
+                    held: Sequence[tuple] = ()) -> dict[str, np.ndarray]:
+    """What :func:`cover_rounding` widens each interval of ``frame`` by on both sides (parameters as
+    there): :func:`rounding_bound` of each value, 0 for the ``held`` rows; only the names that have
+    intervals.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Per aggregate of ``names`` with a ``<name> low`` column, one width per row of ``frame``.
+    """
+    kept = _held_rows(frame, keys, held)
+    return {name: np.where(kept, 0.0, rounding_bound(frame[name].to_numpy(dtype=np.float64), rows))
+            for name in names if f"{name} low" in frame.columns}
 
 
 def count_bracket(grid: ColumnGrid, rows: float, a: float, b: float, *, integer: bool = False) -> tuple[float, float]:

@@ -487,12 +487,14 @@ class Engine:
     def _keep(self, synopsis: Synopsis) -> None:
         """Cache ``synopsis`` ready to answer, so that no query pays for it: its sample's sorted
         orders, its regressions' values at their knots, the indexes of its exact aggregate tables,
-        the compiled box integrals (Numba compiles them once per installation) and pandas' first
+        the value indexes and sort ranks of its categorical columns, the compiled box integrals (Numba compiles them once per installation) and pandas' first
         frame with named columns."""
         self._cache[synopsis.table] = synopsis
         self._layouts[synopsis.table] = Layout.of(synopsis)
         if synopsis.cube is not None and synopsis.categories is not None:
             synopsis.cube.warm(synopsis.categories.values)
+        if synopsis.categories is not None:  # value indexes and sort ranks of the categorical columns
+            synopsis.categories.warm()
         for regression in synopsis.regressions.values():  # r at its knots, once
             regression(regression.feature_min)
         warm_up()
@@ -979,13 +981,14 @@ class Engine:
                     return domains.bias_runs(query, ss, layout)
                 return at_scaled if [id(s) for s in ss] == [id(s) for s in scaled] else answers.bias_runs(query, ss, layout)
 
-            result = contract.cover_bias(result, lambda s: approximate(query, s, layout, None)[0], synopsis,
-                                         [a.name for a in query.aggregates], query.group_by, held=bounded,
-                                         answers_at=in_one_pass)
+            bias = contract.bias_widths(result, lambda s: approximate(query, s, layout, None)[0], synopsis,
+                                        [a.name for a in query.aggregates], query.group_by, held=bounded,
+                                        answers_at=in_one_pass)
             # float64 round-off against DuckDB's own sums: over the table's rows for sample answers; for exact
             # totals, over the rows of the strata added into each answer row (DuckDB sums them in another order)
             terms = synopsis.row_count if form != "totals" else _strata_rows(query, synopsis, layout, result)
-            result = contract.cover_rounding(result, contract.summed(query.aggregates), terms, query.group_by, bounded)
+            rounding = contract.rounding_widths(result, contract.summed(query.aggregates), terms, query.group_by, bounded)
+            result = contract.widened(result, [bias, rounding] if bias is not None else [rounding])  # columns set once
             if form == "grid":  # the grid's exact C bounds its COUNT
                 result = contract.bracket_grid_counts(result, query, synopsis)
         if synopsis.temporal:  # MIN / MAX / quantiles of dates come back as dates

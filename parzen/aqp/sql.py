@@ -299,7 +299,8 @@ def _string(node: exp.Expr) -> str | None:
 
 def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, exp.Expr | None]:
     """The query's tables (FROM first), its join conditions and the rest of its WHERE (with the
-    ON clauses' other predicates), on a copy of ``tree`` whose columns lost their qualifiers.
+    ON clauses' other predicates), on a copy of ``tree`` whose columns lost their qualifiers (``tree``
+    itself when none is qualified: it is read, never changed, and the condition is made anew).
 
     Inner joins only: ``JOIN d ON ...``, ``INNER JOIN``, ``CROSS JOIN`` and ``FROM a, b``; every
     equality of two columns in ON, or in WHERE's top-level conjunction, is a join condition here (the
@@ -330,7 +331,8 @@ def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, exp.
             if label in by_name and by_name[label] != name or sum(n.casefold() == name.casefold() for n, _ in entries) > 1:
                 raise UnsupportedQuery(f"the table {name} read twice (a self-join)")
             by_name[label] = name
-    tree = tree.copy()
+    if qualified:  # the qualifiers are removed below, on a copy (``tree`` may be a cached template's)
+        tree = tree.copy()
     terms: list[exp.Expr] = []
     for j in tree.args.get("joins") or []:
         if j.args.get("on") is not None:
@@ -344,7 +346,7 @@ def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, exp.
             join_on.append(tuple(_qualified(side, by_name, names) for side in (node.left, node.right)))
         else:
             rest.append(node)
-    for column in list(tree.find_all(exp.Column)):
+    for column in list(tree.find_all(exp.Column)) if qualified else ():
         if column.table:
             if column.table.casefold() not in by_name or column.args.get("db") or column.args.get("catalog"):
                 raise UnsupportedQuery(f"the qualified column {column.sql(dialect='duckdb')} (its qualifier names no "
