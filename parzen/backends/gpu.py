@@ -65,12 +65,13 @@ FAST_EXP2 = not INTERPRETED
 #: 137 ms; d = 32 ieee 285 ms, tf32x3 205 ms; one TF32 product (79 and 121 ms) errs by 1e-1.
 GRAM_LAUNCH = MappingProxyType({16: ("ieee", 4, 3)})
 GRAM_WIDE_LAUNCH = ("tf32x3", 8, 3)
-#: The Gram-form log-sum-exp's launch at every coordinate count: float32 multiply-adds, whose
-#: errors (2.4e-5 of the density at n = 2^20, d = 16) the log carries as absolute errors; with
-#: "tf32x3" at d = 17 a test's log densities near the data missed the reference by more than 1e-5.
+#: The former Gram-form log-sum-exp's launch (queries beyond the tensor-core operands' reach, and
+#: data the tensor-core form does not cover): float32 multiply-adds, whose errors (2.4e-5 of the
+#: density at n = 2^20, d = 16) the log carries as absolute errors; with "tf32x3" at d = 17 a
+#: test's log densities near the data missed the reference by more than 1e-5.
 GRAM_LOG_LAUNCH = ("ieee", 4, 3)
 #: The tensor-core Gram form of the float32 Gaussian KDE sums (``gaussian_gram_tc_sum_kernel`` on
-#: the float16 operands of :mod:`parzen.backends._gram_operands`; non-negative weights, up to 32
+#: the float16 operands of :mod:`parzen.backends._gram_operands`; weights of any sign, up to 32
 #: coordinate rows, data within the operands' reach): by coordinate rows, the launch (query
 #: block, data block, warps, pipeline stages).  H100, n = 2^20, m = 131072, d = 16: 128 x 64 with 8
 #: warps 65.6 ms, 4 stages 67.1, 256 x 64 with 16 warps 79.6, with 8 warps 81.3; d = 32: 256 x 64
@@ -621,9 +622,11 @@ _PROFILE_KIND = MappingProxyType(
 )
 
 
-def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str, tiles: GpuTiles) -> torch.Tensor:
-    """One launch over a chunk of queries and a chunk of data: per-query float64 sums on the device."""
-    d, n_padded = z_tensor.shape
+def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str, tiles: GpuTiles, split: bool = False) -> torch.Tensor:
+    """One launch over a chunk of queries and a chunk of data: per-query float64 sums on the
+    device (``split``: both given as double-float coordinates, :func:`_double_float_columns`)."""
+    rows, n_padded = z_tensor.shape
+    d = rows // 2 if split else rows
     m_padded = q_tensor.shape[1]
     query_blocks, data_blocks = m_padded // tiles.query_block, n_padded // tiles.data_block
     programs = 8 * _multiprocessors()
@@ -634,7 +637,7 @@ def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str, tiles: GpuTiles) 
     kernels.kernel_sum_kernel[(query_blocks, data_chunks)](
         z_tensor, q_tensor, w_tensor, n_padded, m_padded, chunk_blocks, partial,
         DIM=d, KIND=_PROFILE_KIND[kind], BLOCK_Q=tiles.query_block, BLOCK_Z=tiles.data_block, FAST=_fast(z_tensor.dtype),
-        num_warps=NUM_WARPS,
+        SPLIT=split, num_warps=NUM_WARPS,
     )
     return partial.sum(dim=0)
 
@@ -715,6 +718,15 @@ def _columns_at_zero(rows: np.ndarray, block: int, fdtype, dims: int | None) -> 
     return out
 
 
+def _double_float_columns(rows: np.ndarray, block: int) -> torch.Tensor:
+    """(2 d, padded) float32: :func:`_columns_at_zero`'s float64 columns x as x_hi = fl32(x)
+    (rows 0..d-1) and x_lo = fl32(x - x_hi) (rows d..2d-1), x_hi + x_lo = x to 2^-48 relative: the
+    double-float coordinates of the direct float32 kernels (``SPLIT``)."""
+    wide = _columns_at_zero(rows, block, torch.float64, None)
+    high = wide.to(torch.float32)
+    return torch.cat([high, (wide - high.to(torch.float64)).to(torch.float32)])
+
+
 class _DeviceKernelSum:
     """The data of :meth:`GpuBackend.kernel_sum` prepared once for many query sets.
 
@@ -739,18 +751,23 @@ class _DeviceKernelSum:
         Block sizes and the resident-memory budget.
     resident : bool
         Keep the data's device tensors between calls.
+    tensor_cores : bool
+        Whether this instance may take the tensor-core form (default True; see below).
 
-    In float32 Gram form with non-negative weights, at most 32 coordinate rows and data within
-    the operands' reach (``_gram_operands.usable``), and with ``tensor_cores``, the data and
-    queries are kept as the float16 operands of :mod:`parzen.backends._gram_operands` (and the
-    weights in float32), and summed by ``gaussian_gram_tc_sum_kernel`` (launched as
-    :data:`GRAM_TC_LAUNCH` says).
+    In float32 Gram form with at most 32 coordinate rows and data within the operands' reach
+    (``_gram_operands.usable``), and with ``tensor_cores`` (here and on the class), the data
+    and queries are kept as the float16 operands of :mod:`parzen.backends._gram_operands` (and
+    the weights, of any sign, in float32; zero weights' exponents are the pads'), and summed by
+    ``gaussian_gram_tc_sum_kernel`` (launched as :data:`GRAM_TC_LAUNCH` says).  The direct
+    float32 kernels (below ``tiles.gram_min_dim`` coordinates, and every kernel but the
+    Gaussian) take double-float coordinates (``SPLIT``, :func:`_double_float_columns`).
     """
 
-    #: Whether the float32 Gram form may take the tensor-core operands (the log sums may not).
+    #: Whether the float32 Gram form may take the tensor-core operands.
     tensor_cores = True
 
-    def __init__(self, Z: np.ndarray, kind: str, weights, fdtype, tiles: GpuTiles, *, resident: bool) -> None:
+    def __init__(self, Z: np.ndarray, kind: str, weights, fdtype, tiles: GpuTiles, *, resident: bool,
+                 tensor_cores: bool = True) -> None:
         Z = np.asarray(Z, dtype=np.float64)
         Z = Z if Z.ndim == 2 else Z.reshape(len(Z), -1)  # (0, d) stays (0, d)
         n, self.d = Z.shape
@@ -758,6 +775,7 @@ class _DeviceKernelSum:
         self.centre = Z.mean(axis=0) if n else np.zeros(self.d)
         self.scale = math.sqrt(0.5 * _LOG2E) if kind == "gaussian" else 1.0
         self.gram = kind == "gaussian" and fdtype == torch.float32 and self.d >= tiles.gram_min_dim
+        self.split = fdtype == torch.float32 and not self.gram
         self.dims = _gram_dims(self.d) if self.gram else None
         self.query_block, self.data_block = (
             (tiles.gram_query_block, tiles.gram_data_block) if self.gram else (tiles.query_block, tiles.data_block)
@@ -767,7 +785,7 @@ class _DeviceKernelSum:
         self._host: tuple[np.ndarray, np.ndarray] | None = (scaled, w)
         self._slices = _chunks(n, tiles.chunk_rows)
         self.layout: operands.GramLayout | None = None
-        if self.tensor_cores and self.dims is not None and self.dims in GRAM_TC_LAUNCH and bool(np.all(w >= 0)):
+        if tensor_cores and self.tensor_cores and self.dims is not None and self.dims in GRAM_TC_LAUNCH:
             self.grid = operands.grid_step(float(np.linalg.norm(scaled, axis=1).max(initial=0.0)) + QUERY_REACH)
             if operands.usable(self.dims, self.grid):
                 self.layout = operands.layout(self.dims)
@@ -775,25 +793,37 @@ class _DeviceKernelSum:
                 self.common_weight = float(w[0]) if n and np.all(w == w[0]) else 0.0
                 self.launch = _tc_launch(self.dims, tiles)
                 self.query_block, self.data_block = self.launch[:2]
-        rows, dtype = (self.layout.columns, torch.float16) if self.layout else ((self.dims or self.d) + 1 + int(self.gram), fdtype)
+        if self.layout:
+            rows, dtype = self.layout.columns, torch.float16
+        else:
+            rows, dtype = (self.dims or self.d * (1 + int(self.split))) + 1 + int(self.gram), fdtype
         nbytes = rows * (n + len(self._slices) * self.data_block) * torch.finfo(dtype).bits // 8
         self._resident = [self._chunk(data) for data in self._slices] if resident and nbytes <= tiles.resident_bytes else None
         if self._resident is not None:
             self._host = None
 
+    def _device_weights(self, w: np.ndarray) -> np.ndarray:
+        """What the kernels take for the weights ``w`` of a chunk: the weights themselves."""
+        return w
+
     def _chunk(self, data: slice) -> tuple:
         """(coordinates, norms or None, weights) of one data chunk on the device."""
         assert self._host is not None
         Z, w = self._host
-        if self.layout is not None:  # the tensor-core operand (log2 of the weights in it)
+        if self.layout is not None:  # the tensor-core operand; the weights outside it
             z_wide = _columns_at_zero(Z[data], self.data_block, torch.float64, self.dims)
             w_padded = np.zeros(z_wide.shape[1])
-            w_padded[: data.stop - data.start] = w[data]
-            w_tensor = _to_device(w_padded, torch.float32)
-            return operands.data_operand(z_wide, w_tensor > 0, self.grid), None, None if self.common_weight else w_tensor
-        z_tensor = _columns_at_zero(Z[data], self.data_block, self.fdtype, self.dims)
+            w_padded[: data.stop - data.start] = self._device_weights(w[data])
+            kept = torch.zeros(z_wide.shape[1], dtype=torch.bool, device=DEVICE)
+            kept[: data.stop - data.start] = torch.from_numpy(w[data] != 0).to(DEVICE)
+            weights = None if self.common_weight else _to_device(w_padded, torch.float32)
+            return operands.data_operand(z_wide, kept, self.grid), None, weights
+        if self.split:
+            z_tensor = _double_float_columns(Z[data], self.data_block)
+        else:
+            z_tensor = _columns_at_zero(Z[data], self.data_block, self.fdtype, self.dims)
         w_padded = np.zeros(z_tensor.shape[1])
-        w_padded[: data.stop - data.start] = w[data]
+        w_padded[: data.stop - data.start] = self._device_weights(w[data])
         return z_tensor, _squared_norms(z_tensor) if self.gram else None, _to_device(w_padded, self.fdtype)
 
     def device_chunks(self) -> Iterator[tuple]:
@@ -814,19 +844,26 @@ class _DeviceKernelSum:
             elif self.gram:
                 total += _gaussian_gram_chunk(z_tensor, norms, w_tensor, q_tensor, self.tiles)
             else:
-                total += _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, self.kind, self.tiles)
+                total += _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, self.kind, self.tiles, self.split)
         if self.layout is not None and self.common_weight:
             total *= self.common_weight
         return total
 
-    def queries(self, Q: np.ndarray) -> torch.Tensor:
-        """(m, d) queries centred and scaled as the data (in float64, then rounded once to the
-        compute type), as :func:`_columns_at_zero` lays them out."""
+    def scaled_queries(self, Q: np.ndarray) -> np.ndarray:
+        """(m, d) queries centred and scaled as the data, in float64."""
         rows = np.subtract(Q, self.centre)
         rows *= self.scale
+        return rows
+
+    def queries(self, Q: np.ndarray) -> torch.Tensor:
+        """(m, d) queries centred and scaled as the data (in float64, then rounded once to the
+        compute type, or split into double-float pairs), as :func:`_columns_at_zero` lays them out."""
+        rows = self.scaled_queries(Q)
         if self.layout is not None:  # the tensor-core operand, (m_padded, columns)
             wide = _columns_at_zero(rows, self.query_block, torch.float64, self.dims)
             return operands.query_operand(wide, self.grid)
+        if self.split:
+            return _double_float_columns(rows, self.query_block)
         return _columns_at_zero(rows, self.query_block, self.fdtype, self.dims)
 
     def __call__(self, Q) -> np.ndarray:
@@ -844,22 +881,67 @@ class _DeviceLogKernelSum(_DeviceKernelSum):
     sets, as :class:`_DeviceKernelSum` prepares them, with log2 of the weights in the weights'
     place; rows of weight 0 are left out, so every exponent is finite.
 
+    In the tensor-core form (``gaussian_gram_tc_log_sum_kernel``, the operands of
+    :class:`_DeviceKernelSum`) queries beyond the operands' reach (norm above
+    ``_gram_operands.NORM_STEPS`` times the grid, where the sum's terms all underflow but their
+    log-sum-exp does not) are summed by the former Gram-form kernel, from data sent for them.
+
     Parameters
     ----------
-    Z, weights, fdtype, tiles, resident
+    Z, weights, fdtype, tiles, resident, tensor_cores
         As for :class:`_DeviceKernelSum` (the kernel is the Gaussian).
     """
 
-    tensor_cores = False
-
-    def __init__(self, Z: np.ndarray, weights, fdtype, tiles: GpuTiles, *, resident: bool) -> None:
+    def __init__(self, Z: np.ndarray, weights, fdtype, tiles: GpuTiles, *, resident: bool, tensor_cores: bool = True) -> None:
         Z = np.asarray(Z, dtype=np.float64)
         Z = Z.reshape(len(Z), -1)
-        log2_w = np.zeros(len(Z))
         if weights is not None:
             weights = np.asarray(weights, dtype=np.float64)
-            Z, log2_w = Z[weights > 0], np.log2(weights[weights > 0])
-        super().__init__(Z, "gaussian", log2_w, fdtype, tiles, resident=resident)
+            Z, weights = Z[weights > 0], weights[weights > 0]
+        self._source = (Z, weights, resident)
+        self._far: _DeviceLogKernelSum | None = None
+        super().__init__(Z, "gaussian", weights, fdtype, tiles, resident=resident, tensor_cores=tensor_cores)
+
+    def _device_weights(self, w: np.ndarray) -> np.ndarray:
+        """log2 w (the weights are positive here)."""
+        return np.log2(w)
+
+    def _parts(self, rows: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each data chunk's (top, total) for the scaled queries ``rows`` (not beyond the reach)."""
+        if self.layout is not None:
+            q_tensor = operands.query_operand(_columns_at_zero(rows, self.query_block, torch.float64, self.dims), self.grid)
+            shift = math.log2(self.common_weight) if self.common_weight else 0.0
+            parts = []
+            for data, (z_tensor, _, log2_w) in zip(self._slices, self.device_chunks()):
+                top, total = _gaussian_tc_log_sum_chunk(z_tensor, log2_w, data.stop - data.start, q_tensor, self.layout,
+                                                        self.launch)
+                parts.append((top + shift, total))
+            return parts
+        q_tensor = _double_float_columns(rows, self.query_block) if self.split else _columns_at_zero(
+            rows, self.query_block, self.fdtype, self.dims)
+        return [
+            _gaussian_log_sum_chunk(z_tensor, norms, log2_w, data.stop - data.start, q_tensor, self.tiles, self.split)
+            for data, (z_tensor, norms, log2_w) in zip(self._slices, self.device_chunks())
+        ]
+
+    def _logs(self, Q: np.ndarray) -> np.ndarray:
+        """For (m, d) queries of at most one chunk: log sum_i w_i exp(-|q - z_i|^2 / 2)."""
+        rows = self.scaled_queries(Q)
+        out = np.empty(len(rows))
+        near = np.ones(len(rows), dtype=bool)
+        if self.layout is not None:
+            near = np.linalg.norm(rows, axis=1) <= operands.NORM_STEPS * self.grid
+            if not near.all():
+                if self._far is None:
+                    Z, weights, resident = self._source
+                    self._far = _DeviceLogKernelSum(Z, weights, self.fdtype, self.tiles, resident=resident, tensor_cores=False)
+                out[~near] = self._far._logs(Q[~near])
+        if near.any():
+            parts = self._parts(rows[near])
+            top = np.concatenate([p[0] for p in parts])[:, : int(near.sum())]
+            total = np.concatenate([p[1] for p in parts])[:, : int(near.sum())]
+            out[near] = log_sum_exp_of_parts(top * math.log(2.0), total)
+        return out
 
     def __call__(self, Q) -> np.ndarray:
         """For each query q: log sum_i w_i exp(-|q - z_i|^2 / 2), -inf for no data (float64)."""
@@ -868,14 +950,7 @@ class _DeviceLogKernelSum(_DeviceKernelSum):
             return np.full(Q.shape[0], -np.inf)
         out = np.empty(Q.shape[0])
         for queries in _chunks(Q.shape[0], self.tiles.chunk_rows):
-            q_tensor = self.queries(Q[queries])
-            parts = [
-                _gaussian_log_sum_chunk(z_tensor, norms, log2_w, data.stop - data.start, q_tensor, self.tiles)
-                for data, (z_tensor, norms, log2_w) in zip(self._slices, self.device_chunks())
-            ]
-            top = np.concatenate([p[0] for p in parts])[:, : queries.stop - queries.start]
-            total = np.concatenate([p[1] for p in parts])[:, : queries.stop - queries.start]
-            out[queries] = log_sum_exp_of_parts(top * math.log(2.0), total)
+            out[queries] = self._logs(Q[queries])
         return out
 
 
@@ -884,14 +959,16 @@ _LOWEST_EXPONENT = MappingProxyType({torch.float32: -1e38, torch.float64: -1e300
 
 
 def _gaussian_log_sum_chunk(
-    z_tensor, z_norms, log2_w_tensor, n: int, q_tensor, tiles: GpuTiles
+    z_tensor, z_norms, log2_w_tensor, n: int, q_tensor, tiles: GpuTiles, split: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """One launch over a chunk of queries and a chunk of n data points (``log2_w_tensor`` their
     log2 weights, padded): each data chunk's (top, total) per query, top in base 2 (see
     ``gaussian_log_sum_kernel``; with norms, ``z_norms`` not None, the tensors have
     :func:`_gram_dims` rows and ``gaussian_gram_log_sum_kernel`` takes the squared distances from
-    one product per tile, launched as :data:`GRAM_LOG_LAUNCH` says)."""
-    d, n_padded = z_tensor.shape
+    one product per tile, launched as :data:`GRAM_LOG_LAUNCH` says; ``split``: the direct kernel on
+    double-float coordinates, :func:`_double_float_columns`)."""
+    rows, n_padded = z_tensor.shape
+    d = rows // 2 if split else rows
     m_padded = q_tensor.shape[1]
     fdtype = z_tensor.dtype
     gram = z_norms is not None
@@ -912,8 +989,33 @@ def _gaussian_log_sum_chunk(
         )
     else:
         kernels.gaussian_log_sum_kernel[grid](
-            z_tensor, q_tensor, log2_w_tensor, n, n_padded, m_padded, chunk_blocks, top, total, **common, num_warps=NUM_WARPS,
+            z_tensor, q_tensor, log2_w_tensor, n, n_padded, m_padded, chunk_blocks, top, total, **common, SPLIT=split,
+            num_warps=NUM_WARPS,
         )
+    return _to_host(top), _to_host(total)
+
+
+def _gaussian_tc_log_sum_chunk(
+    data_operand, log2_w, n: int, query_operand, layout, launch: tuple[int, int, int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """One tensor-core launch (``gaussian_gram_tc_log_sum_kernel``) over a chunk of queries and
+    a chunk of n data points given as the operands of ``layout`` (``log2_w`` their float32 log2
+    weights, padded, or None: all 0): each data chunk's (top, total) per query, top in base 2,
+    as :func:`_gaussian_log_sum_chunk` gives them."""
+    columns, n_padded = data_operand.shape
+    m_padded = query_operand.shape[0]
+    query_block, data_block, warps, stages = launch
+    query_blocks, data_blocks = m_padded // query_block, n_padded // data_block
+    data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
+    chunk_blocks = triton.cdiv(data_blocks, data_chunks)
+    data_chunks = triton.cdiv(data_blocks, chunk_blocks)
+    top = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
+    total = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
+    kernels.gaussian_gram_tc_log_sum_kernel[(query_blocks, data_chunks)](
+        data_operand, query_operand, data_operand if log2_w is None else log2_w, n, n_padded, m_padded, columns, chunk_blocks,
+        top, total, *layout.first, *layout.second, BLOCK_Q=query_block, BLOCK_Z=data_block, FAST=_fast(torch.float32),
+        WEIGHTED=log2_w is not None, LOWEST=_LOWEST_EXPONENT[torch.float32], num_warps=warps, num_stages=stages,
+    )
     return _to_host(top), _to_host(total)
 
 
@@ -1324,10 +1426,12 @@ class GpuBackend(KDEBackend):
         fill the GPU; padded data points carry weight 0.  The Gaussian profile exp(-s/2) becomes
         2^-s by scaling both point sets by sqrt(log2(e)/2).  In float32 with d >=
         ``tiles.gram_min_dim`` the Gaussian sums take the Gram form |q|^2 + |z|^2 - 2 q.z, the
-        products one matrix product per block (issue 20, item 5; accuracy and speed in
+        products one matrix product per block (issue 20, item 5; below ``gram_min_dim``, and for
+        the other kernels, float32 differences of double-float coordinates, docs/algorithms.md;
+        accuracy and speed in
         benchmarks/results/gpu_kde_multivariate.md): on the tensor cores, from the float16
         operands of :mod:`parzen.backends._gram_operands` (exact to 2.8e-6 at d = 16 and 32),
-        for non-negative weights, d up to 32 and data within the operands' reach
+        for weights of any sign, d up to 32 and data within the operands' reach
         (:data:`GRAM_TC_LAUNCH`); otherwise by float32 multiply-adds (:data:`GRAM_LAUNCH`).
         See :meth:`parzen.backends.reference.NumpyBackend.kernel_sum`.
         """
@@ -1350,8 +1454,9 @@ class GpuBackend(KDEBackend):
 
         Gaussian: a log-sum-exp in base 2 (the points scaled as in :meth:`kernel_sum`, e_i =
         log2 w_i - t_i), each program keeping a running maximum over its data blocks (in float32
-        with d >= ``tiles.gram_min_dim``, t_i in the Gram form, as :meth:`kernel_sum`); the programs'
-        parts are combined in float64 on the host (:func:`parzen.backends._log_sums.log_sum_exp_of_parts`).
+        with d >= ``tiles.gram_min_dim``, t_i in the Gram form on the tensor cores, as
+        :meth:`kernel_sum`, queries beyond the operands' reach by the former Gram kernel; below,
+        from double-float coordinates, as :meth:`kernel_sum`); the programs' parts are combined in float64 on the host (:func:`parzen.backends._log_sums.log_sum_exp_of_parts`).
         Zero weights are left out, so every exponent is finite.  Compactly supported kernels: the
         log of :meth:`kernel_sum` (:func:`parzen.backends._log_sums.log_of_kernel_sum`).
         See :meth:`parzen.backends.reference.NumpyBackend.log_kernel_sum`.
