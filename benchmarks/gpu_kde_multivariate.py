@@ -116,7 +116,7 @@ class Problem:
         w = np.zeros(self.z.shape[1])
         w[: self.n] = 1.0
         self.w = gpu._to_device(w, torch.float32)
-        self.z_direct = gpu._double_float_columns(self.Zs, tiles.data_block)
+        self.z_direct = gpu._double_float_columns(self.Zs[gpu._spatial_order(self.Zs)], tiles.data_block)  # as the backend sorts them
         self.q_direct = gpu._double_float_columns(self.Qs, tiles.query_block)
         self.z_plain = self.z_direct[: self.d].contiguous()
         self.q_plain = self.q_direct[: self.d].contiguous()

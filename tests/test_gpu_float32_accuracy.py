@@ -83,3 +83,17 @@ def test_tensor_core_log_sums_mixed_queries_and_zero_weights():
     got = gpu.GpuBackend().prepare_log_kernel_sum(Z, "gaussian", w, dtype=np.float32)(Q)
     expected = NumpyBackend().log_kernel_sum(Z, Q, "gaussian", w)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_tensor_cores_at_64_coordinate_rows():
+    """d = 40 (64 coordinate rows): sums and log sums on the tensor cores within 1e-5."""
+    from parzen.backends import gpu
+
+    rng = np.random.default_rng(40)
+    Z = rng.normal(size=(40, 40)) * 0.6
+    Q = Z[:6] + 0.2 * rng.normal(size=(6, 40))
+    sums = gpu.GpuBackend().prepare_kernel_sum(Z, "gaussian", dtype=np.float32)
+    assert sums.layout is not None and sums.dims == 64
+    np.testing.assert_allclose(sums(Q), NumpyBackend().kernel_sum(Z, Q, "gaussian"), rtol=1e-5)
+    logs = gpu.GpuBackend().log_kernel_sum(Z, Q, "gaussian", dtype=np.float32)
+    np.testing.assert_allclose(logs, NumpyBackend().log_kernel_sum(Z, Q, "gaussian"), rtol=0, atol=1e-5)

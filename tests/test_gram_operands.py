@@ -24,7 +24,7 @@ def _operands(dims, n, m, spread, seed):
     return z, q, grid, ops.data_operand(z, torch.ones(n, dtype=torch.bool), grid), ops.query_operand(q, grid)
 
 
-@pytest.mark.parametrize("dims", [16, 32])
+@pytest.mark.parametrize("dims", [16, 32, 64])
 @pytest.mark.parametrize("spread", [0.5, 4.0])
 def test_product_is_the_exponent(dims, spread):
     """a(q) . b(z) in float64 = -|q - z|^2 within the left-out terms (omitted_bound)."""

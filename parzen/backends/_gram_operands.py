@@ -84,8 +84,8 @@ def omitted_bound(dims: int, grid: float) -> float:
 
 def usable(dims: int, grid: float) -> bool:
     """Whether the left-out terms stay within :data:`OMITTED_LIMIT`: g <= 1/32 for d <= 32, i.e.
-    data norms up to about 48 scaled units (56 bandwidths) from their mean; wider data take the
-    former kernel."""
+    data norms up to about 48 scaled units (56 bandwidths) from their mean, g <= 1/64 for d = 64
+    (about 16 scaled units beyond the 16 of the queries' reach); wider data take the former kernel."""
     return omitted_bound(dims, grid) <= OMITTED_LIMIT
 
 

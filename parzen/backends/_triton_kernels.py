@@ -255,22 +255,31 @@ def _profile(s, KIND: tl.constexpr, FAST: tl.constexpr):
 
 
 @triton.jit
-def _direct_squared_distances(qt, zt, q_offs, z_offs, m_padded, n_padded, DIM: tl.constexpr, BLOCK_Q: tl.constexpr,
-                              BLOCK_Z: tl.constexpr, SPLIT: tl.constexpr):
+def _direct_squared_distances(qt, zt, q_offs, z_offs, z_first, m_padded, n_padded, DIM: tl.constexpr,
+                              BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr, SPLIT: tl.constexpr):
     """(BLOCK_Q, BLOCK_Z) tile of |q - z|^2 from DIM coordinate differences.
 
     With ``SPLIT`` the tensors hold 2 DIM rows, each float64 coordinate x as the float32 pair
-    x_hi = fl32(x) (rows 0..DIM-1) and x_lo = fl32(x - x_hi) (rows DIM..2 DIM-1), and the
-    difference is (q_hi - z_hi) + (q_lo - z_lo): the float64 coordinates' difference to float32's
-    relative rounding of the difference itself, where the plain difference of the rounded
-    coordinates errs by float32's rounding of the coordinates (docs/algorithms.md, "Double-float
-    coordinates").  Two more subtractions and one addition per coordinate and pair.
+    x_hi = fl32(x) (rows 0..DIM-1) and x_lo = fl32(x - x_hi) (rows DIM..2 DIM-1), and both point
+    sets are first re-centred on the data block's first point c (index ``z_first``), once per
+    block and point:
+    x' = (x_hi - c_hi) + (x_lo - c_lo), rounded relative to |x - c|, not to |x|.  The wrapper
+    sorts the data spatially, so a block's points lie close to c, and a pair whose term counts
+    has q close to them too: its difference q' - z' errs by float32's relative rounding of
+    |q - z| and |z - c|, where the plain difference of the rounded coordinates errs by 2^-24
+    (|q| + |z|) (docs/algorithms.md, "Double-float coordinates").  The pairs cost what they cost
+    without the split (one subtraction and one multiply-add per coordinate).
     """
     s = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=zt.dtype.element_ty)
     for c in tl.static_range(DIM):
-        diff = tl.load(qt + c * m_padded + q_offs)[:, None] - tl.load(zt + c * n_padded + z_offs)[None, :]
+        q = tl.load(qt + c * m_padded + q_offs)
+        z = tl.load(zt + c * n_padded + z_offs)
         if SPLIT:
-            diff += tl.load(qt + (DIM + c) * m_padded + q_offs)[:, None] - tl.load(zt + (DIM + c) * n_padded + z_offs)[None, :]
+            centre_hi = tl.load(zt + c * n_padded + z_first)
+            centre_lo = tl.load(zt + (DIM + c) * n_padded + z_first)
+            q = (q - centre_hi) + (tl.load(qt + (DIM + c) * m_padded + q_offs) - centre_lo)
+            z = (z - centre_hi) + (tl.load(zt + (DIM + c) * n_padded + z_offs) - centre_lo)
+        diff = q[:, None] - z[None, :]
         s += diff * diff
     return s
 
@@ -296,7 +305,7 @@ def kernel_sum_kernel(
     acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=zt.dtype.element_ty)
     for zb in range(first, last):
         z_offs = zb * BLOCK_Z + z_range
-        s = _direct_squared_distances(qt, zt, q_offs, z_offs, m_padded, n_padded, DIM, BLOCK_Q, BLOCK_Z, SPLIT)
+        s = _direct_squared_distances(qt, zt, q_offs, z_offs, zb * BLOCK_Z, m_padded, n_padded, DIM, BLOCK_Q, BLOCK_Z, SPLIT)
         acc += _profile(s, KIND, FAST) * tl.load(w + z_offs)[None, :]
     tl.store(out + chunk * m_padded + q_offs, tl.sum(acc, axis=1).to(tl.float64))
 
@@ -329,7 +338,7 @@ def gaussian_log_sum_kernel(
     acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=zt.dtype.element_ty)
     for zb in range(first, last):
         z_offs = zb * BLOCK_Z + z_range
-        t = _direct_squared_distances(qt, zt, q_offs, z_offs, m_padded, n_padded, DIM, BLOCK_Q, BLOCK_Z, SPLIT)
+        t = _direct_squared_distances(qt, zt, q_offs, z_offs, zb * BLOCK_Z, m_padded, n_padded, DIM, BLOCK_Q, BLOCK_Z, SPLIT)
         running, acc = _log_sum_step(tl.load(log2_w + z_offs)[None, :] - t, (z_offs < n)[None, :], running, acc, FAST)
     _store_log_sum(running, acc, top, total, chunk * m_padded + q_offs, FAST)
 

@@ -71,12 +71,14 @@ GRAM_WIDE_LAUNCH = ("tf32x3", 8, 3)
 #: test's log densities near the data missed the reference by more than 1e-5.
 GRAM_LOG_LAUNCH = ("ieee", 4, 3)
 #: The tensor-core Gram form of the float32 Gaussian KDE sums (``gaussian_gram_tc_sum_kernel`` on
-#: the float16 operands of :mod:`parzen.backends._gram_operands`; weights of any sign, up to 32
+#: the float16 operands of :mod:`parzen.backends._gram_operands`; weights of any sign, up to 64
 #: coordinate rows, data within the operands' reach): by coordinate rows, the launch (query
 #: block, data block, warps, pipeline stages).  H100, n = 2^20, m = 131072, d = 16: 128 x 64 with 8
 #: warps 65.6 ms, 4 stages 67.1, 256 x 64 with 16 warps 79.6, with 8 warps 81.3; d = 32: 256 x 64
-#: with 16 warps 112 ms, 128 x 64 with 8 warps 127 (benchmarks/results/gpu_kde_multivariate.md).
-GRAM_TC_LAUNCH = MappingProxyType({16: (128, 64, 8, 3), 32: (256, 64, 16, 3)})
+#: with 16 warps 112 ms, 128 x 64 with 8 warps 127 (benchmarks/results/gpu_kde_multivariate.md);
+#: d = 64: 128 x 64 with 8 warps and 2 stages 267 ms, 64 x 64 with 4 warps 340 ms, with 8 warps 806
+#: ms, 256 x 64 out of shared memory; the former tf32x3 kernel 445 ms, erring 1.6e-5 against 1.6e-6.
+GRAM_TC_LAUNCH = MappingProxyType({16: (128, 64, 8, 3), 32: (256, 64, 16, 3), 64: (128, 64, 8, 2)})
 #: How far (scaled units, where the kernel is 2^-|q - z|^2) beyond the data's largest norm the
 #: tensor-core operands reach: a query farther out has every term below 2^-256, 0 in float32.
 QUERY_REACH = 16.0
@@ -718,6 +720,24 @@ def _columns_at_zero(rows: np.ndarray, block: int, fdtype, dims: int | None) -> 
     return out
 
 
+def _spatial_order(points: np.ndarray) -> np.ndarray:
+    """An order of the (n, d) ``points`` along a Morton (Z-order) curve: each coordinate cut into
+    2^b cells over its range (b = 62 // d bits, at most 16), the cells' bits interleaved into one
+    integer, the points sorted by it; consecutive points, and so the blocks of the direct kernels,
+    then lie close together (Morton 1966)."""
+    n, d = points.shape
+    if n < 2:
+        return np.arange(n)
+    bits = max(1, min(16, 62 // d))
+    low, span = points.min(axis=0), np.ptp(points, axis=0)
+    cells = ((points - low) / np.where(span > 0, span, 1.0) * ((1 << bits) - 1)).astype(np.int64)
+    code = np.zeros(n, dtype=np.int64)
+    for bit in range(bits - 1, -1, -1):
+        for c in range(d):
+            code = (code << 1) | ((cells[:, c] >> bit) & 1)
+    return np.argsort(code, kind="stable")
+
+
 def _double_float_columns(rows: np.ndarray, block: int) -> torch.Tensor:
     """(2 d, padded) float32: :func:`_columns_at_zero`'s float64 columns x as x_hi = fl32(x)
     (rows 0..d-1) and x_lo = fl32(x - x_hi) (rows d..2d-1), x_hi + x_lo = x to 2^-48 relative: the
@@ -754,7 +774,7 @@ class _DeviceKernelSum:
     tensor_cores : bool
         Whether this instance may take the tensor-core form (default True; see below).
 
-    In float32 Gram form with at most 32 coordinate rows and data within the operands' reach
+    In float32 Gram form with at most 64 coordinate rows and data within the operands' reach
     (``_gram_operands.usable``), and with ``tensor_cores`` (here and on the class), the data
     and queries are kept as the float16 operands of :mod:`parzen.backends._gram_operands` (and
     the weights, of any sign, in float32; zero weights' exponents are the pads'), and summed by
@@ -782,6 +802,9 @@ class _DeviceKernelSum:
         )
         w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
         scaled = (Z - self.centre) * self.scale
+        if self.split:  # each data block compact around its first point (_direct_squared_distances)
+            order = _spatial_order(scaled)
+            scaled, w = scaled[order], w[order]
         self._host: tuple[np.ndarray, np.ndarray] | None = (scaled, w)
         self._slices = _chunks(n, tiles.chunk_rows)
         self.layout: operands.GramLayout | None = None
@@ -1431,7 +1454,7 @@ class GpuBackend(KDEBackend):
         accuracy and speed in
         benchmarks/results/gpu_kde_multivariate.md): on the tensor cores, from the float16
         operands of :mod:`parzen.backends._gram_operands` (exact to 2.8e-6 at d = 16 and 32),
-        for weights of any sign, d up to 32 and data within the operands' reach
+        for weights of any sign, d up to 64 and data within the operands' reach
         (:data:`GRAM_TC_LAUNCH`); otherwise by float32 multiply-adds (:data:`GRAM_LAUNCH`).
         See :meth:`parzen.backends.reference.NumpyBackend.kernel_sum`.
         """
