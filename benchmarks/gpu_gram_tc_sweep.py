@@ -29,14 +29,13 @@ VARIANTS = "128-64-8-3,256-64-16-3"
 
 
 def operands_of(problem: Problem, bq: int, bz: int) -> tuple:
-    dims = gpu._gram_dims(problem.d)
-    z = gpu._columns_at_zero(problem.Zs, bz, torch.float64, dims)
-    q = gpu._columns_at_zero(problem.Qs, bq, torch.float64, dims)
+    z = gpu._columns_at_zero(problem.Zs, bz, torch.float64, None)
+    q = gpu._columns_at_zero(problem.Qs, bq, torch.float64, None)
     w = torch.zeros(z.shape[1], dtype=torch.float32, device=gpu.DEVICE)
     w[: problem.n] = 1.0
     grid = operands.grid_step(float(np.linalg.norm(problem.Zs, axis=1).max()) + gpu.QUERY_REACH)
-    print(f"d={problem.d}: grid {grid}, omitted terms at most {operands.omitted_bound(dims, grid):.1e}", flush=True)
-    return operands.data_operand(z, w > 0, grid), w, operands.query_operand(q, grid), operands.layout(dims)
+    print(f"d={problem.d}: grid {grid}, omitted terms at most {operands.omitted_bound(problem.d, grid):.1e}", flush=True)
+    return operands.data_operand(z, w > 0, grid), w, operands.query_operand(q, grid), operands.layout(problem.d)
 
 
 def measure(problem: Problem, label: str, variant: str, call) -> dict:

@@ -116,10 +116,8 @@ class Problem:
         w = np.zeros(self.z.shape[1])
         w[: self.n] = 1.0
         self.w = gpu._to_device(w, torch.float32)
-        self.z_direct = gpu._double_float_columns(self.Zs[gpu._spatial_order(self.Zs)], tiles.data_block)  # as the backend sorts them
-        self.q_direct = gpu._double_float_columns(self.Qs, tiles.query_block)
-        self.z_plain = self.z_direct[: self.d].contiguous()
-        self.q_plain = self.q_direct[: self.d].contiguous()
+        self.z_direct = gpu._padded(self.Zs, tiles.data_block, 0.0, 0.0, torch.float32)
+        self.q_direct = gpu._padded(self.Qs, tiles.query_block, 0.0, 0.0, torch.float32)
         wd = np.zeros(self.z_direct.shape[1])
         wd[: self.n] = 1.0
         self.w_direct = gpu._to_device(wd, torch.float32)
@@ -159,21 +157,19 @@ class Problem:
         precision, warps, stages = self.launch or gpu.GRAM_LAUNCH.get(dims, gpu.GRAM_WIDE_LAUNCH)
         return [precision, self.tiles.gram_query_block, self.tiles.gram_data_block, warps, stages]
 
-    def direct(self, split: bool = True) -> torch.Tensor:
-        """The direct kernel on double-float coordinates (the backend's float32 path below
-        ``gram_min_dim``), or with ``split`` False on the float32-rounded coordinates (the former one)."""
+    def direct(self) -> torch.Tensor:
         tiles = self.tiles
-        z, q = (self.z_direct, self.q_direct) if split else (self.z_plain, self.q_plain)
-        n_padded, m_padded = z.shape[1], q.shape[1]
+        d, n_padded = self.z_direct.shape
+        m_padded = self.q_direct.shape[1]
         query_blocks, data_blocks = m_padded // tiles.query_block, n_padded // tiles.data_block
         data_chunks = max(1, min(data_blocks, -(-8 * gpu._multiprocessors() // query_blocks)))
         chunk_blocks = -(-data_blocks // data_chunks)
         data_chunks = -(-data_blocks // chunk_blocks)
         partial = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=gpu.DEVICE)
         gpu.kernels.kernel_sum_kernel[(query_blocks, data_chunks)](
-            z, q, self.w_direct, n_padded, m_padded, chunk_blocks, partial,
-            DIM=self.d, KIND=0, BLOCK_Q=tiles.query_block, BLOCK_Z=tiles.data_block, FAST=gpu._fast(torch.float32),
-            SPLIT=split, num_warps=gpu.NUM_WARPS,
+            self.z_direct, self.q_direct, self.w_direct, n_padded, m_padded, chunk_blocks, partial,
+            DIM=d, KIND=0, BLOCK_Q=tiles.query_block, BLOCK_Z=tiles.data_block, FAST=gpu._fast(torch.float32),
+            num_warps=gpu.NUM_WARPS,
         )
         return partial.sum(dim=0)[: self.m]
 
@@ -290,9 +286,6 @@ def measure(problem: Problem, args) -> dict:
         values = problem.direct()
         row["direct_max_rel_err"], _ = problem.errors(values)
         row["direct_arithmetic_rel_err"] = problem.arithmetic_error(values)
-        if problem.d <= 4:  # the former direct kernel on float32-rounded coordinates, same run
-            row["plain_s"] = bench(lambda: problem.direct(split=False), args.quick)
-            row["plain_max_rel_err"], _ = problem.errors(problem.direct(split=False))
     if pairs <= args.peer_max_pairs:
         torch.backends.cuda.matmul.allow_tf32 = False
         row["torch_s"] = bench(problem.torch_peer, args.quick)
@@ -308,7 +301,7 @@ def measure(problem: Problem, args) -> dict:
     row["log_s"] = wall(lambda: problem.kde.score_samples(queries), 3 if not args.quick else 1)
     row["log_max_abs_err"] = problem.log_error(problem.kde.score_samples(queries[:CHECKED_QUERIES]))
     if pairs * problem.d <= args.direct_max_work:  # the direct log-sum kernel (the Gram form's threshold out of reach)
-        direct = gpu.GpuBackend(replace(tiles, gram_min_dim=1 << 30))
+        direct = gpu.GpuBackend(replace(tiles, gram_min_dim=1 << 30, tc_min_dim=1 << 30))
         kde = problem.kde
         row["log_direct_s"] = wall(lambda: direct.log_kernel_sum(kde._Z, kde._transform(queries), "gaussian", kde.weights_), 1)
         logs = kde._log_norm + direct.log_kernel_sum(kde._Z, kde._transform(queries[:CHECKED_QUERIES]), "gaussian", kde.weights_)
@@ -337,21 +330,20 @@ def markdown(rows: list[dict], sweep_rows: list[dict], meta: dict) -> str:
         ("Times are medians (ms) of device-resident runs (do_bench) except `pdf` (host rows to host "
          "densities, wall clock, median of 3 calls of a fitted KDE, whose data stay on the device between calls) "
          "and `pdf first` (the first call after fit, which also centres, pads and sends the data), `log` "
-         "(`score_samples`, wall clock, median of 3 calls: the tensor-core log-sum-exp kernel from d = 6, the data kept on "
+         "(`score_samples`, wall clock, median of 3 calls: the tensor-core log-sum-exp kernel from d = 2, the data kept on "
          "the device as for `pdf`) and `log direct` (the same sums by the direct log-sum kernel, the former path for every "
          "d, through `log_kernel_sum`, which sends the data at each call).  Errors are the largest relative error over "
          f"{CHECKED_QUERIES} queries: `err` against the float64 sums of the float64 data (float32's "
          "rounding of the coordinates included), `arith` against the float64 sums of the float32-rounded "
          "coordinates (the kernel's arithmetic alone); for `log`, the largest absolute error of the log density "
          "(= relative error of the density) against the float64 data's.  `tc`: the tensor-core Gram form on float16 "
-         "operands (the backend's float32 path where it is taken); `gram`: the former Gram kernel, its `variant`: dot "
-         "precision, query x data block, warps, pipeline stages.  `direct`: the direct kernel on double-float "
-         "coordinates (the backend's float32 path below d = 6); `former direct`: the same kernel on float32-rounded "
-         "coordinates (the previous path), in the same run."), "",
+         "operands (the backend's float32 path where it is taken, from d = 2); `gram`: the former Gram kernel, its `variant`: "
+         "dot precision, query x data block, warps, pipeline stages; `direct`: the direct kernel (the former float32 path "
+         "below d = 6)."), "",
         ("| n | m | d | tc ms | tc pairs/s | tc err | tc arith | variant | gram ms | gram pairs/s | gram err | gram arith "
-         "| direct ms | direct err | direct arith | former direct ms | former direct err | torch ms | torch err | torch arith | pdf first ms | pdf ms (end to end) "
+         "| direct ms | direct err | direct arith | torch ms | torch err | torch arith | pdf first ms | pdf ms (end to end) "
          "| pdf err | log ms | log err | log direct ms | log direct err |"),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         variant = " ".join(str(v) for v in r["variant"])
@@ -360,8 +352,7 @@ def markdown(rows: list[dict], sweep_rows: list[dict], meta: dict) -> str:
         lines.append(
             f"| {r['n']} | {r['m']} | {r['d']} | {tc} | {variant} | {_ms(r['gram_s'])} | {r['gram_pairs_per_s']:.3e} | "
             f"{_err(r, 'gram_max_rel_err')} | {_err(r, 'gram_arithmetic_rel_err')} | {_ms(r['direct_s'])} | "
-            f"{_err(r, 'direct_max_rel_err')} | {_err(r, 'direct_arithmetic_rel_err')} | {_ms(r.get('plain_s'))} | "
-            f"{_err(r, 'plain_max_rel_err')} | {_ms(r['torch_s'])} | "
+            f"{_err(r, 'direct_max_rel_err')} | {_err(r, 'direct_arithmetic_rel_err')} | {_ms(r['torch_s'])} | "
             f"{_err(r, 'torch_max_rel_err')} | {_err(r, 'torch_arithmetic_rel_err')} | {_ms(r['pdf_first_s'])} | {_ms(r['pdf_s'])} | "
             f"{_err(r, 'pdf_max_rel_err')} | {_ms(r['log_s'])} | {_err(r, 'log_max_abs_err')} | {_ms(r.get('log_direct_s'))} | "
             f"{_err(r, 'log_direct_max_abs_err')} |"

@@ -255,46 +255,13 @@ def _profile(s, KIND: tl.constexpr, FAST: tl.constexpr):
 
 
 @triton.jit
-def _direct_squared_distances(qt, zt, q_offs, z_offs, z_first, m_padded, n_padded, DIM: tl.constexpr,
-                              BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr, SPLIT: tl.constexpr):
-    """(BLOCK_Q, BLOCK_Z) tile of |q - z|^2 from DIM coordinate differences.
-
-    With ``SPLIT`` the tensors hold 2 DIM rows, each float64 coordinate x as the float32 pair
-    x_hi = fl32(x) (rows 0..DIM-1) and x_lo = fl32(x - x_hi) (rows DIM..2 DIM-1), and both point
-    sets are first re-centred on the data block's first point c (index ``z_first``), once per
-    block and point:
-    x' = (x_hi - c_hi) + (x_lo - c_lo), rounded relative to |x - c|, not to |x|.  The wrapper
-    sorts the data spatially, so a block's points lie close to c, and a pair whose term counts
-    has q close to them too: its difference q' - z' errs by float32's relative rounding of
-    |q - z| and |z - c|, where the plain difference of the rounded coordinates errs by 2^-24
-    (|q| + |z|) (docs/algorithms.md, "Double-float coordinates").  The pairs cost what they cost
-    without the split (one subtraction and one multiply-add per coordinate).
-    """
-    s = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=zt.dtype.element_ty)
-    for c in tl.static_range(DIM):
-        q = tl.load(qt + c * m_padded + q_offs)
-        z = tl.load(zt + c * n_padded + z_offs)
-        if SPLIT:
-            centre_hi = tl.load(zt + c * n_padded + z_first)
-            centre_lo = tl.load(zt + (DIM + c) * n_padded + z_first)
-            q = (q - centre_hi) + (tl.load(qt + (DIM + c) * m_padded + q_offs) - centre_lo)
-            z = (z - centre_hi) + (tl.load(zt + (DIM + c) * n_padded + z_offs) - centre_lo)
-        diff = q[:, None] - z[None, :]
-        s += diff * diff
-    return s
-
-
-@triton.jit
 def kernel_sum_kernel(
     zt, qt, w, n_padded, m_padded, chunk_blocks, out,
     DIM: tl.constexpr, KIND: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr, FAST: tl.constexpr,
-    SPLIT: tl.constexpr,
 ):
     """out[chunk, q] = sum over the chunk's data points i of w_i k(|q - z_i|^2).
 
-    zt (DIM, n_padded) and qt (DIM, m_padded) row-major (2 DIM rows with ``SPLIT``: the
-    double-float coordinates of :func:`_direct_squared_distances`); padded data points carry
-    weight 0.
+    zt (DIM, n_padded) and qt (DIM, m_padded) row-major; padded data points carry weight 0.
     """
     qb = tl.program_id(0)
     chunk = tl.program_id(1)
@@ -305,7 +272,10 @@ def kernel_sum_kernel(
     acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=zt.dtype.element_ty)
     for zb in range(first, last):
         z_offs = zb * BLOCK_Z + z_range
-        s = _direct_squared_distances(qt, zt, q_offs, z_offs, zb * BLOCK_Z, m_padded, n_padded, DIM, BLOCK_Q, BLOCK_Z, SPLIT)
+        s = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=zt.dtype.element_ty)
+        for c in tl.static_range(DIM):
+            diff = tl.load(qt + c * m_padded + q_offs)[:, None] - tl.load(zt + c * n_padded + z_offs)[None, :]
+            s += diff * diff
         acc += _profile(s, KIND, FAST) * tl.load(w + z_offs)[None, :]
     tl.store(out + chunk * m_padded + q_offs, tl.sum(acc, axis=1).to(tl.float64))
 
@@ -314,13 +284,11 @@ def kernel_sum_kernel(
 def gaussian_log_sum_kernel(
     zt, qt, log2_w, n, n_padded, m_padded, chunk_blocks, top, total,
     DIM: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr, FAST: tl.constexpr, LOWEST: tl.constexpr,
-    SPLIT: tl.constexpr,
 ):
     """top[chunk, q] = the largest e_i = log2 w_i - t_i over the chunk's data points i < n, and
     total[chunk, q] = sum 2^(e_i - top): the chunk's part of a log-sum-exp in base 2.
 
-    t_i = |q - z_i|^2 (the wrapper scales the points so that the Gaussian profile is 2^-t; with
-    ``SPLIT`` from double-float coordinates, :func:`_direct_squared_distances`).  Each
+    t_i = |q - z_i|^2 (the wrapper scales the points so that the Gaussian profile is 2^-t).  Each
     (query, lane) cell of the tile keeps its own running maximum m and sum a of 2^(e - m), updated
     by one exponential per pair: x = 2^-|e - m|, then a <- a x + 1 and m <- e where e > m, else
     a <- a + x (no reduction across lanes inside the loop, as kernel_sum_kernel); the lanes are
@@ -338,7 +306,10 @@ def gaussian_log_sum_kernel(
     acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=zt.dtype.element_ty)
     for zb in range(first, last):
         z_offs = zb * BLOCK_Z + z_range
-        t = _direct_squared_distances(qt, zt, q_offs, z_offs, zb * BLOCK_Z, m_padded, n_padded, DIM, BLOCK_Q, BLOCK_Z, SPLIT)
+        t = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=zt.dtype.element_ty)
+        for c in tl.static_range(DIM):
+            diff = tl.load(qt + c * m_padded + q_offs)[:, None] - tl.load(zt + c * n_padded + z_offs)[None, :]
+            t += diff * diff
         running, acc = _log_sum_step(tl.load(log2_w + z_offs)[None, :] - t, (z_offs < n)[None, :], running, acc, FAST)
     _store_log_sum(running, acc, top, total, chunk * m_padded + q_offs, FAST)
 
@@ -482,7 +453,7 @@ def gaussian_gram_tc_sum_kernel(
     (k_total, n_padded) row-major; float16, float32 accumulators).
 
     The columns come in segments of S1, S2, S3 (the small part C, one accumulator) and S4, S5
-    (the exact part E, another), one ``tl.dot`` each; a pair then costs the addition E + C, one
+    (the exact part E, another; S2, S3 and S5 may be 0), one ``tl.dot`` each; a pair then costs the addition E + C, one
     exp2 and one addition (a multiply-add and a load per data point with ``WEIGHTED``).  The
     query segments are loaded once per program.  Padded and zero-weight data points have
     exponent -32768 (and weight 0).
@@ -491,15 +462,7 @@ def gaussian_gram_tc_sum_kernel(
     chunk = tl.program_id(1)
     q_offs = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)
     z_range = tl.arange(0, BLOCK_Z)
-    O2: tl.constexpr = S1
-    O3: tl.constexpr = S1 + S2
-    O4: tl.constexpr = S1 + S2 + S3
-    O5: tl.constexpr = S1 + S2 + S3 + S4
-    a1 = _query_segment(qa, q_offs, k_total, 0, S1)
-    a2 = _query_segment(qa, q_offs, k_total, O2, S2)
-    a3 = _query_segment(qa, q_offs, k_total, O3, S3)
-    a4 = _query_segment(qa, q_offs, k_total, O4, S4)
-    a5 = _query_segment(qa, q_offs, k_total, O5, S5)
+    a1, a2, a3, a4, a5 = _query_segments(qa, q_offs, k_total, S1, S2, S3, S4, S5)
     first = chunk * chunk_blocks
     last = tl.minimum(first + chunk_blocks, n_padded // BLOCK_Z)
     acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=tl.float32)
@@ -514,20 +477,39 @@ def gaussian_gram_tc_sum_kernel(
 
 
 @triton.jit
+def _query_segments(qa, q_offs, k_total, S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S4: tl.constexpr,
+                    S5: tl.constexpr):
+    """The query operand's five column segments for rows ``q_offs`` (a segment of size 0 is not
+    loaded; the first segment stands in for it and is not used)."""
+    a1 = _query_segment(qa, q_offs, k_total, 0, S1)
+    a2 = a1
+    a3 = a1
+    a5 = a1
+    if S2 > 0:
+        a2 = _query_segment(qa, q_offs, k_total, S1, S2)
+    if S3 > 0:
+        a3 = _query_segment(qa, q_offs, k_total, S1 + S2, S3)
+    a4 = _query_segment(qa, q_offs, k_total, S1 + S2 + S3, S4)
+    if S5 > 0:
+        a5 = _query_segment(qa, q_offs, k_total, S1 + S2 + S3 + S4, S5)
+    return a1, a2, a3, a4, a5
+
+
+@triton.jit
 def _tc_exponents(a1, a2, a3, a4, a5, za, z_offs, n_padded, S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr,
                   S4: tl.constexpr, S5: tl.constexpr):
     """The tile of exponents a(q) . b(z) = -|q - z|^2 for the data columns ``z_offs``: the small
     part C (segments 1-3) and the exact part E (segments 4-5) in two float32 accumulators, then
-    E + C (the query segments a1..a5 loaded by the caller; :mod:`parzen.backends._gram_operands`)."""
-    O2: tl.constexpr = S1
-    O3: tl.constexpr = S1 + S2
-    O4: tl.constexpr = S1 + S2 + S3
-    O5: tl.constexpr = S1 + S2 + S3 + S4
+    E + C (the query segments a1..a5 loaded by the caller; :mod:`parzen.backends._gram_operands`;
+    segments 2, 3 and 5 may be empty)."""
     small = tl.dot(a1, _data_segment(za, z_offs, n_padded, 0, S1), input_precision="tf32")
-    small = tl.dot(a2, _data_segment(za, z_offs, n_padded, O2, S2), small, input_precision="tf32")
-    small = tl.dot(a3, _data_segment(za, z_offs, n_padded, O3, S3), small, input_precision="tf32")
-    exact = tl.dot(a4, _data_segment(za, z_offs, n_padded, O4, S4), input_precision="tf32")
-    exact = tl.dot(a5, _data_segment(za, z_offs, n_padded, O5, S5), exact, input_precision="tf32")
+    if S2 > 0:
+        small = tl.dot(a2, _data_segment(za, z_offs, n_padded, S1, S2), small, input_precision="tf32")
+    if S3 > 0:
+        small = tl.dot(a3, _data_segment(za, z_offs, n_padded, S1 + S2, S3), small, input_precision="tf32")
+    exact = tl.dot(a4, _data_segment(za, z_offs, n_padded, S1 + S2 + S3, S4), input_precision="tf32")
+    if S5 > 0:
+        exact = tl.dot(a5, _data_segment(za, z_offs, n_padded, S1 + S2 + S3 + S4, S5), exact, input_precision="tf32")
     return exact + small
 
 
@@ -547,15 +529,7 @@ def gaussian_gram_tc_log_sum_kernel(
     chunk = tl.program_id(1)
     q_offs = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)
     z_range = tl.arange(0, BLOCK_Z)
-    O2: tl.constexpr = S1
-    O3: tl.constexpr = S1 + S2
-    O4: tl.constexpr = S1 + S2 + S3
-    O5: tl.constexpr = S1 + S2 + S3 + S4
-    a1 = _query_segment(qa, q_offs, k_total, 0, S1)
-    a2 = _query_segment(qa, q_offs, k_total, O2, S2)
-    a3 = _query_segment(qa, q_offs, k_total, O3, S3)
-    a4 = _query_segment(qa, q_offs, k_total, O4, S4)
-    a5 = _query_segment(qa, q_offs, k_total, O5, S5)
+    a1, a2, a3, a4, a5 = _query_segments(qa, q_offs, k_total, S1, S2, S3, S4, S5)
     first = chunk * chunk_blocks
     last = tl.minimum(first + chunk_blocks, n_padded // BLOCK_Z)
     running = tl.full((BLOCK_Q, BLOCK_Z), LOWEST, dtype=tl.float32)

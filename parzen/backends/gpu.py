@@ -122,8 +122,11 @@ class GpuTiles:
     gram_query_block, gram_data_block : int
         Queries x data points per block of the Gram-form Gaussian KDE sums (float32, d >=
         ``gram_min_dim``), whose squared distances come from one matrix product per block.
+    tc_min_dim : int
+        The fewest coordinates for which float32 Gaussian KDE sums take the tensor-core Gram form
+        (:mod:`parzen.backends._gram_operands`; its columns shrink with d, 32 at d = 2).
     gram_min_dim : int
-        The fewest coordinates for which float32 Gaussian KDE sums take the Gram form (the
+        The fewest coordinates for which float32 Gaussian KDE sums take the former Gram form (the
         products padded to 16 coordinates cost more than the direct differences below it; H100,
         n = 2^20, m = 131072: direct 46, 75, 214 ms at d = 2, 4, 8, Gram 129 ms for each).
     whiten_block : int
@@ -162,6 +165,7 @@ class GpuTiles:
     data_block: int = 16 if INTERPRETED else 64
     gram_query_block: int = 16 if INTERPRETED else 128
     gram_data_block: int = 16 if INTERPRETED else 64
+    tc_min_dim: int = 2
     gram_min_dim: int = 6
     whiten_block: int = 16 if INTERPRETED else 128
     chunk_rows: int = 1 << 24
@@ -176,7 +180,9 @@ class GpuTiles:
 
     def __post_init__(self) -> None:
         for field, value in vars(self).items():
-            counts = field.startswith("groups") or field in ("chunk_rows", "resident_bytes", "stream_bytes", "replica_bytes", "gram_min_dim")
+            counts = field.startswith("groups") or field in (
+                "chunk_rows", "resident_bytes", "stream_bytes", "replica_bytes", "gram_min_dim", "tc_min_dim"
+            )
             if not (isinstance(value, int) and value >= 1 if counts else _power_of_two(value)):
                 kind = "a positive integer" if counts else "a power of two"
                 raise ValueError(f"GpuTiles.{field} must be {kind}, got {value!r}")
@@ -624,11 +630,9 @@ _PROFILE_KIND = MappingProxyType(
 )
 
 
-def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str, tiles: GpuTiles, split: bool = False) -> torch.Tensor:
-    """One launch over a chunk of queries and a chunk of data: per-query float64 sums on the
-    device (``split``: both given as double-float coordinates, :func:`_double_float_columns`)."""
-    rows, n_padded = z_tensor.shape
-    d = rows // 2 if split else rows
+def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str, tiles: GpuTiles) -> torch.Tensor:
+    """One launch over a chunk of queries and a chunk of data: per-query float64 sums on the device."""
+    d, n_padded = z_tensor.shape
     m_padded = q_tensor.shape[1]
     query_blocks, data_blocks = m_padded // tiles.query_block, n_padded // tiles.data_block
     programs = 8 * _multiprocessors()
@@ -639,7 +643,7 @@ def _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, kind: str, tiles: GpuTiles, 
     kernels.kernel_sum_kernel[(query_blocks, data_chunks)](
         z_tensor, q_tensor, w_tensor, n_padded, m_padded, chunk_blocks, partial,
         DIM=d, KIND=_PROFILE_KIND[kind], BLOCK_Q=tiles.query_block, BLOCK_Z=tiles.data_block, FAST=_fast(z_tensor.dtype),
-        SPLIT=split, num_warps=NUM_WARPS,
+        num_warps=NUM_WARPS,
     )
     return partial.sum(dim=0)
 
@@ -679,12 +683,13 @@ def _gaussian_gram_chunk(z_tensor, z_norms, w_tensor, q_tensor, tiles: GpuTiles,
     return partial.sum(dim=0)
 
 
-def _tc_launch(dims: int, tiles: GpuTiles) -> tuple[int, int, int, int]:
-    """(query block, data block, warps, stages) of the tensor-core Gram form for ``dims``
-    coordinate rows: :data:`GRAM_TC_LAUNCH`'s (under the interpreter, the tiles' Gram blocks)."""
+def _tc_launch(d: int, tiles: GpuTiles) -> tuple[int, int, int, int]:
+    """(query block, data block, warps, stages) of the tensor-core Gram form for ``d``
+    coordinates: :data:`GRAM_TC_LAUNCH`'s for the power of two of at least 16 that holds d (under
+    the interpreter, the tiles' Gram blocks)."""
     if INTERPRETED:
         return tiles.gram_query_block, tiles.gram_data_block, 4, 1
-    return GRAM_TC_LAUNCH[dims]
+    return GRAM_TC_LAUNCH[_gram_dims(d)]
 
 
 def _gaussian_gram_tc_chunk(data_operand, weights, query_operand, layout, launch: tuple[int, int, int, int]) -> torch.Tensor:
@@ -720,33 +725,6 @@ def _columns_at_zero(rows: np.ndarray, block: int, fdtype, dims: int | None) -> 
     return out
 
 
-def _spatial_order(points: np.ndarray) -> np.ndarray:
-    """An order of the (n, d) ``points`` along a Morton (Z-order) curve: each coordinate cut into
-    2^b cells over its range (b = 62 // d bits, at most 16), the cells' bits interleaved into one
-    integer, the points sorted by it; consecutive points, and so the blocks of the direct kernels,
-    then lie close together (Morton 1966)."""
-    n, d = points.shape
-    if n < 2:
-        return np.arange(n)
-    bits = max(1, min(16, 62 // d))
-    low, span = points.min(axis=0), np.ptp(points, axis=0)
-    cells = ((points - low) / np.where(span > 0, span, 1.0) * ((1 << bits) - 1)).astype(np.int64)
-    code = np.zeros(n, dtype=np.int64)
-    for bit in range(bits - 1, -1, -1):
-        for c in range(d):
-            code = (code << 1) | ((cells[:, c] >> bit) & 1)
-    return np.argsort(code, kind="stable")
-
-
-def _double_float_columns(rows: np.ndarray, block: int) -> torch.Tensor:
-    """(2 d, padded) float32: :func:`_columns_at_zero`'s float64 columns x as x_hi = fl32(x)
-    (rows 0..d-1) and x_lo = fl32(x - x_hi) (rows d..2d-1), x_hi + x_lo = x to 2^-48 relative: the
-    double-float coordinates of the direct float32 kernels (``SPLIT``)."""
-    wide = _columns_at_zero(rows, block, torch.float64, None)
-    high = wide.to(torch.float32)
-    return torch.cat([high, (wide - high.to(torch.float64)).to(torch.float32)])
-
-
 class _DeviceKernelSum:
     """The data of :meth:`GpuBackend.kernel_sum` prepared once for many query sets.
 
@@ -774,13 +752,13 @@ class _DeviceKernelSum:
     tensor_cores : bool
         Whether this instance may take the tensor-core form (default True; see below).
 
-    In float32 Gram form with at most 64 coordinate rows and data within the operands' reach
-    (``_gram_operands.usable``), and with ``tensor_cores`` (here and on the class), the data
-    and queries are kept as the float16 operands of :mod:`parzen.backends._gram_operands` (and
-    the weights, of any sign, in float32; zero weights' exponents are the pads'), and summed by
-    ``gaussian_gram_tc_sum_kernel`` (launched as :data:`GRAM_TC_LAUNCH` says).  The direct
-    float32 kernels (below ``tiles.gram_min_dim`` coordinates, and every kernel but the
-    Gaussian) take double-float coordinates (``SPLIT``, :func:`_double_float_columns`).
+    For the float32 Gaussian with ``tiles.tc_min_dim`` to 64 coordinates and data within the
+    operands' reach (``_gram_operands.usable``), and with ``tensor_cores`` (here and on the
+    class), the data and queries are kept as the float16 operands of
+    :mod:`parzen.backends._gram_operands` (and the weights, of any sign, in float32; zero
+    weights' exponents are the pads'), and summed by ``gaussian_gram_tc_sum_kernel`` (launched as
+    :data:`GRAM_TC_LAUNCH` says).  Otherwise float32 Gaussian sums from ``tiles.gram_min_dim``
+    coordinates take the former Gram kernel, and the rest the direct one.
     """
 
     #: Whether the float32 Gram form may take the tensor-core operands.
@@ -795,31 +773,28 @@ class _DeviceKernelSum:
         self.centre = Z.mean(axis=0) if n else np.zeros(self.d)
         self.scale = math.sqrt(0.5 * _LOG2E) if kind == "gaussian" else 1.0
         self.gram = kind == "gaussian" and fdtype == torch.float32 and self.d >= tiles.gram_min_dim
-        self.split = fdtype == torch.float32 and not self.gram
         self.dims = _gram_dims(self.d) if self.gram else None
         self.query_block, self.data_block = (
             (tiles.gram_query_block, tiles.gram_data_block) if self.gram else (tiles.query_block, tiles.data_block)
         )
         w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
         scaled = (Z - self.centre) * self.scale
-        if self.split:  # each data block compact around its first point (_direct_squared_distances)
-            order = _spatial_order(scaled)
-            scaled, w = scaled[order], w[order]
         self._host: tuple[np.ndarray, np.ndarray] | None = (scaled, w)
         self._slices = _chunks(n, tiles.chunk_rows)
         self.layout: operands.GramLayout | None = None
-        if tensor_cores and self.tensor_cores and self.dims is not None and self.dims in GRAM_TC_LAUNCH:
+        if (tensor_cores and self.tensor_cores and kind == "gaussian" and fdtype == torch.float32
+                and tiles.tc_min_dim <= self.d <= operands.MAX_DIMS):
             self.grid = operands.grid_step(float(np.linalg.norm(scaled, axis=1).max(initial=0.0)) + QUERY_REACH)
-            if operands.usable(self.dims, self.grid):
-                self.layout = operands.layout(self.dims)
+            if operands.usable(self.d, self.grid):
+                self.layout = operands.layout(self.d)
                 #: the weight all points share (the sums are scaled by it), or 0: weights per point
                 self.common_weight = float(w[0]) if n and np.all(w == w[0]) else 0.0
-                self.launch = _tc_launch(self.dims, tiles)
+                self.launch = _tc_launch(self.d, tiles)
                 self.query_block, self.data_block = self.launch[:2]
         if self.layout:
             rows, dtype = self.layout.columns, torch.float16
         else:
-            rows, dtype = (self.dims or self.d * (1 + int(self.split))) + 1 + int(self.gram), fdtype
+            rows, dtype = (self.dims or self.d) + 1 + int(self.gram), fdtype
         nbytes = rows * (n + len(self._slices) * self.data_block) * torch.finfo(dtype).bits // 8
         self._resident = [self._chunk(data) for data in self._slices] if resident and nbytes <= tiles.resident_bytes else None
         if self._resident is not None:
@@ -834,17 +809,14 @@ class _DeviceKernelSum:
         assert self._host is not None
         Z, w = self._host
         if self.layout is not None:  # the tensor-core operand; the weights outside it
-            z_wide = _columns_at_zero(Z[data], self.data_block, torch.float64, self.dims)
+            z_wide = _columns_at_zero(Z[data], self.data_block, torch.float64, None)
             w_padded = np.zeros(z_wide.shape[1])
             w_padded[: data.stop - data.start] = self._device_weights(w[data])
             kept = torch.zeros(z_wide.shape[1], dtype=torch.bool, device=DEVICE)
             kept[: data.stop - data.start] = torch.from_numpy(w[data] != 0).to(DEVICE)
             weights = None if self.common_weight else _to_device(w_padded, torch.float32)
             return operands.data_operand(z_wide, kept, self.grid), None, weights
-        if self.split:
-            z_tensor = _double_float_columns(Z[data], self.data_block)
-        else:
-            z_tensor = _columns_at_zero(Z[data], self.data_block, self.fdtype, self.dims)
+        z_tensor = _columns_at_zero(Z[data], self.data_block, self.fdtype, self.dims)
         w_padded = np.zeros(z_tensor.shape[1])
         w_padded[: data.stop - data.start] = self._device_weights(w[data])
         return z_tensor, _squared_norms(z_tensor) if self.gram else None, _to_device(w_padded, self.fdtype)
@@ -867,7 +839,7 @@ class _DeviceKernelSum:
             elif self.gram:
                 total += _gaussian_gram_chunk(z_tensor, norms, w_tensor, q_tensor, self.tiles)
             else:
-                total += _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, self.kind, self.tiles, self.split)
+                total += _kernel_sum_chunk(z_tensor, q_tensor, w_tensor, self.kind, self.tiles)
         if self.layout is not None and self.common_weight:
             total *= self.common_weight
         return total
@@ -880,13 +852,10 @@ class _DeviceKernelSum:
 
     def queries(self, Q: np.ndarray) -> torch.Tensor:
         """(m, d) queries centred and scaled as the data (in float64, then rounded once to the
-        compute type, or split into double-float pairs), as :func:`_columns_at_zero` lays them out."""
+        compute type), as :func:`_columns_at_zero` lays them out."""
         rows = self.scaled_queries(Q)
         if self.layout is not None:  # the tensor-core operand, (m_padded, columns)
-            wide = _columns_at_zero(rows, self.query_block, torch.float64, self.dims)
-            return operands.query_operand(wide, self.grid)
-        if self.split:
-            return _double_float_columns(rows, self.query_block)
+            return operands.query_operand(_columns_at_zero(rows, self.query_block, torch.float64, None), self.grid)
         return _columns_at_zero(rows, self.query_block, self.fdtype, self.dims)
 
     def __call__(self, Q) -> np.ndarray:
@@ -932,7 +901,7 @@ class _DeviceLogKernelSum(_DeviceKernelSum):
     def _parts(self, rows: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each data chunk's (top, total) for the scaled queries ``rows`` (not beyond the reach)."""
         if self.layout is not None:
-            q_tensor = operands.query_operand(_columns_at_zero(rows, self.query_block, torch.float64, self.dims), self.grid)
+            q_tensor = operands.query_operand(_columns_at_zero(rows, self.query_block, torch.float64, None), self.grid)
             shift = math.log2(self.common_weight) if self.common_weight else 0.0
             parts = []
             for data, (z_tensor, _, log2_w) in zip(self._slices, self.device_chunks()):
@@ -940,10 +909,9 @@ class _DeviceLogKernelSum(_DeviceKernelSum):
                                                         self.launch)
                 parts.append((top + shift, total))
             return parts
-        q_tensor = _double_float_columns(rows, self.query_block) if self.split else _columns_at_zero(
-            rows, self.query_block, self.fdtype, self.dims)
+        q_tensor = _columns_at_zero(rows, self.query_block, self.fdtype, self.dims)
         return [
-            _gaussian_log_sum_chunk(z_tensor, norms, log2_w, data.stop - data.start, q_tensor, self.tiles, self.split)
+            _gaussian_log_sum_chunk(z_tensor, norms, log2_w, data.stop - data.start, q_tensor, self.tiles)
             for data, (z_tensor, norms, log2_w) in zip(self._slices, self.device_chunks())
         ]
 
@@ -982,16 +950,14 @@ _LOWEST_EXPONENT = MappingProxyType({torch.float32: -1e38, torch.float64: -1e300
 
 
 def _gaussian_log_sum_chunk(
-    z_tensor, z_norms, log2_w_tensor, n: int, q_tensor, tiles: GpuTiles, split: bool = False
+    z_tensor, z_norms, log2_w_tensor, n: int, q_tensor, tiles: GpuTiles
 ) -> tuple[np.ndarray, np.ndarray]:
     """One launch over a chunk of queries and a chunk of n data points (``log2_w_tensor`` their
     log2 weights, padded): each data chunk's (top, total) per query, top in base 2 (see
     ``gaussian_log_sum_kernel``; with norms, ``z_norms`` not None, the tensors have
     :func:`_gram_dims` rows and ``gaussian_gram_log_sum_kernel`` takes the squared distances from
-    one product per tile, launched as :data:`GRAM_LOG_LAUNCH` says; ``split``: the direct kernel on
-    double-float coordinates, :func:`_double_float_columns`)."""
-    rows, n_padded = z_tensor.shape
-    d = rows // 2 if split else rows
+    one product per tile, launched as :data:`GRAM_LOG_LAUNCH` says)."""
+    d, n_padded = z_tensor.shape
     m_padded = q_tensor.shape[1]
     fdtype = z_tensor.dtype
     gram = z_norms is not None
@@ -1012,8 +978,7 @@ def _gaussian_log_sum_chunk(
         )
     else:
         kernels.gaussian_log_sum_kernel[grid](
-            z_tensor, q_tensor, log2_w_tensor, n, n_padded, m_padded, chunk_blocks, top, total, **common, SPLIT=split,
-            num_warps=NUM_WARPS,
+            z_tensor, q_tensor, log2_w_tensor, n, n_padded, m_padded, chunk_blocks, top, total, **common, num_warps=NUM_WARPS,
         )
     return _to_host(top), _to_host(total)
 
