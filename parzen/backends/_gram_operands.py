@@ -72,19 +72,27 @@ class GramLayout:
         return sum(self.first) + sum(self.second)
 
 
-def _segments(rows: int, count: int) -> tuple[int, ...]:
+def _segments(rows: int, count: int, fine: bool) -> tuple[int, ...]:
     """The fewest columns of at least ``rows`` that ``count`` segments (powers of two of at least
-    :data:`SMALLEST_SEGMENT`, or 0) hold, as those segments, largest first."""
+    :data:`SMALLEST_SEGMENT`, or 0) hold, as those segments, largest first: the binary digits of
+    the column count, with ``fine`` the smallest segment above the least split in halves while
+    segments are left (at a power of two d of at least 16 this puts the norm pieces in a segment of
+    their own, as 4d | d | 16 and d | 16)."""
     units = -(-rows // SMALLEST_SEGMENT)
     while units.bit_count() > count:
         units += 1
-    parts = [SMALLEST_SEGMENT << bit for bit in range(units.bit_length() - 1, -1, -1) if units >> bit & 1]
-    return tuple(parts + [0] * (count - len(parts)))
+    parts = [1 << bit for bit in range(units.bit_length() - 1, -1, -1) if units >> bit & 1]
+    while fine and len(parts) < count and max(parts) > 1:
+        smallest = min(part for part in parts if part > 1)
+        parts.remove(smallest)
+        parts = sorted([*parts, smallest // 2, smallest // 2], reverse=True)
+    return tuple([SMALLEST_SEGMENT * part for part in parts] + [0] * (count - len(parts)))
 
 
-def layout(dims: int) -> GramLayout:
-    """The segments for ``dims`` coordinates: C's 5 dims + 6 rows in three, E's dims + 4 in two."""
-    first, second = _segments(5 * dims + 6, 3), _segments(dims + 4, 2)
+def layout(dims: int, *, fine: bool = True) -> GramLayout:
+    """The segments for ``dims`` coordinates: C's 5 dims + 6 rows in three, E's dims + 4 in two
+    (``fine``: see :func:`_segments`; either way the same operands, of the same column count)."""
+    first, second = _segments(5 * dims + 6, 3, fine), _segments(dims + 4, 2, fine)
     return GramLayout((first[0], first[1], first[2]), (second[0], second[1]))
 
 

@@ -77,8 +77,11 @@ GRAM_LOG_LAUNCH = ("ieee", 4, 3)
 #: warps 65.6 ms, 4 stages 67.1, 256 x 64 with 16 warps 79.6, with 8 warps 81.3; d = 32: 256 x 64
 #: with 16 warps 112 ms, 128 x 64 with 8 warps 127 (benchmarks/results/gpu_kde_multivariate.md);
 #: d = 64: 128 x 64 with 8 warps and 2 stages 267 ms, 64 x 64 with 4 warps 340 ms, with 8 warps 806
-#: ms, 256 x 64 out of shared memory; the former tf32x3 kernel 445 ms, erring 1.6e-5 against 1.6e-6.
-GRAM_TC_LAUNCH = MappingProxyType({16: (128, 64, 8, 3), 32: (256, 64, 16, 3), 64: (128, 64, 8, 2)})
+#: ms, 256 x 64 out of shared memory; the former tf32x3 kernel 445 ms, erring 1.6e-5 against 1.6e-6;
+#: d <= 8 (the compact operands, 32 to 64 columns; weights loaded): 128 x 64 with 4 warps 46.9 ms at
+#: d = 2, 50.3 at d = 4, 62.8 at d = 8, with 8 warps 51.3, 53.1, 63.2; 64 x 64 with 4 warps 48.2,
+#: 54.4, 62.0; 256 x 64 with 8 warps 61.0, 61.3, 73.0 (benchmarks/gpu_gram_tc_sweep.py).
+GRAM_TC_LAUNCH = MappingProxyType({8: (128, 64, 4, 3), 16: (128, 64, 8, 3), 32: (256, 64, 16, 3), 64: (128, 64, 8, 2)})
 #: How far (scaled units, where the kernel is 2^-|q - z|^2) beyond the data's largest norm the
 #: tensor-core operands reach: a query farther out has every term below 2^-256, 0 in float32.
 QUERY_REACH = 16.0
@@ -685,11 +688,11 @@ def _gaussian_gram_chunk(z_tensor, z_norms, w_tensor, q_tensor, tiles: GpuTiles,
 
 def _tc_launch(d: int, tiles: GpuTiles) -> tuple[int, int, int, int]:
     """(query block, data block, warps, stages) of the tensor-core Gram form for ``d``
-    coordinates: :data:`GRAM_TC_LAUNCH`'s for the power of two of at least 16 that holds d (under
-    the interpreter, the tiles' Gram blocks)."""
+    coordinates: :data:`GRAM_TC_LAUNCH`'s for the smallest size that holds d (under the
+    interpreter, the tiles' Gram blocks)."""
     if INTERPRETED:
         return tiles.gram_query_block, tiles.gram_data_block, 4, 1
-    return GRAM_TC_LAUNCH[_gram_dims(d)]
+    return GRAM_TC_LAUNCH[min(size for size in GRAM_TC_LAUNCH if size >= d)]
 
 
 def _gaussian_gram_tc_chunk(data_operand, weights, query_operand, layout, launch: tuple[int, int, int, int]) -> torch.Tensor:
