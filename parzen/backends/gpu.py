@@ -78,10 +78,12 @@ GRAM_LOG_LAUNCH = ("ieee", 4, 3)
 #: with 16 warps 112 ms, 128 x 64 with 8 warps 127 (benchmarks/results/gpu_kde_multivariate.md);
 #: d = 64: 128 x 64 with 8 warps and 2 stages 267 ms, 64 x 64 with 4 warps 340 ms, with 8 warps 806
 #: ms, 256 x 64 out of shared memory; the former tf32x3 kernel 445 ms, erring 1.6e-5 against 1.6e-6;
-#: d <= 8 (the compact operands, 32 to 64 columns; weights loaded): 128 x 64 with 4 warps 46.9 ms at
-#: d = 2, 50.3 at d = 4, 62.8 at d = 8, with 8 warps 51.3, 53.1, 63.2; 64 x 64 with 4 warps 48.2,
-#: 54.4, 62.0; 256 x 64 with 8 warps 61.0, 61.3, 73.0 (benchmarks/gpu_gram_tc_sweep.py).
-GRAM_TC_LAUNCH = MappingProxyType({8: (128, 64, 4, 3), 16: (128, 64, 8, 3), 32: (256, 64, 16, 3), 64: (128, 64, 8, 2)})
+#: the compact operands of small d (benchmarks/gpu_gram_tc_sweep.py, equal weights, 128 x 64): 8 warps
+#: 41.2, 49.8, 57.3, 66.7, 75.9 ms at d = 2, 4, 8, 16, 24, 4 warps 42.6, 50.5, 49.3, 72.8, 92.0 (with
+#: weights loaded, 64 x 64 and 256 x 64 blocks were slower at d = 2-8).
+GRAM_TC_LAUNCH = MappingProxyType(
+    {4: (128, 64, 8, 3), 8: (128, 64, 4, 3), 16: (128, 64, 8, 3), 24: (128, 64, 8, 3), 32: (256, 64, 16, 3), 64: (128, 64, 8, 2)}
+)
 #: How far (scaled units, where the kernel is 2^-|q - z|^2) beyond the data's largest norm the
 #: tensor-core operands reach: a query farther out has every term below 2^-256, 0 in float32.
 QUERY_REACH = 16.0
