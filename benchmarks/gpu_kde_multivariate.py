@@ -207,6 +207,8 @@ class Problem:
         checked queries whose float64 sum is at least :data:`SMALLEST_SUM`, after removing the
         constant log of the normalisation (the median difference)."""
         held = self.reference >= SMALLEST_SUM
+        if not held.any():  # every checked sum underflowed (d = 64 at n = 32768)
+            return float("nan")
         difference = np.asarray(logs)[: len(self.reference)][held] - np.log(self.reference[held])
         return float(np.max(np.abs(difference - np.median(difference))))
 
@@ -396,6 +398,8 @@ def main() -> None:
             swept.discard(d)
         row = measure(problem, args)
         rows.append(row)
+        args.output_dir.mkdir(parents=True, exist_ok=True)  # kept row by row, should a later size fail
+        (args.output_dir / f"{args.name}.json").write_text(json.dumps({"rows": rows}, indent=1))
         print(f"n={n} m={m} d={d}: tensor cores {_ms(row['tc_s'])} ms, gram {_ms(row['gram_s'])} ms ({row['gram_pairs_per_s']:.3e} pairs/s, max rel err "
               f"{row['gram_max_rel_err']:.1e}), direct {_ms(row['direct_s'])} ms, torch {_ms(row['torch_s'])} ms, "
               f"pdf {_ms(row['pdf_s'])} ms (max rel err {row['pdf_max_rel_err']:.1e})", flush=True)
