@@ -34,6 +34,7 @@ import json
 import math
 import platform
 import statistics
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -408,8 +409,7 @@ def main() -> None:
 
     meta = {"device": torch.cuda.get_device_name() if not gpu.INTERPRETED else "TRITON_INTERPRET=1 (CPU)",
             "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
-            "command": "python benchmarks/gpu_kde_multivariate.py "
-            + ("--quick " if args.quick else "") + ("--sweep" if args.sweep else "")}
+            "command": "python benchmarks/gpu_kde_multivariate.py " + " ".join(sys.argv[1:])}
     args.output_dir.mkdir(parents=True, exist_ok=True)
     (args.output_dir / f"{args.name}.json").write_text(json.dumps({"meta": meta, "rows": rows, "sweep": sweep_rows}, indent=1))
     (args.output_dir / f"{args.name}.md").write_text(markdown(rows, sweep_rows, meta))
