@@ -586,3 +586,42 @@ def hermite_products_kernel(
                 term = tl.where(offs[None, :] > offs[:, None], term, 0.0)
         acc += term
     tl.store(out + (bi * tl.num_programs(1) + group) * tl.num_programs(2) + k, tl.sum(tl.sum(acc, axis=1), axis=0).to(tl.float64))
+
+
+@triton.jit
+def lscv_tc_one_scale_kernel(
+    za, qa, n, n_padded, k_total, n_col_blocks, out,
+    S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S4: tl.constexpr, S5: tl.constexpr,
+    BLOCK: tl.constexpr, GROUP: tl.constexpr, FAST: tl.constexpr,
+):
+    """out[program] = (sum 2^(-a s), sum 2^(-2 a s)) over the program's pairs i < j, for one
+    scale a, with -a s = a(p_i) . b(p_j) from the tensor-core operands of
+    :mod:`parzen.backends._gram_operands` of the points p = sqrt(a) y (``qa`` (n_padded, k_total)
+    and ``za`` (k_total, n_padded), the same points as rows and columns; segments as in
+    :func:`gaussian_gram_tc_sum_kernel`).
+
+    The triangle is tiled as in :func:`lscv_one_scale_kernel` (row block bi, column blocks bj >=
+    bi in groups of GROUP, j <= i masked on the diagonal block); the second sum's term is the
+    square of the first's.  Pad columns have exponent -32768 (terms 0); pad rows (i >= n) are
+    zeroed once, after the loop.
+    """
+    bi = tl.program_id(0)
+    group = tl.program_id(1)
+    first, last = _column_range(bi, group, n_col_blocks, True, GROUP)
+    offs = tl.arange(0, BLOCK)
+    a1, a2, a3, a4, a5 = _query_segments(qa, bi * BLOCK + offs, k_total, S1, S2, S3, S4, S5)
+    acc1 = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    acc2 = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for bj in range(first, last):
+        e = _tc_exponents(a1, a2, a3, a4, a5, za, bj * BLOCK + offs, n_padded, S1, S2, S3, S4, S5)
+        t = _exp2(e, FAST)
+        if bj == bi:
+            t = tl.where(offs[None, :] > offs[:, None], t, 0.0)
+        acc1 += t
+        acc2 += t * t
+    if (bi + 1) * BLOCK > n:
+        acc1 = tl.where((bi * BLOCK + offs)[:, None] < n, acc1, 0.0)
+        acc2 = tl.where((bi * BLOCK + offs)[:, None] < n, acc2, 0.0)
+    slot = out + (bi * tl.num_programs(1) + group) * 2
+    tl.store(slot, tl.sum(tl.sum(acc1, axis=1), axis=0).to(tl.float64))
+    tl.store(slot + 1, tl.sum(tl.sum(acc2, axis=1), axis=0).to(tl.float64))
