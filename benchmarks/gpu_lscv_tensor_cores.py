@@ -10,8 +10,7 @@ median wall time per call with synchronisation, CUDA graphs included (the backen
 call's third occurrence): the tensor-core form (``lscv_tc_one_scale_kernel``) and the former Gram
 kernel of float32 multiply-adds (``lscv_one_scale_kernel``, ``_WhitenedData.tensor_cores`` off), in
 the same process.  Errors: largest relative error of the two sums against float64 sums on the
-device (difference form).  Then, for d <= 4, ``lscv_H(X, backend="gpu")`` end to end with each
-form, and the relative difference of the two H.
+device (difference form).
 """
 
 from __future__ import annotations
@@ -25,12 +24,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from parzen import bandwidth as bw
 from parzen.backends import gpu
 
 RESULTS = Path(__file__).parent / "results"
-#: lscv_H end to end only up to this d (its Nelder-Mead search grows as p^2.4, p = d(d+1)/2).
-LSCV_H_MAX_DIM = 4
 
 
 def mixture(n: int, d: int, seed: int) -> np.ndarray:
@@ -82,16 +78,9 @@ def measure(n: int, d: int, repeat: int) -> dict:
         got = np.asarray(sums(Ms[0], np.ones(1)))[0]
         row[f"{label}_err"] = float(np.max(np.abs(got - expected) / expected))
         row[f"{label}_s"] = time_calls(sums, Ms, repeat)
-        if d <= LSCV_H_MAX_DIM:
-            t0 = time.perf_counter()
-            H = bw.lscv_H(X, backend=backend)
-            row[f"{label}_lscv_H_s"] = time.perf_counter() - t0
-            row[f"{label}_H"] = H.tolist()
         backend.close()
     gpu._WhitenedData.tensor_cores = True
-    if d <= LSCV_H_MAX_DIM:
-        row["H_rel_diff"] = float(np.linalg.norm(np.subtract(row["tc_H"], row["former_H"])) / np.linalg.norm(row["former_H"]))
-    print(json.dumps({k: v for k, v in row.items() if not k.endswith("_H")}), flush=True)
+    print(json.dumps(row), flush=True)
     return row
 
 
@@ -107,13 +96,12 @@ def main() -> None:
     (args.output_dir / "gpu_lscv_tensor_cores.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     lines = [(f"# LSCV_H's g(H) sums on the tensor cores\n\nDevice: {meta['device']}. Command: `{meta['command']}`. "
              "Per-call times: median wall ms of prepared float32 sums, one scale, a new M each call (graphs replayed); "
-             "`err`: largest relative error of the two sums against float64; `lscv_H`: the whole selector, seconds.\n"),
-             "| n | d | tc ms | tc err | former ms | former err | lscv_H tc s | lscv_H former s | H rel diff |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "`err`: largest relative error of the two sums against float64.\n"),
+             "| n | d | tc ms | tc err | former ms | former err |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['n']} | {r['d']} | {1e3 * r['tc_s']:.3f} | {r['tc_err']:.1e} | {1e3 * r['former_s']:.3f} | "
-                     f"{r['former_err']:.1e} | {r.get('tc_lscv_H_s', float('nan')):.2f} | {r.get('former_lscv_H_s', float('nan')):.2f} | "
-                     f"{r.get('H_rel_diff', float('nan')):.1e} |")
+                     f"{r['former_err']:.1e} |")
     (args.output_dir / "gpu_lscv_tensor_cores.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
