@@ -89,38 +89,3 @@ def test_tensor_cores_at_64_coordinate_rows():
     np.testing.assert_allclose(sums(Q), NumpyBackend().kernel_sum(Z, Q, "gaussian"), rtol=1e-5)
     logs = gpu.GpuBackend().log_kernel_sum(Z, Q, "gaussian", dtype=np.float32)
     np.testing.assert_allclose(logs, NumpyBackend().log_kernel_sum(Z, Q, "gaussian"), rtol=0, atol=1e-5)
-
-
-def _whitened_case(d, seed):
-    rng = np.random.default_rng(seed)
-    Z = rng.normal(size=(90, d)) @ (np.eye(d) + 0.3 * rng.normal(size=(d, d)))
-    Z -= Z.mean(axis=0)
-    return Z, [np.linalg.cholesky(np.cov(Z.T) * scale) for scale in (0.3, 0.5, 0.7)]
-
-
-@pytest.mark.parametrize("d", [2, 5, 17])
-def test_lscv_one_scale_on_tensor_cores_within_1e_5(d):
-    """LSCV_H's g(H) sums (one scale, float32, whitened on the device by a new M each call) take
-    the tensor-core Gram form and agree with the float64 reference within 1e-5."""
-    from parzen.backends import gpu
-
-    Z, Ms = _whitened_case(d, d)
-    backend = gpu.GpuBackend()
-    sums = backend.prepare_whitened_pair_sum_sq(Z, "lscv", dtype=np.float32)
-    for M in Ms:
-        expected = NumpyBackend().pair_sum_sq(Z @ np.linalg.inv(M).T, "lscv", np.ones(1))
-        np.testing.assert_allclose(sums(M, np.ones(1)), expected, rtol=1e-5)
-    (data,) = backend._whitened.values()
-    assert any(key[1] == "tensor cores" for key in data.graphs)
-
-
-def test_lscv_whitened_copy_follows_m_between_the_two_forms():
-    """The many-scale kernel reads the whitened copy y: after tensor-core calls with another M it
-    is whitened again, so every call matches the reference."""
-    from parzen.backends import gpu
-
-    Z, (M1, M2, _) = _whitened_case(3, 9)
-    sums = gpu.GpuBackend().prepare_whitened_pair_sum_sq(Z, "lscv", dtype=np.float32)
-    for M, h in [(M1, [1.0, 2.0]), (M2, [1.0]), (M2, [1.0, 2.0]), (M1, [1.0]), (M1, [0.5, 1.5])]:
-        expected = NumpyBackend().pair_sum_sq(Z @ np.linalg.inv(M).T, "lscv", np.asarray(h))
-        np.testing.assert_allclose(sums(M, np.asarray(h)), expected, rtol=1e-5)

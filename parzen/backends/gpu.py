@@ -491,15 +491,7 @@ GRAPH_AFTER_CALLS = 2
 class _WhitenedData:
     """Centred rows on the device (d x n_padded float64, pad columns 0), their whitened copy
     y = M^-1 z in the compute type, M^-1, the scales of each parameter count, and the CUDA
-    graphs of the launches.  The sums mask the pad columns by index (they are 0 here).
-
-    One float32 scale of 2 to 64 coordinates (LSCV_H's and LSCV_diag's g(H)) takes the
-    tensor-core Gram form when ``tensor_cores`` and the operands' grid allows
-    (:meth:`_tensor_core_sums`); otherwise the Gram kernel of float32 multiply-adds.
-    """
-
-    #: Whether one float32 scale may take the tensor-core Gram form.
-    tensor_cores = True
+    graphs of the launches.  The sums mask the pad columns by index (they are 0 here)."""
 
     def __init__(self, n: int, d: int, fdtype, tiles: GpuTiles) -> None:
         self.n, self.d, self.fdtype, self.tiles = n, d, fdtype, tiles
@@ -512,24 +504,11 @@ class _WhitenedData:
         self.scales: dict[int, _LscvScales] = {}
         self.graphs: dict[tuple[int, bool], list] = {}
         self.owner = None
-        #: M whose inverse is in ``m``, ||M^-1 L||_2, and the M of the whitened copy ``y``
         self.M: np.ndarray | None = None
-        self.m_norm = 0.0
-        self.y_of: np.ndarray | None = None
-        self.kept = torch.arange(self.n_padded, device=DEVICE) < n
-        #: the data's sphering L (Cholesky factor of their covariance, or I) and max |L^-1 z_i|
-        self.sphering = np.eye(d)
-        self.largest = 0.0
 
     def load(self, centred: np.ndarray, owner) -> None:
         self.z[:, : self.n] = _to_device(centred.T, torch.float64)
-        self.owner, self.M, self.y_of = owner, None, None
-        try:
-            self.sphering = np.linalg.cholesky(np.atleast_2d(np.cov(centred.T)))
-        except np.linalg.LinAlgError:  # singular covariance (n <= d, repeated points): the plain norms
-            self.sphering = np.eye(self.d)
-        sphered = np.linalg.solve(self.sphering, centred.T)
-        self.largest = float(np.linalg.norm(sphered, axis=0).max(initial=0.0))
+        self.owner, self.M = owner, None
 
     def sums(self, M: np.ndarray, h: np.ndarray) -> np.ndarray:
         scales = self.scales.get(h.size)
@@ -537,38 +516,12 @@ class _WhitenedData:
             scales = self.scales[h.size] = _LscvScales(h.size, self.fdtype, self.tiles)
         if scales.h is None or not np.array_equal(h, scales.h):
             scales.set(h)
-        if self.M is None or not np.array_equal(M, self.M):
-            inverse = np.linalg.inv(M)
-            self.m_host.numpy()[...] = inverse
+        whiten = self.M is None or not np.array_equal(M, self.M)
+        if whiten:
+            self.m_host.numpy()[...] = np.linalg.inv(M)
             self.m.copy_(self.m_host, non_blocking=True)
-            self.M, self.m_norm = M.copy(), float(np.linalg.norm(inverse @ self.sphering, 2))
-        if self.tensor_cores and h.size == 1 and self.fdtype == torch.float32 and 2 <= self.d <= operands.MAX_DIMS:
-            # |p| = sqrt(a) |M^-1 L L^-1 z| <= sqrt(a) ||M^-1 L||_2 max |L^-1 z|: the grid from the host,
-            # no device wait (M follows the data's shape, so M^-1 L is well conditioned)
-            # (at least the KDE's reach: finer grids put the norm pieces below float16's smallest step)
-            grid = operands.grid_step(max(math.sqrt(_LOG2E / 4.0) / float(h[0]) * self.m_norm * self.largest, QUERY_REACH))
-            if operands.usable(self.d, grid):
-                return self._run((1, "tensor cores", grid), lambda: self._tensor_core_sums(scales, grid)).cpu().numpy()
-        whiten = self.y_of is None or not np.array_equal(M, self.y_of)
-        self.y_of = M.copy()
+            self.M = M.copy()
         return self._run((h.size, whiten), lambda: self._launch(scales, whiten)).cpu().numpy()
-
-    def _tensor_core_sums(self, scales: _LscvScales, grid: float) -> torch.Tensor:
-        """(1, 2) float64 device sums of one scale a over the pairs i < j: the points p = sqrt(a)
-        M^-1 z (float64, on the device) as the float16 operands of
-        :mod:`parzen.backends._gram_operands` on ``grid``, one set as rows and columns of
-        ``lscv_tc_one_scale_kernel`` (-a s = a(p_i) . b(p_j); pads' exponents -32768)."""
-        points = (self.m @ self.z) * scales.root
-        layout = operands.layout(self.d)
-        tile = self.tiles.tile_gram
-        row_blocks, n_groups, group = _grid(self.n_padded, self.n_padded, tile, self.tiles.groups_gram)
-        partial = torch.empty((row_blocks * n_groups, 1, 2), dtype=torch.float64, device=DEVICE)
-        kernels.lscv_tc_one_scale_kernel[(row_blocks, n_groups)](
-            operands.data_operand(points, self.kept, grid), operands.query_operand(points, grid), self.n, self.n_padded,
-            layout.columns, self.n_padded // tile, partial, *layout.first, *layout.second, BLOCK=tile, GROUP=group,
-            FAST=_fast(torch.float32), num_warps=SINGLE_SCALE_WARPS,
-        )
-        return partial.sum(dim=0)
 
     def _launch(self, scales: _LscvScales, whiten: bool) -> torch.Tensor:
         if whiten:
@@ -636,9 +589,6 @@ class _LscvScales:
         padded = triton.cdiv(count, self.batch) * self.batch
         self.a = torch.empty(padded, dtype=fdtype, device=DEVICE)
         self.a_host = torch.empty(padded, dtype=fdtype, pin_memory=not INTERPRETED)
-        #: sqrt(a) of the first scale in float64 (the tensor-core form scales the points by it)
-        self.root = torch.empty(1, dtype=torch.float64, device=DEVICE)
-        self.root_host = torch.empty(1, dtype=torch.float64, pin_memory=not INTERPRETED)
         self.h: np.ndarray | None = None
         self.spacing = math.inf
 
@@ -647,8 +597,6 @@ class _LscvScales:
         a = _LOG2E / (4.0 * h * h)
         self.a_host.numpy()[:] = np.r_[a, np.full(self.a.numel() - a.size, a[-1])]
         self.a.copy_(self.a_host, non_blocking=True)
-        self.root_host.numpy()[0] = math.sqrt(a[0])
-        self.root.copy_(self.root_host, non_blocking=True)
         self.h = h.copy()
         #: Pad step that puts every pad beyond the reach of the widest scale (spaced pads).
         self.spacing = math.sqrt(T_ZERO / a.min())
