@@ -1417,15 +1417,13 @@ class GpuBackend(KDEBackend):
 
         Programs are (block of queries) x (chunk of data), so few queries over many points still
         fill the GPU; padded data points carry weight 0.  The Gaussian profile exp(-s/2) becomes
-        2^-s by scaling both point sets by sqrt(log2(e)/2).  In float32 with d >=
-        ``tiles.gram_min_dim`` the Gaussian sums take the Gram form |q|^2 + |z|^2 - 2 q.z, the
-        products one matrix product per block (issue 20, item 5; below ``gram_min_dim``, and for
-        the other kernels, float32 differences of double-float coordinates, docs/algorithms.md;
-        accuracy and speed in
-        benchmarks/results/gpu_kde_multivariate.md): on the tensor cores, from the float16
-        operands of :mod:`parzen.backends._gram_operands` (exact to 2.8e-6 at d = 16 and 32),
-        for weights of any sign, d up to 64 and data within the operands' reach
-        (:data:`GRAM_TC_LAUNCH`); otherwise by float32 multiply-adds (:data:`GRAM_LAUNCH`).
+        2^-s by scaling both point sets by sqrt(log2(e)/2).  In float32 with ``tiles.tc_min_dim``
+        (2) to 64 coordinates the Gaussian sums take the Gram form |q|^2 + |z|^2 - 2 q.z on the
+        tensor cores, from the float16 operands of :mod:`parzen.backends._gram_operands` (issue
+        20, item 5; within 3.3e-6 of the float64 sums from d = 2 to 64, benchmarks/results/
+        gpu_kde_multivariate.md), for weights of any sign and data within the operands' reach
+        (:data:`GRAM_TC_LAUNCH`); otherwise from ``tiles.gram_min_dim`` coordinates by float32
+        multiply-adds (:data:`GRAM_LAUNCH`), and below by the direct differences.
         See :meth:`parzen.backends.reference.NumpyBackend.kernel_sum`.
         """
         check_kernel(kind)
@@ -1446,10 +1444,10 @@ class GpuBackend(KDEBackend):
         """For each query q: log sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
 
         Gaussian: a log-sum-exp in base 2 (the points scaled as in :meth:`kernel_sum`, e_i =
-        log2 w_i - t_i), each program keeping a running maximum over its data blocks (in float32
-        with d >= ``tiles.gram_min_dim``, t_i in the Gram form on the tensor cores, as
-        :meth:`kernel_sum`, queries beyond the operands' reach by the former Gram kernel; below,
-        from double-float coordinates, as :meth:`kernel_sum`); the programs' parts are combined in float64 on the host (:func:`parzen.backends._log_sums.log_sum_exp_of_parts`).
+        log2 w_i - t_i), each program keeping a running maximum over its data blocks (in float32,
+        t_i in the forms of :meth:`kernel_sum`, the tensor cores' with log2 w_i added after the
+        product, and queries beyond their operands' reach by the former kernels); the programs'
+        parts are combined in float64 on the host (:func:`parzen.backends._log_sums.log_sum_exp_of_parts`).
         Zero weights are left out, so every exponent is finite.  Compactly supported kernels: the
         log of :meth:`kernel_sum` (:func:`parzen.backends._log_sums.log_of_kernel_sum`).
         See :meth:`parzen.backends.reference.NumpyBackend.log_kernel_sum`.
