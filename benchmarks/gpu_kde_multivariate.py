@@ -34,6 +34,7 @@ import json
 import math
 import platform
 import statistics
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -207,6 +208,8 @@ class Problem:
         checked queries whose float64 sum is at least :data:`SMALLEST_SUM`, after removing the
         constant log of the normalisation (the median difference)."""
         held = self.reference >= SMALLEST_SUM
+        if not held.any():  # every checked sum underflowed (d = 64 at n = 32768)
+            return float("nan")
         difference = np.asarray(logs)[: len(self.reference)][held] - np.log(self.reference[held])
         return float(np.max(np.abs(difference - np.median(difference))))
 
@@ -301,7 +304,7 @@ def measure(problem: Problem, args) -> dict:
     row["log_s"] = wall(lambda: problem.kde.score_samples(queries), 3 if not args.quick else 1)
     row["log_max_abs_err"] = problem.log_error(problem.kde.score_samples(queries[:CHECKED_QUERIES]))
     if pairs * problem.d <= args.direct_max_work:  # the direct log-sum kernel (the Gram form's threshold out of reach)
-        direct = gpu.GpuBackend(replace(tiles, gram_min_dim=1 << 30))
+        direct = gpu.GpuBackend(replace(tiles, gram_min_dim=1 << 30, tc_min_dim=1 << 30))
         kde = problem.kde
         row["log_direct_s"] = wall(lambda: direct.log_kernel_sum(kde._Z, kde._transform(queries), "gaussian", kde.weights_), 1)
         logs = kde._log_norm + direct.log_kernel_sum(kde._Z, kde._transform(queries[:CHECKED_QUERIES]), "gaussian", kde.weights_)
@@ -330,15 +333,16 @@ def markdown(rows: list[dict], sweep_rows: list[dict], meta: dict) -> str:
         ("Times are medians (ms) of device-resident runs (do_bench) except `pdf` (host rows to host "
          "densities, wall clock, median of 3 calls of a fitted KDE, whose data stay on the device between calls) "
          "and `pdf first` (the first call after fit, which also centres, pads and sends the data), `log` "
-         "(`score_samples`, wall clock, median of 3 calls: the log-sum-exp kernel in Gram form from d = 6, the data kept on "
+         "(`score_samples`, wall clock, median of 3 calls: the tensor-core log-sum-exp kernel from d = 2, the data kept on "
          "the device as for `pdf`) and `log direct` (the same sums by the direct log-sum kernel, the former path for every "
          "d, through `log_kernel_sum`, which sends the data at each call).  Errors are the largest relative error over "
          f"{CHECKED_QUERIES} queries: `err` against the float64 sums of the float64 data (float32's "
          "rounding of the coordinates included), `arith` against the float64 sums of the float32-rounded "
          "coordinates (the kernel's arithmetic alone); for `log`, the largest absolute error of the log density "
          "(= relative error of the density) against the float64 data's.  `tc`: the tensor-core Gram form on float16 "
-         "operands (the backend's float32 path where it is taken); `gram`: the former Gram kernel, its `variant`: dot "
-         "precision, query x data block, warps, pipeline stages."), "",
+         "operands (the backend's float32 path where it is taken, from d = 2); `gram`: the former Gram kernel, its `variant`: "
+         "dot precision, query x data block, warps, pipeline stages; `direct`: the direct kernel (the former float32 path "
+         "below d = 6)."), "",
         ("| n | m | d | tc ms | tc pairs/s | tc err | tc arith | variant | gram ms | gram pairs/s | gram err | gram arith "
          "| direct ms | direct err | direct arith | torch ms | torch err | torch arith | pdf first ms | pdf ms (end to end) "
          "| pdf err | log ms | log err | log direct ms | log direct err |"),
@@ -395,6 +399,8 @@ def main() -> None:
             swept.discard(d)
         row = measure(problem, args)
         rows.append(row)
+        args.output_dir.mkdir(parents=True, exist_ok=True)  # kept row by row, should a later size fail
+        (args.output_dir / f"{args.name}.json").write_text(json.dumps({"rows": rows}, indent=1))
         print(f"n={n} m={m} d={d}: tensor cores {_ms(row['tc_s'])} ms, gram {_ms(row['gram_s'])} ms ({row['gram_pairs_per_s']:.3e} pairs/s, max rel err "
               f"{row['gram_max_rel_err']:.1e}), direct {_ms(row['direct_s'])} ms, torch {_ms(row['torch_s'])} ms, "
               f"pdf {_ms(row['pdf_s'])} ms (max rel err {row['pdf_max_rel_err']:.1e})", flush=True)
@@ -403,8 +409,7 @@ def main() -> None:
 
     meta = {"device": torch.cuda.get_device_name() if not gpu.INTERPRETED else "TRITON_INTERPRET=1 (CPU)",
             "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
-            "command": "python benchmarks/gpu_kde_multivariate.py "
-            + ("--quick " if args.quick else "") + ("--sweep" if args.sweep else "")}
+            "command": "python benchmarks/gpu_kde_multivariate.py " + " ".join(sys.argv[1:])}
     args.output_dir.mkdir(parents=True, exist_ok=True)
     (args.output_dir / f"{args.name}.json").write_text(json.dumps({"meta": meta, "rows": rows, "sweep": sweep_rows}, indent=1))
     (args.output_dir / f"{args.name}.md").write_text(markdown(rows, sweep_rows, meta))

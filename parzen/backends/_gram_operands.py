@@ -26,8 +26,11 @@ The only rounding of the large terms is then the one of E + C.  The terms left o
 the backend takes this form only where that is at most 2^-16 (:func:`usable`; a term's relative
 error 1.1e-5 at worst, far less in practice: benchmarks/results/gpu_kde_multivariate.md).
 
-Columns (6d + 32 for d padded coordinates): segments of 4d, d and :data:`EXTRA` (C), then d and
-:data:`EXTRA` (E); each segment is one ``tl.dot`` (Triton's smallest has 16 columns).  Queries
+Columns, for d coordinates: the 5d + 6 of C (4d cross terms, d for 2 q_l1.z_l1, 6 norm pieces
+and their ones) filled with zeros to a sum of at most three powers of two of at least 16 (each
+segment one ``tl.dot``; Triton's smallest has 16 columns and its sizes are powers of two), then
+the d + 4 of E likewise in at most two segments: d = 2 takes 16 + 16 columns, d = 16 128, d = 32
+224 (:func:`layout`).  Queries
 whose norm exceeds R are moved in along their ray to norm R, still at least the reach beyond
 every data point (their terms are 0 either way), so that float16 holds their parts.
 """
@@ -41,8 +44,10 @@ from ._cuda import torch
 
 #: Exponent of padded and zero-weight data points: their terms are exactly 0 (float16 holds it).
 PAD_EXPONENT = -32768.0
-#: Columns of a segment of pieces (norms, log2 w): Triton's smallest dot.
-EXTRA = 16
+#: Triton's smallest dot: every segment is a power of two of at least this many columns.
+SMALLEST_SEGMENT = 16
+#: The most coordinates the form takes (:data:`NORM_STEPS` is chosen for them).
+MAX_DIMS = 64
 #: Points made into operand columns at a time (bounds the float64 temporaries).
 BUILD_POINTS = 1 << 20
 #: Grid steps per bound R of the norms: 4 (R/g + sqrt(d) / 2)^2 < 2^24 for d <= 64, and every
@@ -57,7 +62,7 @@ OMITTED_LIMIT = 2.0**-16
 @dataclass(frozen=True)
 class GramLayout:
     """Column segments: ``first`` (three) go to the first accumulator (C), ``second`` (two) to the
-    second (E)."""
+    second (E); each a power of two of at least 16, or 0 (no segment; never the first of each)."""
 
     first: tuple[int, int, int]
     second: tuple[int, int]
@@ -67,9 +72,34 @@ class GramLayout:
         return sum(self.first) + sum(self.second)
 
 
-def layout(dims: int) -> GramLayout:
-    """The segments for ``dims`` coordinate rows (a power of two of at least 16)."""
-    return GramLayout((4 * dims, dims, EXTRA), (dims, EXTRA))
+def _segments(rows: int, count: int, fine: bool) -> tuple[int, ...]:
+    """The fewest columns of at least ``rows`` that ``count`` segments (powers of two of at least
+    :data:`SMALLEST_SEGMENT`, or 0) hold, as those segments, largest first: the binary digits of
+    the column count, with ``fine`` the smallest segment above the least split in halves while
+    segments are left (at a power of two d of at least 16 this puts the norm pieces in a segment of
+    their own, as 4d | d | 16 and d | 16)."""
+    units = -(-rows // SMALLEST_SEGMENT)
+    while units.bit_count() > count:
+        units += 1
+    parts = [1 << bit for bit in range(units.bit_length() - 1, -1, -1) if units >> bit & 1]
+    while fine and len(parts) < count and max(parts) > 1:
+        smallest = min(part for part in parts if part > 1)
+        parts.remove(smallest)
+        parts = sorted([*parts, smallest // 2, smallest // 2], reverse=True)
+    return tuple([SMALLEST_SEGMENT * part for part in parts] + [0] * (count - len(parts)))
+
+
+def layout(dims: int, *, fine: bool = True) -> GramLayout:
+    """The segments for ``dims`` coordinates: C's 5 dims + 6 rows in three, E's dims + 4 in two
+    (``fine``: see :func:`_segments`; either way the same operands, of the same column count).
+
+    The H100's float16 products add the terms of one product's columns in fewer bits than
+    float32 before the accumulator: on the same operands the coarse segments erred by 8.3e-6 at
+    d = 4 (one segment of 32 columns for C) and 3.6e-5 at d = 24 (one of 128), the fine ones by 2.2e-6
+    and 2.8e-6 (benchmarks/gpu_gram_tc_sweep.py, n = 2^20, m = 131072), so the fine ones are the
+    default."""
+    first, second = _segments(5 * dims + 6, 3, fine), _segments(dims + 4, 2, fine)
+    return GramLayout((first[0], first[1], first[2]), (second[0], second[1]))
 
 
 def grid_step(bound: float) -> float:
@@ -84,8 +114,8 @@ def omitted_bound(dims: int, grid: float) -> float:
 
 def usable(dims: int, grid: float) -> bool:
     """Whether the left-out terms stay within :data:`OMITTED_LIMIT`: g <= 1/32 for d <= 32, i.e.
-    data norms up to about 48 scaled units (56 bandwidths) from their mean; wider data take the
-    former kernel."""
+    data norms up to about 48 scaled units (56 bandwidths) from their mean, g <= 1/64 for d = 64
+    (about 16 scaled units beyond the 16 of the queries' reach); wider data take the former kernel."""
     return omitted_bound(dims, grid) <= OMITTED_LIMIT
 
 
@@ -105,10 +135,10 @@ def _pieces(x: torch.Tensor, count: int) -> list[torch.Tensor]:
     return out
 
 
-def _extra(*rows: torch.Tensor) -> torch.Tensor:
-    """Rows of pieces, each (n,), stacked and filled with zero rows to EXTRA rows."""
-    stacked = torch.stack(rows)
-    return torch.cat([stacked, stacked.new_zeros((EXTRA - len(rows), stacked.shape[1]))])
+def _group(size: int, blocks: list[torch.Tensor], pieces: list[torch.Tensor]) -> torch.Tensor:
+    """The (d, n) ``blocks`` and the (n,) ``pieces`` stacked, filled with zero rows to ``size``."""
+    stacked = torch.cat([*blocks, torch.stack(pieces)])
+    return torch.cat([stacked, stacked.new_zeros((size - stacked.shape[0], stacked.shape[1]))])
 
 
 def _split(points: torch.Tensor, grid: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -126,7 +156,8 @@ def data_operand(z: torch.Tensor, kept: torch.Tensor, grid: float) -> torch.Tens
     Parameters
     ----------
     z : torch.Tensor of shape (dims, n), float64
-        Scaled, centred data (pads anywhere), of norms at most NORM_STEPS ``grid``.
+        Scaled, centred data (pads anywhere), of norms at most NORM_STEPS ``grid``; dims at most
+        :data:`MAX_DIMS`.
     kept : torch.Tensor of shape (n,), bool
         False for pads and zero weights (exponent :data:`PAD_EXPONENT`).
     grid : float
@@ -148,8 +179,9 @@ def _data_columns(z: torch.Tensor, kept: torch.Tensor, grid: float) -> torch.Ten
     low = first + second
     own = torch.where(kept, -(2.0 * high * low + low * low).sum(dim=0), PAD_EXPONENT)
     ones = torch.ones_like(own)
-    rows = [first, second * 2.0**11, high, high * 2.0**-11, first, _extra(ones, ones, ones, *_pieces(own, 3)), high,
-            _extra(ones / NORM_SCALE, ones / NORM_SCALE, *_pieces(-(high * high).sum(dim=0) * NORM_SCALE, 2))]
+    segments = layout(z.shape[0])
+    rows = [_group(sum(segments.first), [first, second * 2.0**11, high, high * 2.0**-11, first], [ones, ones, ones, *_pieces(own, 3)]),
+            _group(sum(segments.second), [high], [ones / NORM_SCALE, ones / NORM_SCALE, *_pieces(-(high * high).sum(dim=0) * NORM_SCALE, 2)])]
     return torch.cat(rows).to(torch.float16)
 
 
@@ -172,6 +204,8 @@ def _query_columns(q: torch.Tensor, grid: float) -> torch.Tensor:
     ones = torch.ones_like(norms)
     own = _pieces(-(2.0 * high * low + low * low).sum(dim=0), 3)
     norm = _pieces(-(high * high).sum(dim=0) * NORM_SCALE, 2)
-    rows = [2.0 * high, 2.0 * high * 2.0**-11, 2.0 * first, 2.0 * second * 2.0**11, 2.0 * first, _extra(*own, ones, ones, ones),
-            2.0 * high, _extra(*norm, ones / NORM_SCALE, ones / NORM_SCALE)]
+    segments = layout(q.shape[0])
+    rows = [_group(sum(segments.first), [2.0 * high, 2.0 * high * 2.0**-11, 2.0 * first, 2.0 * second * 2.0**11, 2.0 * first],
+                   [*own, ones, ones, ones]),
+            _group(sum(segments.second), [2.0 * high], [*norm, ones / NORM_SCALE, ones / NORM_SCALE])]
     return torch.cat(rows).to(torch.float16)

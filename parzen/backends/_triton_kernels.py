@@ -453,7 +453,7 @@ def gaussian_gram_tc_sum_kernel(
     (k_total, n_padded) row-major; float16, float32 accumulators).
 
     The columns come in segments of S1, S2, S3 (the small part C, one accumulator) and S4, S5
-    (the exact part E, another), one ``tl.dot`` each; a pair then costs the addition E + C, one
+    (the exact part E, another; S2, S3 and S5 may be 0), one ``tl.dot`` each; a pair then costs the addition E + C, one
     exp2 and one addition (a multiply-add and a load per data point with ``WEIGHTED``).  The
     query segments are loaded once per program.  Padded and zero-weight data points have
     exponent -32768 (and weight 0).
@@ -462,30 +462,85 @@ def gaussian_gram_tc_sum_kernel(
     chunk = tl.program_id(1)
     q_offs = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)
     z_range = tl.arange(0, BLOCK_Z)
-    O2: tl.constexpr = S1
-    O3: tl.constexpr = S1 + S2
-    O4: tl.constexpr = S1 + S2 + S3
-    O5: tl.constexpr = S1 + S2 + S3 + S4
-    a1 = _query_segment(qa, q_offs, k_total, 0, S1)
-    a2 = _query_segment(qa, q_offs, k_total, O2, S2)
-    a3 = _query_segment(qa, q_offs, k_total, O3, S3)
-    a4 = _query_segment(qa, q_offs, k_total, O4, S4)
-    a5 = _query_segment(qa, q_offs, k_total, O5, S5)
+    a1, a2, a3, a4, a5 = _query_segments(qa, q_offs, k_total, S1, S2, S3, S4, S5)
     first = chunk * chunk_blocks
     last = tl.minimum(first + chunk_blocks, n_padded // BLOCK_Z)
     acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=tl.float32)
     for zb in range(first, last):
         z_offs = zb * BLOCK_Z + z_range
-        small = tl.dot(a1, _data_segment(za, z_offs, n_padded, 0, S1), input_precision="tf32")
-        small = tl.dot(a2, _data_segment(za, z_offs, n_padded, O2, S2), small, input_precision="tf32")
-        small = tl.dot(a3, _data_segment(za, z_offs, n_padded, O3, S3), small, input_precision="tf32")
-        exact = tl.dot(a4, _data_segment(za, z_offs, n_padded, O4, S4), input_precision="tf32")
-        exact = tl.dot(a5, _data_segment(za, z_offs, n_padded, O5, S5), exact, input_precision="tf32")
+        e = _tc_exponents(a1, a2, a3, a4, a5, za, z_offs, n_padded, S1, S2, S3, S4, S5)
         if WEIGHTED:
-            acc += _exp2(exact + small, FAST) * tl.load(w + z_offs)[None, :]
+            acc += _exp2(e, FAST) * tl.load(w + z_offs)[None, :]
         else:
-            acc += _exp2(exact + small, FAST)
+            acc += _exp2(e, FAST)
     tl.store(out + chunk * m_padded + q_offs, tl.sum(acc, axis=1).to(tl.float64))
+
+
+@triton.jit
+def _query_segments(qa, q_offs, k_total, S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S4: tl.constexpr,
+                    S5: tl.constexpr):
+    """The query operand's five column segments for rows ``q_offs`` (a segment of size 0 is not
+    loaded; the first segment stands in for it and is not used)."""
+    a1 = _query_segment(qa, q_offs, k_total, 0, S1)
+    a2 = a1
+    a3 = a1
+    a5 = a1
+    if S2 > 0:
+        a2 = _query_segment(qa, q_offs, k_total, S1, S2)
+    if S3 > 0:
+        a3 = _query_segment(qa, q_offs, k_total, S1 + S2, S3)
+    a4 = _query_segment(qa, q_offs, k_total, S1 + S2 + S3, S4)
+    if S5 > 0:
+        a5 = _query_segment(qa, q_offs, k_total, S1 + S2 + S3 + S4, S5)
+    return a1, a2, a3, a4, a5
+
+
+@triton.jit
+def _tc_exponents(a1, a2, a3, a4, a5, za, z_offs, n_padded, S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr,
+                  S4: tl.constexpr, S5: tl.constexpr):
+    """The tile of exponents a(q) . b(z) = -|q - z|^2 for the data columns ``z_offs``: the small
+    part C (segments 1-3) and the exact part E (segments 4-5) in two float32 accumulators, then
+    E + C (the query segments a1..a5 loaded by the caller; :mod:`parzen.backends._gram_operands`;
+    segments 2, 3 and 5 may be empty)."""
+    small = tl.dot(a1, _data_segment(za, z_offs, n_padded, 0, S1), input_precision="tf32")
+    if S2 > 0:
+        small = tl.dot(a2, _data_segment(za, z_offs, n_padded, S1, S2), small, input_precision="tf32")
+    if S3 > 0:
+        small = tl.dot(a3, _data_segment(za, z_offs, n_padded, S1 + S2, S3), small, input_precision="tf32")
+    exact = tl.dot(a4, _data_segment(za, z_offs, n_padded, S1 + S2 + S3, S4), input_precision="tf32")
+    if S5 > 0:
+        exact = tl.dot(a5, _data_segment(za, z_offs, n_padded, S1 + S2 + S3 + S4, S5), exact, input_precision="tf32")
+    return exact + small
+
+
+@triton.jit
+def gaussian_gram_tc_log_sum_kernel(
+    za, qa, log2_w, n, n_padded, m_padded, k_total, chunk_blocks, top, total,
+    S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S4: tl.constexpr, S5: tl.constexpr,
+    BLOCK_Q: tl.constexpr, BLOCK_Z: tl.constexpr, FAST: tl.constexpr, WEIGHTED: tl.constexpr, LOWEST: tl.constexpr,
+):
+    """:func:`gaussian_log_sum_kernel` with the exponents -|q - z_i|^2 from the tensor-core
+    products of :func:`gaussian_gram_tc_sum_kernel` (the same operands and segments): e_i =
+    a(q) . b(z_i) + log2 w_i (``log2_w`` float32, added after the product, not inside it; without
+    ``WEIGHTED`` all log2 w_i = 0 and the caller adds the common weight's).  Pads (index >= n)
+    are masked by index.
+    """
+    qb = tl.program_id(0)
+    chunk = tl.program_id(1)
+    q_offs = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    z_range = tl.arange(0, BLOCK_Z)
+    a1, a2, a3, a4, a5 = _query_segments(qa, q_offs, k_total, S1, S2, S3, S4, S5)
+    first = chunk * chunk_blocks
+    last = tl.minimum(first + chunk_blocks, n_padded // BLOCK_Z)
+    running = tl.full((BLOCK_Q, BLOCK_Z), LOWEST, dtype=tl.float32)
+    acc = tl.zeros((BLOCK_Q, BLOCK_Z), dtype=tl.float32)
+    for zb in range(first, last):
+        z_offs = zb * BLOCK_Z + z_range
+        e = _tc_exponents(a1, a2, a3, a4, a5, za, z_offs, n_padded, S1, S2, S3, S4, S5)
+        if WEIGHTED:
+            e += tl.load(log2_w + z_offs)[None, :]
+        running, acc = _log_sum_step(e, (z_offs < n)[None, :], running, acc, FAST)
+    _store_log_sum(running, acc, top, total, chunk * m_padded + q_offs, FAST)
 
 
 @triton.jit

@@ -65,17 +65,25 @@ FAST_EXP2 = not INTERPRETED
 #: 137 ms; d = 32 ieee 285 ms, tf32x3 205 ms; one TF32 product (79 and 121 ms) errs by 1e-1.
 GRAM_LAUNCH = MappingProxyType({16: ("ieee", 4, 3)})
 GRAM_WIDE_LAUNCH = ("tf32x3", 8, 3)
-#: The Gram-form log-sum-exp's launch at every coordinate count: float32 multiply-adds, whose
-#: errors (2.4e-5 of the density at n = 2^20, d = 16) the log carries as absolute errors; with
-#: "tf32x3" at d = 17 a test's log densities near the data missed the reference by more than 1e-5.
+#: The former Gram-form log-sum-exp's launch (queries beyond the tensor-core operands' reach, and
+#: data the tensor-core form does not cover): float32 multiply-adds, whose errors (2.4e-5 of the
+#: density at n = 2^20, d = 16) the log carries as absolute errors; with "tf32x3" at d = 17 a
+#: test's log densities near the data missed the reference by more than 1e-5.
 GRAM_LOG_LAUNCH = ("ieee", 4, 3)
 #: The tensor-core Gram form of the float32 Gaussian KDE sums (``gaussian_gram_tc_sum_kernel`` on
-#: the float16 operands of :mod:`parzen.backends._gram_operands`; non-negative weights, up to 32
+#: the float16 operands of :mod:`parzen.backends._gram_operands`; weights of any sign, up to 64
 #: coordinate rows, data within the operands' reach): by coordinate rows, the launch (query
 #: block, data block, warps, pipeline stages).  H100, n = 2^20, m = 131072, d = 16: 128 x 64 with 8
 #: warps 65.6 ms, 4 stages 67.1, 256 x 64 with 16 warps 79.6, with 8 warps 81.3; d = 32: 256 x 64
-#: with 16 warps 112 ms, 128 x 64 with 8 warps 127 (benchmarks/results/gpu_kde_multivariate.md).
-GRAM_TC_LAUNCH = MappingProxyType({16: (128, 64, 8, 3), 32: (256, 64, 16, 3)})
+#: with 16 warps 112 ms, 128 x 64 with 8 warps 127 (benchmarks/results/gpu_kde_multivariate.md);
+#: d = 64: 128 x 64 with 8 warps and 2 stages 267 ms, 64 x 64 with 4 warps 340 ms, with 8 warps 806
+#: ms, 256 x 64 out of shared memory; the former tf32x3 kernel 445 ms, erring 1.6e-5 against 1.6e-6;
+#: the compact operands of small d (benchmarks/gpu_gram_tc_sweep.py, equal weights, 128 x 64): 8 warps
+#: 41.2, 49.8, 57.3, 66.7, 75.9 ms at d = 2, 4, 8, 16, 24, 4 warps 42.6, 50.5, 49.3, 72.8, 92.0 (with
+#: weights loaded, 64 x 64 and 256 x 64 blocks were slower at d = 2-8).
+GRAM_TC_LAUNCH = MappingProxyType(
+    {4: (128, 64, 8, 3), 8: (128, 64, 4, 3), 16: (128, 64, 8, 3), 24: (128, 64, 8, 3), 32: (256, 64, 16, 3), 64: (128, 64, 8, 2)}
+)
 #: How far (scaled units, where the kernel is 2^-|q - z|^2) beyond the data's largest norm the
 #: tensor-core operands reach: a query farther out has every term below 2^-256, 0 in float32.
 QUERY_REACH = 16.0
@@ -119,8 +127,11 @@ class GpuTiles:
     gram_query_block, gram_data_block : int
         Queries x data points per block of the Gram-form Gaussian KDE sums (float32, d >=
         ``gram_min_dim``), whose squared distances come from one matrix product per block.
+    tc_min_dim : int
+        The fewest coordinates for which float32 Gaussian KDE sums take the tensor-core Gram form
+        (:mod:`parzen.backends._gram_operands`; its columns shrink with d, 32 at d = 2).
     gram_min_dim : int
-        The fewest coordinates for which float32 Gaussian KDE sums take the Gram form (the
+        The fewest coordinates for which float32 Gaussian KDE sums take the former Gram form (the
         products padded to 16 coordinates cost more than the direct differences below it; H100,
         n = 2^20, m = 131072: direct 46, 75, 214 ms at d = 2, 4, 8, Gram 129 ms for each).
     whiten_block : int
@@ -159,6 +170,7 @@ class GpuTiles:
     data_block: int = 16 if INTERPRETED else 64
     gram_query_block: int = 16 if INTERPRETED else 128
     gram_data_block: int = 16 if INTERPRETED else 64
+    tc_min_dim: int = 2
     gram_min_dim: int = 6
     whiten_block: int = 16 if INTERPRETED else 128
     chunk_rows: int = 1 << 24
@@ -173,7 +185,9 @@ class GpuTiles:
 
     def __post_init__(self) -> None:
         for field, value in vars(self).items():
-            counts = field.startswith("groups") or field in ("chunk_rows", "resident_bytes", "stream_bytes", "replica_bytes", "gram_min_dim")
+            counts = field.startswith("groups") or field in (
+                "chunk_rows", "resident_bytes", "stream_bytes", "replica_bytes", "gram_min_dim", "tc_min_dim"
+            )
             if not (isinstance(value, int) and value >= 1 if counts else _power_of_two(value)):
                 kind = "a positive integer" if counts else "a power of two"
                 raise ValueError(f"GpuTiles.{field} must be {kind}, got {value!r}")
@@ -674,12 +688,13 @@ def _gaussian_gram_chunk(z_tensor, z_norms, w_tensor, q_tensor, tiles: GpuTiles,
     return partial.sum(dim=0)
 
 
-def _tc_launch(dims: int, tiles: GpuTiles) -> tuple[int, int, int, int]:
-    """(query block, data block, warps, stages) of the tensor-core Gram form for ``dims``
-    coordinate rows: :data:`GRAM_TC_LAUNCH`'s (under the interpreter, the tiles' Gram blocks)."""
+def _tc_launch(d: int, tiles: GpuTiles) -> tuple[int, int, int, int]:
+    """(query block, data block, warps, stages) of the tensor-core Gram form for ``d``
+    coordinates: :data:`GRAM_TC_LAUNCH`'s for the smallest size that holds d (under the
+    interpreter, the tiles' Gram blocks)."""
     if INTERPRETED:
         return tiles.gram_query_block, tiles.gram_data_block, 4, 1
-    return GRAM_TC_LAUNCH[dims]
+    return GRAM_TC_LAUNCH[min(size for size in GRAM_TC_LAUNCH if size >= d)]
 
 
 def _gaussian_gram_tc_chunk(data_operand, weights, query_operand, layout, launch: tuple[int, int, int, int]) -> torch.Tensor:
@@ -739,18 +754,23 @@ class _DeviceKernelSum:
         Block sizes and the resident-memory budget.
     resident : bool
         Keep the data's device tensors between calls.
+    tensor_cores : bool
+        Whether this instance may take the tensor-core form (default True; see below).
 
-    In float32 Gram form with non-negative weights, at most 32 coordinate rows and data within
-    the operands' reach (``_gram_operands.usable``), and with ``tensor_cores``, the data and
-    queries are kept as the float16 operands of :mod:`parzen.backends._gram_operands` (and the
-    weights in float32), and summed by ``gaussian_gram_tc_sum_kernel`` (launched as
-    :data:`GRAM_TC_LAUNCH` says).
+    For the float32 Gaussian with ``tiles.tc_min_dim`` to 64 coordinates and data within the
+    operands' reach (``_gram_operands.usable``), and with ``tensor_cores`` (here and on the
+    class), the data and queries are kept as the float16 operands of
+    :mod:`parzen.backends._gram_operands` (and the weights, of any sign, in float32; zero
+    weights' exponents are the pads'), and summed by ``gaussian_gram_tc_sum_kernel`` (launched as
+    :data:`GRAM_TC_LAUNCH` says).  Otherwise float32 Gaussian sums from ``tiles.gram_min_dim``
+    coordinates take the former Gram kernel, and the rest the direct one.
     """
 
-    #: Whether the float32 Gram form may take the tensor-core operands (the log sums may not).
+    #: Whether the float32 Gram form may take the tensor-core operands.
     tensor_cores = True
 
-    def __init__(self, Z: np.ndarray, kind: str, weights, fdtype, tiles: GpuTiles, *, resident: bool) -> None:
+    def __init__(self, Z: np.ndarray, kind: str, weights, fdtype, tiles: GpuTiles, *, resident: bool,
+                 tensor_cores: bool = True) -> None:
         Z = np.asarray(Z, dtype=np.float64)
         Z = Z if Z.ndim == 2 else Z.reshape(len(Z), -1)  # (0, d) stays (0, d)
         n, self.d = Z.shape
@@ -767,33 +787,43 @@ class _DeviceKernelSum:
         self._host: tuple[np.ndarray, np.ndarray] | None = (scaled, w)
         self._slices = _chunks(n, tiles.chunk_rows)
         self.layout: operands.GramLayout | None = None
-        if self.tensor_cores and self.dims is not None and self.dims in GRAM_TC_LAUNCH and bool(np.all(w >= 0)):
+        if (tensor_cores and self.tensor_cores and kind == "gaussian" and fdtype == torch.float32
+                and tiles.tc_min_dim <= self.d <= operands.MAX_DIMS):
             self.grid = operands.grid_step(float(np.linalg.norm(scaled, axis=1).max(initial=0.0)) + QUERY_REACH)
-            if operands.usable(self.dims, self.grid):
-                self.layout = operands.layout(self.dims)
+            if operands.usable(self.d, self.grid):
+                self.layout = operands.layout(self.d)
                 #: the weight all points share (the sums are scaled by it), or 0: weights per point
                 self.common_weight = float(w[0]) if n and np.all(w == w[0]) else 0.0
-                self.launch = _tc_launch(self.dims, tiles)
+                self.launch = _tc_launch(self.d, tiles)
                 self.query_block, self.data_block = self.launch[:2]
-        rows, dtype = (self.layout.columns, torch.float16) if self.layout else ((self.dims or self.d) + 1 + int(self.gram), fdtype)
+        if self.layout:
+            rows, dtype = self.layout.columns, torch.float16
+        else:
+            rows, dtype = (self.dims or self.d) + 1 + int(self.gram), fdtype
         nbytes = rows * (n + len(self._slices) * self.data_block) * torch.finfo(dtype).bits // 8
         self._resident = [self._chunk(data) for data in self._slices] if resident and nbytes <= tiles.resident_bytes else None
         if self._resident is not None:
             self._host = None
 
+    def _device_weights(self, w: np.ndarray) -> np.ndarray:
+        """What the kernels take for the weights ``w`` of a chunk: the weights themselves."""
+        return w
+
     def _chunk(self, data: slice) -> tuple:
         """(coordinates, norms or None, weights) of one data chunk on the device."""
         assert self._host is not None
         Z, w = self._host
-        if self.layout is not None:  # the tensor-core operand (log2 of the weights in it)
-            z_wide = _columns_at_zero(Z[data], self.data_block, torch.float64, self.dims)
+        if self.layout is not None:  # the tensor-core operand; the weights outside it
+            z_wide = _columns_at_zero(Z[data], self.data_block, torch.float64, None)
             w_padded = np.zeros(z_wide.shape[1])
-            w_padded[: data.stop - data.start] = w[data]
-            w_tensor = _to_device(w_padded, torch.float32)
-            return operands.data_operand(z_wide, w_tensor > 0, self.grid), None, None if self.common_weight else w_tensor
+            w_padded[: data.stop - data.start] = self._device_weights(w[data])
+            kept = torch.zeros(z_wide.shape[1], dtype=torch.bool, device=DEVICE)
+            kept[: data.stop - data.start] = torch.from_numpy(w[data] != 0).to(DEVICE)
+            weights = None if self.common_weight else _to_device(w_padded, torch.float32)
+            return operands.data_operand(z_wide, kept, self.grid), None, weights
         z_tensor = _columns_at_zero(Z[data], self.data_block, self.fdtype, self.dims)
         w_padded = np.zeros(z_tensor.shape[1])
-        w_padded[: data.stop - data.start] = w[data]
+        w_padded[: data.stop - data.start] = self._device_weights(w[data])
         return z_tensor, _squared_norms(z_tensor) if self.gram else None, _to_device(w_padded, self.fdtype)
 
     def device_chunks(self) -> Iterator[tuple]:
@@ -819,14 +849,18 @@ class _DeviceKernelSum:
             total *= self.common_weight
         return total
 
+    def scaled_queries(self, Q: np.ndarray) -> np.ndarray:
+        """(m, d) queries centred and scaled as the data, in float64."""
+        rows = np.subtract(Q, self.centre)
+        rows *= self.scale
+        return rows
+
     def queries(self, Q: np.ndarray) -> torch.Tensor:
         """(m, d) queries centred and scaled as the data (in float64, then rounded once to the
         compute type), as :func:`_columns_at_zero` lays them out."""
-        rows = np.subtract(Q, self.centre)
-        rows *= self.scale
+        rows = self.scaled_queries(Q)
         if self.layout is not None:  # the tensor-core operand, (m_padded, columns)
-            wide = _columns_at_zero(rows, self.query_block, torch.float64, self.dims)
-            return operands.query_operand(wide, self.grid)
+            return operands.query_operand(_columns_at_zero(rows, self.query_block, torch.float64, None), self.grid)
         return _columns_at_zero(rows, self.query_block, self.fdtype, self.dims)
 
     def __call__(self, Q) -> np.ndarray:
@@ -844,22 +878,66 @@ class _DeviceLogKernelSum(_DeviceKernelSum):
     sets, as :class:`_DeviceKernelSum` prepares them, with log2 of the weights in the weights'
     place; rows of weight 0 are left out, so every exponent is finite.
 
+    In the tensor-core form (``gaussian_gram_tc_log_sum_kernel``, the operands of
+    :class:`_DeviceKernelSum`) queries beyond the operands' reach (norm above
+    ``_gram_operands.NORM_STEPS`` times the grid, where the sum's terms all underflow but their
+    log-sum-exp does not) are summed by the former Gram-form kernel, from data sent for them.
+
     Parameters
     ----------
-    Z, weights, fdtype, tiles, resident
+    Z, weights, fdtype, tiles, resident, tensor_cores
         As for :class:`_DeviceKernelSum` (the kernel is the Gaussian).
     """
 
-    tensor_cores = False
-
-    def __init__(self, Z: np.ndarray, weights, fdtype, tiles: GpuTiles, *, resident: bool) -> None:
+    def __init__(self, Z: np.ndarray, weights, fdtype, tiles: GpuTiles, *, resident: bool, tensor_cores: bool = True) -> None:
         Z = np.asarray(Z, dtype=np.float64)
         Z = Z.reshape(len(Z), -1)
-        log2_w = np.zeros(len(Z))
         if weights is not None:
             weights = np.asarray(weights, dtype=np.float64)
-            Z, log2_w = Z[weights > 0], np.log2(weights[weights > 0])
-        super().__init__(Z, "gaussian", log2_w, fdtype, tiles, resident=resident)
+            Z, weights = Z[weights > 0], weights[weights > 0]
+        self._source = (Z, weights, resident)
+        self._far: _DeviceLogKernelSum | None = None
+        super().__init__(Z, "gaussian", weights, fdtype, tiles, resident=resident, tensor_cores=tensor_cores)
+
+    def _device_weights(self, w: np.ndarray) -> np.ndarray:
+        """log2 w (the weights are positive here)."""
+        return np.log2(w)
+
+    def _parts(self, rows: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each data chunk's (top, total) for the scaled queries ``rows`` (not beyond the reach)."""
+        if self.layout is not None:
+            q_tensor = operands.query_operand(_columns_at_zero(rows, self.query_block, torch.float64, None), self.grid)
+            shift = math.log2(self.common_weight) if self.common_weight else 0.0
+            parts = []
+            for data, (z_tensor, _, log2_w) in zip(self._slices, self.device_chunks()):
+                top, total = _gaussian_tc_log_sum_chunk(z_tensor, log2_w, data.stop - data.start, q_tensor, self.layout,
+                                                        self.launch)
+                parts.append((top + shift, total))
+            return parts
+        q_tensor = _columns_at_zero(rows, self.query_block, self.fdtype, self.dims)
+        return [
+            _gaussian_log_sum_chunk(z_tensor, norms, log2_w, data.stop - data.start, q_tensor, self.tiles)
+            for data, (z_tensor, norms, log2_w) in zip(self._slices, self.device_chunks())
+        ]
+
+    def _logs(self, Q: np.ndarray) -> np.ndarray:
+        """For (m, d) queries of at most one chunk: log sum_i w_i exp(-|q - z_i|^2 / 2)."""
+        rows = self.scaled_queries(Q)
+        out = np.empty(len(rows))
+        near = np.ones(len(rows), dtype=bool)
+        if self.layout is not None:
+            near = np.linalg.norm(rows, axis=1) <= operands.NORM_STEPS * self.grid
+            if not near.all():
+                if self._far is None:
+                    Z, weights, resident = self._source
+                    self._far = _DeviceLogKernelSum(Z, weights, self.fdtype, self.tiles, resident=resident, tensor_cores=False)
+                out[~near] = self._far._logs(Q[~near])
+        if near.any():
+            parts = self._parts(rows[near])
+            top = np.concatenate([p[0] for p in parts])[:, : int(near.sum())]
+            total = np.concatenate([p[1] for p in parts])[:, : int(near.sum())]
+            out[near] = log_sum_exp_of_parts(top * math.log(2.0), total)
+        return out
 
     def __call__(self, Q) -> np.ndarray:
         """For each query q: log sum_i w_i exp(-|q - z_i|^2 / 2), -inf for no data (float64)."""
@@ -868,14 +946,7 @@ class _DeviceLogKernelSum(_DeviceKernelSum):
             return np.full(Q.shape[0], -np.inf)
         out = np.empty(Q.shape[0])
         for queries in _chunks(Q.shape[0], self.tiles.chunk_rows):
-            q_tensor = self.queries(Q[queries])
-            parts = [
-                _gaussian_log_sum_chunk(z_tensor, norms, log2_w, data.stop - data.start, q_tensor, self.tiles)
-                for data, (z_tensor, norms, log2_w) in zip(self._slices, self.device_chunks())
-            ]
-            top = np.concatenate([p[0] for p in parts])[:, : queries.stop - queries.start]
-            total = np.concatenate([p[1] for p in parts])[:, : queries.stop - queries.start]
-            out[queries] = log_sum_exp_of_parts(top * math.log(2.0), total)
+            out[queries] = self._logs(Q[queries])
         return out
 
 
@@ -914,6 +985,30 @@ def _gaussian_log_sum_chunk(
         kernels.gaussian_log_sum_kernel[grid](
             z_tensor, q_tensor, log2_w_tensor, n, n_padded, m_padded, chunk_blocks, top, total, **common, num_warps=NUM_WARPS,
         )
+    return _to_host(top), _to_host(total)
+
+
+def _gaussian_tc_log_sum_chunk(
+    data_operand, log2_w, n: int, query_operand, layout, launch: tuple[int, int, int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """One tensor-core launch (``gaussian_gram_tc_log_sum_kernel``) over a chunk of queries and
+    a chunk of n data points given as the operands of ``layout`` (``log2_w`` their float32 log2
+    weights, padded, or None: all 0): each data chunk's (top, total) per query, top in base 2,
+    as :func:`_gaussian_log_sum_chunk` gives them."""
+    columns, n_padded = data_operand.shape
+    m_padded = query_operand.shape[0]
+    query_block, data_block, warps, stages = launch
+    query_blocks, data_blocks = m_padded // query_block, n_padded // data_block
+    data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
+    chunk_blocks = triton.cdiv(data_blocks, data_chunks)
+    data_chunks = triton.cdiv(data_blocks, chunk_blocks)
+    top = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
+    total = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
+    kernels.gaussian_gram_tc_log_sum_kernel[(query_blocks, data_chunks)](
+        data_operand, query_operand, data_operand if log2_w is None else log2_w, n, n_padded, m_padded, columns, chunk_blocks,
+        top, total, *layout.first, *layout.second, BLOCK_Q=query_block, BLOCK_Z=data_block, FAST=_fast(torch.float32),
+        WEIGHTED=log2_w is not None, LOWEST=_LOWEST_EXPONENT[torch.float32], num_warps=warps, num_stages=stages,
+    )
     return _to_host(top), _to_host(total)
 
 
@@ -1322,13 +1417,13 @@ class GpuBackend(KDEBackend):
 
         Programs are (block of queries) x (chunk of data), so few queries over many points still
         fill the GPU; padded data points carry weight 0.  The Gaussian profile exp(-s/2) becomes
-        2^-s by scaling both point sets by sqrt(log2(e)/2).  In float32 with d >=
-        ``tiles.gram_min_dim`` the Gaussian sums take the Gram form |q|^2 + |z|^2 - 2 q.z, the
-        products one matrix product per block (issue 20, item 5; accuracy and speed in
-        benchmarks/results/gpu_kde_multivariate.md): on the tensor cores, from the float16
-        operands of :mod:`parzen.backends._gram_operands` (exact to 2.8e-6 at d = 16 and 32),
-        for non-negative weights, d up to 32 and data within the operands' reach
-        (:data:`GRAM_TC_LAUNCH`); otherwise by float32 multiply-adds (:data:`GRAM_LAUNCH`).
+        2^-s by scaling both point sets by sqrt(log2(e)/2).  In float32 with ``tiles.tc_min_dim``
+        (2) to 64 coordinates the Gaussian sums take the Gram form |q|^2 + |z|^2 - 2 q.z on the
+        tensor cores, from the float16 operands of :mod:`parzen.backends._gram_operands` (issue
+        20, item 5; within 3.3e-6 of the float64 sums from d = 2 to 64, benchmarks/results/
+        gpu_kde_multivariate.md), for weights of any sign and data within the operands' reach
+        (:data:`GRAM_TC_LAUNCH`); otherwise from ``tiles.gram_min_dim`` coordinates by float32
+        multiply-adds (:data:`GRAM_LAUNCH`), and below by the direct differences.
         See :meth:`parzen.backends.reference.NumpyBackend.kernel_sum`.
         """
         check_kernel(kind)
@@ -1349,8 +1444,9 @@ class GpuBackend(KDEBackend):
         """For each query q: log sum_i w_i k(|q - z_i|^2), k the profile of kernel ``kind``.
 
         Gaussian: a log-sum-exp in base 2 (the points scaled as in :meth:`kernel_sum`, e_i =
-        log2 w_i - t_i), each program keeping a running maximum over its data blocks (in float32
-        with d >= ``tiles.gram_min_dim``, t_i in the Gram form, as :meth:`kernel_sum`); the programs'
+        log2 w_i - t_i), each program keeping a running maximum over its data blocks (in float32,
+        t_i in the forms of :meth:`kernel_sum`, the tensor cores' with log2 w_i added after the
+        product, and queries beyond their operands' reach by the former kernels); the programs'
         parts are combined in float64 on the host (:func:`parzen.backends._log_sums.log_sum_exp_of_parts`).
         Zero weights are left out, so every exponent is finite.  Compactly supported kernels: the
         log of :meth:`kernel_sum` (:func:`parzen.backends._log_sums.log_of_kernel_sum`).
