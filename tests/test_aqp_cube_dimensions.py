@@ -23,7 +23,8 @@ from parzen.aqp.sql import Range
 from parzen.aqp.synopsis import Synopsis
 
 FROM = "FROM sales JOIN store ON s_store = st_key"
-VIEWS = [["st_region", "s_date", "s_disc"], ["s_qty", "s_units", "s_disc"], ["st_city", "s_date"]]
+VIEWS = [["st_region", "s_date", "s_disc"], ["s_qty", "s_units", "s_disc"], ["st_city", "s_date"],
+         ["st_city", "s_date@month", "s_disc"]]
 COLUMNS = ["s_date", "s_disc", "s_qty", "s_units", "s_price", "s_tax"]
 FIRST_DAY = dt.date(1995, 1, 1)
 
@@ -127,7 +128,7 @@ def test_a_range_no_table_holds_is_not_answered_from_the_tables(listed, sql):
 def test_the_tables_hold_the_exact_cells_of_dates_and_decimals(listed):
     synopsis = listed.synopsis("sales")
     cube = synopsis.cube
-    assert set(cube.dimensions) == {"s_date", "s_disc", "s_qty", "s_units"}
+    assert set(cube.dimensions) == {"s_date", "s_date@month", "s_disc", "s_qty", "s_units"}
     assert cube.dimensions["s_date"].nulls and cube.dimensions["s_date"].temporal
     assert cube.dimensions["s_disc"].scale == 2 and cube.dimensions["s_disc"].values.size == 11
     values = cube.values_with(synopsis.categories.values)
@@ -142,13 +143,45 @@ def test_the_tables_hold_the_exact_cells_of_dates_and_decimals(listed):
         assert table.sums[k, cube.measures.index("s_price")] == pytest.approx(total, rel=1e-12)
 
 
+BY_MONTHS = [  # the month table (city, month, discount) is the only one holding city and discount
+    (f"SELECT st_city, SUM(s_price * (1 - s_disc)) {FROM} WHERE s_date >= DATE '1995-03-01' "
+     "AND s_date < DATE '1995-03-01' + INTERVAL 3 MONTH GROUP BY st_city"),
+    f"SELECT st_city, COUNT(*) {FROM} WHERE s_date <= DATE '1995-05-31' AND s_disc < 0.02 GROUP BY st_city",
+    f"SELECT COUNT(*), SUM(s_price) {FROM} WHERE s_date >= TIMESTAMP '1995-02-28 12:00:00' AND st_city = 'C3'",
+    f"SELECT st_city, COUNT(*) {FROM} WHERE s_date > DATE '1996-01-31' AND s_disc = 0.04 GROUP BY st_city",
+    # a month's range answered from a table on the days, through the days -> months map
+    (f"SELECT st_region, COUNT(*), SUM(s_price * s_disc) {FROM} WHERE s_date >= DATE '1995-03-01' "
+     "AND s_date < DATE '1995-04-01' GROUP BY st_region"),
+]
+
+
+@pytest.mark.parametrize("sql", BY_MONTHS)
+def test_ranges_that_cut_no_month_are_answered_from_the_months(listed, sql):
+    approx = listed.query(sql, with_error=True)
+    assert approx.attrs["form"] == FORM
+    _same(approx[[c for c in approx.columns if not c.endswith((" low", " high"))]], listed.query(sql, exact=True))
+
+
+@pytest.mark.parametrize("sql", [
+    f"SELECT st_city, COUNT(*) {FROM} WHERE s_date >= DATE '1995-03-02' AND s_disc < 0.02 GROUP BY st_city",
+    f"SELECT st_city, COUNT(*) {FROM} WHERE s_date < DATE '1995-05-31' AND s_disc < 0.02 GROUP BY st_city",
+    f"SELECT COUNT(*) {FROM} WHERE s_date >= TIMESTAMP '1995-03-01 00:00:01' AND s_disc = 0.04 AND st_city = 'C3'",
+])
+def test_a_range_that_cuts_a_month_is_never_answered_from_the_months(listed, sql):
+    assert listed.query(sql).attrs["form"] != FORM
+
+
 def test_the_dimensions_are_stored_and_read_back(listed):
     synopsis = listed.synopsis("sales")
     again = Synopsis.from_bytes(synopsis.to_bytes())
     for column, dimension in synopsis.cube.dimensions.items():
         back = again.cube.dimensions[column]
         np.testing.assert_array_equal(back.values, dimension.values)
-        assert back.meta() == dimension.meta()
+        assert back.meta() == dimension.meta() and (back.highs is None) == (dimension.highs is None)
+    sql = BY_MONTHS[0]
+    assert again.cube.dependencies.keys() == synopsis.cube.dependencies.keys()
+    assert ("s_date", "s_date@month") in again.cube.dependencies
+    assert listed.query(sql).attrs["form"] == FORM
 
 
 def test_the_greedy_skips_constant_columns_and_keeps_within_its_budget():
@@ -174,6 +207,12 @@ def test_range_masks_compare_in_the_columns_scale():
     np.testing.assert_array_equal(days.codes([9132.0, 9131.0]), [1, 0])
     with pytest.raises(ValueError, match="changed"):
         days.codes([None])
+    first = np.array([9131.0, 9162.0, 9190.0])  # 1995-01-01, 02-01, 03-01
+    months = NumericDimension(first, nulls=False, scale=0, temporal=True, highs=first + [30, 27, 30], source="d")
+    np.testing.assert_array_equal(months.range_mask(Range("d", 9162.0, 9189.0)), [False, True, False])
+    np.testing.assert_array_equal(months.range_mask(Range("d", 9162.0, 9190.0, True, False)), [False, True, False])
+    assert months.range_mask(Range("d", 9163.0)) is None and months.range_mask(Range("d", high=9189.5)) is not None
+    assert months.range_mask(Range("d", high=9188.0)) is None
     assert scale_of("DECIMAL(15,2)") == 2 and scale_of("DATE") == 0 and scale_of("INTEGER") == 0
     assert scale_of("DOUBLE") is None and scale_of("TIMESTAMP") is None
 

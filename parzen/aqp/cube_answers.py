@@ -24,11 +24,13 @@ answer (docs/aqp.md, "Exact aggregate tables").
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from .categories import Categories
+from .cube_dimensions import MONTH
 from .cubes import Cube, CubeTable
 from .sql import Aggregate, AggregateQuery, Range
 from .value_index import member_mask
@@ -61,6 +63,7 @@ def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error
     if query.boxes or query.compared:
         return None
     values = cube.values_with(categories.values)  # the numeric dimensions' too (parzen.aqp.cube_dimensions)
+    query = _by_months(query, cube)
     filtered = [*query.members, *query.ranges]
     if any(c not in values for c in [*filtered, *query.group_by]) or not _dimensions_usable(query, cube):
         return None
@@ -150,6 +153,19 @@ def _filters(query: AggregateQuery, values: dict[str, list], cube: Cube):
     for column, r in query.ranges.items():
         dimension = cube.dimensions.get(column)
         yield column, _range_mask(values[column], r) if dimension is None else dimension.range_mask(r)
+
+
+def _by_months(query: AggregateQuery, cube: Cube) -> AggregateQuery:
+    """``query`` with each range on a DATE column that cuts no month read as the same range on the
+    column's month dimension (:mod:`parzen.aqp.cube_dimensions`): a table on the months answers it,
+    and so does one on the days (they determine the months)."""
+    if not any(d.source is not None for d in cube.dimensions.values()):
+        return query
+    ranges = {}
+    for column, r in query.ranges.items():
+        months = cube.dimensions.get(MONTH.format(column=column))
+        ranges[MONTH.format(column=column) if months is not None and months.range_mask(r) is not None else column] = r
+    return query if list(ranges) == list(query.ranges) else replace(query, ranges=ranges)
 
 
 def _dimensions_usable(query: AggregateQuery, cube: Cube) -> bool:

@@ -14,6 +14,15 @@ an integer type; DECIMAL(p, s)), with more than one distinct value and at most
 TIMESTAMP columns are never dimensions (their values are rarely few, and a range over them would
 need float equality with DuckDB's).
 
+A DATE column has a *month* dimension too, ``<column>@month`` (when it has more than
+:data:`MONTH_AFTER_DAYS` days, and at most :data:`NUMBER_LIMIT` months): its codes are the months
+(their first days), so a table on it has about 30 times fewer cells than one on the days.  It holds
+the column at a coarser resolution, so it answers only a range that cuts no month: one whose every
+month lies wholly inside or wholly outside it (``o_orderdate >= DATE '1994-01-01' AND o_orderdate <
+DATE '1995-01-01'``, TPC-H's ranges all are); any other range is answered from a table on the days or
+not from the tables (:meth:`NumericDimension.range_mask` returns None).  The days determine the
+months (:func:`dependencies`): a table on the days answers a month's range too.
+
 Comparisons (:meth:`NumericDimension.range_mask`) are made in the column's exact scale: a DECIMAL(p, s)
 value v and a bound b are compared as the integers v * 10^s and b * 10^s, the latter snapped to the
 nearest integer when it lies within float64 round-off of it (a literal 0.07 read as a double is the
@@ -37,6 +46,10 @@ from .sql import Range
 NUMBER_LIMIT = 1_000
 #: A DATE column is a dimension with at most this many distinct days.
 DATE_LIMIT = 4_096
+#: A DATE column of more than this many days also has a month dimension (``<column>@month``).
+MONTH_AFTER_DAYS = 62
+#: The name of a DATE column's month dimension.
+MONTH = "{column}@month"
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
 #: HyperLogLog's estimate is off by a few per cent: columns up to this factor past their limit are counted exactly.
 _APPROXIMATE_MARGIN = 1.1
@@ -61,12 +74,19 @@ class NumericDimension:
         Its decimal digits: s of DECIMAL(p, s), 0 for integers and dates.
     temporal : bool
         Whether it is a DATE (its values are no numbers to multiply or sum).
+    highs : numpy.ndarray, optional
+        For a coarser resolution (a month dimension), per code the last value its bin can hold (``values``
+        are then the bins' first values); None: full resolution.
+    source : str, optional
+        For a month dimension, the DATE column it bins; None: the dimension is its own column.
     """
 
     values: np.ndarray
     nulls: bool
     scale: int
     temporal: bool
+    highs: np.ndarray | None = None
+    source: str | None = None
 
     @property
     def size(self) -> int:
@@ -96,9 +116,10 @@ class NumericDimension:
                              "the build; build again")
         return np.where(null, self.values.size, codes).astype(np.int64)
 
-    def range_mask(self, r: Range) -> np.ndarray:
+    def range_mask(self, r: Range) -> np.ndarray | None:
         """The codes whose value lies in ``r``, compared in the column's exact scale (module notes); NULL's
-        code never.
+        code never.  Of a coarser resolution, the codes whose bin lies wholly in ``r``, or None when a bin
+        lies partly in it (the tables cannot tell its rows apart).
 
         Parameters
         ----------
@@ -107,27 +128,48 @@ class NumericDimension:
 
         Returns
         -------
-        numpy.ndarray of bool, of :attr:`size` entries
+        numpy.ndarray of bool, of :attr:`size` entries, or None
         """
+        inside = self._in_range(self.values, r)
+        if self.highs is not None:
+            lows_in, highs_in = inside, self._in_range(self.highs, r)
+            below = r.low is not None and (self.highs < r.low) | ((self.highs == r.low) & (not r.low_inclusive))
+            above = r.high is not None and (self.values > r.high) | ((self.values == r.high) & (not r.high_inclusive))
+            inside = lows_in & highs_in  # a range is convex: both ends of a bin in it, the bin in it
+            if not (inside | below | above).all():
+                return None
+        return np.concatenate([inside, np.zeros(int(self.nulls), dtype=bool)])
+
+    def _in_range(self, values: np.ndarray, r: Range) -> np.ndarray:
         factor = 10.0 ** self.scale
-        units = np.rint(self.values * factor) if self.scale else self.values
-        mask = np.ones(self.values.size, dtype=bool)
+        units = np.rint(values * factor) if self.scale else values
+        mask = np.ones(values.size, dtype=bool)
         if r.low is not None:
             low = _in_scale(r.low, factor, self.scale)
             mask &= (units >= low) if r.low_inclusive else (units > low)
         if r.high is not None:
             high = _in_scale(r.high, factor, self.scale)
             mask &= (units <= high) if r.high_inclusive else (units < high)
-        return np.concatenate([mask, np.zeros(int(self.nulls), dtype=bool)])
+        return mask
 
     # --- storage ------------------------------------------------------------------------------
 
+    @property
+    def nbytes(self) -> int:
+        return self.values.nbytes + (self.highs.nbytes if self.highs is not None else 0)
+
     def meta(self) -> dict:
-        return {"nulls": self.nulls, "scale": self.scale, "temporal": self.temporal}
+        return {"nulls": self.nulls, "scale": self.scale, "temporal": self.temporal, "source": self.source}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"values": self.values, **({"highs": self.highs} if self.highs is not None else {})}
 
     @classmethod
-    def from_stored(cls, meta: dict, values: np.ndarray) -> NumericDimension:
-        return cls(np.asarray(values, dtype=np.float64), bool(meta["nulls"]), int(meta["scale"]), bool(meta["temporal"]))
+    def from_stored(cls, meta: dict, arrays: dict[str, np.ndarray]) -> NumericDimension:
+        highs = arrays.get("highs")
+        return cls(np.asarray(arrays["values"], dtype=np.float64), bool(meta["nulls"]), int(meta["scale"]),
+                   bool(meta["temporal"]), None if highs is None else np.asarray(highs, dtype=np.float64),
+                   meta.get("source"))
 
 
 def _in_scale(bound: float, factor: float, scale: int) -> float:
@@ -180,25 +222,61 @@ def find(con, table: str, types: dict[str, str], modelled: Iterable[str],
     estimates = con.execute("SELECT " + ", ".join(f"approx_count_distinct({_quote(c)})" for c in candidates)
                             + f" FROM {_quote(table)}").fetchone()
     near = [c for c, n in zip(candidates, estimates) if 1 < int(n or 0) <= limit[c] * _APPROXIMATE_MARGIN]
-    if not near:
+    dated = [c for c, n in zip(candidates, estimates) if types[c] == "DATE" and int(n or 0) > MONTH_AFTER_DAYS]
+    if not near and not dated:
         return {}
-    read = ", ".join(f"list(DISTINCT {as_double(_quote(c), temporal_kind(types[c]))}), "
-                     f"COUNT(*) > COUNT({_quote(c)})" for c in near)
-    found = con.execute(f"SELECT {read} FROM {_quote(table)}").fetchone()
+    read = [*(f"list(DISTINCT {as_double(_quote(c), temporal_kind(types[c]))})" for c in near),
+            *(f"list(DISTINCT {_month_of(c)})" for c in dated),
+            *(f"COUNT(*) > COUNT({_quote(c)})" for c in [*near, *dated])]
+    row = con.execute(f"SELECT {', '.join(read)} FROM {_quote(table)}").fetchone()
+    listed = len(near) + len(dated)
+    found = dict(zip([*near, *(MONTH.format(column=c) for c in dated)], row[:listed]))
+    nulls = dict(zip([*near, *dated], row[listed:]))
     dimensions = {}
-    for k, c in enumerate(near):
-        distinct = [v for v in found[2 * k] if v is not None]
-        if 1 < len(distinct) <= limit[c]:
-            dimensions[c] = NumericDimension(np.sort(np.array(distinct, dtype=np.float64)), bool(found[2 * k + 1]),
+    for c in candidates:
+        distinct = [v for v in found.get(c, []) if v is not None]
+        if c in near and 1 < len(distinct) <= limit[c]:
+            dimensions[c] = NumericDimension(np.sort(np.array(distinct, dtype=np.float64)), bool(nulls[c]),
                                              scale_of(types[c]) or 0, types[c] == "DATE")
+        months = np.sort(np.array([v for v in found.get(MONTH.format(column=c), []) if v is not None],
+                                  dtype=np.float64))
+        if c in dated and 1 < months.size <= NUMBER_LIMIT:
+            dimensions[MONTH.format(column=c)] = NumericDimension(months, bool(nulls[c]), 0, True,
+                                                                  _last_days(months), source=c)
     return dimensions
 
 
+def _month_of(column: str) -> str:
+    """SQL of the first day of the month of the DATE column ``column``, in days since 1970-01-01."""
+    return as_double(f"CAST(date_trunc('month', {_quote(column)}) AS DATE)", DATE)
+
+
+def _last_days(months: np.ndarray) -> np.ndarray:
+    """Per first day of a month (days since 1970-01-01), the month's last day."""
+    first = months.astype("datetime64[D]").astype("datetime64[M]")
+    return ((first + 1).astype("datetime64[D]") - np.timedelta64(1, "D")).astype(np.int64).astype(np.float64)
+
+
+def dependencies(dimensions: dict[str, NumericDimension]) -> dict[tuple[str, str], np.ndarray]:
+    """Per month dimension whose DATE column is a dimension too, the dependency days -> months: per code
+    of a day, the code of its month (NULL -> NULL; :mod:`parzen.aqp.cube_lattice`)."""
+    maps = {}
+    for name, d in dimensions.items():
+        source = d.source
+        if source is None or source not in dimensions:
+            continue
+        days = dimensions[source]
+        code = np.searchsorted(d.values, days.values, side="right") - 1
+        maps[(source, name)] = np.concatenate([code, [d.values.size] if days.nulls else []]).astype(np.int32)
+    return maps
+
+
 def read_as_numbers(table: str, dimensions: dict[str, NumericDimension]) -> str:
-    """SQL of ``table`` (quoted) with the dimensions' columns read as float64 (days for dates), as
-    :func:`find` read them: ``(SELECT * REPLACE (...) FROM table)``."""
+    """SQL of ``table`` (quoted) with the dimensions' columns read as float64 (days for dates) and the
+    month dimensions added, as :func:`find` read them: ``(SELECT * REPLACE (...), ... FROM table)``."""
     if not dimensions:
         return _quote(table)
-    replaced = ", ".join(f"{as_double(_quote(c), DATE if d.temporal else None)} AS {_quote(c)}"
-                         for c, d in dimensions.items())
-    return f"(SELECT * REPLACE ({replaced}) FROM {_quote(table)}) AS parzen_read"
+    own = {c: d for c, d in dimensions.items() if d.source is None}
+    replaced = ", ".join(f"{as_double(_quote(c), DATE if d.temporal else None)} AS {_quote(c)}" for c, d in own.items())
+    added = "".join(f", {_month_of(d.source)} AS {_quote(c)}" for c, d in dimensions.items() if d.source is not None)
+    return f"(SELECT * {f'REPLACE ({replaced})' if own else ''}{added} FROM {_quote(table)}) AS parzen_read"

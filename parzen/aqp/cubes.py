@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import cube_lattice
+from . import cube_dimensions, cube_lattice
 from .categories import plain_value
 from .cube_dimensions import NumericDimension, read_as_numbers
 
@@ -133,7 +133,7 @@ class Cube:
     @property
     def nbytes(self) -> int:
         return sum(t.nbytes for t in self.tables) + sum(m.nbytes for m in self.dependencies.values()) + \
-            sum(d.values.nbytes for d in self.dimensions.values())
+            sum(d.nbytes for d in self.dimensions.values())
 
     def covering(self, columns) -> tuple[CubeTable, dict[str, str]] | None:
         """The table of fewest cells that holds or determines every column of ``columns``, with, per
@@ -165,7 +165,8 @@ class Cube:
         for k, t in enumerate(self.tables):
             out.update({f"{k}/codes": t.codes, f"{k}/rows": t.rows, f"{k}/sums": t.sums, f"{k}/counts": t.counts})
         out.update({f"map/{k}": m for k, m in enumerate(self.dependencies.values())})
-        out.update({f"dimension/{k}": d.values for k, d in enumerate(self.dimensions.values())})
+        out.update({f"dimension/{k}/{name}": a for k, d in enumerate(self.dimensions.values())
+                    for name, a in d.arrays().items()})
         return out
 
     @classmethod
@@ -173,8 +174,9 @@ class Cube:
         tables = [CubeTable(tuple(columns), arrays[f"{k}/codes"], arrays[f"{k}/rows"], arrays[f"{k}/sums"],
                             arrays[f"{k}/counts"]) for k, columns in enumerate(meta["tables"])]
         dependencies = {(a, b): arrays[f"map/{k}"] for k, (a, b) in enumerate(meta["dependencies"])}
-        dimensions = {c: NumericDimension.from_stored(d, arrays[f"dimension/{k}"])  # none before numeric dimensions
-                      for k, (c, d) in enumerate(meta.get("dimensions", {}).items())}
+        dimensions = {c: NumericDimension.from_stored(d, {name: arrays[f"dimension/{k}/{name}"] for name in ("values", "highs")
+                                                          if f"dimension/{k}/{name}" in arrays})
+                      for k, (c, d) in enumerate(meta.get("dimensions", {}).items())}  # none before numeric dimensions
         return cls(list(meta["measures"]), list(meta["nullable"]), tables, dependencies, dimensions)
 
 
@@ -236,6 +238,7 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
     categorical_cardinality = {c: len(v) for c, v in values.items()}
     cube.dependencies = _dependencies(con, table, values, codes, categorical_cardinality, sources)
     dimensions = dimensions or {}
+    cube.dependencies.update(cube_dimensions.dependencies(dimensions))  # days -> months
     values = {**values, **{c: d.as_list() for c, d in dimensions.items()}}  # every column a table may hold
     cardinality = {c: len(v) for c, v in values.items()}
 
@@ -253,14 +256,16 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
         cube.seconds = time.perf_counter() - started
         return cube
     else:  # the maps and the dimensions' values are paid first; constant columns group nothing
-        left = budget - sum(m.nbytes for m in cube.dependencies.values()) - \
-            sum(d.values.nbytes for d in dimensions.values())
-        lattice = [c for c in cube_lattice.hierarchy_columns(list(categorical_cardinality), cube.dependencies,
+        left = budget - sum(m.nbytes for m in cube.dependencies.values()) - sum(d.nbytes for d in dimensions.values())
+        among_categorical = [p for p in cube.dependencies if p[0] in categorical_cardinality and p[1] in categorical_cardinality]
+        lattice = [c for c in cube_lattice.hierarchy_columns(list(categorical_cardinality), among_categorical,
                                                              categorical_cardinality) if cardinality[c] > 1]
         chosen = cube_lattice.select_views([*lattice, *dimensions], cardinality, cube.dependencies, rows, size, left)
     order = {c: k for k, c in enumerate(values)}
     chosen = list(dict.fromkeys(tuple(sorted(set(v), key=order.__getitem__)) for v in chosen))  # one per set
     cube.dimensions = {c: d for c, d in dimensions.items() if any(c in v for v in chosen)}
+    cube.dependencies = {(a, b): m for (a, b), m in cube.dependencies.items()
+                         if (a in cube.dimensions or a not in dimensions) and (b in cube.dimensions or b not in dimensions)}
     if chosen:  # the estimated cells bound the true ones: the tables fit the budget
         cube.tables = _computed(con, table, chosen, values, measures, nullable, cube.dependencies, cube.dimensions)
     cube.seconds = time.perf_counter() - started
