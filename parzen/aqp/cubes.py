@@ -81,7 +81,7 @@ class Cube:
     dimensions: dict[str, NumericDimension] = field(default_factory=dict)
     seconds: float = 0.0  # the build's time for the dependencies and the tables (not stored: a build is reproducible)
     _decoders: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
-    _values: tuple[int, dict[str, list]] | None = field(default=None, repr=False, compare=False)
+    _values: tuple[dict[str, list], dict[str, list]] | None = field(default=None, repr=False, compare=False)
     _columns: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _indexes: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False,
                                                                           compare=False)
@@ -98,8 +98,8 @@ class Cube:
         """Per column the tables may hold, its values in the order of its codes: ``categorical`` (the
         synopsis's categorical columns') and the numeric dimensions' (:meth:`NumericDimension.as_list`),
         made once per ``categorical``."""
-        if self._values is None or self._values[0] != id(categorical):
-            self._values = (id(categorical), {**categorical, **{c: d.as_list() for c, d in self.dimensions.items()}})
+        if self._values is None or self._values[0] is not categorical:
+            self._values = (categorical, {**categorical, **{c: d.as_list() for c, d in self.dimensions.items()}})
         return self._values[1]
 
     def warm(self, values: dict[str, list]) -> None:
