@@ -72,11 +72,14 @@ BUILDS = {
         "web_sales": ({"columns": ["ws_quantity", "ws_sales_price"]}, None),
     },
     "ssb": {
-        # exact aggregate tables listed for SSB's query shapes (Engine.build(cube=...)): Q2.x, Q3.1, Q3.2-3.3,
-        # Q4.1, Q4.2 (Q3.4's (d_yearmonth, c_city, s_city) and Q4.3's (d_year, s_city, p_brand) hold 5 M and
-        # 1.75 M cells); the default instead chooses by HRU's greedy within the sample's bytes
+        # exact aggregate tables listed for SSB's query shapes (Engine.build(cube=...)): Q1.1-1.2 and Q1.3 (lo_quantity,
+        # a DECIMAL of 50 values, is a numeric dimension: parzen.aqp.cube_dimensions), Q2.x, Q3.1, Q3.2-3.3, Q4.1, Q4.2
+        # (Q3.4's (d_yearmonth, c_city, s_city) and Q4.3's (d_year, s_city, p_brand) hold 5 M and 1.75 M cells); the
+        # default instead chooses by HRU's greedy within the sample's bytes
         "lineorder": ({"columns": ["lo_quantity", "lo_extendedprice", "lo_discount", "lo_revenue", "lo_supplycost"],
-                       "cube": [["d_year", "p_brand", "s_region"], ["d_year", "c_nation", "s_nation"],
+                       "cube": [["d_yearmonthnum", "lo_discount", "lo_quantity"],
+                                ["d_year", "d_weeknuminyear", "lo_discount", "lo_quantity"],
+                                ["d_year", "p_brand", "s_region"], ["d_year", "c_nation", "s_nation"],
                                 ["d_year", "c_city", "s_city"], ["d_year", "c_nation", "s_region", "p_mfgr"],
                                 ["d_year", "s_nation", "p_category", "c_region"]]},
                       {"lo_orderdate": "dates.d_datekey", "lo_custkey": "customer.c_custkey",
@@ -85,7 +88,17 @@ BUILDS = {
     "tpch": {
         "lineitem": ({"columns": ["l_quantity", "l_extendedprice", "l_discount", "l_shipdate", "l_commitdate", "l_receiptdate",
                                   "o_orderdate"],
-                      "group_by": ["l_returnflag", "l_shipmode"]},
+                      "group_by": ["l_returnflag", "l_shipmode"],
+                      # exact aggregate tables listed for the shapes: dates by month (a range that cuts no month is
+                      # exact from them, parzen.aqp.cube_dimensions), l_discount and l_quantity (DECIMALs of 11 and 50
+                      # values) at full resolution: Q5, Q10, Q12, Q14 and Q12 CASE's l_quantity range (r_name listed with
+                      # n_name: their tables differ, so n_name -> r_name is not checked); the shapes without dates roll
+                      # up from them
+                      "cube": [["n_name", "r_name", "o_orderdate@month", "l_discount"],
+                               ["n_name", "l_returnflag", "o_orderdate@month", "l_discount"],
+                               ["l_shipmode", "o_orderpriority", "l_receiptdate@month"],
+                               ["p_type", "l_shipdate@month", "l_discount"],
+                               ["l_shipmode", "o_orderpriority", "l_quantity"]]},
                      {"l_orderkey": "orders.o_orderkey", "orders.o_custkey": "customer.c_custkey",
                       "customer.c_nationkey": "nation.n_nationkey", "nation.n_regionkey": "region.r_regionkey",
                       "l_partkey": "part.p_partkey", "l_suppkey": "supplier.s_suppkey"}),

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .._progress import progress_bar
 from .._selector_names import SELECTOR_NAMES
-from . import categories, cubes
+from . import categories, cube_dimensions, cubes
 from .dates import as_double, temporal_kind
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
 from .grid import GRID_POINTS, ColumnGrid, column_grids, table_cumulative
@@ -131,9 +131,10 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
         synopsis.categories = categories.Categories(values, categories.sample_codes(values, sampled), tables)
         measures = [c for c in numeric if temporal_kind(types[c]) is None]
         budget = cubes.default_budget(synopsis.sample, synopsis.categories.codes) if cube_bytes is None else int(cube_bytes)
+        dimensions = cube_dimensions.find(con, table, types, numeric, values) if budget > 0 or cube else {}
         synopsis.cube = cubes.build_cube(con, table, values, synopsis.categories.codes, measures=measures,
                                          totals=synopsis.totals, rows=rows, budget=budget, sources=sources or {},
-                                         views=cube)
+                                         views=cube, dimensions=dimensions)
         if not synopsis.cube.tables:
             synopsis.cube = None
     synopsis.cube_bytes, synopsis.cube_views = cube_bytes, cube

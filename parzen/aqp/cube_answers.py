@@ -1,12 +1,15 @@
 """Exact answers from a synopsis's exact aggregate tables (:mod:`parzen.aqp.cubes`).
 
 A query is answered here when every predicate is on categorical columns (=, IN, and ranges, LIKE or
-text comparisons, which :mod:`parzen.aqp.string_predicates` and this module turn into sets of codes),
+text comparisons, which :mod:`parzen.aqp.string_predicates` and this module turn into sets of codes)
+or is a range on a numeric dimension (a DATE, integer or DECIMAL column of few values that the tables
+hold at full resolution, :mod:`parzen.aqp.cube_dimensions`: the codes of the values in the range),
 with no OR across columns and no comparison of two columns, and one table holds or determines (by
 an exact functional dependency, :mod:`parzen.aqp.cube_lattice`) every column it filters or groups
 by.  Its aggregates may be COUNT(*), COUNT / SUM / AVG of a measure, SUM / AVG of a polynomial whose
 every term multiplies at most one measure by categorical columns of numeric values (SUM(a - b),
-SUM(price * discount) with discount categorical), and linear combinations of these (SUM(a) - SUM(b)).
+SUM(price * discount) with discount categorical or a numeric dimension), and linear combinations of
+these (SUM(a) - SUM(b)).  A numeric dimension is never a group column here, and a date never a number.
 The cells of the table whose codes pass the filters are added up per group (the group columns'
 codes, rolled up through the dependencies' maps):
 
@@ -22,11 +25,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from .categories import Categories
+from .cube_dimensions import MONTH
 from .cubes import Cube, CubeTable
 from .sql import Aggregate, AggregateQuery, Range
 from .value_index import member_mask
@@ -58,9 +63,10 @@ def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error
     """
     if query.boxes or query.compared:
         return None
-    values = categories.values
+    values = cube.values_with(categories.values)  # the numeric dimensions' too (parzen.aqp.cube_dimensions)
+    query = _by_months(query, cube)
     filtered = [*query.members, *query.ranges]
-    if any(c not in values for c in [*filtered, *query.group_by]):
+    if any(c not in values for c in [*filtered, *query.group_by]) or not _dimensions_usable(query, cube):
         return None
     factors: set[str] = set()
     for a in query.aggregates:
@@ -77,7 +83,7 @@ def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error
         return (rolled[column], cube.dependencies[(rolled[column], column)]) if column in rolled else (column, None)
 
     allowed: dict[str, np.ndarray] = {}  # per column of the table, the codes its filters admit
-    for column, mask in _filters(query, values):
+    for column, mask in _filters(query, values, cube):
         if mask is None:
             return None
         source, mapping = source_of(column)
@@ -171,13 +177,51 @@ def _inputs(a: Aggregate, cube: Cube, values: dict[str, list]) -> set[str] | Non
     return None
 
 
-def _filters(query: AggregateQuery, values: dict[str, list]):
+def _filters(query: AggregateQuery, values: dict[str, list], cube: Cube):
     """Per filter of ``query``, its column and the mask of the column's codes it admits (None: a range
-    over values that are no numbers)."""
+    over values that are no numbers); a range on a numeric dimension compares in its exact scale
+    (:meth:`parzen.aqp.cube_dimensions.NumericDimension.range_mask`)."""
     for column, literals in query.members.items():
         yield column, member_mask(values[column], literals)
     for column, r in query.ranges.items():
-        yield column, _range_mask(values[column], r)
+        dimension = cube.dimensions.get(column)
+        yield column, _range_mask(values[column], r) if dimension is None else dimension.range_mask(r)
+
+
+def _by_months(query: AggregateQuery, cube: Cube) -> AggregateQuery:
+    """``query`` with each range on a DATE column that cuts no month read as the same range on the
+    column's month dimension (:mod:`parzen.aqp.cube_dimensions`): a table on the months answers it,
+    and so does one on the days (they determine the months)."""
+    if not any(d.source is not None for d in cube.dimensions.values()):
+        return query
+    ranges = {}
+    for column, r in query.ranges.items():
+        months = cube.dimensions.get(MONTH.format(column=column))
+        ranges[MONTH.format(column=column) if months is not None and months.range_mask(r) is not None else column] = r
+    return query if list(ranges) == list(query.ranges) else replace(query, ranges=ranges)
+
+
+def _dimensions_usable(query: AggregateQuery, cube: Cube) -> bool:
+    """Whether ``query`` uses its numeric dimensions (:mod:`parzen.aqp.cube_dimensions`) only as the
+    tables can: in ranges (exact at full resolution), as factors of sums, in COUNT(col); never as a
+    group column (the answer would show float64 values where DuckDB shows dates or decimals), nor
+    a date as a number (summed, averaged or multiplied)."""
+    if not cube.dimensions:
+        return True
+    if any(c in cube.dimensions for c in query.group_by):
+        return False
+    dates = {c for c, d in cube.dimensions.items() if d.temporal}
+    if not dates:
+        return True
+
+    def numbers_read(a: Aggregate) -> set[str]:
+        if a.func == "combination":
+            return set().union(*(numbers_read(part) for _, part in a.parts))
+        if a.polynomial:
+            return {c for _, columns in a.polynomial for c in columns}
+        return set() if a.func == "count" or a.column is None else {a.column}
+
+    return not any(numbers_read(a) & dates for a in query.aggregates)
 
 
 def _passing(cube: Cube, table: CubeTable, allowed: dict[str, np.ndarray]) -> np.ndarray:

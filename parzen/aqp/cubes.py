@@ -1,7 +1,8 @@
 """Exact aggregate tables of a synopsis (views of the data cube) and their build.
 
-Per chosen set of categorical columns (:mod:`parzen.aqp.cube_lattice` chooses them, or the build's
-``cube=`` lists them), every row of the table (or of a join synopsis's view, :mod:`parzen.aqp.joins`)
+Per chosen set of categorical columns and numeric dimensions (dates, integers and decimals of few
+values held at full resolution, :mod:`parzen.aqp.cube_dimensions`; :mod:`parzen.aqp.cube_lattice`
+chooses the sets, skipping constant columns, or the build's ``cube=`` lists them), every row of the table (or of a join synopsis's view, :mod:`parzen.aqp.joins`)
 is grouped by those columns, and per existing combination (a *cell*) the table keeps its rows and
 the SUM of each measure (the synopsis's modelled numeric columns other than dates), and COUNT of a
 measure that has NULLs: what COUNT, SUM and AVG (and sums of products of a measure with categorical
@@ -10,7 +11,8 @@ as in AQP++, Peng, Zhang, Wang and Pei, SIGMOD 2018).  All tables come from one 
 :mod:`parzen.aqp.cube_answers` answers queries from them exactly.
 
 Bytes: per cell 2 (4 for a column of more than 32 766 values) per column, 8 for its rows, 8 per
-measure and 8 per measure with NULLs; :func:`cell_bytes`.
+measure and 8 per measure with NULLs (:func:`cell_bytes`); besides, 8 per value of a numeric dimension and 4
+per value of a dependency's map, paid out of the budget before the greedy choice.
 The default budget is the bytes of the synopsis's sample (:func:`default_budget`): the tables at most
 double the synopsis.
 Queries run here are generated from quoted identifiers read from the catalog, never user text.
@@ -24,8 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import cube_lattice
+from . import cube_dimensions, cube_lattice
 from .categories import plain_value
+from .cube_dimensions import NumericDimension, read_as_numbers
 
 
 def _quote(name: str) -> str:
@@ -66,14 +69,19 @@ class Cube:
     dependencies : dict of (str, str) to numpy.ndarray
         Per exact functional dependency a -> b, per code of a the code of b: a table holding a
         answers for b too (:mod:`parzen.aqp.cube_lattice`).
+    dimensions : dict of str to NumericDimension
+        The numeric columns the tables may group by besides the categorical ones, each at full
+        resolution (:mod:`parzen.aqp.cube_dimensions`): their codes index their values.
     """
 
     measures: list[str]
     nullable: list[str]
     tables: list[CubeTable] = field(default_factory=list)
     dependencies: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    dimensions: dict[str, NumericDimension] = field(default_factory=dict)
     seconds: float = 0.0  # the build's time for the dependencies and the tables (not stored: a build is reproducible)
     _decoders: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _values: tuple[dict[str, list], dict[str, list]] | None = field(default=None, repr=False, compare=False)
     _columns: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _indexes: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False,
                                                                           compare=False)
@@ -86,8 +94,18 @@ class Cube:
             found = self._columns[key] = np.ascontiguousarray(table.codes[:, table.columns.index(column)])
         return found
 
+    def values_with(self, categorical: dict[str, list]) -> dict[str, list]:
+        """Per column the tables may hold, its values in the order of its codes: ``categorical`` (the
+        synopsis's categorical columns') and the numeric dimensions' (:meth:`NumericDimension.as_list`),
+        made once per ``categorical``."""
+        if self._values is None or self._values[0] is not categorical:
+            self._values = (categorical, {**categorical, **{c: d.as_list() for c, d in self.dimensions.items()}})
+        return self._values[1]
+
     def warm(self, values: dict[str, list]) -> None:
-        """Make every table's column arrays and indexes now (when the synopsis is loaded), not in a query."""
+        """Make every table's column arrays and indexes now (when the synopsis is loaded), not in a query;
+        ``values``: the categorical columns' (:meth:`values_with` adds the numeric dimensions')."""
+        values = self.values_with(values)
         for table in self.tables:
             for column in table.columns:
                 self.index(table, column, len(values[column]))
@@ -114,7 +132,8 @@ class Cube:
 
     @property
     def nbytes(self) -> int:
-        return sum(t.nbytes for t in self.tables) + sum(m.nbytes for m in self.dependencies.values())
+        return sum(t.nbytes for t in self.tables) + sum(m.nbytes for m in self.dependencies.values()) + \
+            sum(d.nbytes for d in self.dimensions.values())
 
     def covering(self, columns) -> tuple[CubeTable, dict[str, str]] | None:
         """The table of fewest cells that holds or determines every column of ``columns``, with, per
@@ -138,13 +157,16 @@ class Cube:
 
     def meta(self) -> dict:
         return {"measures": self.measures, "nullable": self.nullable,
-                "tables": [list(t.columns) for t in self.tables], "dependencies": [list(p) for p in self.dependencies]}
+                "tables": [list(t.columns) for t in self.tables], "dependencies": [list(p) for p in self.dependencies],
+                "dimensions": {c: d.meta() for c, d in self.dimensions.items()}}
 
     def arrays(self) -> dict[str, np.ndarray]:
         out = {}
         for k, t in enumerate(self.tables):
             out.update({f"{k}/codes": t.codes, f"{k}/rows": t.rows, f"{k}/sums": t.sums, f"{k}/counts": t.counts})
         out.update({f"map/{k}": m for k, m in enumerate(self.dependencies.values())})
+        out.update({f"dimension/{k}/{name}": a for k, d in enumerate(self.dimensions.values())
+                    for name, a in d.arrays().items()})
         return out
 
     @classmethod
@@ -152,7 +174,10 @@ class Cube:
         tables = [CubeTable(tuple(columns), arrays[f"{k}/codes"], arrays[f"{k}/rows"], arrays[f"{k}/sums"],
                             arrays[f"{k}/counts"]) for k, columns in enumerate(meta["tables"])]
         dependencies = {(a, b): arrays[f"map/{k}"] for k, (a, b) in enumerate(meta["dependencies"])}
-        return cls(list(meta["measures"]), list(meta["nullable"]), tables, dependencies)
+        dimensions = {c: NumericDimension.from_stored(d, {name: arrays[f"dimension/{k}/{name}"] for name in ("values", "highs")
+                                                          if f"dimension/{k}/{name}" in arrays})
+                      for k, (c, d) in enumerate(meta.get("dimensions", {}).items())}  # none before numeric dimensions
+        return cls(list(meta["measures"]), list(meta["nullable"]), tables, dependencies, dimensions)
 
 
 def cell_bytes(columns: Sequence[str], values: dict[str, list], measures: int, nullable: int) -> int:
@@ -167,7 +192,8 @@ def default_budget(sample: dict[str, np.ndarray], codes: dict[str, np.ndarray]) 
 
 def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.ndarray], *, measures: list[str],
                totals: dict[str, tuple[int, float]], rows: int, budget: int,
-               sources: dict[str, str], views: Sequence[Sequence[str]] | None = None) -> Cube:
+               sources: dict[str, str], views: Sequence[Sequence[str]] | None = None,
+               dimensions: dict[str, NumericDimension] | None = None) -> Cube:
     """The exact aggregate tables of ``table`` within ``budget`` bytes.
 
     Parameters
@@ -193,21 +219,28 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
         a column not named comes from ``table``.
     views : sequence of sequences of str, optional
         The tables' column sets, instead of the greedy choice (the budget then does not apply).
+    dimensions : dict of str to NumericDimension, optional
+        Numeric columns the tables may group by too, at full resolution (:func:`parzen.aqp.cube_dimensions.find`).
 
     Returns
     -------
     Cube
+        Its :attr:`Cube.dimensions` are those of ``dimensions`` that a table holds.
 
     Raises
     ------
     ValueError
-        A listed view names a column that is no categorical column of the synopsis.
+        A listed view names a column that is no categorical column of the synopsis nor a numeric dimension.
     """
     started = time.perf_counter()
     nullable = [m for m in measures if totals[m][0] < rows]
     cube = Cube(list(measures), nullable)
+    categorical_cardinality = {c: len(v) for c, v in values.items()}
+    cube.dependencies = _dependencies(con, table, values, codes, categorical_cardinality, sources)
+    dimensions = dimensions or {}
+    cube.dependencies.update(cube_dimensions.dependencies(dimensions))  # days -> months
+    values = {**values, **{c: d.as_list() for c, d in dimensions.items()}}  # every column a table may hold
     cardinality = {c: len(v) for c, v in values.items()}
-    cube.dependencies = _dependencies(con, table, values, codes, cardinality, sources)
 
     def size(columns) -> int:
         return cell_bytes(columns, values, len(measures), len(nullable))
@@ -216,18 +249,25 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
         unknown = sorted({c for v in views for c in v if c not in values})
         if unknown:
             raise ValueError(f"cube: {', '.join(map(repr, unknown))} are no categorical columns of the synopsis "
-                             f"(they are: {', '.join(values)})")
+                             f"nor numeric columns of few values (:mod:`parzen.aqp.cube_dimensions`; they are: "
+                             f"{', '.join(values)})")
         chosen = [tuple(v) for v in views if v]
     elif budget <= 0:
         cube.seconds = time.perf_counter() - started
         return cube
-    else:
-        lattice = cube_lattice.hierarchy_columns(list(values), cube.dependencies, cardinality)
-        chosen = cube_lattice.select_views(lattice, cardinality, cube.dependencies, rows, size, budget)
+    else:  # the maps and the dimensions' values are paid first; constant columns group nothing
+        left = budget - sum(m.nbytes for m in cube.dependencies.values()) - sum(d.nbytes for d in dimensions.values())
+        among_categorical = [p for p in cube.dependencies if p[0] in categorical_cardinality and p[1] in categorical_cardinality]
+        lattice = [c for c in cube_lattice.hierarchy_columns(list(categorical_cardinality), among_categorical,
+                                                             categorical_cardinality) if cardinality[c] > 1]
+        chosen = cube_lattice.select_views([*lattice, *dimensions], cardinality, cube.dependencies, rows, size, left)
     order = {c: k for k, c in enumerate(values)}
     chosen = list(dict.fromkeys(tuple(sorted(set(v), key=order.__getitem__)) for v in chosen))  # one per set
+    cube.dimensions = {c: d for c, d in dimensions.items() if any(c in v for v in chosen)}
+    cube.dependencies = {(a, b): m for (a, b), m in cube.dependencies.items()
+                         if (a in cube.dimensions or a not in dimensions) and (b in cube.dimensions or b not in dimensions)}
     if chosen:  # the estimated cells bound the true ones: the tables fit the budget
-        cube.tables = _computed(con, table, chosen, values, measures, nullable, cube.dependencies)
+        cube.tables = _computed(con, table, chosen, values, measures, nullable, cube.dependencies, cube.dimensions)
     cube.seconds = time.perf_counter() - started
     return cube
 
@@ -249,7 +289,8 @@ def _dependencies(con, table, values, codes, cardinality, sources) -> dict[tuple
 
 
 def _computed(con, table: str, views: list[tuple[str, ...]], values: dict[str, list], measures: list[str],
-              nullable: list[str], dependencies: dict[tuple[str, str], np.ndarray]) -> list[CubeTable]:
+              nullable: list[str], dependencies: dict[tuple[str, str], np.ndarray],
+              dimensions: dict[str, NumericDimension]) -> list[CubeTable]:
     """The tables of ``views``, in their order: those no other view holds or determines from one
     GROUPING SETS pass over ``table`` (:func:`_aggregate`), each other one rolled up from the smallest
     of those that covers it (:func:`rolled_up`; "smallest parent", Agarwal et al., VLDB 1996)."""
@@ -260,7 +301,7 @@ def _computed(con, table: str, views: list[tuple[str, ...]], values: dict[str, l
         return float(np.prod([len(values[c]) for c in view], dtype=np.float64))
 
     roots = [v for v in views if not any(p != v and covers(p, v) and not covers(v, p) for p in views)]
-    computed = dict(zip(roots, _aggregate(con, table, roots, values, measures, nullable)))
+    computed = dict(zip(roots, _aggregate(con, table, roots, values, measures, nullable, dimensions)))
     for view in sorted((v for v in views if v not in computed), key=cells, reverse=True):
         parent = min((p for p in computed if covers(p, view)), key=lambda p: computed[p].rows.size)
         computed[view] = rolled_up(computed[parent], view, values, dependencies)
@@ -315,26 +356,30 @@ def rolled_up(parent: CubeTable, view: tuple[str, ...], values: dict[str, list],
 
 
 def _aggregate(con, table: str, views: list[tuple[str, ...]], values: dict[str, list], measures: list[str],
-               nullable: list[str]) -> list[CubeTable]:
-    """The tables of ``views``: one GROUP BY GROUPING SETS pass over ``table``."""
+               nullable: list[str], dimensions: dict[str, NumericDimension]) -> list[CubeTable]:
+    """The tables of ``views``: one GROUP BY GROUPING SETS pass over ``table`` (its numeric dimensions
+    read as float64, as their values were: :func:`parzen.aqp.cube_dimensions.read_as_numbers`)."""
     columns = [c for c in values if any(c in v for v in views)]
     position = {c: k for k, c in enumerate(columns)}
     listed = ", ".join(_quote(c) for c in columns)
     aggregates = ", ".join(["COUNT(*)", *(f"SUM({_quote(m)})" for m in measures),
                             *(f"COUNT({_quote(m)})" for m in nullable)])
     grouping = ", ".join("(" + ", ".join(_quote(c) for c in v) + ")" for v in views)
-    result = con.execute(f"SELECT {listed}, GROUPING({listed}) AS parzen_set, {aggregates} FROM {_quote(table)} "
+    source = read_as_numbers(table, {c: d for c, d in dimensions.items() if c in position})
+    result = con.execute(f"SELECT {listed}, GROUPING({listed}) AS parzen_set, {aggregates} FROM {source} "
                          f"GROUP BY GROUPING SETS ({grouping})").fetchall()
     width = len(columns)
     by_mask = {sum(1 << (width - 1 - position[c]) for c in columns if c not in v): k for k, v in enumerate(views)}
     cells: list[list] = [[] for _ in views]
     for row in result:
         cells[by_mask[int(row[width])]].append(row)
-    code = {c: {v: k for k, v in enumerate(values[c])} for c in columns}
+    code = {c: {v: k for k, v in enumerate(values[c])} for c in columns if c not in dimensions}
     tables = []
     for view, found in zip(views, cells):
-        keys = np.array([[code[c][plain_value(row[position[c]])] for c in view] for row in found],
-                        dtype=np.int64).reshape(len(found), len(view))
+        keys = np.empty((len(found), len(view)), dtype=np.int64)
+        for k, c in enumerate(view):
+            read = [row[position[c]] for row in found]
+            keys[:, k] = dimensions[c].codes(read) if c in dimensions else [code[c][plain_value(v)] for v in read]
         order = np.lexsort(keys.T[::-1]) if len(found) else np.zeros(0, dtype=np.intp)  # code order: reproducible
         dtype = np.int16 if all(len(values[c]) < np.iinfo(np.int16).max for c in view) else np.int32
         m = len(measures)
