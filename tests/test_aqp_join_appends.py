@@ -78,12 +78,20 @@ def _tables(categories):
                         for codes, n in zip(t.codes.tolist(), t.rows.tolist())} for t in categories.tables}
 
 
+def _cells(cube, values):
+    """Each exact aggregate table as {columns: {value combination: (rows, sums)}} (codes decoded)."""
+    return {t.columns: {tuple(values[c][k] for c, k in zip(t.columns, codes)): (n, s)
+                        for codes, n, s in zip(t.codes.tolist(), t.rows.tolist(), t.sums.tolist())}
+            for t in cube.tables}
+
+
 @pytest.mark.parametrize("group_by", [None, ["s_mode"]])
 def test_refresh_of_a_join_synopsis_has_the_exact_parts_and_sample_of_a_rebuild(con, group_by):
     """Fact rows appended (2 %, prices beyond the old grid): the refresh reads them joined with their
     dimensions; row count, totals (of dimension columns too), group rows, the categorical values and
-    exact tables (dimension columns, the small dimension's key, pairs), C(t) at the grid points,
-    fingerprint, rowid end equal a rebuild's; the sample is the rebuild's row for row."""
+    exact tables (dimension columns, the small dimension's key, pairs), the exact aggregate tables and
+    their dependencies, C(t) at the grid points, fingerprint, rowid end equal a rebuild's; the sample
+    is the rebuild's row for row."""
     engine = Engine(con)
     built = engine.build("sales", joins=KEYS, sample=2_000, group_by=group_by, grid=512, seed=3)
     _insert(con, "sales", _sales(400, 2, price_scale=60.0))
@@ -120,6 +128,20 @@ def test_refresh_of_a_join_synopsis_has_the_exact_parts_and_sample_of_a_rebuild(
     for c, grid in refreshed.grids.items():
         if c in rebuilt.grids and np.array_equal(grid.points, rebuilt.grids[c].points):
             np.testing.assert_array_equal(grid.count, rebuilt.grids[c].count)
+    # the exact aggregate tables (the default budget's choice at build, kept) add the appended rows as a rebuild
+    assert built.cube is not None and refreshed.cube is not None and rebuilt.cube is not None
+    assert [t.columns for t in refreshed.cube.tables] == [t.columns for t in built.cube.tables]
+    assert (refreshed.cube.measures, refreshed.cube.nullable) == (rebuilt.cube.measures, rebuilt.cube.nullable)
+    ours, full = _cells(refreshed.cube, mine.values), _cells(rebuilt.cube, theirs.values)
+    assert set(ours) & set(full)
+    for columns in set(ours) & set(full):
+        assert set(ours[columns]) == set(full[columns]), columns
+        for key, (rows, sums) in full[columns].items():
+            assert ours[columns][key][0] == rows
+            np.testing.assert_allclose(ours[columns][key][1], sums, rtol=1e-12)
+    assert set(refreshed.cube.dependencies) == set(rebuilt.cube.dependencies)
+    for pair, mapping in rebuilt.cube.dependencies.items():
+        np.testing.assert_array_equal(refreshed.cube.dependencies[pair], mapping)
     price = refreshed.grids["s_price"]
     for k in [*range(0, price.points.size, 37), price.points.size - 1]:
         exact = con.execute("SELECT COUNT(*) FROM sales WHERE s_price <= ?", [float(price.points[k])]).fetchone()[0]
