@@ -41,12 +41,15 @@ A join synopsis (:mod:`parzen.aqp.joins`: the fact table's rows carry their dime
 refreshes the same way when only its fact table got rows: the new rows are read from the join view
 (the fact table's rowids, so the same keys hash(rowid, seed)), each with its dimensions' columns, and
 merged as above (the categorical tables of dimension columns and keys too); their NULL foreign keys
-are added to the edges' counts.  It rebuilds when a dimension changed in any way
-(:func:`parzen.aqp.joins.dimension_changes`: row count and content fingerprint of each dimension's
-key and carried columns against the build's; with the dimensions unchanged, the old fact rows are
-checked on the fact table alone, :func:`parzen.aqp.changes.fact_changes`, not through the join),
-when an appended row's foreign key matches no
-dimension row, or when NULL keys come into a dimension too large for a categorical key (a build
+are added to the edges' counts.  Rows appended to a dimension (new keys, its old rows unchanged) leave
+the view's old rows as they were, and enter it only through fact rows appended with them: the
+dimension's row count and fingerprint are brought up to date (:mod:`parzen.aqp.dimension_appends`).
+It rebuilds when a dimension's old rows were deleted or updated, when a new key repeats one, or
+when a dimension whose key is categorical grows past its limit (row count and content fingerprint
+of each dimension's key and carried columns, below and beyond its rowid end at build; with the
+dimensions unchanged or grown, the old fact rows are checked on the fact table alone,
+:func:`parzen.aqp.changes.fact_changes`, not through the join), when an appended row's foreign key
+matches no dimension row, or when NULL keys come into a dimension too large for a categorical key (a build
 refuses both, and the rebuild says so).
 
 A refresh rebuilds (and says why: :class:`Refresh`) when rows the synopsis read were deleted or
@@ -75,6 +78,7 @@ from .changes import FactChanges, TableChanges, fact_changes, table_changes
 from .column_summary import normal_key
 from .cubes import AppendedCells
 from .dates import as_double
+from .dimension_appends import grown_dimensions
 from .estimate import _REACH, DISCRETE, ColumnModel
 from .grid import ColumnGrid, GridBuckets, kernel_cumulative
 from .partitions import TableScan, group_rows, group_sort_key, integer_keys, numeric_values
@@ -196,9 +200,11 @@ def refresh(con, synopsis: Synopsis) -> Refresh:
     if not changes.appended_only(synopsis):
         return Refresh(None, changes.why(synopsis))
     if synopsis.joins:
-        why = joins.dimension_changes(con, synopsis)
-        if why:
-            return Refresh(None, why)
+        growth = grown_dimensions(con, synopsis)
+        if growth.why:
+            return Refresh(None, growth.why)
+        if growth.grown:  # only new dimension rows: the view's old rows are unchanged (dimension_appends)
+            synopsis = replace(synopsis, joins=growth.edges, dimension_rows=growth.rows)
     if not changes.new_rows:
         return Refresh(synopsis)
     edges = synopsis.joins
@@ -697,6 +703,10 @@ def _updated_density(grid: ColumnGrid, before: ColumnGrid, old: tuple, removed: 
     return np.maximum(density, 0.0)
 
 
-def refreshed_note(rows: int, seconds: float) -> str:
-    """What :attr:`Synopsis.refreshed` says of an incremental refresh."""
-    return f"{rows} appended rows added in {seconds:.2f} s"
+def refreshed_note(before: Synopsis, after: Synopsis, seconds: float) -> str:
+    """What :attr:`Synopsis.refreshed` says of an incremental refresh from ``before`` to ``after``:
+    the appended rows, and the rows each dimension of a join synopsis got."""
+    grown = [f"{after.dimension_rows[d] - n} to {d}" for d, n in before.dimension_rows.items()
+             if after.dimension_rows.get(d, n) != n]
+    dimensions = f" (dimension rows added: {', '.join(grown)})" if grown else ""
+    return f"{after.row_count - before.row_count} appended rows{dimensions} added in {seconds:.2f} s"
