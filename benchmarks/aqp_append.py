@@ -16,8 +16,11 @@ before it stored back each time; the time includes loading it) and
 exact parts are compared (rows, per-column and per-group COUNT and SUM, the grids' C(t) at the
 refreshed grid's points), and their accuracy on ``--queries`` random queries drawn as
 benchmarks/aqp_accuracy.py draws them (families "1-D", "1-D, own column", "2-D", "1-D GROUP BY"; 1-50 %
-selectivity from DuckDB's approx_quantile after the append; queries under 1 % exact selectivity dropped)
-against DuckDB's exact answers; the stale synopsis (before refresh) answers them too.
+selectivity from DuckDB's approx_quantile after the append; queries under 1 % exact selectivity dropped),
+and a fifth as many "categorical GROUP BY" ones (COUNT or SUM by l_returnflag under IN filters on
+categorical columns, which the exact aggregate tables answer where one covers them; the refresh adds
+the new rows into them), against DuckDB's exact answers; the stale synopsis (before refresh) answers
+them too.  The answers' forms are counted.  A kept base synopsis of an older format is built again.
 
 Writes aqp_append.{json,md} into ``--output-dir`` (default benchmarks/results).  Usage::
 
@@ -28,7 +31,9 @@ Writes aqp_append.{json,md} into ``--output-dir`` (default benchmarks/results). 
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 import platform
 import subprocess
 import time
@@ -43,7 +48,7 @@ from aqp_accuracy import FAMILIES, random_queries, relative_errors
 
 from parzen.aqp import Engine, StaleSynopsisWarning, store
 from parzen.aqp.changes import table_changes
-from parzen.aqp.synopsis import Synopsis
+from parzen.aqp.synopsis import FORMAT_VERSION, Synopsis
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TABLE = "lineitem"
@@ -78,11 +83,60 @@ def column_quantiles(con, columns: list[str]) -> dict[str, np.ndarray]:
     return {c: np.asarray(v, dtype=float) for c, v in zip(columns, row)}
 
 
+def stored_format(payload: bytes) -> int | None:
+    """The format version a stored synopsis was written in (its meta's ``format_version``)."""
+    with np.load(io.BytesIO(payload)) as arrays:
+        return json.loads(arrays["meta"].tobytes()).get("format_version")
+
+
+#: Categorical filters of the "categorical GROUP BY" family (the exact aggregate tables answer them where one covers them).
+FILTERS = {"l_shipmode": ["AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"], "l_linestatus": ["F", "O"],
+           "l_shipinstruct": ["COLLECT COD", "DELIVER IN PERSON", "NONE", "TAKE BACK RETURN"]}
+
+
+def categorical_queries(rng, count: int) -> list[dict]:
+    """COUNT(*) or SUM(l_extendedprice) (alternately) by l_returnflag under IN filters on one or two
+    categorical columns."""
+    out, names = [], list(FILTERS)
+    for n in range(count):
+        parts = []
+        for k in rng.choice(len(names), size=int(rng.integers(1, 3)), replace=False):
+            values = FILTERS[names[k]]
+            picked = sorted(rng.choice(values, size=int(rng.integers(1, len(values))), replace=False))
+            parts.append(f"{names[k]} IN ({', '.join(repr(str(v)) for v in picked)})")
+        where = " AND ".join(parts)
+        out.append({"family": "categorical GROUP BY", "where": where,
+                    "sql": f"SELECT l_returnflag, {'COUNT(*)' if n % 2 else 'SUM(l_extendedprice)'} AS value "
+                           f"FROM {TABLE} WHERE {where} GROUP BY l_returnflag"})
+    return out
+
+
+def aggregate_tables(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
+    """The exact aggregate tables of both: how many, how many shared ones have equal cells and rows, and
+    their SUMs' largest relative difference."""
+    cells = [{t.columns: {tuple(s.categories.values[c][k] for c, k in zip(t.columns, codes)): (n, total)
+                          for codes, n, total in zip(t.codes.tolist(), t.rows.tolist(), t.sums.tolist())}
+              for t in s.cube.tables} if s.cube is not None and s.categories is not None else {}
+             for s in (refreshed, rebuilt)]
+    both = set(cells[0]) & set(cells[1])
+    sums = [(np.array(cells[0][v][key][1]), np.array(total)) for v in both for key, (_, total) in cells[1][v].items()
+            if key in cells[0][v]]
+    return {"aggregate tables (refreshed, rebuilt, shared)": [len(cells[0]), len(cells[1]), len(both)],
+            "aggregate tables with equal cells and rows": sum(
+                {k: n for k, (n, _) in cells[0][v].items()} == {k: n for k, (n, _) in cells[1][v].items()}
+                for v in both),
+            "aggregate table sums max rel. difference": max(
+                (float(np.nanmax(np.abs(a - b) / np.maximum(np.abs(b), 1e-300), initial=0.0)) for a, b in sums),
+                default=0.0)}
+
+
 def base_synopsis(con, options: dict) -> tuple[Synopsis, float]:
     """The synopsis of ``lineitem`` as loaded (lineitem_base's rows), and its build's seconds: built and kept
     in table ``bench_base_synopsis`` by the first run, reused by later ones while it matches the table."""
     con.execute("CREATE TABLE IF NOT EXISTS bench_base_synopsis (payload BLOB, seconds DOUBLE)")
     for payload, seconds in con.execute("SELECT payload, seconds FROM bench_base_synopsis").fetchall():
+        if stored_format(bytes(payload)) != FORMAT_VERSION:  # an older build lacks parts (exact aggregate tables)
+            continue
         kept = Synopsis.from_bytes(bytes(payload))
         changes = table_changes(con, kept)
         if changes.appended_only(kept) and not changes.new_rows and kept.build_options()["columns"] == COLUMNS:
@@ -95,14 +149,20 @@ def base_synopsis(con, options: dict) -> tuple[Synopsis, float]:
     return built, seconds
 
 
-def accuracy(engine: Engine, queries: list[dict], exact: dict[int, object]) -> dict[str, list[float]]:
-    """Per family, the relative errors of ``engine``'s answers (the median over groups for GROUP BY)."""
+def accuracy(engine: Engine, queries: list[dict], exact: dict[int, object],
+             forms: dict[str, int] | None = None) -> dict[str, list[float]]:
+    """Per family, the relative errors of ``engine``'s answers (the median over groups for GROUP BY);
+    ``forms`` counts the answers' forms per family."""
     errors: dict[str, list[float]] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StaleSynopsisWarning)
         for k, q in enumerate(queries):
             keys = ["l_returnflag"] if q["family"].endswith("GROUP BY") else []
-            e = relative_errors(engine.query(q["sql"]), exact[k], keys)
+            answer = engine.query(q["sql"])
+            if forms is not None:
+                form = f"{q['family']}: {answer.attrs.get('form')}"
+                forms[form] = forms.get(form, 0) + 1
+            e = relative_errors(answer, exact[k], keys)
             errors.setdefault(q["family"], []).append(float(np.median(e)))
     return errors
 
@@ -160,6 +220,7 @@ def run(args) -> dict:
         "grid C(t) max abs. difference (rows)": max(
             float(np.max(np.abs(np.array([refreshed.grids[c].cumulative(t)[0] for t in rebuilt.grids[c].points])
                                 - rebuilt.grids[c].count))) for c in rebuilt.grids if not rebuilt.grids[c].steps),
+        **aggregate_tables(refreshed, rebuilt),
     }
     rng = np.random.default_rng(args.seed)
     q = column_quantiles(con, COLUMNS)
@@ -177,7 +238,13 @@ def run(args) -> dict:
         queries.append(item)
         if len(queries) == args.queries:
             break
-    errors = {name: summary(accuracy(engine, queries, exact))
+    for item in categorical_queries(rng, args.queries // 5):
+        started = time.perf_counter()
+        exact[len(queries)] = con.execute(item["sql"]).df()
+        exact_ms.append(1e3 * (time.perf_counter() - started))
+        queries.append(item)
+    forms: dict[str, dict[str, int]] = {"refreshed": {}, "rebuilt": {}, "stale": {}}
+    errors = {name: summary(accuracy(engine, queries, exact, forms[name]))
               for name, engine in (("refreshed", fresh), ("rebuilt", full), ("stale", stale))}
     return {
         "machine": machine(), "python": platform.python_version(), "duckdb": duckdb.__version__,
@@ -187,6 +254,7 @@ def run(args) -> dict:
         "refresh seconds": refresh_seconds, "refresh note": refreshed.refreshed, "rebuild seconds": rebuild_seconds,
         "speed-up (rebuild / best refresh)": rebuild_seconds / min(refresh_seconds),
         "exact parts": exact_parts, "errors": errors, "exact median ms": float(np.median(exact_ms)),
+        "forms": forms, "load average": list(os.getloadavg()),
         "bandwidths": {c: [refreshed.models[c].bandwidth, rebuilt.models[c].bandwidth] for c in COLUMNS},
         "grid points": {c: [refreshed.grids[c].points.size, rebuilt.grids[c].points.size] for c in rebuilt.grids},
     }
@@ -203,7 +271,8 @@ def markdown(r: dict) -> str:
         f"{r['options']['sample']}, grid 2048, PLUGIN, columns {', '.join(r['options']['columns'])}; built in "
         f"{r['build seconds']:.1f} s before the append.  After it, `check` said: \"{r['why stale']}\"."),
         "",
-        f"Machine: {r['machine']}, shared with other jobs (timings noisy); DuckDB {r['duckdb']}.",
+        (f"Machine: {r['machine']}, shared with other jobs (timings noisy; load average at the end "
+         f"{', '.join(f'{v:.1f}' for v in r.get('load average', []))}); DuckDB {r['duckdb']}."),
         "",
         "| step | seconds |",
         "| --- | --- |",
@@ -220,7 +289,10 @@ def markdown(r: dict) -> str:
         f"C(t) at the rebuilt grids' points within {parts['grid C(t) max abs. difference (rows)']:.3g} rows "
         f"(interpolated between the refreshed grid's points where they differ); sample rows "
         f"{parts['sample rows'][0]} / {parts['sample rows'][1]}, {parts['sampled rows in common']} in common "
-        f"(the same rowid keys hash(rowid, seed))."),
+        f"(the same rowid keys hash(rowid, seed)).  Exact aggregate tables (refreshed, rebuilt, shared): "
+        f"{', '.join(map(str, parts['aggregate tables (refreshed, rebuilt, shared)']))}; shared tables with equal "
+        f"cells and rows: {parts['aggregate tables with equal cells and rows']}; their SUMs within "
+        f"{parts['aggregate table sums max rel. difference']:.1e} (relative)."),
         "",
         ("Accuracy against DuckDB exact (relative error per query; median over groups for GROUP BY); "
         f"DuckDB's exact median {r['exact median ms']:.0f} ms:"),
@@ -229,13 +301,15 @@ def markdown(r: dict) -> str:
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     e = r["errors"]
-    for family in [*FAMILIES, "1-D GROUP BY", "all"]:
+    for family in [*FAMILIES, "1-D GROUP BY", "categorical GROUP BY", "all"]:
         if family not in e["refreshed"]:
             continue
         cells = [f"{100 * e[s][family][m]:.2f} %" for s in ("refreshed", "rebuilt", "stale") for m in ("median", "p95")]
         lines.append(f"| {family} | {e['refreshed'][family]['queries']} | {' | '.join(cells)} |")
     lines += ["", "Bandwidths (refreshed / rebuilt): " + "; ".join(
         f"{c} {a:.4g} / {b:.4g}" for c, (a, b) in r["bandwidths"].items()) + "."]
+    lines += ["", "Answers' forms (family: form, queries): " + "; ".join(
+        f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(r["forms"][name].items())) for name in r["forms"]) + "."]
     return "\n".join(lines) + "\n"
 
 
