@@ -357,7 +357,8 @@ class AppendedCells:
     ----------
     tables : list of CubeTable
         Per table of the cube, in its order, the appended rows' cells: codes under the merged values,
-        rows, sums of every measure, and COUNT of every measure (each may have NULLs among them).
+        rows, sums of every measure, and COUNT of every measure (each may have NULLs among them)
+        (:func:`_appended_aggregate`).
     pairs : dict of (str, str) to list of ((value_a, value_b), rows)
         Per functional dependency a -> b of the cube, the appended rows' combinations of a and b.
     """
@@ -389,10 +390,65 @@ def appended_cells(con, relation: str, cube: Cube, values: dict[str, list]) -> A
     from .categories import grouping_sets
 
     views = [t.columns for t in cube.tables]
-    tables = _aggregate(con, relation, views, values, cube.measures, list(cube.measures))
+    tables = _appended_aggregate(con, relation, views, values, cube.measures)
     pairs = list(cube.dependencies)
     found = grouping_sets(con, relation, sorted({c for p in pairs for c in p}), pairs) if pairs else {}
     return AppendedCells(tables, found)
+
+
+def _appended_aggregate(con, relation: str, views: list[tuple[str, ...]], values: dict[str, list],
+                        measures: list[str]) -> list[CubeTable]:
+    """The tables of ``views`` over ``relation`` (the appended rows), COUNT of every measure among
+    their counts: one GROUP BY GROUPING SETS pass, as :func:`_aggregate` makes them, read as Arrow
+    columns and coded a column at a time (a refresh's tables are many; the appended rows' cells,
+    hundreds of thousands for a hundred tables, are not decoded row by row).  Sums come as DOUBLE
+    (DuckDB's cast of its SUM, as float() of it)."""
+    columns = [c for c in values if any(c in v for v in views)]
+    position = {c: k for k, c in enumerate(columns)}
+    listed = ", ".join(_quote(c) for c in columns)
+    aggregates = ", ".join(["COUNT(*)", *(f"CAST(SUM({_quote(m)}) AS DOUBLE)" for m in measures),
+                            *(f"COUNT({_quote(m)})" for m in measures)])
+    grouping = ", ".join("(" + ", ".join(_quote(c) for c in v) + ")" for v in views)
+    query = con.sql(f"SELECT {listed}, GROUPING({listed}) AS parzen_set, {aggregates} FROM {_quote(relation)} "
+                    f"GROUP BY GROUPING SETS ({grouping})")
+    result = query.to_arrow_table() if hasattr(query, "to_arrow_table") else query.arrow()  # DuckDB 2 / 1
+    width, m = len(columns), len(measures)
+    found = [np.asarray(result.column(k).to_pylist(), dtype=object) for k in range(width)]
+    mask = result.column(width).to_numpy().astype(np.int64)
+    rows = result.column(width + 1).to_numpy().astype(np.int64)
+    sums = np.stack([result.column(width + 2 + j).to_numpy(zero_copy_only=False).astype(np.float64)
+                     for j in range(m)], axis=1) if m else np.zeros((mask.size, 0))
+    counts = np.stack([result.column(width + 2 + m + j).to_numpy().astype(np.int64) for j in range(m)], axis=1) \
+        if m else np.zeros((mask.size, 0), dtype=np.int64)
+    code = {c: {v: k for k, v in enumerate(values[c])} for c in columns}
+    tables = []
+    for view in views:
+        chosen = np.flatnonzero(mask == sum(1 << (width - 1 - position[c]) for c in columns if c not in view))
+        keys = np.stack([_codes_of(found[position[c]][chosen], code[c], c) for c in view], axis=1) \
+            if chosen.size else np.zeros((0, len(view)), dtype=np.int64)
+        order = np.lexsort(keys.T[::-1]) if chosen.size else np.zeros(0, dtype=np.intp)
+        dtype = np.int16 if all(len(values[c]) < np.iinfo(np.int16).max for c in view) else np.int32
+        picked = chosen[order]
+        tables.append(CubeTable(view, keys[order].astype(dtype), rows[picked], sums[picked], counts[picked]))
+    return tables
+
+
+def _codes_of(found: np.ndarray, code: dict, column: str) -> np.ndarray:
+    """The codes of a column's ``found`` values (objects) under ``code`` (value -> code); a value not
+    found as it is, by its plain form (:func:`parzen.aqp.categories.plain_value`: NaN as NULL).
+
+    Raises
+    ------
+    ValueError
+        A value outside the column's values (the table changed while refreshing).
+    """
+    out = np.fromiter((code.get(v, -1) for v in found), dtype=np.int64, count=found.size)
+    for i in np.flatnonzero(out < 0):
+        out[i] = code.get(plain_value(found[i]), -1)
+        if out[i] < 0:
+            raise ValueError(f"column {column!r}: the appended value {found[i]!r} is not among its values (did the "
+                             "table change while refreshing?); refresh again")
+    return out
 
 
 def merged_cube(cube: Cube, before: dict[str, list], values: dict[str, list], appended: AppendedCells,
