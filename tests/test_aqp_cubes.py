@@ -259,3 +259,33 @@ def test_the_greedy_picks_the_best_benefit_per_byte_first():
         cells = int(np.prod([cardinality[c] for c in view]))
         brute[view] = len(covered) * (10_000 - cells) / (10 * cells)
     assert max(brute, key=brute.get) == chosen[0]
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+def test_the_appended_cells_read_as_columns_equal_the_build_pass(arrow, monkeypatch):
+    """cubes.appended_cells reads the appended rows' cells as Arrow columns; they equal the build's
+    row-by-row pass (_aggregate) with NULL values, numeric categorical columns, NULL and DECIMAL
+    measures; a value Arrow gives in another form falls back to that pass."""
+    from parzen.aqp import cubes
+
+    con = duckdb.connect(":memory:")
+    con.execute("CREATE TABLE r AS SELECT CASE WHEN i % 7 = 0 THEN NULL ELSE 'v' || (i % 5) END AS a, "
+                "(i % 3)::INTEGER AS b, CASE WHEN i % 11 = 0 THEN NULL ELSE i * 0.5 END AS x, "
+                "(i % 13)::DECIMAL(15, 2) AS y FROM range(500) t(i)")
+    values = {"a": ["v0", "v1", "v2", "v3", "v4", "v9", None], "b": [0, 1, 2, 5]}
+    views = [("a", "b"), ("b",), ("a",)]
+    expected = cubes._aggregate(con, "r", views, values, ["x", "y"], ["x", "y"])
+    cube = cubes.Cube(["x", "y"], ["x"], [cubes.CubeTable(v, np.zeros((0, len(v)), np.int16), np.zeros(0, np.int64),
+                                                          np.zeros((0, 2)), np.zeros((0, 1), np.int64)) for v in views])
+    if not arrow:
+        def missing(*args):
+            raise LookupError("a value in another form")
+        monkeypatch.setattr(cubes, "_codes_of", missing)
+    found = cubes.appended_cells(con, "r", cube, values).tables
+    for mine, theirs in zip(found, expected):
+        assert mine.columns == theirs.columns and mine.codes.dtype == theirs.codes.dtype
+        np.testing.assert_array_equal(mine.codes, theirs.codes)
+        np.testing.assert_array_equal(mine.rows, theirs.rows)
+        np.testing.assert_array_equal(mine.counts, theirs.counts)
+        np.testing.assert_allclose(mine.sums, theirs.sums, rtol=1e-15)
+    assert np.isnan(found[2].sums[:, 0]).sum() == 0 and found[0].rows.sum() == 500

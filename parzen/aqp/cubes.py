@@ -390,7 +390,10 @@ def appended_cells(con, relation: str, cube: Cube, values: dict[str, list]) -> A
     from .categories import grouping_sets
 
     views = [t.columns for t in cube.tables]
-    tables = _appended_aggregate(con, relation, views, values, cube.measures)
+    try:
+        tables = _appended_aggregate(con, relation, views, values, cube.measures)
+    except LookupError:  # a value Arrow gives in another form than DuckDB's rows (UUID, ...): row by row
+        tables = _aggregate(con, relation, views, values, cube.measures, list(cube.measures))
     pairs = list(cube.dependencies)
     found = grouping_sets(con, relation, sorted({c for p in pairs for c in p}), pairs) if pairs else {}
     return AppendedCells(tables, found)
@@ -439,15 +442,15 @@ def _codes_of(found: np.ndarray, code: dict, column: str) -> np.ndarray:
 
     Raises
     ------
-    ValueError
-        A value outside the column's values (the table changed while refreshing).
+    LookupError
+        A value not among the column's values as Arrow gives it (:func:`appended_cells` then reads
+        the rows as :func:`_aggregate` does).
     """
     out = np.fromiter((code.get(v, -1) for v in found), dtype=np.int64, count=found.size)
     for i in np.flatnonzero(out < 0):
         out[i] = code.get(plain_value(found[i]), -1)
         if out[i] < 0:
-            raise ValueError(f"column {column!r}: the appended value {found[i]!r} is not among its values (did the "
-                             "table change while refreshing?); refresh again")
+            raise LookupError(f"column {column!r}: the appended value {found[i]!r} is not among its values")
     return out
 
 
