@@ -16,8 +16,11 @@ before it stored back each time; the time includes loading it) and
 exact parts are compared (rows, per-column and per-group COUNT and SUM, the grids' C(t) at the
 refreshed grid's points), and their accuracy on ``--queries`` random queries drawn as
 benchmarks/aqp_accuracy.py draws them (families "1-D", "1-D, own column", "2-D", "1-D GROUP BY"; 1-50 %
-selectivity from DuckDB's approx_quantile after the append; queries under 1 % exact selectivity dropped)
-against DuckDB's exact answers; the stale synopsis (before refresh) answers them too.
+selectivity from DuckDB's approx_quantile after the append; queries under 1 % exact selectivity dropped),
+and a fifth as many "categorical GROUP BY" ones (COUNT or SUM by l_returnflag under IN filters on
+categorical columns, which the exact aggregate tables answer where one covers them; the refresh adds
+the new rows into them), against DuckDB's exact answers; the stale synopsis (before refresh) answers
+them too.  The answers' forms are counted.  A kept base synopsis of an older format is built again.
 
 Writes aqp_append.{json,md} into ``--output-dir`` (default benchmarks/results).  Usage::
 
@@ -28,21 +31,24 @@ Writes aqp_append.{json,md} into ``--output-dir`` (default benchmarks/results). 
 from __future__ import annotations
 
 import argparse
+import io
+import json
+import os
 import platform
 import subprocess
 import time
+import warnings
 from importlib.metadata import version
 from pathlib import Path
 
-import _refresh_runs as refresh_runs  # benchmarks/_refresh_runs.py
 import duckdb
 import numpy as np
-from _common import machine, write_results  # benchmarks/_common.py (the scripts run from benchmarks/)
+from _common import machine  # benchmarks/_common.py (the scripts run from benchmarks/)
 from aqp_accuracy import FAMILIES, random_queries, relative_errors
 
-from parzen.aqp import Engine, store
+from parzen.aqp import Engine, StaleSynopsisWarning, store
 from parzen.aqp.changes import table_changes
-from parzen.aqp.synopsis import Synopsis
+from parzen.aqp.synopsis import FORMAT_VERSION, Synopsis
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TABLE = "lineitem"
@@ -77,11 +83,60 @@ def column_quantiles(con, columns: list[str]) -> dict[str, np.ndarray]:
     return {c: np.asarray(v, dtype=float) for c, v in zip(columns, row)}
 
 
+def stored_format(payload: bytes) -> int | None:
+    """The format version a stored synopsis was written in (its meta's ``format_version``)."""
+    with np.load(io.BytesIO(payload)) as arrays:
+        return json.loads(arrays["meta"].tobytes()).get("format_version")
+
+
+#: Categorical filters of the "categorical GROUP BY" family (the exact aggregate tables answer them where one covers them).
+FILTERS = {"l_shipmode": ["AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"], "l_linestatus": ["F", "O"],
+           "l_shipinstruct": ["COLLECT COD", "DELIVER IN PERSON", "NONE", "TAKE BACK RETURN"]}
+
+
+def categorical_queries(rng, count: int) -> list[dict]:
+    """COUNT(*) or SUM(l_extendedprice) (alternately) by l_returnflag under IN filters on one or two
+    categorical columns."""
+    out, names = [], list(FILTERS)
+    for n in range(count):
+        parts = []
+        for k in rng.choice(len(names), size=int(rng.integers(1, 3)), replace=False):
+            values = FILTERS[names[k]]
+            picked = sorted(rng.choice(values, size=int(rng.integers(1, len(values))), replace=False))
+            parts.append(f"{names[k]} IN ({', '.join(repr(str(v)) for v in picked)})")
+        where = " AND ".join(parts)
+        out.append({"family": "categorical GROUP BY", "where": where,
+                    "sql": f"SELECT l_returnflag, {'COUNT(*)' if n % 2 else 'SUM(l_extendedprice)'} AS value "
+                           f"FROM {TABLE} WHERE {where} GROUP BY l_returnflag"})
+    return out
+
+
+def aggregate_tables(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
+    """The exact aggregate tables of both: how many, how many shared ones have equal cells and rows, and
+    their SUMs' largest relative difference."""
+    cells = [{t.columns: {tuple(s.categories.values[c][k] for c, k in zip(t.columns, codes)): (n, total)
+                          for codes, n, total in zip(t.codes.tolist(), t.rows.tolist(), t.sums.tolist())}
+              for t in s.cube.tables} if s.cube is not None and s.categories is not None else {}
+             for s in (refreshed, rebuilt)]
+    both = set(cells[0]) & set(cells[1])
+    sums = [(np.array(cells[0][v][key][1]), np.array(total)) for v in both for key, (_, total) in cells[1][v].items()
+            if key in cells[0][v]]
+    return {"aggregate tables (refreshed, rebuilt, shared)": [len(cells[0]), len(cells[1]), len(both)],
+            "aggregate tables with equal cells and rows": sum(
+                {k: n for k, (n, _) in cells[0][v].items()} == {k: n for k, (n, _) in cells[1][v].items()}
+                for v in both),
+            "aggregate table sums max rel. difference": max(
+                (float(np.nanmax(np.abs(a - b) / np.maximum(np.abs(b), 1e-300), initial=0.0)) for a, b in sums),
+                default=0.0)}
+
+
 def base_synopsis(con, options: dict) -> tuple[Synopsis, float]:
     """The synopsis of ``lineitem`` as loaded (lineitem_base's rows), and its build's seconds: built and kept
     in table ``bench_base_synopsis`` by the first run, reused by later ones while it matches the table."""
     con.execute("CREATE TABLE IF NOT EXISTS bench_base_synopsis (payload BLOB, seconds DOUBLE)")
     for payload, seconds in con.execute("SELECT payload, seconds FROM bench_base_synopsis").fetchall():
+        if stored_format(bytes(payload)) != FORMAT_VERSION:  # an older build lacks parts (exact aggregate tables)
+            continue
         kept = Synopsis.from_bytes(bytes(payload))
         changes = table_changes(con, kept)
         if changes.appended_only(kept) and not changes.new_rows and kept.build_options()["columns"] == COLUMNS:
@@ -94,10 +149,30 @@ def base_synopsis(con, options: dict) -> tuple[Synopsis, float]:
     return built, seconds
 
 
-def query_error(estimate, exact, query: dict) -> float:
-    """A query's relative error (the median over groups for GROUP BY)."""
-    keys = ["l_returnflag"] if query["family"].endswith("GROUP BY") else []
-    return float(np.median(relative_errors(estimate, exact, keys)))
+def accuracy(engine: Engine, queries: list[dict], exact: dict[int, object],
+             forms: dict[str, int] | None = None) -> dict[str, list[float]]:
+    """Per family, the relative errors of ``engine``'s answers (the median over groups for GROUP BY);
+    ``forms`` counts the answers' forms per family."""
+    errors: dict[str, list[float]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StaleSynopsisWarning)
+        for k, q in enumerate(queries):
+            keys = ["l_returnflag"] if q["family"].endswith("GROUP BY") else []
+            answer = engine.query(q["sql"])
+            if forms is not None:
+                form = f"{q['family']}: {answer.attrs.get('form')}"
+                forms[form] = forms.get(form, 0) + 1
+            e = relative_errors(answer, exact[k], keys)
+            errors.setdefault(q["family"], []).append(float(np.median(e)))
+    return errors
+
+
+def summary(errors: dict[str, list[float]]) -> dict[str, dict]:
+    out = {}
+    for family, values in [*errors.items(), ("all", [v for vs in errors.values() for v in vs])]:
+        out[family] = {"queries": len(values), "median": float(np.median(values)),
+                       "p95": float(np.percentile(values, 95)), "max": float(np.max(values))}
+    return out
 
 
 def run(args) -> dict:
@@ -118,29 +193,68 @@ def run(args) -> dict:
     started = time.perf_counter()
     changes = table_changes(con, before)
     check_seconds = time.perf_counter() - started
-    runs = refresh_runs.refresh_and_rebuild(con, TABLE, before, args.repeats)
-    refreshed, rebuilt = runs.refreshed, runs.rebuilt
-    parts = refresh_runs.exact_parts(refreshed, rebuilt, COLUMNS, {
-        "group rows equal": [(g.key, g.rows) for g in refreshed.groups] == [(g.key, g.rows) for g in rebuilt.groups]})
+    refresh_seconds = []
+    for _ in range(args.repeats):
+        store.save(con, before)
+        started = time.perf_counter()
+        refreshed = Engine(con).refresh(TABLE)
+        refresh_seconds.append(time.perf_counter() - started)
+    stale = Engine(con)
+    stale._keep(before)  # answers from the synopsis before the append (no check: no staleness verdict)
+    started = time.perf_counter()
+    rebuilt = Engine(con).refresh(TABLE, full=True)
+    rebuild_seconds = time.perf_counter() - started
+    store.save(con, refreshed)
+    fresh, full = Engine(con), Engine(con)
+    fresh._keep(refreshed)
+    full._keep(rebuilt)
+
+    exact_parts = {
+        "rows": [refreshed.row_count, rebuilt.row_count],
+        "column counts equal": all(refreshed.totals[c][0] == rebuilt.totals[c][0] for c in COLUMNS),
+        "column sums max rel. difference": max(abs(refreshed.totals[c][1] - rebuilt.totals[c][1])
+                                               / max(abs(rebuilt.totals[c][1]), 1e-300) for c in COLUMNS),
+        "group rows equal": [(g.key, g.rows) for g in refreshed.groups] == [(g.key, g.rows) for g in rebuilt.groups],
+        "sample rows": [refreshed.sample_size, rebuilt.sample_size],
+        "sampled rows in common": int(np.intersect1d(refreshed.sample_keys, rebuilt.sample_keys).size),
+        "grid C(t) max abs. difference (rows)": max(
+            float(np.max(np.abs(np.array([refreshed.grids[c].cumulative(t)[0] for t in rebuilt.grids[c].points])
+                                - rebuilt.grids[c].count))) for c in rebuilt.grids if not rebuilt.grids[c].steps),
+        **aggregate_tables(refreshed, rebuilt),
+    }
     rng = np.random.default_rng(args.seed)
     q = column_quantiles(con, COLUMNS)
     drawn = random_queries(rng, TABLE, q, args.queries * 2, "l_returnflag")
+    queries, exact = [], {}
     total = con.execute(f"SELECT COUNT(*) FROM {TABLE}").fetchall()[0][0]
-
-    def selective(item: dict) -> bool:  # queries under 1 % exact selectivity are dropped
-        return con.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE {item['where']}").fetchall()[0][0] / total >= 0.01
-
-    queries, exact, exact_ms = refresh_runs.exact_answers(con, drawn, args.queries, selective)
-    errors = {name: refresh_runs.summary(refresh_runs.accuracy(engine, queries, exact, query_error))
-              for name, engine in (("refreshed", runs.fresh), ("rebuilt", runs.full), ("stale", runs.stale))}
+    exact_ms = []
+    for item in drawn:
+        share = con.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE {item['where']}").fetchall()[0][0] / total
+        if share < 0.01:
+            continue
+        started = time.perf_counter()
+        exact[len(queries)] = con.execute(item["sql"]).df()
+        exact_ms.append(1e3 * (time.perf_counter() - started))
+        queries.append(item)
+        if len(queries) == args.queries:
+            break
+    for item in categorical_queries(rng, args.queries // 5):
+        started = time.perf_counter()
+        exact[len(queries)] = con.execute(item["sql"]).df()
+        exact_ms.append(1e3 * (time.perf_counter() - started))
+        queries.append(item)
+    forms: dict[str, dict[str, int]] = {"refreshed": {}, "rebuilt": {}, "stale": {}}
+    errors = {name: summary(accuracy(engine, queries, exact, forms[name]))
+              for name, engine in (("refreshed", fresh), ("rebuilt", full), ("stale", stale))}
     return {
         "machine": machine(), "python": platform.python_version(), "duckdb": duckdb.__version__,
         "parzen": version("parzen"), "scale": args.scale, "rows before": built.row_count, "rows appended": appended,
         "why stale": why_stale, "options": options, "build seconds": build_seconds, "insert seconds": insert_seconds,
         "change check seconds": check_seconds, "changes": {"kept rows": changes.kept_rows, "new rows": changes.new_rows},
-        "refresh seconds": runs.refresh_seconds, "refresh note": refreshed.refreshed,
-        "rebuild seconds": runs.rebuild_seconds, "speed-up (rebuild / best refresh)": runs.rebuild_seconds / min(runs.refresh_seconds),
-        "exact parts": parts, "errors": errors, "exact median ms": float(np.median(exact_ms)),
+        "refresh seconds": refresh_seconds, "refresh note": refreshed.refreshed, "rebuild seconds": rebuild_seconds,
+        "speed-up (rebuild / best refresh)": rebuild_seconds / min(refresh_seconds),
+        "exact parts": exact_parts, "errors": errors, "exact median ms": float(np.median(exact_ms)),
+        "forms": forms, "load average": list(os.getloadavg()),
         "bandwidths": {c: [refreshed.models[c].bandwidth, rebuilt.models[c].bandwidth] for c in COLUMNS},
         "grid points": {c: [refreshed.grids[c].points.size, rebuilt.grids[c].points.size] for c in rebuilt.grids},
     }
@@ -157,7 +271,8 @@ def markdown(r: dict) -> str:
         f"{r['options']['sample']}, grid 2048, PLUGIN, columns {', '.join(r['options']['columns'])}; built in "
         f"{r['build seconds']:.1f} s before the append.  After it, `check` said: \"{r['why stale']}\"."),
         "",
-        f"Machine: {r['machine']}, shared with other jobs (timings noisy); DuckDB {r['duckdb']}.",
+        (f"Machine: {r['machine']}, shared with other jobs (timings noisy; load average at the end "
+         f"{', '.join(f'{v:.1f}' for v in r.get('load average', []))}); DuckDB {r['duckdb']}."),
         "",
         "| step | seconds |",
         "| --- | --- |",
@@ -174,7 +289,10 @@ def markdown(r: dict) -> str:
         f"C(t) at the rebuilt grids' points within {parts['grid C(t) max abs. difference (rows)']:.3g} rows "
         f"(interpolated between the refreshed grid's points where they differ); sample rows "
         f"{parts['sample rows'][0]} / {parts['sample rows'][1]}, {parts['sampled rows in common']} in common "
-        f"(the same rowid keys hash(rowid, seed))."),
+        f"(the same rowid keys hash(rowid, seed)).  Exact aggregate tables (refreshed, rebuilt, shared): "
+        f"{', '.join(map(str, parts['aggregate tables (refreshed, rebuilt, shared)']))}; shared tables with equal "
+        f"cells and rows: {parts['aggregate tables with equal cells and rows']}; their SUMs within "
+        f"{parts['aggregate table sums max rel. difference']:.1e} (relative)."),
         "",
         ("Accuracy against DuckDB exact (relative error per query; median over groups for GROUP BY); "
         f"DuckDB's exact median {r['exact median ms']:.0f} ms:"),
@@ -182,9 +300,16 @@ def markdown(r: dict) -> str:
         "| family | queries | refreshed median | refreshed p95 | rebuilt median | rebuilt p95 | stale median | stale p95 |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    lines += refresh_runs.accuracy_rows(r["errors"], [*FAMILIES, "1-D GROUP BY", "all"])
+    e = r["errors"]
+    for family in [*FAMILIES, "1-D GROUP BY", "categorical GROUP BY", "all"]:
+        if family not in e["refreshed"]:
+            continue
+        cells = [f"{100 * e[s][family][m]:.2f} %" for s in ("refreshed", "rebuilt", "stale") for m in ("median", "p95")]
+        lines.append(f"| {family} | {e['refreshed'][family]['queries']} | {' | '.join(cells)} |")
     lines += ["", "Bandwidths (refreshed / rebuilt): " + "; ".join(
         f"{c} {a:.4g} / {b:.4g}" for c, (a, b) in r["bandwidths"].items()) + "."]
+    lines += ["", "Answers' forms (family: form, queries): " + "; ".join(
+        f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(r["forms"][name].items())) for name in r["forms"]) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -194,15 +319,22 @@ def main() -> None:
     parser.add_argument("--parts", type=int, default=100)
     parser.add_argument("--data-dir", type=Path, default=Path("/work/data/sf10"))
     parser.add_argument("--database", type=Path, default=None, help="default: DATA_DIR/lineitem_sf<scale>.duckdb")
-    refresh_runs.add_run_options(parser, queries=100, results=RESULTS)
+    parser.add_argument("--sample", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memory-limit", default="4GB", help="DuckDB's memory_limit")
+    parser.add_argument("--output-dir", type=Path, default=RESULTS)
     args = parser.parse_args()
     args.data_dir.mkdir(parents=True, exist_ok=True)
     args.database = args.database or args.data_dir / f"lineitem_sf{args.scale:g}.duckdb"
     if not args.database.exists():
         load(args.database, args.data_dir, args.scale, args.parts)
     result = run(args)
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    (args.output_dir / "aqp_append.json").write_text(json.dumps(result, indent=1, default=str))
     text = markdown(result)
-    write_results(args.output_dir, "aqp_append", result, text, indent=1, default=str)
+    (args.output_dir / "aqp_append.md").write_text(text)
     print(text)
 
 

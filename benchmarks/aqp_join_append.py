@@ -17,29 +17,40 @@ orders, one of orders) and ``refresh(full=True)`` (a rebuild).  Exact parts are 
 accuracy of both (and of the stale synopsis) on ``--queries`` random join queries against DuckDB exact:
 COUNT(*) and SUM(l_extendedprice) over lineitem JOIN orders with a range on one column of either
 table (5-50 % of its values, from DuckDB's approx_quantile), ungrouped ("join range") or grouped by
-o_orderpriority ("join GROUP BY"); queries under 1 % exact selectivity are dropped.
+o_orderpriority ("join GROUP BY"); queries under 1 % exact selectivity are dropped; and half as many
+with IN filters on one or two categorical columns of either table, grouped by o_orderpriority ("join
+categorical GROUP BY": answered from the exact aggregate tables where one covers them, which the
+refresh adds the new rows into).  The answers' forms are counted.
 
-Writes aqp_join_append.{json,md} into ``--output-dir`` (default benchmarks/results).  Usage::
+``--grow-orders``: the dimension grows too.  ``orders`` before the append lacks ``orders_new``, the
+orders that only lineitem_new's rows name (from ``orders_all``, TPC-H's orders), which are appended to
+it with them (:mod:`parzen.aqp.dimension_appends`).
 
-    cp /work/data/workloads/tpch_sf1.duckdb /work/data/s7-joinappend/
-    nice -n 10 python benchmarks/aqp_join_append.py --database /work/data/s7-joinappend/tpch_sf1.duckdb
+Writes aqp_join_append.{json,md} (aqp_join_append_orders.{json,md} with ``--grow-orders``) into
+``--output-dir`` (default benchmarks/results).  Usage::
+
+    cp /work/data/workloads/tpch_sf1.duckdb /work/data/s8-refresh/
+    nice -n 10 python benchmarks/aqp_join_append.py --database /work/data/s8-refresh/tpch_sf1.duckdb
+    nice -n 10 python benchmarks/aqp_join_append.py --database /work/data/s8-refresh/tpch_sf1.duckdb --grow-orders
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import platform
 import time
+import warnings
 from importlib.metadata import version
 from pathlib import Path
 
-import _refresh_runs as refresh_runs  # benchmarks/_refresh_runs.py
 import duckdb
 import numpy as np
 import pandas as pd
-from _common import machine, write_results  # benchmarks/_common.py (the scripts run from benchmarks/)
+from _common import machine  # benchmarks/_common.py (the scripts run from benchmarks/)
 
-from parzen.aqp import Engine, joins, store
+from parzen.aqp import Engine, StaleSynopsisWarning, joins, store
 from parzen.aqp.changes import table_changes
 from parzen.aqp.synopsis import Synopsis
 
@@ -62,6 +73,19 @@ def split(con, share: float) -> None:
     con.execute(f"CREATE TABLE lineitem_new AS SELECT * FROM lineitem WHERE rowid >= {cut} ORDER BY rowid")
 
 
+def orders_as_before(con, grow: bool) -> None:
+    """``orders`` as it was before the append: all of TPC-H's (kept in ``orders_all``), or with
+    ``grow`` without ``orders_new``, the orders that only lineitem_new's rows name (appended with them)."""
+    tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if "orders_all" not in tables:
+        con.execute("CREATE TABLE orders_all AS SELECT * FROM orders ORDER BY rowid")
+    if "orders_new" not in tables:
+        con.execute("CREATE TABLE orders_new AS SELECT * FROM orders_all WHERE o_orderkey IN "
+                    "(SELECT l_orderkey FROM lineitem_new EXCEPT SELECT l_orderkey FROM lineitem_base) ORDER BY rowid")
+    kept = "WHERE o_orderkey NOT IN (SELECT o_orderkey FROM orders_new) " if grow else ""
+    con.execute(f"CREATE OR REPLACE TABLE orders AS SELECT * FROM orders_all {kept}ORDER BY rowid")
+
+
 def base_synopsis(con, options: dict) -> tuple[Synopsis, float]:
     """The join synopsis of ``lineitem`` as loaded and its build's seconds (kept in bench_join_synopsis)."""
     con.execute("CREATE TABLE IF NOT EXISTS bench_join_synopsis (payload BLOB, seconds DOUBLE)")
@@ -69,7 +93,7 @@ def base_synopsis(con, options: dict) -> tuple[Synopsis, float]:
         kept = Synopsis.from_bytes(bytes(payload))
         changes = table_changes(con, kept, joins.ensure_view(con, TABLE, kept.joins))
         if changes.appended_only(kept) and not changes.new_rows and kept.build_options()["columns"] == COLUMNS \
-                and kept.fact_fingerprint:
+                and kept.fact_fingerprint and not joins.dimension_changes(con, kept):
             return kept, seconds
     started = time.perf_counter()
     built = Engine(con).build(TABLE, joins=JOINS, **options)
@@ -77,6 +101,29 @@ def base_synopsis(con, options: dict) -> tuple[Synopsis, float]:
     con.execute("DELETE FROM bench_join_synopsis")
     con.execute("INSERT INTO bench_join_synopsis VALUES (?, ?)", [built.to_bytes(), seconds])
     return built, seconds
+
+
+#: Categorical filters of the "join categorical" family (answered from the exact tables when one covers them).
+FILTERS = {"l_shipmode": ["AIR", "MAIL", "SHIP", "RAIL", "TRUCK", "FOB", "REG AIR"], "l_returnflag": ["A", "N", "R"],
+           "o_orderstatus": ["F", "O", "P"], "l_linestatus": ["F", "O"]}
+
+
+def categorical_queries(rng, count: int) -> list[dict]:
+    """COUNT(*) and SUM(l_extendedprice) by o_orderpriority under IN filters on one or two categorical columns."""
+    out = []
+    names = list(FILTERS)
+    for _ in range(count):
+        chosen = rng.choice(len(names), size=int(rng.integers(1, 3)), replace=False)
+        parts = []
+        for k in chosen:
+            values = FILTERS[names[k]]
+            picked = rng.choice(values, size=int(rng.integers(1, len(values))), replace=False)
+            parts.append(f"{names[k]} IN ({', '.join(repr(str(v)) for v in sorted(picked))})")
+        where = " AND ".join(parts)
+        out.append({"family": "join categorical GROUP BY", "where": where,
+                    "sql": f"SELECT o_orderpriority, COUNT(*) AS n, SUM(l_extendedprice) AS revenue {FROM} "
+                           f"WHERE {where} GROUP BY o_orderpriority"})
+    return out
 
 
 def random_join_queries(con, rng, count: int) -> list[dict]:
@@ -100,9 +147,9 @@ def random_join_queries(con, rng, count: int) -> list[dict]:
     return out
 
 
-def errors_of(estimate: pd.DataFrame, exact: pd.DataFrame, query: dict) -> float:
+def errors_of(estimate: pd.DataFrame, exact: pd.DataFrame, grouped: bool) -> float:
     """The median over groups and the two aggregates of the relative errors (a missed group: 100 %)."""
-    if query["family"].endswith("GROUP BY"):
+    if grouped:
         merged = exact.merge(estimate, on="o_orderpriority", how="left", suffixes=("", "_est"))
         pairs = [(merged[f"{c}_est"].fillna(0.0).to_numpy(float), merged[c].to_numpy(float)) for c in ("n", "revenue")]
     else:
@@ -110,71 +157,151 @@ def errors_of(estimate: pd.DataFrame, exact: pd.DataFrame, query: dict) -> float
     return float(np.median(np.concatenate([np.abs(e - t) / np.maximum(np.abs(t), 1e-12) for e, t in pairs])))
 
 
-def join_exact_parts(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
-    """:func:`_refresh_runs.exact_parts` with the categorical columns' values and exact tables and the
-    fingerprints compared too."""
+def accuracy(engine: Engine, queries: list[dict], exact: dict[int, pd.DataFrame],
+             forms: dict[str, int] | None = None) -> dict[str, list[float]]:
+    """Per family, each query's error (:func:`errors_of`); ``forms`` counts the answers' forms."""
+    errors: dict[str, list[float]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StaleSynopsisWarning)
+        for k, q in enumerate(queries):
+            grouped = q["family"].endswith("GROUP BY")
+            answer = engine.query(q["sql"])
+            if forms is not None:
+                form = f"{q['family']}: {answer.attrs.get('form')}"
+                forms[form] = forms.get(form, 0) + 1
+            errors.setdefault(q["family"], []).append(errors_of(answer, exact[k], grouped))
+    return errors
+
+
+def summary(errors: dict[str, list[float]]) -> dict[str, dict]:
+    out = {}
+    for family, values in [*errors.items(), ("all", [v for vs in errors.values() for v in vs])]:
+        out[family] = {"queries": len(values), "median": float(np.median(values)),
+                       "p95": float(np.percentile(values, 95)), "max": float(np.max(values))}
+    return out
+
+
+def exact_parts(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
     tables = [{t.columns: dict(zip(map(tuple, t.codes.tolist()), t.rows.tolist())) for t in s.categories.tables}
               for s in (refreshed, rebuilt)]
     shared = set(tables[0]) & set(tables[1])
-    return refresh_runs.exact_parts(refreshed, rebuilt, rebuilt.totals, {
+    cells = [{t.columns: {tuple(s.categories.values[c][k] for c, k in zip(t.columns, codes)): (n, total)
+                          for codes, n, total in zip(t.codes.tolist(), t.rows.tolist(), t.sums.tolist())}
+              for t in s.cube.tables} if s.cube is not None else {} for s in (refreshed, rebuilt)]
+    both = set(cells[0]) & set(cells[1])
+    sums = [(np.array(cells[0][v][key][1]), np.array(total)) for v in both for key, (_, total) in cells[1][v].items()
+            if key in cells[0][v]]
+    return {
+        "aggregate tables (refreshed, rebuilt, shared)": [len(cells[0]), len(cells[1]), len(both)],
+        "aggregate tables with equal cells and rows": sum(
+            {k: n for k, (n, _) in cells[0][v].items()} == {k: n for k, (n, _) in cells[1][v].items()} for v in both),
+        "aggregate table sums max rel. difference": max(
+            (float(np.nanmax(np.abs(a - b) / np.maximum(np.abs(b), 1e-300), initial=0.0)) for a, b in sums),
+            default=0.0),
+        "aggregate dependencies equal": (set(refreshed.cube.dependencies) == set(rebuilt.cube.dependencies))
+        if refreshed.cube is not None and rebuilt.cube is not None else None,
+        "rows": [refreshed.row_count, rebuilt.row_count],
+        "column counts equal": all(refreshed.totals[c][0] == rebuilt.totals[c][0] for c in rebuilt.totals),
+        "column sums max rel. difference": max(abs(refreshed.totals[c][1] - rebuilt.totals[c][1])
+                                               / max(abs(rebuilt.totals[c][1]), 1e-300) for c in rebuilt.totals),
         "categorical values equal": refreshed.categories.values == rebuilt.categories.values,
         "exact tables equal": [sum(tables[0][c] == tables[1][c] for c in shared), len(shared)],
-        "fingerprint equal": refreshed.fingerprint == rebuilt.fingerprint})
+        "fingerprint equal": refreshed.fingerprint == rebuilt.fingerprint,
+        "sample rows": [refreshed.sample_size, rebuilt.sample_size],
+        "sampled rows in common": int(np.intersect1d(refreshed.sample_keys, rebuilt.sample_keys).size),
+        "grid C(t) max abs. difference (rows)": max(
+            float(np.max(np.abs(np.array([refreshed.grids[c].cumulative(t)[0] for t in rebuilt.grids[c].points])
+                                - rebuilt.grids[c].count))) for c in rebuilt.grids if not rebuilt.grids[c].steps),
+    }
 
 
 def run(args) -> dict:
     con = duckdb.connect(str(args.database))
     con.execute(f"SET memory_limit = '{args.memory_limit}'")
     split(con, args.share)
+    orders_as_before(con, args.grow_orders)
     con.execute("CREATE OR REPLACE TABLE lineitem AS SELECT * FROM lineitem_base ORDER BY rowid")
     options = {"sample": args.sample, "columns": COLUMNS, "seed": args.seed}
     before, build_seconds = base_synopsis(con, options)
     store.save(con, before)
     started = time.perf_counter()
+    if args.grow_orders:
+        con.execute("INSERT INTO orders SELECT * FROM orders_new ORDER BY rowid")
     con.execute("INSERT INTO lineitem SELECT * FROM lineitem_new ORDER BY rowid")
     insert_seconds = time.perf_counter() - started
     appended = con.execute("SELECT COUNT(*) FROM lineitem_new").fetchall()[0][0]
+    orders_appended = con.execute("SELECT COUNT(*) FROM orders_new").fetchall()[0][0] if args.grow_orders else 0
     why_stale = Engine(con).check(TABLE)
-    runs = refresh_runs.refresh_and_rebuild(con, TABLE, before, args.repeats, incremental_only=True)
-    refreshed, rebuilt = runs.refreshed, runs.rebuilt
+    refresh_seconds = []
+    for _ in range(args.repeats):
+        store.save(con, before)
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # an incremental refresh: a rebuild would warn
+            refreshed = Engine(con).refresh(TABLE)
+        refresh_seconds.append(time.perf_counter() - started)
+    stale = Engine(con)
+    stale._keep(before)
+    started = time.perf_counter()
+    rebuilt = Engine(con).refresh(TABLE, full=True)
+    rebuild_seconds = time.perf_counter() - started
+    store.save(con, refreshed)
+    fresh, full = Engine(con), Engine(con)
+    fresh._keep(refreshed)
+    full._keep(rebuilt)
 
     rng = np.random.default_rng(args.seed)
     total = con.execute(f"SELECT COUNT(*) {FROM}").fetchall()[0][0]
-
-    def selective(item: dict) -> bool:  # queries under 1 % exact selectivity are dropped
-        return con.execute(f"SELECT COUNT(*) {FROM} WHERE {item['where']}").fetchall()[0][0] >= 0.01 * total
-
-    drawn = random_join_queries(con, rng, args.queries * 2)
-    queries, exact, exact_ms = refresh_runs.exact_answers(con, drawn, args.queries, selective)
-    errors = {name: refresh_runs.summary(refresh_runs.accuracy(engine, queries, exact, errors_of))
-              for name, engine in (("refreshed", runs.fresh), ("rebuilt", runs.full), ("stale", runs.stale))}
+    queries, exact, exact_ms = [], {}, []
+    for item in random_join_queries(con, rng, args.queries * 2):
+        if con.execute(f"SELECT COUNT(*) {FROM} WHERE {item['where']}").fetchall()[0][0] < 0.01 * total:
+            continue
+        started = time.perf_counter()
+        exact[len(queries)] = con.execute(item["sql"]).df()
+        exact_ms.append(1e3 * (time.perf_counter() - started))
+        queries.append(item)
+        if len(queries) == args.queries:
+            break
+    for item in categorical_queries(rng, args.queries // 2):
+        started = time.perf_counter()
+        exact[len(queries)] = con.execute(item["sql"]).df()
+        exact_ms.append(1e3 * (time.perf_counter() - started))
+        queries.append(item)
+    forms: dict[str, dict[str, int]] = {"refreshed": {}, "rebuilt": {}, "stale": {}}
+    errors = {name: summary(accuracy(engine, queries, exact, forms[name]))
+              for name, engine in (("refreshed", fresh), ("rebuilt", full), ("stale", stale))}
     return {
         "machine": machine(), "python": platform.python_version(), "duckdb": duckdb.__version__,
         "parzen": version("parzen"), "database": str(args.database), "rows before": before.row_count,
         "rows appended": appended, "orders rows": before.dimension_rows["orders"], "why stale": why_stale,
+        "orders appended": orders_appended, "forms": forms, "load average": list(os.getloadavg()),
         "options": options, "categorical columns": list(before.categories.values) if before.categories else [],
-        "build seconds": build_seconds, "insert seconds": insert_seconds,
-        "refresh seconds": runs.refresh_seconds, "refresh note": refreshed.refreshed,
-        "rebuild seconds": runs.rebuild_seconds,
-        "speed-up (rebuild / best refresh)": runs.rebuild_seconds / min(runs.refresh_seconds),
-        "exact parts": join_exact_parts(refreshed, rebuilt), "errors": errors, "exact median ms": float(np.median(exact_ms)),
+        "build seconds": build_seconds, "insert seconds": insert_seconds, "refresh seconds": refresh_seconds,
+        "refresh note": refreshed.refreshed, "rebuild seconds": rebuild_seconds,
+        "speed-up (rebuild / best refresh)": rebuild_seconds / min(refresh_seconds),
+        "exact parts": exact_parts(refreshed, rebuilt), "errors": errors, "exact median ms": float(np.median(exact_ms)),
         "queries": [q["sql"] for q in queries],
     }
 
 
 def markdown(r: dict) -> str:
     parts = r["exact parts"]
+    grown = r["orders appended"]
+    where = (f"{grown} new orders, those only they name, are appended to orders with them (before: {r['orders rows']} "
+             "rows): the fact table and the dimension grow") if grown else \
+        f"their orders are among the {r['orders rows']} rows of orders already, so only the fact table grows"
+    title = "appending 1 % of lineitem and its new orders" if grown else "appending 1 % of lineitem"
     lines = [
-        "# Refresh of a join synopsis (TPC-H lineitem JOIN orders) after appending 1 % of lineitem, against a rebuild",
+        f"# Refresh of a join synopsis (TPC-H lineitem JOIN orders) after {title}, against a rebuild",
         "",
         (f"{r['database']}: lineitem's first {r['rows before']} rows (rowid order), then its last "
-        f"{r['rows appended']} appended ({100 * r['rows appended'] / r['rows before']:.2f} %; their orders are among "
-        f"the {r['orders rows']} rows of orders already, so only the fact table grows).  Join synopsis: "
+        f"{r['rows appended']} appended ({100 * r['rows appended'] / r['rows before']:.2f} %; {where}).  Join synopsis: "
         f"joins={JOINS}, sample {r['options']['sample']}, grid 2048, PLUGIN, columns "
         f"{', '.join(r['options']['columns'])}; categorical columns {', '.join(r['categorical columns'])}; built in "
         f"{r['build seconds']:.1f} s before the append.  After it, `check` said: \"{r['why stale']}\"."),
         "",
-        f"Machine: {r['machine']}, shared with other jobs (timings noisy); DuckDB {r['duckdb']}.",
+        (f"Machine: {r['machine']}, shared with other jobs (timings noisy; load average at the end "
+         f"{', '.join(f'{v:.1f}' for v in r['load average'])}); DuckDB {r['duckdb']}."),
         "",
         "| step | seconds |",
         "| --- | --- |",
@@ -192,7 +319,12 @@ def markdown(r: dict) -> str:
         f"{parts['exact tables equal'][1]}; fingerprint equal: {parts['fingerprint equal']}; C(t) at the rebuilt "
         f"grids' points within {parts['grid C(t) max abs. difference (rows)']:.3g} rows (interpolated between the "
         f"refreshed grid's points where they differ); sample rows {parts['sample rows'][0]} / "
-        f"{parts['sample rows'][1]}, {parts['sampled rows in common']} in common (the same keys hash(rowid, seed))."),
+        f"{parts['sample rows'][1]}, {parts['sampled rows in common']} in common (the same keys hash(rowid, seed)).  "
+        f"Exact aggregate tables (refreshed, rebuilt, shared): "
+        f"{', '.join(map(str, parts['aggregate tables (refreshed, rebuilt, shared)']))}; shared tables with equal "
+        f"cells and rows: {parts['aggregate tables with equal cells and rows']}; their SUMs within "
+        f"{parts['aggregate table sums max rel. difference']:.1e} (relative); dependencies equal: "
+        f"{parts['aggregate dependencies equal']}."),
         "",
         ("Accuracy against DuckDB exact (relative error per query: median over COUNT and SUM, and over groups for "
         f"GROUP BY); DuckDB's exact median {r['exact median ms']:.0f} ms:"),
@@ -200,20 +332,37 @@ def markdown(r: dict) -> str:
         "| family | queries | refreshed median | refreshed p95 | rebuilt median | rebuilt p95 | stale median | stale p95 |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    lines += refresh_runs.accuracy_rows(r["errors"], ["join range", "join GROUP BY", "all"])
+    e = r["errors"]
+    for family in ["join range", "join GROUP BY", "join categorical GROUP BY", "all"]:
+        if family not in e["refreshed"]:
+            continue
+        cells = [f"{100 * e[s][family][m]:.2f} %" for s in ("refreshed", "rebuilt", "stale") for m in ("median", "p95")]
+        lines.append(f"| {family} | {e['refreshed'][family]['queries']} | {' | '.join(cells)} |")
+    lines += ["", "Answers' forms (family: form, queries): " + "; ".join(
+        f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(r["forms"][name].items())) for name in r["forms"]) + "."]
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--database", type=Path, default=Path("/work/data/s7-joinappend/tpch_sf1.duckdb"),
+    parser.add_argument("--database", type=Path, default=Path("/work/data/s8-refresh/tpch_sf1.duckdb"),
                         help="a copy of a TPC-H DuckDB file (written: lineitem is replaced)")
     parser.add_argument("--share", type=float, default=0.01, help="lineitem's share appended")
-    refresh_runs.add_run_options(parser, queries=60, results=RESULTS)
+    parser.add_argument("--sample", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memory-limit", default="4GB", help="DuckDB's memory_limit")
+    parser.add_argument("--output-dir", type=Path, default=RESULTS)
+    parser.add_argument("--grow-orders", action="store_true",
+                        help="append the new lines' own orders to orders with them (a dimension append)")
     args = parser.parse_args()
     result = run(args)
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    name = "aqp_join_append_orders" if args.grow_orders else "aqp_join_append"
+    (args.output_dir / f"{name}.json").write_text(json.dumps(result, indent=1, default=str))
     text = markdown(result)
-    write_results(args.output_dir, "aqp_join_append", result, text, indent=1, default=str)
+    (args.output_dir / f"{name}.md").write_text(text)
     print(text)
 
 

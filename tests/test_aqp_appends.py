@@ -8,6 +8,7 @@ import warnings
 
 import duckdb
 import numpy as np
+import pandas as pd
 import pytest
 
 from parzen.aqp import Engine, StaleSynopsisWarning, SynopsisRebuiltWarning
@@ -252,3 +253,99 @@ def test_refresh_adds_the_categorical_columns_exact_tables_and_codes_as_a_rebuil
     assert dict(zip(answer["g"], answer["n"])) == {"w": 2, **{g: n for (g,), n in zip(
         con.execute("SELECT g FROM t WHERE g <> 'w' GROUP BY g ORDER BY g").fetchall(),
         con.execute("SELECT COUNT(*) FROM t WHERE g <> 'w' GROUP BY g ORDER BY g").fetchnumpy()["count_star()"])}}
+
+
+def _cities(con, rows, start, seed, name="c", city_count=40, null_price=False):
+    """city (40 values) -> nation (8) -> region (3); mode (4 values); price (gamma, or with NULLs); qty 1..50."""
+    rng = np.random.default_rng(seed)
+    city = rng.integers(0, city_count, rows)
+    frame = pd.DataFrame({"city": [f"C{k:02d}" for k in city], "nation": [f"N{k % 8}" for k in city],
+                          "region": [f"R{k % 8 % 3}" for k in city],
+                          "mode": rng.choice(["AIR", "MAIL", "SHIP", "RAIL"], rows),
+                          "price": np.where(rng.random(rows) < 0.1, np.nan, rng.gamma(2.0, 50.0, rows))
+                          if null_price else rng.gamma(2.0, 50.0, rows),
+                          "qty": rng.integers(1, 51, rows)}, index=np.arange(start, start + rows))
+    con.register("frame_to_insert", frame)
+    con.execute(f"CREATE TABLE IF NOT EXISTS {name} AS SELECT * FROM frame_to_insert LIMIT 0")
+    con.execute(f"INSERT INTO {name} SELECT * FROM frame_to_insert")
+    con.unregister("frame_to_insert")
+
+
+def _cells(cube, values):
+    """Each exact aggregate table as {columns: {value combination: (rows, sums, counts)}} (codes decoded)."""
+    out = {}
+    for t in cube.tables:
+        out[t.columns] = {tuple(values[c][k] for c, k in zip(t.columns, codes)): (n, s, m) for codes, n, s, m in
+                          zip(t.codes.tolist(), t.rows.tolist(), t.sums.tolist(), t.counts.tolist())}
+    return out
+
+
+def _dependencies(cube, values):
+    return {pair: {values[pair[0]][k]: values[pair[1]][m] for k, m in enumerate(mapping.tolist())}
+            for pair, mapping in cube.dependencies.items()}
+
+
+def _assert_same_cube(mine, theirs, values_mine, values_theirs):
+    assert (mine.measures, mine.nullable) == (theirs.measures, theirs.nullable)
+    ours, full = _cells(mine, values_mine), _cells(theirs, values_theirs)
+    assert set(ours) == set(full)
+    for columns, cells in full.items():
+        assert set(ours[columns]) == set(cells), columns
+        for key, (rows, sums, counts) in cells.items():
+            n, s, m = ours[columns][key]
+            assert (n, m) == (rows, counts), (columns, key)
+            np.testing.assert_allclose(s, sums, rtol=1e-12)
+    assert _dependencies(mine, values_mine) == _dependencies(theirs, values_theirs)
+    for t in mine.tables:  # code order, as a build stores its cells
+        assert t.codes.dtype == np.int16
+        assert np.all(np.diff(t.codes[:, 0].astype(np.int64)) >= 0)
+
+
+@pytest.mark.parametrize("group_by", [None, ["mode"]])
+def test_refresh_adds_the_appended_rows_into_the_exact_aggregate_tables_as_a_rebuild(group_by):
+    """Exact aggregate tables (parzen.aqp.cubes; listed, with the dependencies city -> nation -> region)
+    are additive: after appending 2 % with a new city, a new mode and the first NULL prices, the
+    refreshed tables (cells, rows, sums, counts, codes, dependencies) equal a rebuild's, and answer
+    COUNT / SUM / AVG by a rolled-up column exactly."""
+    con = duckdb.connect(":memory:")
+    _cities(con, 20_000, 0, 1)
+    engine = Engine(con)
+    views = [["city", "mode"], ["region"], ["nation", "mode"]]
+    built = engine.build("c", sample=2_000, group_by=group_by, grid=256, seed=2, cube=views)
+    assert built.cube is not None and ("city", "nation") in built.cube.dependencies and not built.cube.nullable
+    _cities(con, 400, 20_000, 3, city_count=41, null_price=True)  # C40 -> N0 -> R0: a new city, the rule kept
+    con.execute("INSERT INTO c VALUES ('C07', 'N7', 'R1', 'TRUCK', 12.5, 3)")  # a new mode
+    refreshed = _quiet(engine.refresh, "c")
+    assert refreshed.cube is not None and refreshed.cube.nullable == ["price"]
+    assert "C40" in refreshed.categories.values["city"]
+    sql = "SELECT region, COUNT(*) AS n, SUM(price) AS s, AVG(qty) AS q FROM c WHERE mode IN ('AIR', 'TRUCK') GROUP BY region"
+    approx, exact = engine.query(sql), con.execute(sql + " ORDER BY region").df()
+    assert approx.attrs["form"] == "exact table"
+    assert list(approx["region"]) == list(exact["region"])
+    np.testing.assert_array_equal(approx["n"].to_numpy(float), exact["n"].to_numpy(float))
+    np.testing.assert_allclose(approx["s"].to_numpy(float), exact["s"].to_numpy(float), rtol=1e-12)
+    np.testing.assert_allclose(approx["q"].to_numpy(float), exact["q"].to_numpy(float), rtol=1e-12)
+    rebuilt = engine.refresh("c", full=True)
+    assert refreshed.categories.values == rebuilt.categories.values
+    _assert_same_cube(refreshed.cube, rebuilt.cube, refreshed.categories.values, rebuilt.categories.values)
+
+
+def test_a_dependency_that_appended_rows_break_is_dropped_and_the_tables_stay_exact():
+    """An appended row puts city C03 in another nation: city -> nation no longer holds, so the refresh
+    drops it (as a rebuild finds), and nation is answered from a table that holds it, not rolled up."""
+    con = duckdb.connect(":memory:")
+    _cities(con, 20_000, 0, 1)
+    engine = Engine(con)
+    built = engine.build("c", sample=2_000, seed=2, grid=0, cube=[["city", "mode"], ["nation", "region"]])
+    assert {("city", "nation"), ("city", "region"), ("nation", "region")} <= set(built.cube.dependencies)
+    _cities(con, 300, 20_000, 5)
+    con.execute("INSERT INTO c VALUES ('C03', 'N5', 'R2', 'AIR', 40.0, 3)")  # C03 was in N3 (R0); N5 stays in R2
+    refreshed = _quiet(engine.refresh, "c")
+    kept = set(refreshed.cube.dependencies)
+    assert ("city", "nation") not in kept and ("city", "region") not in kept and ("nation", "region") in kept
+    sql = "SELECT nation, COUNT(*) AS n, SUM(price) AS s FROM c GROUP BY nation"
+    approx, exact = engine.query(sql), con.execute(sql + " ORDER BY nation").df()
+    assert approx.attrs["form"] == "exact table"
+    np.testing.assert_array_equal(approx["n"].to_numpy(float), exact["n"].to_numpy(float))
+    rebuilt = engine.refresh("c", full=True)
+    _assert_same_cube(refreshed.cube, rebuilt.cube, refreshed.categories.values, rebuilt.categories.values)

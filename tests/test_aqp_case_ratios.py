@@ -272,3 +272,32 @@ def test_sub_query_passes_give_the_floats_of_separate_passes(engine):
             for name in own:
                 np.testing.assert_array_equal(shared[name], own[name])
     assert paths == [answers, domains]  # both paths are exercised
+
+
+def test_ratio_intervals_take_students_t_of_the_effective_degrees_of_freedom(engine, monkeypatch):
+    """A ratio over a small domain (x beyond 2.3 sd: a few sampled rows per group) takes Student's t
+    quantile at the variance estimate's effective degrees of freedom (parzen.aqp.tails), as every other
+    sample interval does: few degrees of freedom, and an interval wider than the normal quantile's."""
+    from parzen.aqp import ratios
+    from parzen.aqp.tails import EXPANDED_FROM, t_quantiles
+
+    sql = "SELECT g, SUM(w) / COUNT(*) AS m, SUM(y) / SUM(w) AS r FROM t WHERE x > 17 GROUP BY g"
+    seen = []
+
+    def recorded(z, df):
+        seen.append(np.asarray(df, dtype=np.float64).copy())
+        return t_quantiles(z, df)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ratios, "t_quantiles", recorded)
+        with_t = engine.query(sql, with_error=True)
+    assert seen and all(df.shape == (len(with_t),) for df in seen)
+    assert min(float(df.min()) for df in seen) < EXPANDED_FROM  # a group of few rows: t well above z
+    with monkeypatch.context() as patched:
+        patched.setattr(ratios, "t_quantiles", lambda z, df: np.full(np.shape(df), float(z)))
+        with_z = engine.query(sql, with_error=True)
+    for name in ("m", "r"):
+        wide = (with_t[f"{name} high"] - with_t[f"{name} low"]).to_numpy()
+        narrow = (with_z[f"{name} high"] - with_z[f"{name} low"]).to_numpy()
+        np.testing.assert_array_equal(with_t[name].to_numpy(), with_z[name].to_numpy())
+        assert (wide >= narrow - 1e-12).all() and (wide > narrow * 1.01).any(), name

@@ -270,7 +270,7 @@ def test_format_10_is_still_read_and_answers_without_tables(listed):
     assert again.build_options()["cube"] == VIEWS
 
 
-def test_a_merged_refresh_drops_the_tables_and_a_rebuild_makes_them_again():
+def test_a_merged_refresh_adds_the_appended_rows_to_the_tables_and_a_rebuild_makes_the_same():
     con = duckdb.connect(":memory:")
     _star(con)
     con.execute("SET enable_external_access = false")
@@ -281,10 +281,16 @@ def test_a_merged_refresh_drops_the_tables_and_a_rebuild_makes_them_again():
     assert e.query(sql).attrs["form"] == FORM
     con.execute("INSERT INTO lineorder SELECT * FROM lineorder LIMIT 50")
     refreshed = e.refresh("lineorder")
-    assert refreshed.refreshed and refreshed.cube is None  # merged: its tables would lack the appended rows
-    assert e.query(sql).attrs["form"] != FORM
+    assert refreshed.refreshed.startswith("50 appended rows added") and refreshed.cube is not None
+    answer = e.query(sql)
+    assert answer.attrs["form"] == FORM  # the tables hold the appended rows: still exact
+    _same(answer, e.query(sql, exact=True))
     rebuilt = e.refresh("lineorder", full=True)
     assert [set(t.columns) for t in rebuilt.cube.tables] == [{"lo_discount", "lo_partkey"}]
+    mine, theirs = refreshed.cube.tables[0], rebuilt.cube.tables[0]
+    np.testing.assert_array_equal(mine.codes, theirs.codes)
+    np.testing.assert_array_equal(mine.rows, theirs.rows)
+    np.testing.assert_allclose(mine.sums, theirs.sums, rtol=1e-12)
     answer = e.query(sql)
     assert answer.attrs["form"] == FORM
     _same(answer, e.query(sql, exact=True))
@@ -328,3 +334,33 @@ def test_two_pairs_of_equivalent_columns_keep_one_column_of_each():
                           budget=10**6)
     assert chosen
     assert {c for v in chosen for c in v} <= {"a", "c"}  # the first of each pair (fewest values, then name)
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+def test_the_appended_cells_read_as_columns_equal_the_build_pass(arrow, monkeypatch):
+    """cubes.appended_cells reads the appended rows' cells as Arrow columns; they equal the build's
+    row-by-row pass (_aggregate) with NULL values, numeric categorical columns, NULL and DECIMAL
+    measures; a value Arrow gives in another form falls back to that pass."""
+    from parzen.aqp import cubes
+
+    con = duckdb.connect(":memory:")
+    con.execute("CREATE TABLE r AS SELECT CASE WHEN i % 7 = 0 THEN NULL ELSE 'v' || (i % 5) END AS a, "
+                "(i % 3)::INTEGER AS b, CASE WHEN i % 11 = 0 THEN NULL ELSE i * 0.5 END AS x, "
+                "(i % 13)::DECIMAL(15, 2) AS y FROM range(500) t(i)")
+    values = {"a": ["v0", "v1", "v2", "v3", "v4", "v9", None], "b": [0, 1, 2, 5]}
+    views = [("a", "b"), ("b",), ("a",)]
+    expected = cubes._aggregate(con, "r", views, values, ["x", "y"], ["x", "y"])
+    cube = cubes.Cube(["x", "y"], ["x"], [cubes.CubeTable(v, np.zeros((0, len(v)), np.int16), np.zeros(0, np.int64),
+                                                          np.zeros((0, 2)), np.zeros((0, 1), np.int64)) for v in views])
+    if not arrow:
+        def missing(*args):
+            raise LookupError("a value in another form")
+        monkeypatch.setattr(cubes, "_codes_of", missing)
+    found = cubes.appended_cells(con, "r", cube, values).tables
+    for mine, theirs in zip(found, expected):
+        assert mine.columns == theirs.columns and mine.codes.dtype == theirs.codes.dtype
+        np.testing.assert_array_equal(mine.codes, theirs.codes)
+        np.testing.assert_array_equal(mine.rows, theirs.rows)
+        np.testing.assert_array_equal(mine.counts, theirs.counts)
+        np.testing.assert_allclose(mine.sums, theirs.sums, rtol=1e-15)
+    assert np.isnan(found[2].sums[:, 0]).sum() == 0 and found[0].rows.sum() == 500

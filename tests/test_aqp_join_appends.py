@@ -78,12 +78,20 @@ def _tables(categories):
                         for codes, n in zip(t.codes.tolist(), t.rows.tolist())} for t in categories.tables}
 
 
+def _cells(cube, values):
+    """Each exact aggregate table as {columns: {value combination: (rows, sums)}} (codes decoded)."""
+    return {t.columns: {tuple(values[c][k] for c, k in zip(t.columns, codes)): (n, s)
+                        for codes, n, s in zip(t.codes.tolist(), t.rows.tolist(), t.sums.tolist())}
+            for t in cube.tables}
+
+
 @pytest.mark.parametrize("group_by", [None, ["s_mode"]])
 def test_refresh_of_a_join_synopsis_has_the_exact_parts_and_sample_of_a_rebuild(con, group_by):
     """Fact rows appended (2 %, prices beyond the old grid): the refresh reads them joined with their
     dimensions; row count, totals (of dimension columns too), group rows, the categorical values and
-    exact tables (dimension columns, the small dimension's key, pairs), C(t) at the grid points,
-    fingerprint, rowid end equal a rebuild's; the sample is the rebuild's row for row."""
+    exact tables (dimension columns, the small dimension's key, pairs), the exact aggregate tables and
+    their dependencies, C(t) at the grid points, fingerprint, rowid end equal a rebuild's; the sample
+    is the rebuild's row for row."""
     engine = Engine(con)
     built = engine.build("sales", joins=KEYS, sample=2_000, group_by=group_by, grid=512, seed=3)
     _insert(con, "sales", _sales(400, 2, price_scale=60.0))
@@ -120,6 +128,20 @@ def test_refresh_of_a_join_synopsis_has_the_exact_parts_and_sample_of_a_rebuild(
     for c, grid in refreshed.grids.items():
         if c in rebuilt.grids and np.array_equal(grid.points, rebuilt.grids[c].points):
             np.testing.assert_array_equal(grid.count, rebuilt.grids[c].count)
+    # the exact aggregate tables (the default budget's choice at build, kept) add the appended rows as a rebuild
+    assert built.cube is not None and refreshed.cube is not None and rebuilt.cube is not None
+    assert [t.columns for t in refreshed.cube.tables] == [t.columns for t in built.cube.tables]
+    assert (refreshed.cube.measures, refreshed.cube.nullable) == (rebuilt.cube.measures, rebuilt.cube.nullable)
+    ours, full = _cells(refreshed.cube, mine.values), _cells(rebuilt.cube, theirs.values)
+    assert set(ours) & set(full)
+    for columns in set(ours) & set(full):
+        assert set(ours[columns]) == set(full[columns]), columns
+        for key, (rows, sums) in full[columns].items():
+            assert ours[columns][key][0] == rows
+            np.testing.assert_allclose(ours[columns][key][1], sums, rtol=1e-12)
+    assert set(refreshed.cube.dependencies) == set(rebuilt.cube.dependencies)
+    for pair, mapping in rebuilt.cube.dependencies.items():
+        np.testing.assert_array_equal(refreshed.cube.dependencies[pair], mapping)
     price = refreshed.grids["s_price"]
     for k in [*range(0, price.points.size, 37), price.points.size - 1]:
         exact = con.execute("SELECT COUNT(*) FROM sales WHERE s_price <= ?", [float(price.points[k])]).fetchone()[0]
@@ -153,24 +175,37 @@ def test_refreshed_join_answers_match_duckdb(con):
 
 
 @pytest.mark.parametrize("change, why", [
-    ("INSERT INTO product VALUES (50, 'B9', 3.0)", "dimension 'product' changed: 50 rows at build, 51 now"),
+    ("INSERT INTO product SELECT 50 + i, 'B9', 3.0 FROM range(951) r(i)",
+     ("dimension 'product' grew from 50 to 1001 rows, past the 1000 up to which its key s_productkey is a "
+      "categorical column")),
     ("DELETE FROM customer WHERE c_custkey NOT IN (SELECT o_custkey FROM orders)",
      "dimension 'customer' changed: 310 rows at build, 300 now"),
     ("UPDATE orders SET o_total = o_total + 1 WHERE o_orderkey NOT IN (SELECT s_orderkey FROM sales)",
      "dimension 'orders' changed: contents changed (same row count)"),
 ])
 def test_a_dimension_change_rebuilds_saying_why(con, change, why):
-    """Changes to a dimension, even to rows no fact row references (the join view is the same), show
-    in check and make refresh rebuild, with fact rows appended or not."""
+    """Changes to a dimension other than new rows with new keys, even to rows no fact row references
+    (the join view is the same), show in check and make refresh rebuild, with fact rows appended or
+    not; so does a small dimension (a categorical key) growing past the categorical limit."""
     engine = Engine(con)
     engine.build("sales", joins=KEYS, sample=1_000, grid=64)
     con.execute(change)
-    assert engine.check("sales").startswith(why)
+    assert engine.check("sales").startswith("dimension ")
     _insert(con, "sales", _sales(100, 4))
     with pytest.warns(SynopsisRebuiltWarning, match=re.escape(f"refresh rebuilt the synopsis of 'sales': {why}")):
         rebuilt = engine.refresh("sales")
     assert rebuilt.refreshed.startswith(f"rebuilt: {why}")
     assert rebuilt.row_count == FACT_ROWS + 100 and engine.check("sales") == ""
+
+
+def test_a_new_dimension_row_repeating_a_key_rebuilds_and_the_rebuild_refuses_it(con):
+    engine = Engine(con)
+    engine.build("sales", joins=KEYS, sample=1_000, grid=0)
+    con.execute("INSERT INTO product VALUES (7, 'B9', 3.0)")
+    why = "dimension 'product' got rows whose p_productkey repeats a key (1 duplicate value(s)): it is no longer a key"
+    with pytest.warns(SynopsisRebuiltWarning, match=re.escape(why)), \
+            pytest.raises(ValueError, match="p_productkey is not unique"):
+        engine.refresh("sales")
 
 
 def test_old_fact_rows_are_checked_on_the_fact_table_alone_and_their_changes_rebuild(con, monkeypatch):
@@ -236,3 +271,78 @@ def test_a_join_synopsis_without_dimension_fingerprints_rebuilds_on_refresh(con)
     with pytest.warns(SynopsisRebuiltWarning, match="keeps no fingerprint of dimension 'orders'"):
         rebuilt = engine.refresh("sales")
     assert all("fingerprint" in e for e in rebuilt.joins)
+
+
+def _grow_dimensions(con):
+    """New rows with new keys in all three dimensions: customers 310-314 (a new segment), orders
+    3000-3099 (of old and new customers), products 50-54 (a new brand); the old rows unchanged."""
+    rng = np.random.default_rng(21)
+    _insert(con, "customer", pd.DataFrame({"c_custkey": np.arange(310, 315), "c_segment": ["MACH"] * 5,
+                                           "c_balance": rng.uniform(0.0, 1000.0, 5)}))
+    _insert(con, "orders", pd.DataFrame({"o_orderkey": np.arange(3_000, 3_100),
+                                         "o_custkey": rng.integers(250, 315, 100),
+                                         "o_priority": rng.choice(["1-URGENT", "2-HIGH", "3-LOW"], 100),
+                                         "o_total": rng.gamma(2.0, 500.0, 100)}))
+    _insert(con, "product", pd.DataFrame({"p_productkey": np.arange(50, 55), "p_brand": ["B7"] * 5,
+                                          "p_weight": rng.uniform(1.0, 20.0, 5)}))
+
+
+def test_rows_appended_to_dimensions_refresh_incrementally_as_a_rebuild(con):
+    """Dimensions that only got rows (new keys) keep the synopsis: a refresh without new fact rows
+    brings the dimensions' rows and fingerprints up to date and answers as before; fact rows then
+    appended that name the new rows (new customers, orders, products; a new segment and brand) are
+    read joined with them, and the refreshed synopsis equals a rebuild: rows, totals, dimensions,
+    categorical values and tables, aggregate tables, sample; COUNT by the new segment is exact."""
+    engine = Engine(con)
+    built = engine.build("sales", joins=KEYS, sample=2_000, grid=256, seed=3)
+    _grow_dimensions(con)
+    assert engine.check("sales").startswith("dimension ")
+    grown = _quiet(engine.refresh, "sales")
+    assert grown.refreshed.startswith("0 appended rows (dimension rows added: 100 to orders, 5 to product, "
+                                      "5 to customer) added in")
+    assert grown.dimension_rows == {"orders": 3_100, "product": 55, "customer": 315}
+    assert engine.check("sales") == ""
+    np.testing.assert_array_equal(grown.sample_keys, built.sample_keys)
+    assert grown.categories.values == built.categories.values
+    rng = np.random.default_rng(8)
+    extra = _sales(500, 9)
+    extra["s_orderkey"] = np.where(rng.random(500) < 0.5, rng.integers(3_000, 3_100, 500), extra["s_orderkey"])
+    extra["s_productkey"] = np.where(rng.random(500) < 0.2, rng.integers(50, 55, 500), extra["s_productkey"])
+    _insert(con, "sales", extra)
+    refreshed = _quiet(engine.refresh, "sales")
+    assert refreshed.refreshed.startswith("500 appended rows added in")
+    assert "MACH" in refreshed.categories.values["c_segment"] and "B7" in refreshed.categories.values["p_brand"]
+    sql = f"SELECT c_segment, COUNT(*) AS n, SUM(s_price) AS s {JOIN} GROUP BY c_segment"
+    approx, exact = engine.query(sql), con.execute(sql + " ORDER BY c_segment").df()
+    assert list(approx["c_segment"]) == list(exact["c_segment"])
+    np.testing.assert_array_equal(approx["n"].to_numpy(float), exact["n"].to_numpy(float))
+    rebuilt = engine.refresh("sales", full=True)
+    assert refreshed.row_count == rebuilt.row_count == FACT_ROWS + 500
+    assert refreshed.joins == rebuilt.joins and refreshed.dimension_rows == rebuilt.dimension_rows
+    assert (refreshed.fingerprint, refreshed.fact_fingerprint) == (rebuilt.fingerprint, rebuilt.fact_fingerprint)
+    for c, (count, total) in rebuilt.totals.items():
+        assert refreshed.totals[c][0] == count and refreshed.totals[c][1] == pytest.approx(total, rel=1e-12), c
+    np.testing.assert_array_equal(refreshed.sample_keys, rebuilt.sample_keys)
+    mine, theirs = refreshed.categories, rebuilt.categories
+    assert mine.values == theirs.values and _tables(mine) == _tables(theirs)
+    ours, full = _cells(refreshed.cube, mine.values), _cells(rebuilt.cube, theirs.values)
+    for columns in set(ours) & set(full):
+        assert set(ours[columns]) == set(full[columns]), columns
+        for key, (rows, sums) in full[columns].items():
+            assert ours[columns][key][0] == rows
+            np.testing.assert_allclose(ours[columns][key][1], sums, rtol=1e-12)
+
+
+def test_a_synopsis_stored_without_dimension_rowid_ends_takes_the_build_row_counts(con):
+    """A join synopsis stored before the dimensions' rowid ends were kept: their rows at build stand
+    for them (rowids of tables without deletes), so a dimension that only got rows still refreshes."""
+    engine = Engine(con)
+    built = engine.build("sales", joins=KEYS, sample=1_000, grid=0)
+    for e in built.joins:
+        del e["rowid_end"]
+    synopsis_store.save(con, built)
+    engine = Engine(con)
+    _grow_dimensions(con)
+    refreshed = _quiet(engine.refresh, "sales")
+    assert refreshed.dimension_rows == {"orders": 3_100, "product": 55, "customer": 315}
+    assert {e["parent"]: e["rowid_end"] for e in refreshed.joins} == {"orders": 3_100, "product": 55, "customer": 315}

@@ -10,6 +10,10 @@ the partitioned build (:mod:`parzen.aqp.partitions`), and :func:`merged` adds th
   MAX, the column summaries (Chan, Golub and LeVeque's update) and the HLL sketches (unions), the
   content fingerprint (a sum over rows), and the grids' C(t), S(t) (the new rows' counts and sums per
   bucket between the points, :class:`parzen.aqp.grid.GridBuckets`);
+- the exact aggregate tables add (:func:`parzen.aqp.cubes.merged_cube`): the new rows grouped by each
+  table's columns in one GROUPING SETS pass over them, their rows, sums and counts added into the
+  cells (new cells, and new values' codes, as a build makes them), and the dependencies a -> b that
+  the tables roll up along checked against the new rows' pairs (one that breaks is dropped);
 - a grid keeps its points.  New values beyond its first or last point get more points there, at the
   grid's mean spacing of its uniform half (integer columns: a whole number of units, so ranges still
   end on points; discrete columns: a step at each new value), up to :data:`MAX_GRID_GROWTH` of its
@@ -37,12 +41,15 @@ A join synopsis (:mod:`parzen.aqp.joins`: the fact table's rows carry their dime
 refreshes the same way when only its fact table got rows: the new rows are read from the join view
 (the fact table's rowids, so the same keys hash(rowid, seed)), each with its dimensions' columns, and
 merged as above (the categorical tables of dimension columns and keys too); their NULL foreign keys
-are added to the edges' counts.  It rebuilds when a dimension changed in any way
-(:func:`parzen.aqp.joins.dimension_changes`: row count and content fingerprint of each dimension's
-key and carried columns against the build's; with the dimensions unchanged, the old fact rows are
-checked on the fact table alone, :func:`parzen.aqp.changes.fact_changes`, not through the join),
-when an appended row's foreign key matches no
-dimension row, or when NULL keys come into a dimension too large for a categorical key (a build
+are added to the edges' counts.  Rows appended to a dimension (new keys, its old rows unchanged) leave
+the view's old rows as they were, and enter it only through fact rows appended with them: the
+dimension's row count and fingerprint are brought up to date (:mod:`parzen.aqp.dimension_appends`).
+It rebuilds when a dimension's old rows were deleted or updated, when a new key repeats one, or
+when a dimension whose key is categorical grows past its limit (row count and content fingerprint
+of each dimension's key and carried columns, below and beyond its rowid end at build; with the
+dimensions unchanged or grown, the old fact rows are checked on the fact table alone,
+:func:`parzen.aqp.changes.fact_changes`, not through the join), when an appended row's foreign key
+matches no dimension row, or when NULL keys come into a dimension too large for a categorical key (a build
 refuses both, and the rebuild says so).
 
 A refresh rebuilds (and says why: :class:`Refresh`) when rows the synopsis read were deleted or
@@ -57,18 +64,21 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
 
-from . import joins
+from . import cubes, joins
 from .build import DISCRETE_MAX_VALUES, MIN_GROUP_SAMPLE, quote, refuse_non_finite
 from .categories import CATEGORY_LIMIT, Categories, ExactTable, grouping_sets, plain_value, sample_codes, value_order
 from .changes import FactChanges, TableChanges, fact_changes, table_changes
 from .column_summary import normal_key
+from .cubes import AppendedCells
 from .dates import as_double
+from .dimension_appends import grown_dimensions
 from .estimate import _REACH, DISCRETE, ColumnModel
 from .grid import ColumnGrid, GridBuckets, kernel_cumulative
 from .partitions import TableScan, group_rows, group_sort_key, integer_keys, numeric_values
@@ -123,21 +133,27 @@ def database_batches(con, synopsis: Synopsis, changes: TableChanges,
         yield frame, frame.pop("__key").to_numpy(dtype=np.uint64)
 
 
-def appended_combinations(con, synopsis: Synopsis, changes: TableChanges,
-                          relation: str | None = None) -> dict[tuple, Counter]:
-    """Per exact table of the synopsis's categorical columns, the appended rows per combination of
-    their values: one GROUPING SETS pass over the new rows (:func:`parzen.aqp.categories.grouping_sets`),
-    of ``relation`` (a join synopsis's view) when given."""
-    if synopsis.categories is None:
-        return {}
+@contextmanager
+def appended_view(con, synopsis: Synopsis, changes: TableChanges, relation: str | None = None) -> Iterator[str]:
+    """A temporary view of the appended rows alone (rowids from the synopsis's ``rowid_end`` to the
+    end now) of its table, or of ``relation`` (a join synopsis's view), dropped on leaving."""
     view = "parzen_appended_" + synopsis.table
     con.execute(f"CREATE OR REPLACE TEMP VIEW {quote(view)} AS SELECT * FROM {quote(relation or synopsis.table)} "
                 f"WHERE rowid >= {int(synopsis.rowid_end)} AND rowid < {int(changes.rowid_end)}")
     try:
-        sets = [t.columns for t in synopsis.categories.tables]
-        found = grouping_sets(con, view, list(synopsis.categories.values), sets)
+        yield view
     finally:
         con.execute(f"DROP VIEW IF EXISTS {quote(view)}")
+
+
+def appended_combinations(con, synopsis: Synopsis, view: str) -> dict[tuple, Counter]:
+    """Per exact table of the synopsis's categorical columns, the appended rows (``view``,
+    :func:`appended_view`) per combination of their values: one GROUPING SETS pass
+    (:func:`parzen.aqp.categories.grouping_sets`)."""
+    if synopsis.categories is None:
+        return {}
+    sets = [t.columns for t in synopsis.categories.tables]
+    found = grouping_sets(con, view, list(synopsis.categories.values), sets)
     return {columns: Counter(dict(found[columns])) for columns in sets}
 
 
@@ -184,9 +200,11 @@ def refresh(con, synopsis: Synopsis) -> Refresh:
     if not changes.appended_only(synopsis):
         return Refresh(None, changes.why(synopsis))
     if synopsis.joins:
-        why = joins.dimension_changes(con, synopsis)
-        if why:
-            return Refresh(None, why)
+        growth = grown_dimensions(con, synopsis)
+        if growth.why:
+            return Refresh(None, growth.why)
+        if growth.grown:  # only new dimension rows: the view's old rows are unchanged (dimension_appends)
+            synopsis = replace(synopsis, joins=growth.edges, dimension_rows=growth.rows)
     if not changes.new_rows:
         return Refresh(synopsis)
     edges = synopsis.joins
@@ -196,7 +214,16 @@ def refresh(con, synopsis: Synopsis) -> Refresh:
             return Refresh(None, why)
     refuse_non_finite(synopsis.table, changes.non_finite)
     appended = AppendedRows.read(synopsis, database_batches(con, synopsis, changes, relation))
-    appended.combinations = appended_combinations(con, synopsis, changes, relation)
+    with appended_view(con, synopsis, changes, relation) as view:
+        appended.combinations = appended_combinations(con, synopsis, view)
+        if synopsis.cube is not None and synopsis.cube.dimensions:
+            return Refresh(None, "its exact tables group by numeric dimensions ("
+                           + ", ".join(synopsis.cube.dimensions) + "), whose codes appended values would shift")
+        if synopsis.cube is not None and synopsis.categories is not None:
+            values = _merged_values(synopsis.categories, appended.combinations)
+            if isinstance(values, str):
+                return Refresh(None, values)
+            appended.cells = cubes.appended_cells(con, view, synopsis.cube, values)
     out = merged(synopsis, appended)
     if out.synopsis is not None:
         out.synopsis.fingerprint = synopsis.fingerprint + changes.new_fingerprint
@@ -296,6 +323,8 @@ class AppendedRows:
     combinations : dict
         Per exact table of the synopsis's categorical columns (its columns), the new rows per
         combination of their values (:func:`appended_combinations`).
+    cells : AppendedCells or None
+        The new rows' cells of the synopsis's exact aggregate tables (:func:`parzen.aqp.cubes.appended_cells`).
     """
 
     scan: TableScan | None
@@ -303,6 +332,7 @@ class AppendedRows:
     buckets: GridBuckets | None
     outside: dict[str, list[np.ndarray]]
     combinations: dict[tuple, Counter] = field(default_factory=dict)
+    cells: AppendedCells | None = None
 
     @classmethod
     def read(cls, synopsis: Synopsis, batches) -> AppendedRows:
@@ -400,11 +430,15 @@ def merged(synopsis: Synopsis, appended: AppendedRows) -> Refresh:
             return Refresh(None, found)
         categories = found
     models = _merged_models(synopsis, scan, sample)
+    totals = {c: (n + scan.columns[c].moments.rows, s + scan.columns[c].total) for c, (n, s) in synopsis.totals.items()}
+    cube = None  # without the appended rows' cells (Parquet files: a synopsis without tables) none is kept
+    if synopsis.cube is not None and synopsis.categories is not None and categories is not None \
+            and appended.cells is not None:
+        nullable = [m for m in synopsis.cube.measures if totals[m][0] < rows]
+        cube = cubes.merged_cube(synopsis.cube, synopsis.categories.values, categories.values, appended.cells, nullable)
     out = replace(synopsis, row_count=rows, models=models, sample=sample, sample_keys=keys, groups=groups,
-                  totals={c: (n + scan.columns[c].moments.rows, s + scan.columns[c].total)
-                          for c, (n, s) in synopsis.totals.items()},
-                  full_build_rows=base, built_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                  regressions={}, categories=categories, cube=None)  # its exact tables lack the appended rows
+                  totals=totals, full_build_rows=base, built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                  regressions={}, categories=categories, cube=cube)
     if synopsis.grids:
         _, weights, scale = out.strata()
         _, old_weights, old_scale = synopsis.strata()
@@ -528,13 +562,9 @@ def _merged_categories(categories: Categories, combinations: dict[tuple, Counter
     """The categorical columns' exact values and tables with the appended rows' ``combinations`` added,
     and the merged sample's codes (``labels``: its rows' values; ``origin``: :func:`_merged_codes`); or why not (a column past
     :data:`parzen.aqp.categories.CATEGORY_LIMIT` values, no longer categorical: rebuild)."""
-    columns = list(categories.values)
-    values = {}
-    for k, c in enumerate(columns):
-        seen = set(categories.values[c]) | {key[0] for key in combinations.get((c,), ())}
-        if len(seen) > CATEGORY_LIMIT:
-            return f"column {c!r} now has {len(seen)} values, more than a categorical column's {CATEGORY_LIMIT}"
-        values[c] = sorted(seen, key=value_order)
+    values = _merged_values(categories, combinations)
+    if isinstance(values, str):
+        return values
     tables = []
     for exact in categories.tables:
         counts: Counter = Counter()
@@ -547,6 +577,19 @@ def _merged_categories(categories: Categories, combinations: dict[tuple, Counter
         tables.append(ExactTable(exact.columns, np.array([e for e, _ in encoded], dtype=np.int32).reshape(-1, len(code)),
                                  np.array([n for _, n in encoded], dtype=np.int64)))
     return Categories(values, _merged_codes(categories, values, labels, origin), tables)
+
+
+def _merged_values(categories: Categories, combinations: dict[tuple, Counter]) -> dict[str, list] | str:
+    """Per categorical column, its values with the appended rows' new ones (sorted as a build sorts
+    them, :func:`parzen.aqp.categories.value_order`), or why not (a column past
+    :data:`parzen.aqp.categories.CATEGORY_LIMIT` values, no longer categorical: rebuild)."""
+    values = {}
+    for c in categories.values:
+        seen = set(categories.values[c]) | {key[0] for key in combinations.get((c,), ())}
+        if len(seen) > CATEGORY_LIMIT:
+            return f"column {c!r} now has {len(seen)} values, more than a categorical column's {CATEGORY_LIMIT}"
+        values[c] = sorted(seen, key=value_order)
+    return values
 
 
 def _merged_codes(categories: Categories, values: dict[str, list], labels: np.ndarray,
@@ -663,6 +706,10 @@ def _updated_density(grid: ColumnGrid, before: ColumnGrid, old: tuple, removed: 
     return np.maximum(density, 0.0)
 
 
-def refreshed_note(rows: int, seconds: float) -> str:
-    """What :attr:`Synopsis.refreshed` says of an incremental refresh."""
-    return f"{rows} appended rows added in {seconds:.2f} s"
+def refreshed_note(before: Synopsis, after: Synopsis, seconds: float) -> str:
+    """What :attr:`Synopsis.refreshed` says of an incremental refresh from ``before`` to ``after``:
+    the appended rows, and the rows each dimension of a join synopsis got."""
+    grown = [f"{after.dimension_rows[d] - n} to {d}" for d, n in before.dimension_rows.items()
+             if after.dimension_rows.get(d, n) != n]
+    dimensions = f" (dimension rows added: {', '.join(grown)})" if grown else ""
+    return f"{after.row_count - before.row_count} appended rows{dimensions} added in {seconds:.2f} s"

@@ -389,3 +389,183 @@ def _aggregate(con, table: str, views: list[tuple[str, ...]], values: dict[str, 
         counts = np.array([row[width + 2 + m:] for row in found], dtype=np.int64).reshape(len(found), len(nullable))
         tables.append(CubeTable(view, keys[order].astype(dtype), rows[order], sums[order], counts[order]))
     return tables
+
+
+# --- refresh after appends (parzen.aqp.appends) -------------------------------------------------
+
+
+@dataclass
+class AppendedCells:
+    """The appended rows' part of a synopsis's exact tables (:func:`appended_cells`).
+
+    Parameters
+    ----------
+    tables : list of CubeTable
+        Per table of the cube, in its order, the appended rows' cells: codes under the merged values,
+        rows, sums of every measure, and COUNT of every measure (each may have NULLs among them)
+        (:func:`_appended_aggregate`).
+    pairs : dict of (str, str) to list of ((value_a, value_b), rows)
+        Per functional dependency a -> b of the cube, the appended rows' combinations of a and b.
+    """
+
+    tables: list[CubeTable]
+    pairs: dict[tuple[str, str], list]
+
+
+def appended_cells(con, relation: str, cube: Cube, values: dict[str, list]) -> AppendedCells:
+    """The cells of the appended rows (``relation``: a view of them alone) for every table of ``cube``,
+    coded under ``values`` (the columns' merged values, old and new), and their combinations of each
+    dependency's pair: two GROUPING SETS passes over the appended rows only.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection.
+    relation : str
+        A view of the appended rows (of a join synopsis: joined with their dimensions).
+    cube : Cube
+        The synopsis's exact tables.
+    values : dict of str to list
+        Per column the tables hold, its values after the append, in the order of the merged codes.
+
+    Returns
+    -------
+    AppendedCells
+    """
+    from .categories import grouping_sets
+
+    views = [t.columns for t in cube.tables]
+    try:
+        tables = _appended_aggregate(con, relation, views, values, cube.measures)
+    except LookupError:  # a value Arrow gives in another form than DuckDB's rows (UUID, ...): row by row
+        tables = _aggregate(con, relation, views, values, cube.measures, list(cube.measures), cube.dimensions)
+    pairs = list(cube.dependencies)
+    found = grouping_sets(con, relation, sorted({c for p in pairs for c in p}), pairs) if pairs else {}
+    return AppendedCells(tables, found)
+
+
+def _appended_aggregate(con, relation: str, views: list[tuple[str, ...]], values: dict[str, list],
+                        measures: list[str]) -> list[CubeTable]:
+    """The tables of ``views`` over ``relation`` (the appended rows), COUNT of every measure among
+    their counts: one GROUP BY GROUPING SETS pass, as :func:`_aggregate` makes them, read as Arrow
+    columns and coded a column at a time (a refresh's tables are many; the appended rows' cells,
+    hundreds of thousands for a hundred tables, are not decoded row by row).  Sums come as DOUBLE
+    (DuckDB's cast of its SUM, as float() of it)."""
+    columns = [c for c in values if any(c in v for v in views)]
+    position = {c: k for k, c in enumerate(columns)}
+    listed = ", ".join(_quote(c) for c in columns)
+    aggregates = ", ".join(["COUNT(*)", *(f"CAST(SUM({_quote(m)}) AS DOUBLE)" for m in measures),
+                            *(f"COUNT({_quote(m)})" for m in measures)])
+    grouping = ", ".join("(" + ", ".join(_quote(c) for c in v) + ")" for v in views)
+    query = con.sql(f"SELECT {listed}, GROUPING({listed}) AS parzen_set, {aggregates} FROM {_quote(relation)} "
+                    f"GROUP BY GROUPING SETS ({grouping})")
+    result = query.to_arrow_table() if hasattr(query, "to_arrow_table") else query.arrow()  # DuckDB 2 / 1
+    width, m = len(columns), len(measures)
+    found = [np.asarray(result.column(k).to_pylist(), dtype=object) for k in range(width)]
+    mask = result.column(width).to_numpy().astype(np.int64)
+    rows = result.column(width + 1).to_numpy().astype(np.int64)
+    sums = np.stack([result.column(width + 2 + j).to_numpy(zero_copy_only=False).astype(np.float64)
+                     for j in range(m)], axis=1) if m else np.zeros((mask.size, 0))
+    counts = np.stack([result.column(width + 2 + m + j).to_numpy().astype(np.int64) for j in range(m)], axis=1) \
+        if m else np.zeros((mask.size, 0), dtype=np.int64)
+    code = {c: {v: k for k, v in enumerate(values[c])} for c in columns}
+    tables = []
+    for view in views:
+        chosen = np.flatnonzero(mask == sum(1 << (width - 1 - position[c]) for c in columns if c not in view))
+        keys = np.stack([_codes_of(found[position[c]][chosen], code[c], c) for c in view], axis=1) \
+            if chosen.size else np.zeros((0, len(view)), dtype=np.int64)
+        order = np.lexsort(keys.T[::-1]) if chosen.size else np.zeros(0, dtype=np.intp)
+        dtype = np.int16 if all(len(values[c]) < np.iinfo(np.int16).max for c in view) else np.int32
+        picked = chosen[order]
+        tables.append(CubeTable(view, keys[order].astype(dtype), rows[picked], sums[picked], counts[picked]))
+    return tables
+
+
+def _codes_of(found: np.ndarray, code: dict, column: str) -> np.ndarray:
+    """The codes of a column's ``found`` values (objects) under ``code`` (value -> code); a value not
+    found as it is, by its plain form (:func:`parzen.aqp.categories.plain_value`: NaN as NULL).
+
+    Raises
+    ------
+    LookupError
+        A value not among the column's values as Arrow gives it (:func:`appended_cells` then reads
+        the rows as :func:`_aggregate` does).
+    """
+    out = np.fromiter((code.get(v, -1) for v in found), dtype=np.int64, count=found.size)
+    for i in np.flatnonzero(out < 0):
+        out[i] = code.get(plain_value(found[i]), -1)
+        if out[i] < 0:
+            raise LookupError(f"column {column!r}: the appended value {found[i]!r} is not among its values")
+    return out
+
+
+def merged_cube(cube: Cube, before: dict[str, list], values: dict[str, list], appended: AppendedCells,
+                nullable: list[str]) -> Cube:
+    """``cube`` with the appended rows added: exact tables are additive, so per table the old cells
+    (their codes mapped from ``before``'s values to ``values``') and the appended rows' cells
+    (:func:`appended_cells`) are grouped by the table's columns and their rows, sums and counts added
+    (:func:`rolled_up`: new cells join, in code order as a build orders them; a sum stays NULL only
+    where every value of the cell is).  A measure with no NULLs before (every cell's count its rows)
+    and NULLs among the new rows gets its counts.  Dependencies are checked again: a -> b holds after
+    the append when each value of a, old or new, still meets one value of b (the old map and the new
+    rows' pairs, :func:`parzen.aqp.cube_lattice.exact_dependencies`); one that broke is dropped, so no
+    answer rolls up through it (the tables kept are exact whatever the dependencies).  The tables are
+    the ones chosen at build (a rebuild may choose others for the new cardinalities).
+
+    Parameters
+    ----------
+    cube : Cube
+        The synopsis's exact tables before the append.
+    before : dict of str to list
+        Per column, its values before (the order of ``cube``'s codes).
+    values : dict of str to list
+        Per column, its values after (sorted as a build sorts them; the appended cells' codes).
+    appended : AppendedCells
+        The appended rows' cells and dependency pairs.
+    nullable : list of str
+        The measures with NULLs after the append (their COUNT below the rows), in ``cube.measures``' order.
+
+    Returns
+    -------
+    Cube
+    """
+    started = time.perf_counter()
+    remaps = {c: _code_remap(before[c], values[c]) for t in cube.tables for c in t.columns}
+    tables = []
+    for old, new in zip(cube.tables, appended.tables):
+        codes = np.stack([remaps[c][old.codes[:, k]] for k, c in enumerate(old.columns)], axis=1)
+        old_counts = _counts_of(old, cube.nullable, nullable)
+        new_counts = new.counts[:, [cube.measures.index(m) for m in nullable]] if nullable \
+            else np.zeros((new.rows.size, 0), dtype=np.int64)
+        both = CubeTable(old.columns, np.concatenate([codes, new.codes.astype(np.int64)]),
+                         np.concatenate([old.rows, new.rows]), np.concatenate([old.sums, new.sums]),
+                         np.concatenate([old_counts, new_counts]))
+        tables.append(rolled_up(both, old.columns, values, {}))
+    merged = Cube(list(cube.measures), list(nullable), tables, merged_dependencies(cube.dependencies, before, values,
+                                                                                   appended.pairs))
+    merged.seconds = time.perf_counter() - started
+    return merged
+
+
+def merged_dependencies(dependencies: dict[tuple[str, str], np.ndarray], before: dict[str, list],
+                        values: dict[str, list], pairs: dict[tuple[str, str], list]) -> dict[tuple[str, str], np.ndarray]:
+    """The dependencies a -> b that still hold once the appended rows' ``pairs`` join the old map's
+    (decoded under ``before``), with their maps under ``values`` (:func:`merged_cube`)."""
+    found = {}
+    for (a, b), mapping in dependencies.items():
+        old = [((before[a][k], before[b][int(m)]), 0) for k, m in enumerate(mapping.tolist())]
+        found[(a, b)] = old + list(pairs.get((a, b), ()))
+    return cube_lattice.exact_dependencies(found, values)
+
+
+def _code_remap(before: list, after: list) -> np.ndarray:
+    """Per old code, the code of the same value among ``after`` (which holds every value of ``before``)."""
+    index = {v: k for k, v in enumerate(after)}
+    return np.array([index[v] for v in before], dtype=np.int64)
+
+
+def _counts_of(table: CubeTable, had_nulls: list[str], nullable: list[str]) -> np.ndarray:
+    """``table``'s counts of the ``nullable`` measures: those it kept, and its rows for a measure that
+    had no NULL when it was made (every value of every cell counted)."""
+    columns = [table.counts[:, had_nulls.index(m)] if m in had_nulls else table.rows for m in nullable]
+    return np.stack(columns, axis=1).astype(np.int64) if columns else np.zeros((table.rows.size, 0), dtype=np.int64)

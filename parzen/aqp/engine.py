@@ -283,8 +283,11 @@ class Engine:
         merges by bottom-k on the rows' keys, bandwidths are kept, rescaled to the sample's size);
         or anything else, deleted or updated rows above all, which rebuilds it, with a
         :class:`SynopsisRebuiltWarning` saying why.  A join synopsis adds rows appended to its fact
-        table alike (read joined with their dimensions' rows), and rebuilds when any dimension
-        changed (rows appended, deleted or updated: each dimension's row count and fingerprint).  The returned synopsis's ``refreshed`` says which
+        table alike (read joined with their dimensions' rows), takes rows appended to a dimension
+        (new keys; :mod:`parzen.aqp.dimension_appends`) by updating its row count and fingerprint,
+        and rebuilds when a dimension's rows were deleted or updated (each dimension's row count and
+        fingerprint below and beyond its rowid end at build), a new key repeats one, or a
+        dimension with a categorical key grows past 1000 rows.  The returned synopsis's ``refreshed`` says which
         happened.  ``full=True`` rebuilds whatever changed (on unchanged data, the same synopsis).
         A corrupt one, or one of an older format, is rebuilt from the database's table with the
         defaults.  docs/aqp.md, "Appends and refresh", lists what the check detects and what not.
@@ -327,8 +330,8 @@ class Engine:
             if outcome.synopsis is not None:
                 if outcome.synopsis is not synopsis:
                     outcome.synopsis.build_seconds = time.perf_counter() - started
-                    outcome.synopsis.refreshed = appends.refreshed_note(
-                        outcome.synopsis.row_count - synopsis.row_count, outcome.synopsis.build_seconds)
+                    outcome.synopsis.refreshed = appends.refreshed_note(synopsis, outcome.synopsis,
+                                                                        outcome.synopsis.build_seconds)
                     store.save(self.con, outcome.synopsis)
                     self._keep(outcome.synopsis)
                     self._sources.pop(table, None)

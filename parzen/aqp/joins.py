@@ -175,7 +175,7 @@ def view_sql(con, fact: str, edges: list[JoinEdge]) -> tuple[str, dict[str, list
 
 
 def check(con, fact: str, edges: list[JoinEdge],
-          carried: dict[str, list[str]]) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+          carried: dict[str, list[str]]) -> tuple[dict[str, int], dict[str, int], dict[str, int], dict[str, int]]:
     """Refuse keys that are not unique and fact rows whose key matches nothing; the dimensions'
     exact rows, per dimension the rows whose foreign key is NULL, and each dimension's content
     fingerprint (:func:`dimension_state`: what :func:`dimension_changes` compares with later).
@@ -198,6 +198,9 @@ def check(con, fact: str, edges: list[JoinEdge],
         Per dimension, the rows (of the table it is joined to) whose foreign key is NULL.
     fingerprints : dict of str to int
         Per dimension, SUM(hash(key, carried columns)) over its rows.
+    ends : dict of str to int
+        Per dimension, one past its largest rowid (rows appended later get rowids from there:
+        :mod:`parzen.aqp.dimension_appends`).
 
     Raises
     ------
@@ -206,11 +209,12 @@ def check(con, fact: str, edges: list[JoinEdge],
     """
     from .build import fingerprint_sql
 
-    rows, fingerprints = {}, {}
+    rows, fingerprints, ends = {}, {}, {}
     for e in edges:
-        total, duplicates, fingerprint = con.execute(
+        total, duplicates, fingerprint, ends[e.parent] = con.execute(
             f"SELECT COUNT(*), COUNT({_quote(e.key)}) - COUNT(DISTINCT {_quote(e.key)}), "
-            f"{fingerprint_sql([e.key, *carried[e.parent]])} FROM {_quote(e.parent)}").fetchall()[0]
+            f"{fingerprint_sql([e.key, *carried[e.parent]])}, COALESCE(MAX(rowid) + 1, 0) "
+            f"FROM {_quote(e.parent)}").fetchall()[0]
         if duplicates:
             raise ValueError(f"joins: {e.parent}.{e.key} is not unique ({duplicates} duplicate value(s)), so it is no "
                              f"key: a join along {e.child}.{e.column} could repeat fact rows")
@@ -221,7 +225,7 @@ def check(con, fact: str, edges: list[JoinEdge],
             raise ValueError(f"joins: {dangling} row(s) of {fact!r} have no match in {e.parent}.{e.key} (along "
                              f"{e.child}.{e.column}: keys that are not NULL and match no row); a join synopsis keeps "
                              "every fact row, so it refuses them: fix the keys, or build without this join")
-    return rows, nulls, fingerprints
+    return rows, nulls, fingerprints, ends
 
 
 def key_faults(con, fact: str, edges: list[JoinEdge], rowids: tuple[int, int] | None = None) -> list[tuple[int, int]]:
@@ -448,9 +452,10 @@ def prepare(con, fact: str, joins) -> tuple[str, list[dict], dict[str, int]]:
     dimension's content fingerprint, :func:`check`) and the dimensions' rows."""
     edges = edges_of(con, fact, joins)
     _, carried = view_sql(con, fact, edges)
-    dimension_rows, nulls, fingerprints = check(con, fact, edges, carried)
+    dimension_rows, nulls, fingerprints, ends = check(con, fact, edges, carried)
     stored = [{"child": e.child, "column": e.column, "parent": e.parent, "key": e.key, "columns": carried[e.parent],
-               "nulls": nulls[e.parent], "fingerprint": str(fingerprints[e.parent])} for e in edges]
+               "nulls": nulls[e.parent], "fingerprint": str(fingerprints[e.parent]), "rowid_end": int(ends[e.parent])}
+              for e in edges]
     return ensure_view(con, fact, stored), stored, dimension_rows
 
 

@@ -22,8 +22,11 @@ L_hat_k = sum_i w_i t_{k,i}, w_i = rows_s / drawn_s of the row's stratum s, so
 R = Y / X this is Cochran's Var(R_hat) = Var(Y_hat - R X_hat) / X^2, whose covariance term makes a
 ratio of two totals of the same rows (TPC-H Q14's promotion share) far narrower than the two
 totals' own errors.  A leaf that the engine answers exactly (interval of width 0: exact totals) is
-a constant there.  The interval is g +- z sd; under GROUP BY it also spans g at the plain
-(uncalibrated) totals, as :func:`parzen.aqp.answers.approximate` does for raked groups.  A WHERE
+a constant there.  The interval is g +- t sd, t Student's quantile at the level of z with the
+effective degrees of freedom of the variance estimate of z_i (Box's kurtosis correction and
+Satterthwaite's rule, :mod:`parzen.aqp.tails`, as every other sample interval; t is z for many
+rows, and wider where few sampled rows of a heavy-tailed column carry the answer); under GROUP BY
+it also spans g at the plain (uncalibrated) totals, as :func:`parzen.aqp.answers.approximate` does for raked groups.  A WHERE
 with OR / NOT, or a group without a sampled row, has no per-row terms here: its half width is
 sum_k |dg / dL_k| h_k from the leaves' own half widths h_k (first order; sd(X + Y) <= sd(X) +
 sd(Y), conservative).  :meth:`parzen.aqp.Engine.query` widens the result by the smoothing bias's
@@ -41,10 +44,11 @@ import pandas as pd
 
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
-from .domains import BOUNDED_GROUPS, _domain_variance
+from .domains import BOUNDED_GROUPS, domain_spread
 from .sql import AggregateQuery
 from .strata import Layout
 from .synopsis import Synopsis
+from .tails import t_quantiles
 from .value_index import member_mask
 
 #: Answers one parsed sub-query from a synopsis: (frame, form), intervals at z when z is given.
@@ -102,7 +106,8 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
             if per_row is None:
                 half, plain = first_order, value
             else:
-                half = z * np.sqrt(per_row.variance(gradient, exact))
+                variance, df = per_row.variance(gradient, exact)
+                half = t_quantiles(z, df) * np.sqrt(variance)
                 half = np.where(bounded, first_order, half)
                 plain_values = {k: np.where(exact[k], leaf_values[k], per_row.total(k)) for k in leaf_values}
                 plain = _evaluate(output.expression, plain_values)[0] if composite.group_by else value
@@ -339,13 +344,15 @@ class _RowTerms:
             self._totals[k] = np.bincount(self.group, weights=self.weight * self.terms[k], minlength=self.groups)
         return self._totals[k]
 
-    def variance(self, gradient: dict[int, np.ndarray], exact: dict[int, np.ndarray]) -> np.ndarray:
-        """Var of g per answer row: the domain variance of z_i = sum_k dg/dL_k t_{k,i} (exact leaves left out)."""
+    def variance(self, gradient: dict[int, np.ndarray],
+                 exact: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Var of g per answer row: the domain variance of z_i = sum_k dg/dL_k t_{k,i} (exact leaves left
+        out), and that estimate's effective degrees of freedom (:func:`parzen.aqp.domains.domain_spread`)."""
         z = np.zeros(self.group.size)
         for k, d in gradient.items():
             factor = np.where(exact[k], 0.0, np.nan_to_num(d, nan=0.0, posinf=0.0, neginf=0.0))
             z += factor[self.group] * self.terms[k]
-        return _domain_variance(z, self.stratum, self.group, self.layout, len(self.layout.keys), self.groups)
+        return domain_spread(z, self.stratum, self.group, self.layout, len(self.layout.keys), self.groups)
 
 
 def _sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout):
