@@ -340,23 +340,28 @@ def test_two_pairs_of_equivalent_columns_keep_one_column_of_each():
 def test_the_appended_cells_read_as_columns_equal_the_build_pass(arrow, monkeypatch):
     """cubes.appended_cells reads the appended rows' cells as Arrow columns; they equal the build's
     row-by-row pass (_aggregate) with NULL values, numeric categorical columns, NULL and DECIMAL
-    measures; a value Arrow gives in another form falls back to that pass."""
-    from parzen.aqp import cubes
+    measures, a DATE dimension with NULLs and its months; a value Arrow gives in another form falls back to that pass."""
+    from parzen.aqp import cube_dimensions, cubes
 
     con = duckdb.connect(":memory:")
     con.execute("CREATE TABLE r AS SELECT CASE WHEN i % 7 = 0 THEN NULL ELSE 'v' || (i % 5) END AS a, "
                 "(i % 3)::INTEGER AS b, CASE WHEN i % 11 = 0 THEN NULL ELSE i * 0.5 END AS x, "
-                "(i % 13)::DECIMAL(15, 2) AS y FROM range(500) t(i)")
+                "(i % 13)::DECIMAL(15, 2) AS y, CASE WHEN i % 17 = 0 THEN NULL ELSE DATE '2020-01-20' + (i % 90)::INTEGER "
+                "END AS d FROM range(500) t(i)")
     values = {"a": ["v0", "v1", "v2", "v3", "v4", "v9", None], "b": [0, 1, 2, 5]}
-    views = [("a", "b"), ("b",), ("a",)]
-    expected = cubes._aggregate(con, "r", views, values, ["x", "y"], ["x", "y"])
+    dimensions = cube_dimensions.find(con, "r", {"d": "DATE"}, ["d"], [])
+    assert set(dimensions) == {"d", "d@month"} and dimensions["d@month"].values.size == 4
+    views = [("a", "b"), ("b",), ("a",), ("a", "d"), ("b", "d@month")]
+    expected = cubes._aggregate(con, "r", views, {**values, **{c: d.as_list() for c, d in dimensions.items()}},
+                                ["x", "y"], ["x", "y"], dimensions)
     cube = cubes.Cube(["x", "y"], ["x"], [cubes.CubeTable(v, np.zeros((0, len(v)), np.int16), np.zeros(0, np.int64),
-                                                          np.zeros((0, 2)), np.zeros((0, 1), np.int64)) for v in views])
+                                                          np.zeros((0, 2)), np.zeros((0, 1), np.int64)) for v in views],
+                      cube_dimensions.dependencies(dimensions), dimensions)
     if not arrow:
         def missing(*args):
             raise LookupError("a value in another form")
         monkeypatch.setattr(cubes, "_codes_of", missing)
-    found = cubes.appended_cells(con, "r", cube, values).tables
+    found = cubes.appended_cells(con, "r", cube, values, dimensions).tables
     for mine, theirs in zip(found, expected):
         assert mine.columns == theirs.columns and mine.codes.dtype == theirs.codes.dtype
         np.testing.assert_array_equal(mine.codes, theirs.codes)

@@ -13,7 +13,10 @@ the partitioned build (:mod:`parzen.aqp.partitions`), and :func:`merged` adds th
 - the exact aggregate tables add (:func:`parzen.aqp.cubes.merged_cube`): the new rows grouped by each
   table's columns in one GROUPING SETS pass over them, their rows, sums and counts added into the
   cells (new cells, and new values' codes, as a build makes them), and the dependencies a -> b that
-  the tables roll up along checked against the new rows' pairs (one that breaks is dropped);
+  the tables roll up along checked against the new rows' pairs (one that breaks is dropped); a numeric
+  dimension (:mod:`parzen.aqp.cube_dimensions`: a date, its months, an integer or decimal of few values)
+  takes the new rows' values, its old codes shifted to their merged positions, and rebuilds when it
+  would pass its limit (:func:`parzen.aqp.cube_dimensions.with_appended`);
 - a grid keeps its points.  New values beyond its first or last point get more points there, at the
   grid's mean spacing of its uniform half (integer columns: a whole number of units, so ranges still
   end on points; discrete columns: a step at each new value), up to :data:`MAX_GRID_GROWTH` of its
@@ -71,7 +74,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 
-from . import cubes, joins
+from . import cube_dimensions, cubes, joins
 from .build import DISCRETE_MAX_VALUES, MIN_GROUP_SAMPLE, quote, refuse_non_finite
 from .categories import CATEGORY_LIMIT, Categories, ExactTable, grouping_sets, plain_value, sample_codes, value_order
 from .changes import FactChanges, TableChanges, fact_changes, table_changes
@@ -216,14 +219,14 @@ def refresh(con, synopsis: Synopsis) -> Refresh:
     appended = AppendedRows.read(synopsis, database_batches(con, synopsis, changes, relation))
     with appended_view(con, synopsis, changes, relation) as view:
         appended.combinations = appended_combinations(con, synopsis, view)
-        if synopsis.cube is not None and synopsis.cube.dimensions:
-            return Refresh(None, "its exact tables group by numeric dimensions ("
-                           + ", ".join(synopsis.cube.dimensions) + "), whose codes appended values would shift")
         if synopsis.cube is not None and synopsis.categories is not None:
             values = _merged_values(synopsis.categories, appended.combinations)
             if isinstance(values, str):
                 return Refresh(None, values)
-            appended.cells = cubes.appended_cells(con, view, synopsis.cube, values)
+            dimensions = cube_dimensions.with_appended(con, view, synopsis.cube.dimensions)
+            if isinstance(dimensions, str):
+                return Refresh(None, dimensions)
+            appended.cells = cubes.appended_cells(con, view, synopsis.cube, values, dimensions)
     out = merged(synopsis, appended)
     if out.synopsis is not None:
         out.synopsis.fingerprint = synopsis.fingerprint + changes.new_fingerprint

@@ -35,7 +35,7 @@ Queries run here are generated from quoted identifiers read from the catalog, ne
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -269,6 +269,49 @@ def dependencies(dimensions: dict[str, NumericDimension]) -> dict[tuple[str, str
         code = np.searchsorted(d.values, days.values, side="right") - 1
         maps[(source, name)] = np.concatenate([code, [d.values.size] if days.nulls else []]).astype(np.int32)
     return maps
+
+
+def with_appended(con, relation: str, dimensions: dict[str, NumericDimension]) -> dict[str, NumericDimension] | str:
+    """``dimensions`` with the distinct values of the appended rows ``relation`` added, or why the tables
+    must be rebuilt: one that would pass its limit (:data:`DATE_LIMIT` days, :data:`NUMBER_LIMIT` values
+    or months) is no dimension of a build any more.
+
+    The appended values are read as :func:`find` reads a column's (:func:`read_as_numbers`: float64, days
+    for a date, a month's first day for a month dimension), so an old value and the same value appended
+    are equal; the merged values are the union, ascending, as :func:`find` sorts them (a value's code is
+    its position: old codes shift, :func:`parzen.aqp.cubes.merged_cube` maps them), a month dimension's
+    bins' last days made again (:func:`_last_days`); scale, type and source stay.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection.
+    relation : str
+        A view of the appended rows (of a join synopsis: joined with their dimension tables).
+    dimensions : dict of str to NumericDimension
+        The exact tables' numeric dimensions before the append.
+
+    Returns
+    -------
+    dict of str to NumericDimension, or str
+        The merged dimensions, in the order of ``dimensions``; or why not.
+    """
+    if not dimensions:
+        return {}
+    names = list(dimensions)
+    read = [*(f"list(DISTINCT {_quote(c)})" for c in names), *(f"COUNT(*) > COUNT({_quote(c)})" for c in names)]
+    row = con.execute(f"SELECT {', '.join(read)} FROM {read_as_numbers(relation, dimensions)}").fetchall()[0]
+    merged = {}
+    for c, found, nulls in zip(names, row[:len(names)], row[len(names):]):
+        old = dimensions[c]
+        values = np.union1d(old.values, np.array([v for v in found or () if v is not None], dtype=np.float64))
+        limit = DATE_LIMIT if old.temporal and old.source is None else NUMBER_LIMIT
+        if values.size > limit:
+            return (f"numeric dimension {c!r} of the exact tables now has {values.size} values, more than its "
+                    f"limit of {limit}")
+        merged[c] = replace(old, values=values, nulls=old.nulls or bool(nulls),
+                            highs=None if old.highs is None else _last_days(values))
+    return merged
 
 
 def read_as_numbers(table: str, dimensions: dict[str, NumericDimension]) -> str:

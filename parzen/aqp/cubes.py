@@ -405,17 +405,23 @@ class AppendedCells:
         rows, sums of every measure, and COUNT of every measure (each may have NULLs among them)
         (:func:`_appended_aggregate`).
     pairs : dict of (str, str) to list of ((value_a, value_b), rows)
-        Per functional dependency a -> b of the cube, the appended rows' combinations of a and b.
+        Per functional dependency a -> b among the cube's categorical columns, the appended rows'
+        combinations of a and b.
+    dimensions : dict of str to NumericDimension
+        The cube's numeric dimensions with the appended rows' values
+        (:func:`parzen.aqp.cube_dimensions.with_appended`): the codes of ``tables``.
     """
 
     tables: list[CubeTable]
     pairs: dict[tuple[str, str], list]
+    dimensions: dict[str, NumericDimension] = field(default_factory=dict)
 
 
-def appended_cells(con, relation: str, cube: Cube, values: dict[str, list]) -> AppendedCells:
+def appended_cells(con, relation: str, cube: Cube, values: dict[str, list],
+                   dimensions: dict[str, NumericDimension] | None = None) -> AppendedCells:
     """The cells of the appended rows (``relation``: a view of them alone) for every table of ``cube``,
-    coded under ``values`` (the columns' merged values, old and new), and their combinations of each
-    dependency's pair: two GROUPING SETS passes over the appended rows only.
+    coded under ``values`` and ``dimensions`` (the columns' merged values, old and new), and their
+    combinations of each categorical dependency's pair: two GROUPING SETS passes over the appended rows only.
 
     Parameters
     ----------
@@ -426,7 +432,10 @@ def appended_cells(con, relation: str, cube: Cube, values: dict[str, list]) -> A
     cube : Cube
         The synopsis's exact tables.
     values : dict of str to list
-        Per column the tables hold, its values after the append, in the order of the merged codes.
+        Per categorical column, its values after the append, in the order of the merged codes.
+    dimensions : dict of str to NumericDimension, optional
+        ``cube``'s numeric dimensions after the append (:func:`parzen.aqp.cube_dimensions.with_appended`;
+        None: it has none).
 
     Returns
     -------
@@ -434,30 +443,34 @@ def appended_cells(con, relation: str, cube: Cube, values: dict[str, list]) -> A
     """
     from .categories import grouping_sets
 
+    dimensions = dimensions or {}
+    values = {**values, **{c: d.as_list() for c, d in dimensions.items()}}
     views = [t.columns for t in cube.tables]
     try:
-        tables = _appended_aggregate(con, relation, views, values, cube.measures)
+        tables = _appended_aggregate(con, relation, views, values, cube.measures, dimensions)
     except LookupError:  # a value Arrow gives in another form than DuckDB's rows (UUID, ...): row by row
-        tables = _aggregate(con, relation, views, values, cube.measures, list(cube.measures), cube.dimensions)
-    pairs = list(cube.dependencies)
+        tables = _aggregate(con, relation, views, values, cube.measures, list(cube.measures), dimensions)
+    pairs = [p for p in cube.dependencies if p[0] not in cube.dimensions and p[1] not in cube.dimensions]
     found = grouping_sets(con, relation, sorted({c for p in pairs for c in p}), pairs) if pairs else {}
-    return AppendedCells(tables, found)
+    return AppendedCells(tables, found, dimensions)
 
 
 def _appended_aggregate(con, relation: str, views: list[tuple[str, ...]], values: dict[str, list],
-                        measures: list[str]) -> list[CubeTable]:
+                        measures: list[str], dimensions: dict[str, NumericDimension]) -> list[CubeTable]:
     """The tables of ``views`` over ``relation`` (the appended rows), COUNT of every measure among
     their counts: one GROUP BY GROUPING SETS pass, as :func:`_aggregate` makes them, read as Arrow
     columns and coded a column at a time (a refresh's tables are many; the appended rows' cells,
     hundreds of thousands for a hundred tables, are not decoded row by row).  Sums come as DOUBLE
-    (DuckDB's cast of its SUM, as float() of it)."""
+    (DuckDB's cast of its SUM, as float() of it); numeric ``dimensions`` are read as float64, as the build
+    reads them (:func:`parzen.aqp.cube_dimensions.read_as_numbers`), their values in ``values``."""
     columns = [c for c in values if any(c in v for v in views)]
     position = {c: k for k, c in enumerate(columns)}
     listed = ", ".join(_quote(c) for c in columns)
     aggregates = ", ".join(["COUNT(*)", *(f"CAST(SUM({_quote(m)}) AS DOUBLE)" for m in measures),
                             *(f"COUNT({_quote(m)})" for m in measures)])
     grouping = ", ".join("(" + ", ".join(_quote(c) for c in v) + ")" for v in views)
-    query = con.sql(f"SELECT {listed}, GROUPING({listed}) AS parzen_set, {aggregates} FROM {_quote(relation)} "
+    source = read_as_numbers(relation, {c: d for c, d in dimensions.items() if c in position})
+    query = con.sql(f"SELECT {listed}, GROUPING({listed}) AS parzen_set, {aggregates} FROM {source} "
                     f"GROUP BY GROUPING SETS ({grouping})")
     result = query.to_arrow_table() if hasattr(query, "to_arrow_table") else query.arrow()  # DuckDB 2 / 1
     width, m = len(columns), len(measures)
@@ -510,18 +523,21 @@ def merged_cube(cube: Cube, before: dict[str, list], values: dict[str, list], ap
     the append when each value of a, old or new, still meets one value of b (the old map and the new
     rows' pairs, :func:`parzen.aqp.cube_lattice.exact_dependencies`); one that broke is dropped, so no
     answer rolls up through it (the tables kept are exact whatever the dependencies).  The tables are
-    the ones chosen at build (a rebuild may choose others for the new cardinalities).
+    the ones chosen at build (a rebuild may choose others for the new cardinalities).  A numeric
+    dimension's old codes are mapped to the merged values' (``appended.dimensions``) as a categorical
+    column's are, and the maps days -> months are made again from the merged dimensions
+    (:func:`parzen.aqp.cube_dimensions.dependencies`: the days determine the months whatever the rows).
 
     Parameters
     ----------
     cube : Cube
         The synopsis's exact tables before the append.
     before : dict of str to list
-        Per column, its values before (the order of ``cube``'s codes).
+        Per categorical column, its values before (the order of ``cube``'s codes).
     values : dict of str to list
-        Per column, its values after (sorted as a build sorts them; the appended cells' codes).
+        Per categorical column, its values after (sorted as a build sorts them; the appended cells' codes).
     appended : AppendedCells
-        The appended rows' cells and dependency pairs.
+        The appended rows' cells, dependency pairs and merged numeric dimensions.
     nullable : list of str
         The measures with NULLs after the append (their COUNT below the rows), in ``cube.measures``' order.
 
@@ -530,6 +546,12 @@ def merged_cube(cube: Cube, before: dict[str, list], values: dict[str, list], ap
     Cube
     """
     started = time.perf_counter()
+    categorical = {(a, b): m for (a, b), m in cube.dependencies.items()
+                   if a not in cube.dimensions and b not in cube.dimensions}
+    dependencies = merged_dependencies(categorical, before, values, appended.pairs)
+    dependencies.update(cube_dimensions.dependencies(appended.dimensions))
+    before = {**before, **{c: d.as_list() for c, d in cube.dimensions.items()}}
+    values = {**values, **{c: d.as_list() for c, d in appended.dimensions.items()}}
     remaps = {c: _code_remap(before[c], values[c]) for t in cube.tables for c in t.columns}
     tables = []
     for old, new in zip(cube.tables, appended.tables):
@@ -541,8 +563,7 @@ def merged_cube(cube: Cube, before: dict[str, list], values: dict[str, list], ap
                          np.concatenate([old.rows, new.rows]), np.concatenate([old.sums, new.sums]),
                          np.concatenate([old_counts, new_counts]))
         tables.append(rolled_up(both, old.columns, values, {}))
-    merged = Cube(list(cube.measures), list(nullable), tables, merged_dependencies(cube.dependencies, before, values,
-                                                                                   appended.pairs))
+    merged = Cube(list(cube.measures), list(nullable), tables, dependencies, dict(appended.dimensions))
     merged.seconds = time.perf_counter() - started
     return merged
 
