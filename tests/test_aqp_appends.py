@@ -349,3 +349,74 @@ def test_a_dependency_that_appended_rows_break_is_dropped_and_the_tables_stay_ex
     np.testing.assert_array_equal(approx["n"].to_numpy(float), exact["n"].to_numpy(float))
     rebuilt = engine.refresh("c", full=True)
     _assert_same_cube(refreshed.cube, rebuilt.cube, refreshed.categories.values, rebuilt.categories.values)
+
+
+def _dated(con, rows, start):
+    """day: 300 days from 2021-01-01 (10 months); qty: the even integers 0..398 (200 values, past a
+    categorical integer's 64: a numeric dimension); disc: DECIMAL(8, 2), 13 values 0, 0.5, ..., 6; price; g: x, y."""
+    con.execute("CREATE TABLE IF NOT EXISTS d (day DATE, qty INTEGER, disc DECIMAL(8, 2), price DOUBLE, g VARCHAR)")
+    con.execute("INSERT INTO d SELECT DATE '2021-01-01' + (i % 300)::INTEGER, ((i * 7) % 200 * 2)::INTEGER, "
+                "((i % 13) * 0.5)::DECIMAL(8, 2), -ln(1 - (hash(i, 1) % 1000003) / 1000003.0) * 20, "
+                f"CASE WHEN i % 3 = 0 THEN 'x' ELSE 'y' END FROM range({start}, {start + rows}) t(i)")
+
+
+def _with_dimensions(synopsis):
+    """The values of every column the exact tables hold: categorical and numeric dimensions'."""
+    return synopsis.cube.values_with(synopsis.categories.values)
+
+
+def test_refresh_adds_appended_rows_with_new_numeric_dimension_values_as_a_rebuild():
+    """Exact tables grouping by a DATE (days), its months, an integer and a DECIMAL column
+    (parzen.aqp.cube_dimensions): appended rows with a new day in a new month, a new integer and a
+    new decimal between old values, and the first NULLs of day and qty are added incrementally; the
+    merged dimensions, cells (codes decoded), rows, sums and the days -> months map equal a rebuild's,
+    and a range of months is answered exactly from the tables."""
+    con = duckdb.connect(":memory:")
+    _dated(con, 20_000, 0)
+    engine = Engine(con)
+    views = [["g", "day"], ["day@month"], ["qty", "g"], ["disc"], ["g", "day@month", "disc"]]
+    built = engine.build("d", sample=2_000, grid=0, seed=5, cube=views)
+    assert set(built.cube.dimensions) == {"day", "day@month", "qty", "disc"}
+    assert built.cube.dimensions["qty"].values.size == 200 and not built.cube.dimensions["day"].nulls
+    _dated(con, 300, 20_000)
+    con.execute("INSERT INTO d VALUES (DATE '2022-02-14', 201, 2.25, 10.0, 'x'), (NULL, NULL, 3, 5.0, 'y'), "
+                "(DATE '2021-03-05', 17, NULL, 2.5, 'z')")
+    refreshed = _quiet(engine.refresh, "d")
+    assert refreshed.refreshed.startswith("303 appended rows added in")
+    merged = refreshed.cube.dimensions
+    assert merged["day"].nulls and merged["qty"].nulls and merged["disc"].nulls
+    assert 201.0 in merged["qty"].values and 17.0 in merged["qty"].values and 2.25 in merged["disc"].values
+    assert merged["day@month"].values.size == 11  # February 2022 joined
+    sql = ("SELECT g, COUNT(*) AS n, SUM(price) AS s FROM d WHERE day >= DATE '2021-03-01' AND day < DATE '2022-03-01' "
+           "GROUP BY g")
+    approx, exact = engine.query(sql), con.execute(sql + " ORDER BY g").df()
+    assert approx.attrs["form"] == "exact table"
+    np.testing.assert_array_equal(approx["n"].to_numpy(float), exact["n"].to_numpy(float))
+    np.testing.assert_allclose(approx["s"].to_numpy(float), exact["s"].to_numpy(float), rtol=1e-12)
+    rebuilt = engine.refresh("d", full=True)
+    assert set(rebuilt.cube.dimensions) == set(merged)
+    for c, d in rebuilt.cube.dimensions.items():
+        np.testing.assert_array_equal(merged[c].values, d.values)
+        assert (merged[c].nulls, merged[c].scale, merged[c].temporal, merged[c].source) == \
+            (d.nulls, d.scale, d.temporal, d.source)
+        if d.highs is not None:
+            np.testing.assert_array_equal(merged[c].highs, d.highs)
+    assert ("day", "day@month") in refreshed.cube.dependencies
+    _assert_same_cube(refreshed.cube, rebuilt.cube, _with_dimensions(refreshed), _with_dimensions(rebuilt))
+
+
+def test_a_numeric_dimension_passing_its_limit_rebuilds_saying_why(monkeypatch):
+    """A refresh whose appended rows take a numeric dimension past its limit rebuilds (a build would
+    not hold it at full resolution), and says which dimension."""
+    from parzen.aqp import cube_dimensions
+
+    con = duckdb.connect(":memory:")
+    _dated(con, 20_000, 0)
+    engine = Engine(con)
+    monkeypatch.setattr(cube_dimensions, "NUMBER_LIMIT", 200)  # qty's 200 values: at the limit
+    built = engine.build("d", sample=2_000, grid=0, seed=5)
+    assert "qty" in built.cube.dimensions
+    con.execute("INSERT INTO d VALUES (DATE '2021-02-01', 1, 3, 4.0, 'x')")  # a 201st value
+    with pytest.warns(SynopsisRebuiltWarning, match="numeric dimension 'qty' of the exact tables now has 201 values"):
+        rebuilt = engine.refresh("d")
+    assert "qty" not in rebuilt.cube.dimensions and rebuilt.row_count == 20_001
