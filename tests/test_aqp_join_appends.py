@@ -346,3 +346,42 @@ def test_a_synopsis_stored_without_dimension_rowid_ends_takes_the_build_row_coun
     refreshed = _quiet(engine.refresh, "sales")
     assert refreshed.dimension_rows == {"orders": 3_100, "product": 55, "customer": 315}
     assert {e["parent"]: e["rowid_end"] for e in refreshed.joins} == {"orders": 3_100, "product": 55, "customer": 315}
+
+
+def test_a_numeric_dimension_of_a_joined_table_takes_new_values_as_a_rebuild(con):
+    """A DATE column of a dimension table (orders.o_date, 200 days) and its months are numeric
+    dimensions of the exact tables (parzen.aqp.cube_dimensions); new orders with a new date in a new
+    month, and fact rows naming them and old orders, are read joined and added: the merged dimension,
+    the tables' cells and the days -> months map equal a rebuild's."""
+    con.execute("ALTER TABLE orders ADD COLUMN o_date DATE")
+    con.execute("UPDATE orders SET o_date = DATE '2020-01-01' + (o_orderkey * 7 % 200)::INTEGER")
+    engine = Engine(con)
+    views = [["o_date", "s_mode"], ["o_date@month"], ["o_priority", "o_date@month"]]
+    built = engine.build("sales", joins=KEYS, sample=2_000, grid=0, seed=3, cube=views)
+    assert {"o_date", "o_date@month"} <= set(built.cube.dimensions)
+    con.execute("INSERT INTO orders VALUES (3000, 5, '2-HIGH', 100.0, DATE '2021-03-03'), "
+                "(3001, 6, '3-LOW', 80.0, DATE '2020-02-02')")
+    extra = _sales(300, 9)
+    extra.loc[:9, "s_orderkey"] = 3_000
+    extra.loc[10:19, "s_orderkey"] = 3_001
+    _insert(con, "sales", extra)
+    refreshed = _quiet(engine.refresh, "sales")
+    assert refreshed.refreshed.startswith("300 appended rows")
+    days = refreshed.cube.dimensions["o_date"].values
+    assert days.size == built.cube.dimensions["o_date"].values.size + 1  # 2020-02-02 is among the old days
+    assert refreshed.cube.dimensions["o_date@month"].values.size == built.cube.dimensions["o_date@month"].values.size + 1
+    rebuilt = engine.refresh("sales", full=True)
+    for c, d in rebuilt.cube.dimensions.items():
+        np.testing.assert_array_equal(refreshed.cube.dimensions[c].values, d.values)
+    values = refreshed.cube.values_with(refreshed.categories.values)
+    full_values = rebuilt.cube.values_with(rebuilt.categories.values)
+    assert _cells(refreshed.cube, values).keys() == _cells(rebuilt.cube, full_values).keys()
+    for columns, cells in _cells(rebuilt.cube, full_values).items():
+        ours = _cells(refreshed.cube, values)[columns]
+        assert set(ours) == set(cells), columns
+        for key, (rows, sums) in cells.items():
+            assert ours[key][0] == rows
+            np.testing.assert_allclose(ours[key][1], sums, rtol=1e-12)
+    for pair, mapping in rebuilt.cube.dependencies.items():
+        np.testing.assert_array_equal(refreshed.cube.dependencies[pair], mapping)
+    assert set(refreshed.cube.dependencies) == set(rebuilt.cube.dependencies) >= {("o_date", "o_date@month")}
