@@ -112,9 +112,9 @@ def categorical_queries(rng, count: int) -> list[dict]:
 
 
 def aggregate_tables(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
-    """The exact aggregate tables of both: how many, how many shared ones have equal cells and rows, and
-    their SUMs' largest relative difference."""
-    cells = [{t.columns: {tuple(s.categories.values[c][k] for c, k in zip(t.columns, codes)): (n, total)
+    """The exact aggregate tables of both: how many, how many shared ones have equal cells and rows (codes
+    decoded, numeric dimensions' too), and their SUMs' largest relative difference."""
+    cells = [{t.columns: {tuple(s.cube.values_with(s.categories.values)[c][k] for c, k in zip(t.columns, codes)): (n, total)
                           for codes, n, total in zip(t.codes.tolist(), t.rows.tolist(), t.sums.tolist())}
               for t in s.cube.tables} if s.cube is not None and s.categories is not None else {}
              for s in (refreshed, rebuilt)]
@@ -125,6 +125,12 @@ def aggregate_tables(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
             "aggregate tables with equal cells and rows": sum(
                 {k: n for k, (n, _) in cells[0][v].items()} == {k: n for k, (n, _) in cells[1][v].items()}
                 for v in both),
+            "numeric dimensions (refreshed, rebuilt values)": {
+                c: [d.values.size, rebuilt.cube.dimensions[c].values.size if c in rebuilt.cube.dimensions else None]
+                for c, d in refreshed.cube.dimensions.items()} if refreshed.cube and rebuilt.cube else {},
+            "aggregate tables on numeric dimensions (refreshed)": sum(
+                any(c in refreshed.cube.dimensions for c in t.columns) for t in refreshed.cube.tables)
+            if refreshed.cube else 0,
             "aggregate table sums max rel. difference": max(
                 (float(np.nanmax(np.abs(a - b) / np.maximum(np.abs(b), 1e-300), initial=0.0)) for a, b in sums),
                 default=0.0)}
@@ -292,7 +298,11 @@ def markdown(r: dict) -> str:
         f"(the same rowid keys hash(rowid, seed)).  Exact aggregate tables (refreshed, rebuilt, shared): "
         f"{', '.join(map(str, parts['aggregate tables (refreshed, rebuilt, shared)']))}; shared tables with equal "
         f"cells and rows: {parts['aggregate tables with equal cells and rows']}; their SUMs within "
-        f"{parts['aggregate table sums max rel. difference']:.1e} (relative)."),
+        f"{parts['aggregate table sums max rel. difference']:.1e} (relative); tables grouping by numeric dimensions "
+        f"(refreshed): {parts.get('aggregate tables on numeric dimensions (refreshed)', 0)}, the dimensions' values "
+        f"(refreshed, rebuilt): " + (", ".join(f"{c} {a} / {b}" for c, (a, b) in
+                                              parts.get("numeric dimensions (refreshed, rebuilt values)", {}).items())
+                                    or "none") + "."),
         "",
         ("Accuracy against DuckDB exact (relative error per query; median over groups for GROUP BY); "
         f"DuckDB's exact median {r['exact median ms']:.0f} ms:"),
