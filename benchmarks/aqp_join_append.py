@@ -185,8 +185,8 @@ def exact_parts(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
     tables = [{t.columns: dict(zip(map(tuple, t.codes.tolist()), t.rows.tolist())) for t in s.categories.tables}
               for s in (refreshed, rebuilt)]
     shared = set(tables[0]) & set(tables[1])
-    cells = [{t.columns: {tuple(s.categories.values[c][k] for c, k in zip(t.columns, codes)): (n, total)
-                          for codes, n, total in zip(t.codes.tolist(), t.rows.tolist(), t.sums.tolist())}
+    cells = [{t.columns: {tuple(s.cube.values_with(s.categories.values)[c][k] for c, k in zip(t.columns, codes)):
+                          (n, total) for codes, n, total in zip(t.codes.tolist(), t.rows.tolist(), t.sums.tolist())}
               for t in s.cube.tables} if s.cube is not None else {} for s in (refreshed, rebuilt)]
     both = set(cells[0]) & set(cells[1])
     sums = [(np.array(cells[0][v][key][1]), np.array(total)) for v in both for key, (_, total) in cells[1][v].items()
@@ -200,6 +200,12 @@ def exact_parts(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
             default=0.0),
         "aggregate dependencies equal": (set(refreshed.cube.dependencies) == set(rebuilt.cube.dependencies))
         if refreshed.cube is not None and rebuilt.cube is not None else None,
+        "numeric dimensions (refreshed, rebuilt values)": {
+            c: [d.values.size, rebuilt.cube.dimensions[c].values.size if c in rebuilt.cube.dimensions else None]
+            for c, d in refreshed.cube.dimensions.items()} if refreshed.cube and rebuilt.cube else {},
+        "aggregate tables on numeric dimensions (refreshed)": sum(
+            any(c in refreshed.cube.dimensions for c in t.columns) for t in refreshed.cube.tables)
+        if refreshed.cube else 0,
         "rows": [refreshed.row_count, rebuilt.row_count],
         "column counts equal": all(refreshed.totals[c][0] == rebuilt.totals[c][0] for c in rebuilt.totals),
         "column sums max rel. difference": max(abs(refreshed.totals[c][1] - rebuilt.totals[c][1])
@@ -324,7 +330,11 @@ def markdown(r: dict) -> str:
         f"{', '.join(map(str, parts['aggregate tables (refreshed, rebuilt, shared)']))}; shared tables with equal "
         f"cells and rows: {parts['aggregate tables with equal cells and rows']}; their SUMs within "
         f"{parts['aggregate table sums max rel. difference']:.1e} (relative); dependencies equal: "
-        f"{parts['aggregate dependencies equal']}."),
+        f"{parts['aggregate dependencies equal']}; tables grouping by numeric dimensions (refreshed): "
+        f"{parts.get('aggregate tables on numeric dimensions (refreshed)', 0)}, the dimensions' values (refreshed, "
+        f"rebuilt): " + (", ".join(f"{c} {a} / {b}" for c, (a, b) in
+                                   parts.get("numeric dimensions (refreshed, rebuilt values)", {}).items()) or "none")
+        + "."),
         "",
         ("Accuracy against DuckDB exact (relative error per query: median over COUNT and SUM, and over groups for "
         f"GROUP BY); DuckDB's exact median {r['exact median ms']:.0f} ms:"),
