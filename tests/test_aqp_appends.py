@@ -85,6 +85,17 @@ def test_refresh_after_an_append_has_the_exact_parts_and_sample_of_a_rebuild(con
     np.testing.assert_array_equal(refreshed.summary.low, rebuilt.summary.low)
     np.testing.assert_array_equal(refreshed.summary.high, rebuilt.summary.high)
     np.testing.assert_allclose(refreshed.summary.m2, rebuilt.summary.m2, rtol=1e-9)
+    if group_by is None:  # the default tables group by k, a numeric dimension (parzen.aqp.cube_dimensions)
+        assert "k" in refreshed.cube.dimensions
+        ours = _cells(refreshed.cube, _with_dimensions(refreshed))
+        full = _cells(rebuilt.cube, _with_dimensions(rebuilt))
+        shared = set(ours) & set(full)
+        assert any("k" in columns for columns in shared)
+        for columns in shared:
+            assert ours[columns].keys() == full[columns].keys(), columns
+            for key, (rows, sums, counts) in full[columns].items():
+                assert ours[columns][key][0] == rows and ours[columns][key][2] == counts
+                np.testing.assert_allclose(ours[columns][key][1], sums, rtol=1e-12)
     for c, m in refreshed.models.items():
         assert (m.kind, m.lower, m.integer, m.minimum, m.maximum) == \
             (rebuilt.models[c].kind, rebuilt.models[c].lower, rebuilt.models[c].integer, rebuilt.models[c].minimum,
