@@ -355,19 +355,30 @@ def rolled_up(parent: CubeTable, view: tuple[str, ...], values: dict[str, list],
                      np.rint(added(parent.counts.astype(np.float64))).astype(np.int64))
 
 
+def _grouping_sets(relation: str, views: list[tuple[str, ...]], values: dict[str, list],
+                   dimensions: dict[str, NumericDimension], aggregates: list[str]) -> tuple[list[str], dict[str, int], str]:
+    """The columns the ``views`` hold (in ``values``' order), their positions, and the one GROUP BY
+    GROUPING SETS query over ``relation`` (numeric ``dimensions`` read as float64,
+    :func:`parzen.aqp.cube_dimensions.read_as_numbers`) selecting those columns, their GROUPING mask
+    (``parzen_set``), COUNT(*) and ``aggregates``: generated from quoted identifiers only."""
+    columns = [c for c in values if any(c in v for v in views)]
+    position = {c: k for k, c in enumerate(columns)}
+    listed = ", ".join(_quote(c) for c in columns)
+    grouping = ", ".join("(" + ", ".join(_quote(c) for c in v) + ")" for v in views)
+    source = read_as_numbers(relation, {c: d for c, d in dimensions.items() if c in position})
+    text = (f"SELECT {listed}, GROUPING({listed}) AS parzen_set, {', '.join(['COUNT(*)', *aggregates])} "
+            f"FROM {source} GROUP BY GROUPING SETS ({grouping})")
+    return columns, position, text
+
+
 def _aggregate(con, table: str, views: list[tuple[str, ...]], values: dict[str, list], measures: list[str],
                nullable: list[str], dimensions: dict[str, NumericDimension]) -> list[CubeTable]:
     """The tables of ``views``: one GROUP BY GROUPING SETS pass over ``table`` (its numeric dimensions
     read as float64, as their values were: :func:`parzen.aqp.cube_dimensions.read_as_numbers`)."""
-    columns = [c for c in values if any(c in v for v in views)]
-    position = {c: k for k, c in enumerate(columns)}
-    listed = ", ".join(_quote(c) for c in columns)
-    aggregates = ", ".join(["COUNT(*)", *(f"SUM({_quote(m)})" for m in measures),
-                            *(f"COUNT({_quote(m)})" for m in nullable)])
-    grouping = ", ".join("(" + ", ".join(_quote(c) for c in v) + ")" for v in views)
-    source = read_as_numbers(table, {c: d for c, d in dimensions.items() if c in position})
-    result = con.execute(f"SELECT {listed}, GROUPING({listed}) AS parzen_set, {aggregates} FROM {source} "
-                         f"GROUP BY GROUPING SETS ({grouping})").fetchall()
+    columns, position, text = _grouping_sets(table, views, values, dimensions,
+                                             [*(f"SUM({_quote(m)})" for m in measures),
+                                              *(f"COUNT({_quote(m)})" for m in nullable)])
+    result = con.execute(text).fetchall()
     width = len(columns)
     by_mask = {sum(1 << (width - 1 - position[c]) for c in columns if c not in v): k for k, v in enumerate(views)}
     cells: list[list] = [[] for _ in views]
@@ -463,15 +474,10 @@ def _appended_aggregate(con, relation: str, views: list[tuple[str, ...]], values
     hundreds of thousands for a hundred tables, are not decoded row by row).  Sums come as DOUBLE
     (DuckDB's cast of its SUM, as float() of it); numeric ``dimensions`` are read as float64, as the build
     reads them (:func:`parzen.aqp.cube_dimensions.read_as_numbers`), their values in ``values``."""
-    columns = [c for c in values if any(c in v for v in views)]
-    position = {c: k for k, c in enumerate(columns)}
-    listed = ", ".join(_quote(c) for c in columns)
-    aggregates = ", ".join(["COUNT(*)", *(f"CAST(SUM({_quote(m)}) AS DOUBLE)" for m in measures),
-                            *(f"COUNT({_quote(m)})" for m in measures)])
-    grouping = ", ".join("(" + ", ".join(_quote(c) for c in v) + ")" for v in views)
-    source = read_as_numbers(relation, {c: d for c, d in dimensions.items() if c in position})
-    query = con.sql(f"SELECT {listed}, GROUPING({listed}) AS parzen_set, {aggregates} FROM {source} "
-                    f"GROUP BY GROUPING SETS ({grouping})")
+    columns, position, text = _grouping_sets(relation, views, values, dimensions,
+                                             [*(f"CAST(SUM({_quote(m)}) AS DOUBLE)" for m in measures),
+                                              *(f"COUNT({_quote(m)})" for m in measures)])
+    query = con.sql(text)
     result = query.to_arrow_table() if hasattr(query, "to_arrow_table") else query.arrow()  # DuckDB 2 / 1
     width, m = len(columns), len(measures)
     found = [np.asarray(result.column(k).to_pylist(), dtype=object) for k in range(width)]

@@ -676,9 +676,7 @@ def _gaussian_gram_chunk(z_tensor, z_norms, w_tensor, q_tensor, tiles: GpuTiles,
     m_padded = q_tensor.shape[1]
     precision, warps, stages = launch or GRAM_LAUNCH.get(dims, GRAM_WIDE_LAUNCH)
     query_blocks, data_blocks = m_padded // tiles.gram_query_block, n_padded // tiles.gram_data_block
-    data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
-    chunk_blocks = triton.cdiv(data_blocks, data_chunks)
-    data_chunks = triton.cdiv(data_blocks, chunk_blocks)
+    data_chunks, chunk_blocks = _data_chunks(query_blocks, data_blocks)
     partial = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
     kernels.gaussian_gram_sum_kernel[(query_blocks, data_chunks)](
         z_tensor, z_norms, w_tensor, q_tensor, _squared_norms(q_tensor), n_padded, m_padded, chunk_blocks, partial,
@@ -708,9 +706,7 @@ def _gaussian_gram_tc_chunk(data_operand, weights, query_operand, layout, launch
     m_padded = query_operand.shape[0]
     query_block, data_block, warps, stages = launch
     query_blocks, data_blocks = m_padded // query_block, n_padded // data_block
-    data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
-    chunk_blocks = triton.cdiv(data_blocks, data_chunks)
-    data_chunks = triton.cdiv(data_blocks, chunk_blocks)
+    data_chunks, chunk_blocks = _data_chunks(query_blocks, data_blocks)
     partial = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
     kernels.gaussian_gram_tc_sum_kernel[(query_blocks, data_chunks)](
         data_operand, query_operand, data_operand if weights is None else weights, n_padded, m_padded, columns, chunk_blocks,
@@ -968,9 +964,7 @@ def _gaussian_log_sum_chunk(
     gram = z_norms is not None
     query_block, data_block = (tiles.gram_query_block, tiles.gram_data_block) if gram else (tiles.query_block, tiles.data_block)
     query_blocks, data_blocks = m_padded // query_block, n_padded // data_block
-    data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
-    chunk_blocks = triton.cdiv(data_blocks, data_chunks)
-    data_chunks = triton.cdiv(data_blocks, chunk_blocks)
+    data_chunks, chunk_blocks = _data_chunks(query_blocks, data_blocks)
     top = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
     total = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
     grid = (query_blocks, data_chunks)
@@ -999,9 +993,7 @@ def _gaussian_tc_log_sum_chunk(
     m_padded = query_operand.shape[0]
     query_block, data_block, warps, stages = launch
     query_blocks, data_blocks = m_padded // query_block, n_padded // data_block
-    data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
-    chunk_blocks = triton.cdiv(data_blocks, data_chunks)
-    data_chunks = triton.cdiv(data_blocks, chunk_blocks)
+    data_chunks, chunk_blocks = _data_chunks(query_blocks, data_blocks)
     top = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
     total = torch.empty((data_chunks, m_padded), dtype=torch.float64, device=DEVICE)
     kernels.gaussian_gram_tc_log_sum_kernel[(query_blocks, data_chunks)](
@@ -1098,6 +1090,14 @@ def _binning_arrays(X, spec: GridSpec, weights) -> tuple[np.ndarray, np.ndarray 
     if w.shape != (len(values),):
         raise ValueError(f"weights must have one value per row ({len(values)}), got shape {np.shape(weights)}")
     return values, w
+
+
+def _data_chunks(query_blocks: int, data_blocks: int) -> tuple[int, int]:
+    """How a launch splits the data blocks among programs: (chunks, blocks per chunk), about eight
+    programs per multiprocessor over the query blocks (each chunk writes its own partial sums)."""
+    data_chunks = max(1, min(data_blocks, triton.cdiv(8 * _multiprocessors(), query_blocks)))
+    chunk_blocks = triton.cdiv(data_blocks, data_chunks)
+    return triton.cdiv(data_blocks, chunk_blocks), chunk_blocks
 
 
 def _multiprocessors() -> int:
