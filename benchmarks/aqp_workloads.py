@@ -388,7 +388,7 @@ def run(args) -> dict:
     families = list(dict.fromkeys(r["family"] for r in records))
     summary = [summarise(family, [r for r in records if r["family"] == family], methods) for family in families]
     return {"workload": args.workload, "scale": args.scale if args.workload != "flights" else None,
-            "bound": args.bound, "machine": machine() + " (shared with 5 other helpers' work: latencies noisy)",
+            "bound": args.bound, "machine": machine() + f" ({args.machine_note})",
             "duckdb": duckdb.__version__, "pilotdb": pilotdb_status,
             "contract": "query(max_rel_error=) present" if contract else "query(max_rel_error=) absent in this parzen",
             "synopses": built, "summary": summary, "queries": records}
@@ -444,17 +444,17 @@ def markdown(result: dict) -> str:
     for table, info in result["synopses"].items():
         joins = f", joins {info['joins']}" if info["joins"] else (f" ({info['joins_note']})" if info["joins_note"] else "")
         lines.append(f"- `{table}`: {info['rows']} rows; synopsis {info['bytes'] / 1e6:.2f} MB built in "
-                     f"{info['seconds']:.1f} s (shared{'; built by an earlier run, reused' if info.get('reused') else ''}){joins}; equal-bytes sample {info['sample_rows']} rows.")
+                     f"{info['seconds']:.1f} s{' (built by an earlier run, reused)' if info.get('reused') else ''}{joins}; equal-bytes sample {info['sample_rows']} rows.")
         if info.get("cube_tables"):
             how = "listed in the build (cube=)" if info["options"].get("cube") else "chosen by the greedy within the default budget"
             lines.append(f"  Exact aggregate tables ({how}): {info['cube_bytes'] / 1e6:.2f} MB of the synopsis, "
                          f"{info['cube_seconds']:.1f} s of its build; {len(info['cube_tables'])} tables: "
                          + ", ".join("(" + ", ".join(t) + ")" for t in info["cube_tables"]) + ".")
-    lines += ["", ("Latencies in ms on the shared machine; speed-up is the median over queries of exact / method. "
+    lines += ["", ("Latencies in ms on the machine above; speed-up is the median over queries of exact / method. "
               "A query's error is the median over its groups and aggregates (a missed group counts 100 %); "
               "coverage counts the 95 % intervals (all cells) holding the exact value."), "",
               ("| family | method | answered / refused / failed | median err | p95 err | max err | coverage | "
-              "half-width | groups returned | median ms (shared) | exact median ms (shared) | speed-up |"),
+              "half-width | groups returned | median ms | exact median ms | speed-up |"),
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for s in result["summary"]:
         for method in ("parzen", "parzen_contract", "sample", "pilotdb"):
@@ -492,7 +492,7 @@ def overview(folder: Path) -> str:
               "Targets: every query answered or refused by name (failed = 0); >= 90 % answered on SSB and the "
               "TPC-DS set; on joins median error <= 1 %, p95 <= 5 %, coverage >= 93 %, 100 % of groups, "
               ">= 100x faster than DuckDB at SF10; latency <= 2 ms; faster than PilotDB at the same bound. "
-              "Latencies on the shared 2-core machine. The SF1 files (`aqp_workload_*_sf1.md`) are development "
+              "Latencies on the 2-core machine; whether it was quiet or shared is said in each workload's file. The SF1 files (`aqp_workload_*_sf1.md`) are development "
               "runs on single branches and are not listed."), "",
              ("| family | answered / refused / failed | median err | p95 err | coverage | groups | parzen ms "
               "| exact ms | speed-up | PilotDB err (median) | PilotDB ms | targets missed |"),
@@ -554,6 +554,8 @@ def main() -> None:
     parser.add_argument("--read-only", action="store_true",
                         help="open the database read-only and answer from the synopses stored in it (none is built)")
     parser.add_argument("--memory-limit", default="4GB", help="DuckDB's memory limit (default 4GB)")
+    parser.add_argument("--machine-note", default="state whether the machine was quiet or shared",
+                        help="said beside the machine in the results (e.g. \"quiet: nothing else running\")")
     parser.add_argument("--output-dir", type=Path, default=RESULTS)
     parser.add_argument("--build-options", default=None,
                         help="JSON: per table, Engine.build options replacing the workload's, e.g. "
