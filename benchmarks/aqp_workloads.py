@@ -520,6 +520,40 @@ def markdown(result: dict) -> str:
 JOIN_FAMILIES = ("TPC-DS join", "SSB", "TPC-H")
 
 
+def _overview_row(s: dict, method: str, workload_scale, scale: str) -> str:
+    """The overview's line of family summary ``s`` for parzen's ``method`` (plain or at the bound)."""
+    m, pilot = s[method], s.get("pilotdb", {})
+    label = {"parzen": "plain", "parzen_contract": "at the bound"}[method]
+    missed = []
+    if m["failed"]:
+        missed.append("failures")
+    joined = s["family"].startswith(JOIN_FAMILIES)
+    if m["answered"]:
+        if joined and not m["median error"] <= 0.01:
+            missed.append("median err")
+        if joined and not m["p95 error"] <= 0.05:
+            missed.append("p95 err")
+        if joined and method == "parzen" and not m["coverage"] >= 0.93:
+            missed.append("coverage")
+        if joined and m["groups returned"] < 1:
+            missed.append("groups")
+        if not m["median ms"] <= 2:
+            missed.append("2 ms")
+        if joined and (workload_scale or 0) >= 10 and not m["speed-up"] >= 100:
+            missed.append("100x")
+        if pilot.get("answered") and not m["median ms"] < pilot["median ms"]:
+            missed.append("vs PilotDB")
+    answered = f"{m['answered']} / {m['refused']} / {m['failed']}"
+    if not m["answered"]:
+        return (f"| {s['family']}{scale} ({s['queries']}) | {label} | {answered} | - | - | - | - | - "
+                f"| {_ms(s['exact median ms'])} | - | {_pct(pilot.get('median error'))} | {_ms(pilot.get('median ms'))} "
+                "| all refused |")
+    return (f"| {s['family']}{scale} ({s['queries']}) | {label} | {answered} | {_pct(m.get('median error'))} "
+            f"| {_pct(m.get('p95 error'))} | {_pct(m.get('coverage'))} | {_pct(m.get('groups returned'))} "
+            f"| {_ms(m.get('median ms'))} | {_ms(s['exact median ms'])} | {m['speed-up']:.3g}x "
+            f"| {_pct(pilot.get('median error'))} | {_ms(pilot.get('median ms'))} | {', '.join(missed) or 'none'} |")
+
+
 def overview(folder: Path) -> str:
     """``aqp_workloads.md``: every family of the workloads' result files beside the issue's targets."""
     lines = ["# AQP workloads: overview against the targets (issue 19)", "",
@@ -529,44 +563,22 @@ def overview(folder: Path) -> str:
               ">= 100x faster than DuckDB at SF10; latency <= 2 ms; faster than PilotDB at the same bound. "
               "Latencies on the 2-core machine; whether it was quiet or shared is said in each workload's file. The SF1 files (`aqp_workload_*_sf1.md`) are development "
               "runs on single branches and are not listed."), "",
-             ("| family | answered / refused / failed | median err | p95 err | coverage | groups | parzen ms "
+             ("Two lines per family: *plain* is `query(sql, with_error=True)` (always from the synopsis); *at the "
+              "bound* is `query(sql, max_rel_error=bound)`, the error contract at PilotDB's bound (from the synopsis "
+              "when its interval meets the bound, else exactly by DuckDB), the comparison with PilotDB the issue asks "
+              "for; its coverage is not measured (an answer at the bound carries no interval)."), "",
+             ("| family | parzen | answered / refused / failed | median err | p95 err | coverage | groups | parzen ms "
               "| exact ms | speed-up | PilotDB err (median) | PilotDB ms | targets missed |"),
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for path in sorted(folder.glob("aqp_workload_*.json")):
         if path.stem.endswith("_sf1"):  # development runs on one branch's code; the targets are at SF10
             continue
         result = json.loads(path.read_text())
         scale = f" SF{result['scale']}" if result["scale"] else ""
         for s in result["summary"]:
-            m, pilot = s["parzen"], s.get("pilotdb", {})
-            missed = []
-            if m["failed"]:
-                missed.append("failures")
-            joined = s["family"].startswith(JOIN_FAMILIES)
-            if m["answered"]:
-                if joined and not m["median error"] <= 0.01:
-                    missed.append("median err")
-                if joined and not m["p95 error"] <= 0.05:
-                    missed.append("p95 err")
-                if joined and not m["coverage"] >= 0.93:
-                    missed.append("coverage")
-                if joined and m["groups returned"] < 1:
-                    missed.append("groups")
-                if not m["median ms"] <= 2:
-                    missed.append("2 ms")
-                if joined and (result["scale"] or 0) >= 10 and not m["speed-up"] >= 100:
-                    missed.append("100x")
-                if pilot.get("answered") and not m["median ms"] < pilot["median ms"]:
-                    missed.append("vs PilotDB")
-            answered = f"{m['answered']} / {m['refused']} / {m['failed']}"
-            lines.append(
-                f"| {s['family']}{scale} ({s['queries']}) | {answered} | {_pct(m.get('median error'))} "
-                f"| {_pct(m.get('p95 error'))} "
-                f"| {_pct(m.get('coverage'))} | {_pct(m.get('groups returned'))} | {_ms(m.get('median ms'))} "
-                f"| {_ms(s['exact median ms'])} | {m['speed-up']:.3g}x | {_pct(pilot.get('median error'))} "
-                f"| {_ms(pilot.get('median ms'))} | {', '.join(missed) or 'none'} |" if m["answered"] else
-                f"| {s['family']}{scale} ({s['queries']}) | {answered} | - | - | - | - | - | {_ms(s['exact median ms'])} | - "
-                f"| {_pct(pilot.get('median error'))} | {_ms(pilot.get('median ms'))} | all refused |")
+            for method in ("parzen", "parzen_contract"):
+                if method in s:
+                    lines.append(_overview_row(s, method, result["scale"], scale))
     return "\n".join(lines) + "\n"
 
 
