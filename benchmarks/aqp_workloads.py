@@ -67,7 +67,11 @@ BUILDS = {
         "store_sales": ({"columns": ["ss_quantity", "ss_wholesale_cost", "ss_list_price", "ss_sales_price",
                                      "ss_ext_discount_amt", "ss_ext_sales_price", "ss_ext_list_price", "ss_ext_tax",
                                      "ss_coupon_amt", "ss_net_paid", "ss_net_paid_inc_tax", "ss_net_profit",
-                                     "ss_sold_date_sk"], "group_by": ["ss_store_sk"]},
+                                     "ss_sold_date_sk"], "group_by": ["ss_store_sk"],
+                         # exact aggregate tables for the DBEst set's shapes: its GROUP BY queries (ss_store_sk under a
+                         # range of ss_sold_date_sk, an INTEGER of 1823 days: a numeric dimension) and its ranges on
+                         # ss_quantity (52 of 97; 100 values); ranges on prices and costs stay with the sample
+                         "cube": [["ss_store_sk", "ss_sold_date_sk"], ["ss_store_sk", "ss_quantity"]]},
                         {"ss_store_sk": "store.s_store_sk"}),
         "web_sales": ({"columns": ["ws_quantity", "ws_sales_price"]}, None),
     },

@@ -424,7 +424,7 @@ def test_a_numeric_dimension_passing_its_limit_rebuilds_saying_why(monkeypatch):
     con = duckdb.connect(":memory:")
     _dated(con, 20_000, 0)
     engine = Engine(con)
-    monkeypatch.setattr(cube_dimensions, "NUMBER_LIMIT", 200)  # qty's 200 values: at the limit
+    monkeypatch.setattr(cube_dimensions, "DATE_LIMIT", 200)  # qty's 200 whole numbers: at the limit
     built = engine.build("d", sample=2_000, grid=0, seed=5)
     assert "qty" in built.cube.dimensions
     con.execute("INSERT INTO d VALUES (DATE '2021-02-01', 1, 3, 4.0, 'x')")  # a 201st value

@@ -226,14 +226,19 @@ def test_only_exact_types_of_few_values_are_dimensions():
     from parzen.aqp.cube_dimensions import DATE_LIMIT, NUMBER_LIMIT, find
 
     con = duckdb.connect(":memory:")
-    con.execute("CREATE TABLE t AS SELECT CAST(i % 1500 AS INTEGER) AS many, CAST(i % 7 AS BIGINT) AS few, "
+    con.execute("CREATE TABLE t AS SELECT CAST(i % 1500 AS INTEGER) AS day_keys, CAST(i % 5000 AS INTEGER) AS many, "
+                "CAST(i % 1500 AS DECIMAL(9, 2)) AS many_dec, CAST(i % 7 AS BIGINT) AS few, "
                 "DATE '2000-01-01' AS one_day, DATE '2000-01-01' + CAST(i % 40 AS INTEGER) AS days, "
                 "CAST(i % 5000 AS DOUBLE) AS dbl, CAST((i % 3) / 10 AS DECIMAL(6, 3)) AS dec "
                 "FROM range(20000) AS r(i)")
     types = dict(con.execute("SELECT column_name, data_type FROM information_schema.columns "
                              "WHERE table_name = 't'").fetchall())
-    found = find(con, "t", types, ["many", "few", "one_day", "days", "dbl", "dec"], categorical=["few"])
-    assert set(found) == {"days", "dec"}  # 40 days: no month dimension (at most 62 days)
-    assert 1500 > NUMBER_LIMIT and DATE_LIMIT >= 40
+    found = find(con, "t", types, ["day_keys", "many", "many_dec", "few", "one_day", "days", "dbl", "dec"],
+                 categorical=["few"])
+    # an INTEGER of 1500 values (day keys, as TPC-DS's ss_sold_date_sk) is a dimension, one of 5000 is not;
+    # a DECIMAL of 1500 values is not; 40 days: no month dimension (at most 62 days)
+    assert set(found) == {"day_keys", "days", "dec"}
+    assert NUMBER_LIMIT < 1500 <= DATE_LIMIT < 5000
     assert found["dec"].scale == scale_of(types["dec"]) and found["dec"].values.size == 3
     np.testing.assert_array_equal(found["days"].values, 10957 + np.arange(40))
+    np.testing.assert_array_equal(found["day_keys"].values, np.arange(1500))

@@ -10,7 +10,8 @@ the other columns), and a range selects exactly the cells whose value lies in it
 Which columns (:func:`find`): the synopsis's modelled numeric columns that are not categorical
 already, of an exact type (DATE, read as days since 1970-01-01 as :mod:`parzen.aqp.dates` reads it;
 an integer type; DECIMAL(p, s)), with more than one distinct value and at most
-:data:`NUMBER_LIMIT` (:data:`DATE_LIMIT` for dates: about eleven years of days).  Floating-point and
+:data:`NUMBER_LIMIT` (:data:`DATE_LIMIT` for dates and whole numbers, integers and DECIMAL(p, 0):
+about eleven years of days, as an integer key of days such as TPC-DS's ``ss_sold_date_sk`` holds).  Floating-point and
 TIMESTAMP columns are never dimensions (their values are rarely few, and a range over them would
 need float equality with DuckDB's).
 
@@ -42,9 +43,9 @@ import numpy as np
 from .dates import DATE, as_double, temporal_kind
 from .sql import Range
 
-#: A modelled integer or decimal column is a dimension with at most this many distinct values.
+#: A modelled DECIMAL column is a dimension with at most this many distinct values.
 NUMBER_LIMIT = 1_000
-#: A DATE column is a dimension with at most this many distinct days.
+#: A DATE column is a dimension with at most this many distinct days, a whole-number column with at most this many values.
 DATE_LIMIT = 4_096
 #: A DATE column of more than this many days also has a month dimension (``<column>@month``).
 MONTH_AFTER_DAYS = 62
@@ -218,7 +219,7 @@ def find(con, table: str, types: dict[str, str], modelled: Iterable[str],
     candidates = [c for c in modelled if c not in skip and scale_of(types.get(c, "")) is not None]
     if not candidates:
         return {}
-    limit = {c: DATE_LIMIT if types[c] == "DATE" else NUMBER_LIMIT for c in candidates}
+    limit = {c: DATE_LIMIT if scale_of(types[c]) == 0 else NUMBER_LIMIT for c in candidates}
     estimates = con.execute("SELECT " + ", ".join(f"approx_count_distinct({_quote(c)})" for c in candidates)
                             + f" FROM {_quote(table)}").fetchone()
     near = [c for c, n in zip(candidates, estimates) if 1 < int(n or 0) <= limit[c] * _APPROXIMATE_MARGIN]
@@ -273,8 +274,8 @@ def dependencies(dimensions: dict[str, NumericDimension]) -> dict[tuple[str, str
 
 def with_appended(con, relation: str, dimensions: dict[str, NumericDimension]) -> dict[str, NumericDimension] | str:
     """``dimensions`` with the distinct values of the appended rows ``relation`` added, or why the tables
-    must be rebuilt: one that would pass its limit (:data:`DATE_LIMIT` days, :data:`NUMBER_LIMIT` values
-    or months) is no dimension of a build any more.
+    must be rebuilt: one that would pass its limit (:data:`DATE_LIMIT` days or whole numbers,
+    :data:`NUMBER_LIMIT` decimals or months) is no dimension of a build any more.
 
     The appended values are read as :func:`find` reads a column's (:func:`read_as_numbers`: float64, days
     for a date, a month's first day for a month dimension), so an old value and the same value appended
@@ -305,7 +306,7 @@ def with_appended(con, relation: str, dimensions: dict[str, NumericDimension]) -
     for c, found, nulls in zip(names, row[:len(names)], row[len(names):]):
         old = dimensions[c]
         values = np.union1d(old.values, np.array([v for v in found or () if v is not None], dtype=np.float64))
-        limit = DATE_LIMIT if old.temporal and old.source is None else NUMBER_LIMIT
+        limit = NUMBER_LIMIT if old.source is not None or old.scale else DATE_LIMIT
         if values.size > limit:
             return (f"numeric dimension {c!r} of the exact tables now has {values.size} values, more than its "
                     f"limit of {limit}")
