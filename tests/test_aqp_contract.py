@@ -13,6 +13,7 @@ import pytest
 from scipy import stats
 
 from parzen.aqp import Engine, answers, contract
+from parzen.aqp import engine as engine_module
 
 N = 20_000
 
@@ -222,6 +223,27 @@ def test_a_tight_bound_falls_back_to_duckdb_and_a_loose_one_does_not(engine, sql
         exact = exact.sort_values(keys).reset_index(drop=True)
     pd.testing.assert_frame_equal(tight, exact, check_like=False)
     assert list(tight.columns) == list(loose.columns)
+
+
+def test_the_catalog_kept_between_exact_answers_finds_tables_created_and_refuses_tables_dropped():
+    """The engine keeps DuckDB's catalog listing between exact answers (:meth:`Engine._catalog`): a table
+    created since is found (the listing is read again on a miss), a table dropped since is refused by
+    DuckDB with its name, and the contract's fallback reads the listing once, not per query."""
+    con = _locked_down()
+    _table(con)
+    e = Engine(con)
+    e.build("t", group_by=["g"], sample=N // 4, seed=1)
+    sql = "SELECT g, COUNT(*) FROM t WHERE x BETWEEN 8 AND 11 GROUP BY g"
+    with mock.patch("parzen.aqp.engine._catalog_tables", wraps=engine_module._catalog_tables) as read:
+        for _ in range(3):
+            assert e.query(sql, max_rel_error=1e-9).attrs["form"] == "exact"
+        assert read.call_count == 1
+        con.execute("CREATE TABLE later AS SELECT 1 AS one")
+        assert e.query("SELECT COUNT(*) FROM later", exact=True).iloc[0, 0] == 1
+        assert read.call_count == 2
+    con.execute("DROP TABLE later")
+    with pytest.raises(duckdb.CatalogException, match="later"):
+        e.query("SELECT COUNT(*) FROM later", exact=True)
 
 
 def test_the_bound_reads_the_interval_at_its_confidence(engine):

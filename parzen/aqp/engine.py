@@ -123,6 +123,7 @@ class Engine:
         self._cache: dict[str, Synopsis] = {}
         self._layouts: dict[str, Layout] = {}
         self._sources: dict[str, duckdb.DuckDBPyConnection] = {}  # table -> connection reading its Parquet files
+        self._listing: tuple[set[tuple[str, ...]], list[str]] | None = None  # _catalog_tables, kept (_catalog)
 
     # --- synopses -------------------------------------------------------------------------
 
@@ -720,11 +721,13 @@ class Engine:
             query = self._resolved(parse(sql))
             planned = query_samples.plan(query)
         synopsis = self._answering(query.table)
+        fraction = query_samples.fraction_needed(synopsis.sample_size, synopsis.row_count, worst, bound)
+        if fraction > query_samples.MAX_FRACTION:
+            return None  # decided before the catalog is read: a small table's exact answer costs no more
         read = {t.casefold() for t in query.joined}
-        if planned is None or synopsis.source or (query.table.casefold(),) not in _catalog_tables(self.con)[0] \
+        if planned is None or synopsis.source or (query.table.casefold(),) not in self._catalog([(query.table.casefold(),)])[0] \
                 or any(e.get("nulls") and e["parent"].casefold() in read for e in synopsis.joins):
             return None  # Parquet / dask rows have no rowid; a join that drops NULL keys changes the rows N
-        fraction = query_samples.fraction_needed(synopsis.sample_size, synopsis.row_count, worst, bound)
         keys = list(keys)
         for _ in range(query_samples.DRAWS):
             if fraction > query_samples.MAX_FRACTION:
@@ -796,7 +799,7 @@ class Engine:
         """DuckDB's answer to a parsed query (names as in the synopsis): its SQL re-generated from the
         parse (:func:`parzen.aqp.sql.to_sql`, :func:`parzen.aqp.histogram.exact_sql`), run read-only
         (:meth:`_run`) on the database, or over the Parquet files of its synopsis."""
-        in_database = (query.table.casefold(),) in _catalog_tables(self.con)[0]
+        in_database = (query.table.casefold(),) in self._catalog([(query.table.casefold(),)])[0]
         con = None if in_database or not self._parquet_source(query.table) else self._source_connection(query.table)
         return self._run(to_sql(query) if binned is None else histogram.exact_sql(self._resolved_histogram(binned)), con)
 
@@ -889,7 +892,7 @@ class Engine:
         parse of a query it answers (a CASE / ratio query's, :meth:`_shape`), which, like the SQL of
         :meth:`_exact_of`, also runs on a connection passed with external access on."""
         text, tables = read_only_sql(sql)
-        known, names = _catalog_tables(self.con)
+        known, names = self._catalog([tuple(p.casefold() for p in parts) for parts in tables])
         absent = [parts for parts in tables if tuple(p.casefold() for p in parts) not in known]
         parquet = [parts for parts in absent if len(parts) == 1 and self._parquet_source(parts[0])]
         if parquet:
@@ -903,6 +906,15 @@ class Engine:
             missing = sorted(".".join(parts) for parts in absent)
             raise ValueError(f"no table {missing[0]!r} in the database; its tables: {', '.join(names)}")
         return self._run(text)
+
+    def _catalog(self, wanted: Sequence[tuple[str, ...]]) -> tuple[set[tuple[str, ...]], list[str]]:
+        """:func:`_catalog_tables` of the engine's connection, kept between queries (reading DuckDB's
+        catalog costs about a millisecond, as much as a small table's exact answer) and read again
+        whenever a name of ``wanted`` (casefolded name parts) is not in the kept listing: a table
+        created since is always found; one dropped since is DuckDB's to refuse when the query runs."""
+        if self._listing is None or any(parts not in self._listing[0] for parts in wanted):
+            self._listing = _catalog_tables(self.con)
+        return self._listing
 
     def _parquet_source(self, table: str) -> dict | None:
         """The Parquet source of the stored synopsis of ``table`` (matched as DuckDB matches names),
