@@ -187,7 +187,16 @@ class Engine:
         let a table on city answer for nation and region: :mod:`parzen.aqp.cube_lattice`).  Default
         (None): as many bytes as the sample's values and codes (the tables at most double the
         synopsis); 0: none.  ``cube``: the column sets themselves, e.g.
-        ``[["d_year", "p_brand", "s_region"]]``, instead of the greedy choice (no budget then).
+        ``[["d_year", "p_brand", "s_region"]]``, instead of the greedy choice (no budget then).  A set
+        may name, besides categorical columns, a numeric dimension (a DATE, integer or DECIMAL column
+        of few values at full resolution, ``o_orderdate``, ``l_discount``; a DATE's months,
+        ``o_orderdate@month``: :mod:`parzen.aqp.cube_dimensions`) and a comparison dimension
+        ``cmp(a,b)``, the sign of a - b per row (-1, 0, +1; NULL if either is), for two numeric, two
+        date or two text columns of the table or its joined dimensions: a table holding it answers
+        ``a op b`` exactly for op in <, <=, =, <>, >, >= in either order (TPC-H Q12's
+        ``cmp(l_commitdate,l_receiptdate)``, Q5's ``cmp(c_nationkey,s_nationkey)``:
+        :mod:`parzen.aqp.cube_comparisons`).  :meth:`rebuild_tables` changes a stored synopsis's
+        tables without sampling again.
 
         Parameters
         ----------
