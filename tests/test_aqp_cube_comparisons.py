@@ -193,3 +193,22 @@ def test_appended_rows_are_added_to_the_comparison_tables():
     assert "appended rows added" in e.refresh("lineitem").refreshed
     for op in ("<", "="):
         _exactly(e, f"SELECT l_mode, COUNT(*) FROM lineitem WHERE l_commitdate {op} l_receiptdate GROUP BY l_mode")
+
+
+def test_the_default_choice_adds_the_date_comparisons_with_the_bytes_it_leaves(monkeypatch):
+    """Without cube=, the greedy's choice is the same as without comparison dimensions, then goes on with
+    the implied cmp(a,b) of the fact's DATE columns within the budget it left."""
+    from parzen.aqp import cube_comparisons, cubes
+
+    e = _engine()
+    synopsis = e.synopsis("lineitem")
+    tables = [t.columns for t in synopsis.cube.tables]
+    monkeypatch.setattr(cube_comparisons, "implied", lambda *args: {})
+    without = [t.columns for t in _engine().synopsis("lineitem").cube.tables]
+    assert tables[:len(without)] == without
+    added = tables[len(without):]
+    assert added and all(any(c.startswith("cmp(") for c in t) for t in added)
+    assert {d.compares for d in synopsis.cube.dimensions.values() if d.compares} <= {
+        ("l_shipdate", "l_commitdate"), ("l_shipdate", "l_receiptdate"), ("l_commitdate", "l_receiptdate")}
+    assert synopsis.cube.nbytes <= cubes.default_budget(synopsis.sample, synopsis.categories.codes)
+    _exactly(e, "SELECT COUNT(*), SUM(l_price) FROM lineitem WHERE l_receiptdate > l_shipdate")

@@ -143,7 +143,9 @@ def exact_tables(con, table: str, types: dict[str, str], synopsis: Synopsis, *, 
     """The exact aggregate tables of ``synopsis`` (its categorical columns, sample codes, modelled
     columns and exact totals), read from ``table`` (a join synopsis's view): the numeric dimensions
     (:func:`parzen.aqp.cube_dimensions.find`), the comparison dimensions ``cube`` names
-    (:func:`parzen.aqp.cube_comparisons.comparison_dimensions`) and the tables
+    (:func:`parzen.aqp.cube_comparisons.comparison_dimensions`) or, without ``cube``, those the
+    schema implies (:func:`parzen.aqp.cube_comparisons.implied`, for the bytes the greedy leaves),
+    and the tables
     (:func:`parzen.aqp.cubes.build_cube`); :meth:`parzen.aqp.Engine.build` and
     :meth:`parzen.aqp.Engine.rebuild_tables` make them alike.
 
@@ -183,13 +185,16 @@ def exact_tables(con, table: str, types: dict[str, str], synopsis: Synopsis, *, 
     measures = [c for c in numeric if temporal_kind(types[c]) is None]
     budget = cubes.default_budget(synopsis.sample, codes) if cube_bytes is None else int(cube_bytes)
     dimensions = cube_dimensions.find(con, table, types, numeric, values) if budget > 0 or cube else {}
+    implied = {}
     if cube:
         compared = cube_comparisons.comparison_dimensions(con, table, types, [c for v in cube for c in v])
         dimensions.update(compared)
         cube = cube_comparisons.renamed_views(cube, compared)
+    elif budget > 0:  # the greedy may add them with the bytes it leaves
+        implied = cube_comparisons.implied(table, types, numeric, sources, synopsis.totals, synopsis.row_count)
     built = cubes.build_cube(con, table, values, codes, measures=measures, totals=synopsis.totals,
                              rows=synopsis.row_count, budget=budget, sources=sources, views=cube,
-                             dimensions=dimensions)
+                             dimensions=dimensions, comparisons=implied)
     return built if built.tables else None
 
 

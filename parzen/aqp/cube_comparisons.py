@@ -22,7 +22,11 @@ Its name, as ``Engine.build(cube=[[..., "cmp(l_commitdate,l_receiptdate)"]])`` a
 :meth:`parzen.aqp.Engine.rebuild_tables` take it, is ``cmp(a,b)`` (spaces after the comma allowed);
 a and b must be columns of the table (or the join's view) of comparable types: both numbers, both
 DATE / TIMESTAMP, or both text (:func:`comparison_dimensions` says which are not).  The default
-choice of tables (no ``cube=``) does not consider comparison dimensions.
+choice of tables (no ``cube=``) considers the comparisons of two modelled DATE columns of one table
+(:func:`implied`: l_shipdate, l_commitdate, l_receiptdate of TPC-H's lineitem) only with the bytes
+its greedy leaves (:func:`parzen.aqp.cubes.build_cube`).  Two keys referencing one dimension table
+are not implied: a join synopsis joins each dimension once, so the second key's reference is not
+known to it; list them.
 Queries run here are generated from quoted identifiers read from the catalog, never user text.
 """
 
@@ -123,6 +127,42 @@ def comparison_dimensions(con, table: str, types: dict[str, str], names: Iterabl
     signs = np.array([-1.0, 0.0, 1.0])
     return {name: NumericDimension(signs.copy(), bool(null), 0, False, compares=pair)
             for (name, pair), null in zip(pairs.items(), nulls)}
+
+
+def implied(table: str, types: dict[str, str], modelled: Iterable[str], sources: dict[str, str],
+            totals: dict[str, tuple[int, float]], rows: int) -> dict[str, NumericDimension]:
+    """The comparison dimensions the schema implies for the default choice of tables: per pair (a, b)
+    of modelled DATE columns of one database table (a before b in ``modelled``), ``cmp(a,b)``; it has
+    NULLs when a or b has (their exact COUNT in ``totals`` below ``rows``), so no pass is needed.
+
+    Parameters
+    ----------
+    table : str
+        The table, or a join synopsis's view (its own columns' table).
+    types : dict of str to str
+        Column -> DuckDB type name.
+    modelled : iterable of str
+        The synopsis's modelled columns.
+    sources : dict of str to str
+        Per column of a join view, the database table it comes from (a column not named: ``table``).
+    totals : dict of str to (int, float)
+        Per modelled column, its exact COUNT and SUM.
+    rows : int
+        The table's rows.
+
+    Returns
+    -------
+    dict of str to NumericDimension
+    """
+    dates = [c for c in modelled if types.get(c) == "DATE"]
+    found = {}
+    for k, a in enumerate(dates):
+        for b in dates[k + 1:]:
+            if sources.get(a, table) == sources.get(b, table):
+                nulls = totals[a][0] < rows or totals[b][0] < rows
+                found[NAME.format(left=a, right=b)] = NumericDimension(np.array([-1.0, 0.0, 1.0]), nulls, 0, False,
+                                                                       compares=(a, b))
+    return found
 
 
 def renamed_views(views: list[list[str]], dimensions: dict[str, NumericDimension]) -> list[list[str]]:
