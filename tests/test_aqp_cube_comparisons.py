@@ -212,3 +212,9 @@ def test_the_default_choice_adds_the_date_comparisons_with_the_bytes_it_leaves(m
         ("l_shipdate", "l_commitdate"), ("l_shipdate", "l_receiptdate"), ("l_commitdate", "l_receiptdate")}
     assert synopsis.cube.nbytes <= cubes.default_budget(synopsis.sample, synopsis.categories.codes)
     _exactly(e, "SELECT COUNT(*), SUM(l_price) FROM lineitem WHERE l_receiptdate > l_shipdate")
+
+
+def test_a_comparison_of_a_double_with_an_integer_is_answered_exactly():
+    e = _engine(cube=[["l_mode", "cmp(l_price,l_quantity)"]])
+    for op in (">=", "<"):
+        _exactly(e, f"SELECT l_mode, COUNT(*), SUM(l_price) FROM lineitem WHERE l_quantity {op} l_price GROUP BY l_mode")
