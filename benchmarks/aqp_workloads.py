@@ -35,6 +35,10 @@ per-query ratios).  Writes ``<out>/aqp_workload_<name>.json`` and ``.md``.  Usag
         --pilotdb-repo PilotDB
     nice -n 10 python benchmarks/aqp_workloads.py flights
     python benchmarks/aqp_workloads.py overview      # aqp_workloads.md: every family against the targets
+    # a stored synopsis's exact tables rebuilt to the listed ones (same sample; Engine.rebuild_tables), results
+    # under another name:
+    nice -n 10 python benchmarks/aqp_workloads.py tpch --data DIR --reuse --rebuild-tables \
+        --output-name aqp_workload_tpch_colcmp
 """
 
 from __future__ import annotations
