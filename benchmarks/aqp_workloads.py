@@ -35,6 +35,10 @@ per-query ratios).  Writes ``<out>/aqp_workload_<name>.json`` and ``.md``.  Usag
         --pilotdb-repo PilotDB
     nice -n 10 python benchmarks/aqp_workloads.py flights
     python benchmarks/aqp_workloads.py overview      # aqp_workloads.md: every family against the targets
+    # a stored synopsis's exact tables rebuilt to the listed ones (same sample; Engine.rebuild_tables), results
+    # under another name:
+    nice -n 10 python benchmarks/aqp_workloads.py tpch --data DIR --reuse --rebuild-tables \
+        --output-name aqp_workload_tpch_colcmp
 """
 
 from __future__ import annotations
@@ -97,12 +101,16 @@ BUILDS = {
                       # exact from them, parzen.aqp.cube_dimensions), l_discount and l_quantity (DECIMALs of 11 and 50
                       # values) at full resolution: Q5, Q10, Q12, Q14 and Q12 CASE's l_quantity range (r_name listed with
                       # n_name: their tables differ, so n_name -> r_name is not checked); the shapes without dates roll
-                      # up from them
+                      # up from them; Q12's two date comparisons and Q5's c_nationkey = s_nationkey as written by
+                      # comparison dimensions cmp(a,b) (parzen.aqp.cube_comparisons)
                       "cube": [["n_name", "r_name", "o_orderdate@month", "l_discount"],
                                ["n_name", "l_returnflag", "o_orderdate@month", "l_discount"],
                                ["l_shipmode", "o_orderpriority", "l_receiptdate@month"],
                                ["p_type", "l_shipdate@month", "l_discount"],
-                               ["l_shipmode", "o_orderpriority", "l_quantity"]]},
+                               ["l_shipmode", "o_orderpriority", "l_quantity"],
+                               ["l_shipmode", "o_orderpriority", "l_receiptdate@month", "cmp(l_commitdate,l_receiptdate)",
+                                "cmp(l_shipdate,l_commitdate)"],
+                               ["n_name", "r_name", "o_orderdate@month", "l_discount", "cmp(c_nationkey,s_nationkey)"]]},
                      {"l_orderkey": "orders.o_orderkey", "orders.o_custkey": "customer.c_custkey",
                       "customer.c_nationkey": "nation.n_nationkey", "nation.n_regionkey": "region.r_regionkey",
                       "l_partkey": "part.p_partkey", "l_suppkey": "supplier.s_suppkey"}),
@@ -133,20 +141,22 @@ def workload_queries(args, con) -> list[tuple[str, str]]:
 
 
 def build_synopses(engine: Engine, workload: str, seed: int, database: Path, reuse: bool = False,
-                   read_only: bool = False, overrides: dict | None = None) -> dict:
+                   read_only: bool = False, overrides: dict | None = None, rebuild_tables: bool = False) -> dict:
     """Build each table's synopsis (with joins= where Engine.build takes it); what was built.
 
     With ``reuse``, a synopsis already stored in the database that still describes its table (an earlier
     run's, same options) is loaded instead of built, and its build time is the one that run recorded.
     With ``read_only`` (a database opened read-only), the stored synopses are used whatever recorded them
     (their own build time, bytes and rows), and none is built.  ``overrides``: per table, Engine.build
-    options that replace the workload's (``--build-options``)."""
+    options that replace the workload's (``--build-options``).  With ``rebuild_tables`` too, a stored
+    synopsis built with other exact aggregate tables (options equal but ``cube``) keeps its sample and
+    has only its tables rebuilt to the listed ones (``Engine.rebuild_tables``, ``--rebuild-tables``)."""
     takes_joins = "joins" in inspect.signature(engine.build).parameters
     built = {}
     for table, (options, joins) in BUILDS[workload].items():
         options = {**options, **(overrides or {}).get(table, {})}
         if reuse:
-            earlier = _reused(engine, database, table, options, joins)
+            earlier = _reused(engine, database, table, options, joins, rebuild_tables)
             if earlier is not None:
                 built[table] = earlier
                 continue
@@ -183,20 +193,34 @@ def _build_log(database: Path, table: str) -> Path:
     return database.with_name(f"{database.name}.{table}.build.json")
 
 
-def _reused(engine: Engine, database: Path, table: str, options: dict, joins) -> dict | None:
-    """The record of the stored synopsis of ``table`` if it is fresh and was built with these options."""
+def _reused(engine: Engine, database: Path, table: str, options: dict, joins, rebuild_tables: bool = False) -> dict | None:
+    """The record of the stored synopsis of ``table`` if it is fresh and was built with these options, or
+    with other exact aggregate tables (``cube``) whose tables are now the listed ones: rebuilt by an
+    earlier run, or here with ``rebuild_tables`` (``Engine.rebuild_tables``; the record says how long)."""
     log = _build_log(database, table)
     if not log.exists():
         return None
     record = json.loads(log.read_text())
-    if record["options"] != options or (record["joins"] or None) != (joins or None):
+    other_tables = {**record["options"], "cube": None} == {**options, "cube": None}
+    if (record["options"] != options and not other_tables) or (record["joins"] or None) != (joins or None):
         return None
     try:
-        engine.synopsis(table)
+        stored = engine.synopsis(table)
     except ValueError:
         return None
     if engine.check(table):
         return None
+    if record["options"] != options or stored.cube_views != options.get("cube"):
+        if stored.cube_views != options.get("cube"):
+            if not rebuild_tables:
+                return None
+            started = time.perf_counter()
+            stored = engine.rebuild_tables(table, cube=options.get("cube"))
+            record["tables_rebuilt_seconds"] = time.perf_counter() - started
+        record.update({"options": options, "bytes": stored.nbytes()["total"], "cube_bytes": stored.nbytes().get("cube", 0),
+                       "cube_seconds": stored.cube.seconds if stored.cube is not None else 0.0,
+                       "cube_tables": [list(t.columns) for t in stored.cube.tables] if stored.cube is not None else []})
+        log.write_text(json.dumps(record))
     record["reused"] = True
     return record
 
@@ -386,7 +410,7 @@ def run(args) -> dict:
     queries = workload_queries(args, con)
     engine = Engine(con)
     built = build_synopses(engine, args.workload, args.seed, database, args.reuse, args.read_only,
-                           json.loads(args.build_options) if args.build_options else None)
+                           json.loads(args.build_options) if args.build_options else None, args.rebuild_tables)
     equal_bytes_samples(con, built, args.seed)
     contract = "max_rel_error" in inspect.signature(engine.query).parameters
     texts = [(family, without_order(sql)) for family, sql in queries]
@@ -483,6 +507,9 @@ def markdown(result: dict) -> str:
             lines.append(f"  Exact aggregate tables ({how}): {info['cube_bytes'] / 1e6:.2f} MB of the synopsis, "
                          f"{info['cube_seconds']:.1f} s of its build; {len(info['cube_tables'])} tables: "
                          + ", ".join("(" + ", ".join(t) + ")" for t in info["cube_tables"]) + ".")
+            if info.get("tables_rebuilt_seconds"):
+                lines.append(f"  The tables were rebuilt to the listed ones on the stored synopsis (same sample) by "
+                             f"Engine.rebuild_tables in {info['tables_rebuilt_seconds']:.1f} s.")
     order = {"block": ("parzen's answers were taken in a block before DuckDB's exact answers (each its text's first "
                        "answer; the contract's pass after the plain one, its per-text caches emptied)"),
              "interleaved": ("each query ran on DuckDB, then parzen, then the contract, in turn (parzen's first "
@@ -602,6 +629,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--reuse", action="store_true",
                         help="load a fresh synopsis an earlier run stored with the same options instead of building")
+    parser.add_argument("--rebuild-tables", action="store_true",
+                        help="with --reuse: a stored synopsis built with other exact aggregate tables (cube) keeps its "
+                             "sample and has only its tables rebuilt to the listed ones (Engine.rebuild_tables)")
+    parser.add_argument("--output-name", default=None,
+                        help="the result files' name (default aqp_workload_<workload>[_sf<scale>])")
     parser.add_argument("--read-only", action="store_true",
                         help="open the database read-only and answer from the synopses stored in it (none is built)")
     parser.add_argument("--memory-limit", default="4GB", help="DuckDB's memory limit (default 4GB)")
@@ -625,7 +657,8 @@ def main() -> None:
         return
     result = run(args)
     args.output_dir.mkdir(parents=True, exist_ok=True)
-    name = f"aqp_workload_{args.workload}" + ("" if args.workload == "flights" or args.scale == 10 else f"_sf{args.scale}")
+    name = args.output_name or \
+        f"aqp_workload_{args.workload}" + ("" if args.workload == "flights" or args.scale == 10 else f"_sf{args.scale}")
     (args.output_dir / f"{name}.json").write_text(json.dumps(result, indent=1, default=float))
     text = markdown(result)
     (args.output_dir / f"{name}.md").write_text(text)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .._progress import progress_bar
 from .._selector_names import SELECTOR_NAMES
-from . import categories, cube_dimensions, cubes
+from . import categories, cube_comparisons, cube_dimensions, cubes
 from .dates import as_double, temporal_kind
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
 from .grid import GRID_POINTS, ColumnGrid, column_grids, table_cumulative
@@ -129,19 +129,73 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
     if categorical:
         values, tables = categories.exact_tables(con, table, categorical, sampled)
         synopsis.categories = categories.Categories(values, categories.sample_codes(values, sampled), tables)
-        measures = [c for c in numeric if temporal_kind(types[c]) is None]
-        budget = cubes.default_budget(synopsis.sample, synopsis.categories.codes) if cube_bytes is None else int(cube_bytes)
-        dimensions = cube_dimensions.find(con, table, types, numeric, values) if budget > 0 or cube else {}
-        synopsis.cube = cubes.build_cube(con, table, values, synopsis.categories.codes, measures=measures,
-                                         totals=synopsis.totals, rows=rows, budget=budget, sources=sources or {},
-                                         views=cube, dimensions=dimensions)
-        if not synopsis.cube.tables:
-            synopsis.cube = None
+        synopsis.cube = exact_tables(con, table, types, synopsis, cube_bytes=cube_bytes, cube=cube,
+                                     sources=sources or {})
     synopsis.cube_bytes, synopsis.cube_views = cube_bytes, cube
     synopsis.sample_keys, synopsis.rowid_end = keys, rowid_end
     synopsis.temporal = {c: kind for c in numeric if (kind := temporal_kind(types[c])) is not None}
     synopsis.build_seconds = time.perf_counter() - started
     return synopsis
+
+
+def exact_tables(con, table: str, types: dict[str, str], synopsis: Synopsis, *, cube_bytes: int | None,
+                 cube: list[list[str]] | None, sources: dict[str, str]) -> cubes.Cube | None:
+    """The exact aggregate tables of ``synopsis`` (its categorical columns, sample codes, modelled
+    columns and exact totals), read from ``table`` (a join synopsis's view): the numeric dimensions
+    (:func:`parzen.aqp.cube_dimensions.find`), the comparison dimensions ``cube`` names
+    (:func:`parzen.aqp.cube_comparisons.comparison_dimensions`) or, without ``cube``, those the
+    schema implies (:func:`parzen.aqp.cube_comparisons.implied`, for the bytes the greedy leaves),
+    and the tables
+    (:func:`parzen.aqp.cubes.build_cube`); :meth:`parzen.aqp.Engine.build` and
+    :meth:`parzen.aqp.Engine.rebuild_tables` make them alike.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection.
+    table : str
+        The table, or a join synopsis's view.
+    types : dict of str to str
+        Its columns' DuckDB types (a join view's rowid column left out).
+    synopsis : Synopsis
+        A synopsis of ``table`` with categorical columns.
+    cube_bytes : int or None
+        The byte budget (None: :func:`parzen.aqp.cubes.default_budget`; 0: none).
+    cube : list of lists of str or None
+        The tables' column sets (:func:`checked_views`), instead of the greedy choice.
+    sources : dict of str to str
+        Per column of a join view, the database table it comes from.
+
+    Returns
+    -------
+    Cube or None
+        None when no table is kept.
+
+    Raises
+    ------
+    ValueError
+        ``synopsis`` has no categorical column, or ``cube`` names a column that is no categorical
+        column, numeric dimension nor comparison of two comparable columns of ``table``.
+    """
+    if synopsis.categories is None:
+        raise ValueError(f"the synopsis of {synopsis.table!r} has no categorical column: no exact aggregate table "
+                         "can be built")
+    values, codes = synopsis.categories.values, synopsis.categories.codes
+    numeric = list(synopsis.models)
+    measures = [c for c in numeric if temporal_kind(types[c]) is None]
+    budget = cubes.default_budget(synopsis.sample, codes) if cube_bytes is None else int(cube_bytes)
+    dimensions = cube_dimensions.find(con, table, types, numeric, values) if budget > 0 or cube else {}
+    implied = {}
+    if cube:
+        compared = cube_comparisons.comparison_dimensions(con, table, types, [c for v in cube for c in v])
+        dimensions.update(compared)
+        cube = cube_comparisons.renamed_views(cube, compared)
+    elif budget > 0:  # the greedy may add them with the bytes it leaves
+        implied = cube_comparisons.implied(table, types, numeric, sources, synopsis.totals, synopsis.row_count)
+    built = cubes.build_cube(con, table, values, codes, measures=measures, totals=synopsis.totals,
+                             rows=synopsis.row_count, budget=budget, sources=sources, views=cube,
+                             dimensions=dimensions, comparisons=implied)
+    return built if built.tables else None
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@
 A query is answered here when every predicate is on categorical columns (=, IN, and ranges, LIKE or
 text comparisons, which :mod:`parzen.aqp.string_predicates` and this module turn into sets of codes)
 or is a range on a numeric dimension (a DATE, integer or DECIMAL column of few values that the tables
-hold at full resolution, :mod:`parzen.aqp.cube_dimensions`: the codes of the values in the range),
-with no OR across columns and no comparison of two columns, and one table holds or determines (by
+hold at full resolution, :mod:`parzen.aqp.cube_dimensions`: the codes of the values in the range)
+or compares two columns whose comparison dimension ``cmp(a,b)`` a table holds
+(:mod:`parzen.aqp.cube_comparisons`: the codes of the signs the operator admits), with no OR across
+columns, and one table holds or determines (by
 an exact functional dependency, :mod:`parzen.aqp.cube_lattice`) every column it filters or groups
 by.  Its aggregates may be COUNT(*), COUNT / SUM / AVG of a measure, SUM / AVG of a polynomial whose
 every term multiplies at most one measure by categorical columns of numeric values (SUM(a - b),
@@ -31,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from .categories import Categories
+from .cube_comparisons import comparison_mask
 from .cube_dimensions import MONTH
 from .cubes import Cube, CubeTable
 from .sql import Aggregate, AggregateQuery, Range
@@ -61,11 +64,12 @@ def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error
         One row per group with rows under the filters, sorted as DuckDB's ORDER BY of the group
         columns would (NULLs last).
     """
-    if query.boxes or query.compared:
+    compared = _comparison_filters(query, cube)
+    if query.boxes or compared is None:
         return None
     values = cube.values_with(categories.values)  # the numeric dimensions' too (parzen.aqp.cube_dimensions)
     query = _by_months(query, cube)
-    filtered = [*query.members, *query.ranges]
+    filtered = [*query.members, *query.ranges, *compared]
     if any(c not in values for c in [*filtered, *query.group_by]) or not _dimensions_usable(query, cube):
         return None
     factors: set[str] = set()
@@ -83,7 +87,7 @@ def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error
         return (rolled[column], cube.dependencies[(rolled[column], column)]) if column in rolled else (column, None)
 
     allowed: dict[str, np.ndarray] = {}  # per column of the table, the codes its filters admit
-    for column, mask in _filters(query, values, cube):
+    for column, mask in [*_filters(query, values, cube), *compared.items()]:
         if mask is None:
             return None
         source, mapping = source_of(column)
@@ -186,6 +190,20 @@ def _filters(query: AggregateQuery, values: dict[str, list], cube: Cube):
     for column, r in query.ranges.items():
         dimension = cube.dimensions.get(column)
         yield column, _range_mask(values[column], r) if dimension is None else dimension.range_mask(r)
+
+
+def _comparison_filters(query: AggregateQuery, cube: Cube) -> dict[str, np.ndarray] | None:
+    """Per comparison dimension deciding a comparison of two columns of ``query``, the mask of its codes
+    that the comparisons admit (:func:`parzen.aqp.cube_comparisons.comparison_mask`); None when a
+    comparison has no such dimension."""
+    masks: dict[str, np.ndarray] = {}
+    for c in query.compared:
+        found = comparison_mask(cube.dimensions, c.left, c.op, c.right)
+        if found is None:
+            return None
+        name, mask = found
+        masks[name] = masks[name] & mask if name in masks else mask
+    return masks
 
 
 def _by_months(query: AggregateQuery, cube: Cube) -> AggregateQuery:

@@ -80,6 +80,9 @@ class NumericDimension:
         are then the bins' first values); None: full resolution.
     source : str, optional
         For a month dimension, the DATE column it bins; None: the dimension is its own column.
+    compares : tuple of (str, str), optional
+        For a comparison dimension (:mod:`parzen.aqp.cube_comparisons`), the two columns (a, b) whose
+        sign(a - b) it holds (values -1, 0, +1; NULL when either is NULL); None: it is no comparison.
     """
 
     values: np.ndarray
@@ -88,6 +91,7 @@ class NumericDimension:
     temporal: bool
     highs: np.ndarray | None = None
     source: str | None = None
+    compares: tuple[str, str] | None = None
 
     @property
     def size(self) -> int:
@@ -160,7 +164,8 @@ class NumericDimension:
         return self.values.nbytes + (self.highs.nbytes if self.highs is not None else 0)
 
     def meta(self) -> dict:
-        return {"nulls": self.nulls, "scale": self.scale, "temporal": self.temporal, "source": self.source}
+        return {"nulls": self.nulls, "scale": self.scale, "temporal": self.temporal, "source": self.source,
+                **({"compares": list(self.compares)} if self.compares is not None else {})}
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {"values": self.values, **({"highs": self.highs} if self.highs is not None else {})}
@@ -170,7 +175,7 @@ class NumericDimension:
         highs = arrays.get("highs")
         return cls(np.asarray(arrays["values"], dtype=np.float64), bool(meta["nulls"]), int(meta["scale"]),
                    bool(meta["temporal"]), None if highs is None else np.asarray(highs, dtype=np.float64),
-                   meta.get("source"))
+                   meta.get("source"), tuple(meta["compares"]) if meta.get("compares") else None)
 
 
 def _in_scale(bound: float, factor: float, scale: int) -> float:
@@ -252,6 +257,14 @@ def _month_of(column: str) -> str:
     return as_double(f"CAST(date_trunc('month', {_quote(column)}) AS DATE)", DATE)
 
 
+def sign_of(left: str, right: str) -> str:
+    """SQL of sign(left - right) of two columns as DOUBLE, compared as DuckDB compares them in their own
+    types (-1, 0, +1; NULL when either is NULL): a comparison dimension's value
+    (:mod:`parzen.aqp.cube_comparisons`)."""
+    a, b = _quote(left), _quote(right)
+    return f"CAST(CASE WHEN {a} < {b} THEN -1 WHEN {a} = {b} THEN 0 WHEN {a} > {b} THEN 1 END AS DOUBLE)"
+
+
 def _last_days(months: np.ndarray) -> np.ndarray:
     """Per first day of a month (days since 1970-01-01), the month's last day."""
     first = months.astype("datetime64[D]").astype("datetime64[M]")
@@ -317,10 +330,13 @@ def with_appended(con, relation: str, dimensions: dict[str, NumericDimension]) -
 
 def read_as_numbers(table: str, dimensions: dict[str, NumericDimension]) -> str:
     """SQL of ``table`` (quoted) with the dimensions' columns read as float64 (days for dates) and the
-    month dimensions added, as :func:`find` read them: ``(SELECT * REPLACE (...), ... FROM table)``."""
+    month and comparison dimensions added, as :func:`find` and
+    :func:`parzen.aqp.cube_comparisons.comparison_dimensions` read them:
+    ``(SELECT * REPLACE (...), ... FROM table)``."""
     if not dimensions:
         return _quote(table)
-    own = {c: d for c, d in dimensions.items() if d.source is None}
+    own = {c: d for c, d in dimensions.items() if d.source is None and d.compares is None}
     replaced = ", ".join(f"{as_double(_quote(c), DATE if d.temporal else None)} AS {_quote(c)}" for c, d in own.items())
     added = "".join(f", {_month_of(d.source)} AS {_quote(c)}" for c, d in dimensions.items() if d.source is not None)
+    added += "".join(f", {sign_of(*d.compares)} AS {_quote(c)}" for c, d in dimensions.items() if d.compares is not None)
     return f"(SELECT * {f'REPLACE ({replaced})' if own else ''}{added} FROM {_quote(table)}) AS parzen_read"

@@ -116,7 +116,7 @@ def hierarchy_columns(columns: Sequence[str], dependencies, cardinality: dict[st
 
 
 def select_views(columns: Sequence[str], cardinality: dict[str, int], dependencies, rows: int,
-                 cell_bytes, budget: int) -> list[tuple[str, ...]]:
+                 cell_bytes, budget: int, prior: Sequence[tuple[str, ...]] = ()) -> list[tuple[str, ...]]:
     """The views (column sets) the greedy algorithm of HRU keeps within ``budget`` bytes (module notes).
 
     Parameters
@@ -133,11 +133,14 @@ def select_views(columns: Sequence[str], cardinality: dict[str, int], dependenci
         Bytes of one cell of a view, given its columns.
     budget : int
         Bytes the views may take in all.
+    prior : sequence of tuple of str
+        Views chosen already (not paid out of ``budget``): the queries they cover cost their cells
+        before the first step, so the greedy continues from them.
 
     Returns
     -------
     list of tuple of str
-        The views in the order chosen.
+        The views in the order chosen (none of ``prior``).
     """
     columns = sorted(columns, key=lambda c: (cardinality[c], c))[:MAX_LATTICE_COLUMNS]
     bit = {c: 1 << k for k, c in enumerate(columns)}
@@ -173,6 +176,10 @@ def select_views(columns: Sequence[str], cardinality: dict[str, int], dependenci
     covered = [_covered(closure, lattice) for closure in closures]
     cost = np.full(len(sets), float(rows))
     size = np.array(cells, dtype=np.float64)
+    for view in prior:  # views of the lattice chosen before (others cover none of its reduced sets by mask)
+        i = lattice.get(sum(bit.get(c, 0) for c in view)) if all(c in bit for c in view) else None
+        if i is not None:
+            cost[covered[i]] = np.minimum(cost[covered[i]], size[i])
     nbytes = np.array([cells[i] * cell_bytes(sets[i]) for i in range(len(sets))], dtype=np.float64)
 
     def per_byte(i: int) -> float:
@@ -184,7 +191,7 @@ def select_views(columns: Sequence[str], cardinality: dict[str, int], dependenci
     left = float(budget)
     while heap:
         _, i = heapq.heappop(heap)
-        if nbytes[i] > left:
+        if nbytes[i] > left or sets[i] in prior:
             continue
         now = per_byte(i)
         if now <= 0.0:

@@ -193,7 +193,8 @@ def default_budget(sample: dict[str, np.ndarray], codes: dict[str, np.ndarray]) 
 def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.ndarray], *, measures: list[str],
                totals: dict[str, tuple[int, float]], rows: int, budget: int,
                sources: dict[str, str], views: Sequence[Sequence[str]] | None = None,
-               dimensions: dict[str, NumericDimension] | None = None) -> Cube:
+               dimensions: dict[str, NumericDimension] | None = None,
+               comparisons: dict[str, NumericDimension] | None = None) -> Cube:
     """The exact aggregate tables of ``table`` within ``budget`` bytes.
 
     Parameters
@@ -221,6 +222,11 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
         The tables' column sets, instead of the greedy choice (the budget then does not apply).
     dimensions : dict of str to NumericDimension, optional
         Numeric columns the tables may group by too, at full resolution (:func:`parzen.aqp.cube_dimensions.find`).
+    comparisons : dict of str to NumericDimension, optional
+        Comparison dimensions the greedy choice may add with the budget it leaves
+        (:func:`parzen.aqp.cube_comparisons.implied`): once the greedy has chosen, it goes on over the
+        lattice with these columns too, from the tables chosen, within the bytes left (HRU's greedy
+        resumed; the first choice is the same as without them).  Ignored when ``views`` are listed.
 
     Returns
     -------
@@ -261,6 +267,13 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
         lattice = [c for c in cube_lattice.hierarchy_columns(list(categorical_cardinality), among_categorical,
                                                              categorical_cardinality) if cardinality[c] > 1]
         chosen = cube_lattice.select_views([*lattice, *dimensions], cardinality, cube.dependencies, rows, size, left)
+        if comparisons:  # the bytes the greedy left, less the comparisons' values
+            spent = sum(min(rows, _cells(v, cardinality)) * size(v) for v in chosen) + \
+                sum(d.nbytes for d in comparisons.values())
+            values = {**values, **{c: d.as_list() for c, d in comparisons.items()}}  # size() reads their values too
+            chosen += _with_comparisons([*lattice, *dimensions], chosen, comparisons, cardinality, cube.dependencies,
+                                        rows, size, left - spent)
+            dimensions = {**dimensions, **comparisons}
     order = {c: k for k, c in enumerate(values)}
     chosen = list(dict.fromkeys(tuple(sorted(set(v), key=order.__getitem__)) for v in chosen))  # one per set
     cube.dimensions = {c: d for c, d in dimensions.items() if any(c in v for v in chosen)}
@@ -270,6 +283,24 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
         cube.tables = _computed(con, table, chosen, values, measures, nullable, cube.dependencies, cube.dimensions)
     cube.seconds = time.perf_counter() - started
     return cube
+
+
+def _cells(view: Sequence[str], cardinality: dict[str, int]) -> int:
+    """The estimated cells of a view: the product of its columns' numbers of values (:mod:`parzen.aqp.cube_lattice`)."""
+    return int(np.prod([cardinality[c] for c in view], dtype=np.float64))
+
+
+def _with_comparisons(columns: list[str], chosen: list[tuple[str, ...]], comparisons: dict[str, NumericDimension],
+                      cardinality: dict[str, int], dependencies, rows: int, size, left: int) -> list[tuple[str, ...]]:
+    """The views HRU's greedy adds once ``comparisons`` join the lattice's ``columns``, from the ``chosen``
+    views, within the ``left`` bytes (:func:`build_cube`); the lattice keeps its columns of fewest values
+    as :func:`parzen.aqp.cube_lattice.select_views` does, the comparisons among them."""
+    if left <= 0:
+        return []
+    cardinality = {**cardinality, **{c: d.size for c, d in comparisons.items()}}
+    room = cube_lattice.MAX_LATTICE_COLUMNS - len(comparisons)
+    kept = sorted(columns, key=lambda c: (cardinality[c], c))[:max(room, 0)]
+    return cube_lattice.select_views([*kept, *comparisons], cardinality, dependencies, rows, size, left, prior=chosen)
 
 
 def _dependencies(con, table, values, codes, cardinality, sources) -> dict[tuple[str, str], np.ndarray]:
