@@ -778,18 +778,19 @@ class Engine:
                 (frames := cube_answers.answer_each(subqueries, synopsis.cube, synopsis.categories)) is not None:
             return ratios.exact(composite, frames, synopsis.row_count, with_error), cube_answers.FORM  # exact tables
         layout = self._layouts[synopsis.table]
-        passes = subquery_passes.SubqueryPasses(synopsis, layout, with_error)  # the bias runs share the answer's passes
+        smoothed = with_error and any(contract.reads_bandwidths(q, synopsis) for q in subqueries)  # else no bias
+        passes = subquery_passes.SubqueryPasses(synopsis, layout, smoothed)  # the bias runs share the answer's passes
         placement: list = []
         result, form = ratios.approximate(composite, subqueries, synopsis, layout, passes.answer,
                                           z if with_error else None, placement)
-        if with_error:
+        if smoothed:
             keys = _selected_groups(composite)
             result = contract.cover_bias(
                 result, lambda s: ratios.approximate(composite, subqueries, s, layout, passes.answer, None)[0],
                 synopsis, [o.name for o in composite.outputs], keys,
                 answers_at=lambda ss: ratios.bias_runs(composite, subqueries, placement, ss, passes.runs))
-            if form != "totals":  # float64 round-off against DuckDB's own sums (parzen.aqp.contract)
-                result = contract.cover_rounding(result, [o.name for o in composite.outputs], synopsis.row_count)
+        if with_error and form != "totals":  # float64 round-off against DuckDB's own sums (parzen.aqp.contract)
+            result = contract.cover_rounding(result, [o.name for o in composite.outputs], synopsis.row_count)
         return result, form
 
     def _exact_of(self, query: AggregateQuery, binned: histogram.HistogramQuery | None = None) -> pd.DataFrame:
@@ -972,8 +973,10 @@ class Engine:
         # OR / NOT: parzen.aqp.unions, which answers each intersection with comparisons as a domain estimate
         by_domain = (query.compared and not query.boxes) or domains.needed(query, synopsis)
         approximate = domains.approximate if by_domain else answers.approximate
-        scaled = [contract.with_bandwidths_scaled(synopsis, c) for c in contract.BIAS_STEPS] if with_error else []
-        if with_error and approximate is answers.approximate:  # the answer and the bias runs' box integrals in one pass
+        # the answers at c h of the bias term, unless no kernel the answer reads has a bandwidth (its bias is 0)
+        smoothed = with_error and contract.reads_bandwidths(query, synopsis)
+        scaled = [contract.with_bandwidths_scaled(synopsis, c) for c in contract.BIAS_STEPS] if smoothed else []
+        if smoothed and approximate is answers.approximate:  # the answer and the bias runs' box integrals in one pass
             result, form, at_scaled = answers.approximate_with_bias_runs(query, synopsis, layout, z, scaled)
         else:
             result, form = approximate(query, synopsis, layout, z if with_error else None)
@@ -984,9 +987,9 @@ class Engine:
                     return domains.bias_runs(query, ss, layout)
                 return at_scaled if [id(s) for s in ss] == [id(s) for s in scaled] else answers.bias_runs(query, ss, layout)
 
-            bias = contract.bias_widths(result, lambda s: approximate(query, s, layout, None)[0], synopsis,
-                                        [a.name for a in query.aggregates], query.group_by, held=bounded,
-                                        answers_at=in_one_pass)
+            bias = None if not smoothed else contract.bias_widths(
+                result, lambda s: approximate(query, s, layout, None)[0], synopsis, [a.name for a in query.aggregates],
+                query.group_by, held=bounded, answers_at=in_one_pass)
             # float64 round-off against DuckDB's own sums: over the table's rows for sample answers; for exact
             # totals, over the rows of the strata added into each answer row (DuckDB sums them in another order)
             terms = synopsis.row_count if form != "totals" else _strata_rows(query, synopsis, layout, result)
