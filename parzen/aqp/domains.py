@@ -624,7 +624,7 @@ def _admitted_rows(categories: Categories, allowed: dict[str, np.ndarray], size:
     filters = {c: ok for c, ok in allowed.items() if not ok.all()}
     if not filters:
         return np.arange(size)
-    counts = {c: int(categories.code_rows(c)[2][ok].sum()) for c, ok in filters.items()}
+    counts = {c: int(categories.code_counts(c)[ok].sum()) for c, ok in filters.items()}
     first = min(filters, key=counts.__getitem__)
     if 4 * counts[first] > size:  # every filter keeps much: one pass of masks
         keep = np.ones(size, dtype=bool)
@@ -766,9 +766,7 @@ def _dense_terms(synopsis: Synopsis, layout: Layout, ranges, aggregated, keep: n
         return out
     terms = row_terms(layout.view, synopsis.models, ranges, aggregated, row_scale=layout.row_scale,
                       keep=lambda rows: keep[rows])
-    position = np.zeros(keep.size, dtype=np.intp)
-    position[kept] = np.arange(kept.size)
-    at = position[terms.rows]
+    at = np.searchsorted(kept, terms.rows)  # kept ascends and holds every row kept (no sample-sized table)
 
     def dense(values):
         full = np.zeros(kept.size)
@@ -789,9 +787,7 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
     from .aggregates import _SampleTerms
 
     sample = _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1, within=keep)
-    position = np.zeros(keep.size, dtype=np.intp)
-    position[kept] = np.arange(kept.size)
-    at = position[sample.rows]
+    at = np.searchsorted(kept, sample.rows)  # kept ascends and holds every row kept
 
     def dense(values):
         full = np.zeros(kept.size)
