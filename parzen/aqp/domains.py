@@ -807,23 +807,37 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
 
 def _domain_variance(values, stratum, group, layout: Layout, strata: int, groups: int) -> np.ndarray:
     """Per group (domain): the variance of its stratified total of ``values`` (zero outside it)."""
-    group_of_cell, _, contribution = _cell_variances(values, stratum, group, layout, groups)
+    group_of_cell, _, contribution, _ = _cell_variances(values, stratum, group, layout, groups)
     return np.bincount(group_of_cell, weights=contribution, minlength=groups)
 
 
-def _cell_variances(values, stratum, group, layout: Layout, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _cell_variances(values, stratum, group, layout: Layout,
+                    groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The (stratum, domain) cells that hold admitted rows (a cell without one adds 0), ascending by
-    stratum then domain: each cell's domain, each row's cell, and stratum s's term
-    rows_s^2 (1 - f_s) S^2_{s,d} / drawn_s of the domain variance (no (strata, domains) table is made)."""
-    ids, cell = np.unique(np.asarray(stratum, dtype=np.int64) * groups + group, return_inverse=True)
-    cell = cell.reshape(-1)
+    stratum then domain: each cell's domain, each row's cell, stratum s's term
+    rows_s^2 (1 - f_s) S^2_{s,d} / drawn_s of the domain variance (no (strata, domains) table is made),
+    and each cell's sum of the squared values."""
+    ids, cell = _present(np.asarray(stratum, dtype=np.int64) * groups + group)
     s1 = np.bincount(cell, weights=values, minlength=ids.size)
     s2 = np.bincount(cell, weights=values * values, minlength=ids.size)
     stratum_of_cell, group_of_cell = np.divmod(ids, groups)
     n, rows = layout.drawn[stratum_of_cell], layout.rows[stratum_of_cell]
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1), 0.0)
-        return group_of_cell, cell, np.nan_to_num(rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows))
+        return group_of_cell, cell, np.nan_to_num(rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows)), s2
+
+
+def _present(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` of keys >= 0: by counting (O(rows + largest key), no sort)
+    where the largest key is not much above the rows, the same arrays."""
+    size = int(key.max(initial=-1)) + 1
+    if size <= min(_COUNTED_KEYS, 8 * key.size + 4096):
+        ids = np.flatnonzero(np.bincount(key, minlength=size))
+        lookup = np.zeros(size, dtype=np.intp)
+        lookup[ids] = np.arange(ids.size)
+        return ids, lookup[key]
+    ids, inverse = np.unique(key, return_inverse=True)
+    return ids, inverse.reshape(-1)
 
 
 def domain_spread(values, stratum, group, layout: Layout, strata: int, groups: int) -> tuple[np.ndarray, np.ndarray]:
@@ -848,10 +862,9 @@ def domain_spread(values, stratum, group, layout: Layout, strata: int, groups: i
     variance, degrees_of_freedom : numpy.ndarray
         Per domain (inf degrees of freedom where the variance is 0).
     """
-    group_of_cell, cell, contribution = _cell_variances(values, stratum, group, layout, groups)
+    group_of_cell, cell, contribution, square = _cell_variances(values, stratum, group, layout, groups)
     cells = group_of_cell.size
     rows = np.bincount(cell, minlength=cells)
-    square = np.bincount(cell, weights=values * values, minlength=cells)
     fourth = np.bincount(cell, weights=(values * values) ** 2, minlength=cells)
     return (np.bincount(group_of_cell, weights=contribution, minlength=groups),
             effective_df_of_cells(group_of_cell, groups, contribution, rows, square, fourth))
