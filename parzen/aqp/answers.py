@@ -540,7 +540,7 @@ def stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layo
     aggregated = {a.column for a in query.aggregates if a.column is not None}
     whole = whole_table(query, output_of_stratum)
     every = bool((output_of_stratum >= 0).all())  # no stratum filtered out: every candidate row kept, unmasked
-    terms = row_terms(layout.view, synopsis.models, ranges, aggregated, row_scale=None if whole else layout.row_scale,
+    terms = row_terms(layout, synopsis.models, ranges, aggregated, row_scale=None if whole else layout.row_scale,
                       keep=None if every else (lambda rows: output_of_stratum[layout.stratum_of_row[rows]] >= 0))
     stratum = layout.stratum_of_row[terms.rows]
     group = output_of_stratum[stratum]

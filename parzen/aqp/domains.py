@@ -764,7 +764,7 @@ def _dense_terms(synopsis: Synopsis, layout: Layout, ranges, aggregated, keep: n
             valid = ~np.isnan(values)
             out[f"count {y}"], out[f"sum {y}"] = valid.astype(np.float64), np.where(valid, values, 0.0)
         return out
-    terms = row_terms(layout.view, synopsis.models, ranges, aggregated, row_scale=layout.row_scale,
+    terms = row_terms(layout, synopsis.models, ranges, aggregated, row_scale=layout.row_scale,
                       keep=lambda rows: keep[rows])
     at = np.searchsorted(kept, terms.rows)  # kept ascends and holds every row kept (no sample-sized table)
 
