@@ -8,7 +8,9 @@ answers (docs/security.md).
 
 from __future__ import annotations
 
+import atexit
 import functools
+import gc
 import math
 import os
 import time
@@ -491,7 +493,10 @@ class Engine:
         """Cache ``synopsis`` ready to answer, so that no query pays for it: its sample's sorted
         orders, its regressions' values at their knots, the indexes of its exact aggregate tables,
         the value indexes and sort ranks of its categorical columns, the compiled box integrals (Numba compiles them once per installation) and pandas' first
-        frame with named columns."""
+        frame with named columns.  Then the objects alive (TPC-H SF10's synopsis: about 200 000) go
+        to the garbage collector's permanent generation (:func:`gc.freeze`, after a collection): a
+        full collection, which Python starts every so many allocations, then no longer walks them (on
+        TPC-H SF10 it paused one answer in about 100 for 90 ms; after, no collection took over 1.2 ms)."""
         self._cache[synopsis.table] = synopsis
         self._layouts[synopsis.table] = Layout.of(synopsis)
         if synopsis.cube is not None and synopsis.categories is not None:
@@ -502,6 +507,10 @@ class Engine:
             regression(regression.feature_min)
         warm_up()
         _warm_up_frames()
+        gc.collect()
+        gc.freeze()
+        atexit.unregister(gc.unfreeze)  # registered once: at exit the interpreter's last collections free them
+        atexit.register(gc.unfreeze)  # (else extension types such as the sketches report them as leaked)
 
     def list(self) -> pd.DataFrame:
         """One row per stored synopsis: columns, rows then and now, staleness and why ("rows changed",
