@@ -571,11 +571,10 @@ def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) 
                                *(c for c in query.ranges if c not in synopsis.models or c in discrete)]))
     allowed = {c: _allowed_codes(query, categories, c) for c in read}
     kept = _admitted_rows(categories, allowed, synopsis.sample_size)
+    if query.compared:  # comparisons of two columns: 1[pred] per row, no exact domain sizes (parzen.aqp.row_predicates)
+        kept = kept[row_mask(query.compared, synopsis, layout, kept)]  # tested on the admitted rows only
     keep = np.zeros(synopsis.sample_size, dtype=bool)
     keep[kept] = True
-    if query.compared:  # comparisons of two columns: 1[pred] per row, no exact domain sizes (parzen.aqp.row_predicates)
-        keep &= row_mask(query.compared, synopsis, layout)
-        kept = np.flatnonzero(keep)
     radix = [len(categories.values[g]) for g in query.group_by]
     exact = None if query.compared else _exact_groups(query, categories, allowed, radix)
     listing = None if exact is not None or not query.group_by or query.compared else \
