@@ -572,6 +572,46 @@ def test_fused_sums_equal_the_per_row_terms(sample_only, sql):
     pd.testing.assert_frame_equal(fused, reference, check_exact=False, rtol=1e-10, atol=1e-9, check_dtype=False)
 
 
+@pytest.mark.parametrize("sql", [
+    "SELECT COUNT(*), SUM(y), AVG(w) FROM t WHERE x BETWEEN 5 AND 9",  # y, w unconstrained
+    "SELECT g, COUNT(*), SUM(x), AVG(w) FROM t WHERE k < 400 AND x >= 9 AND w BETWEEN 1 AND 6 GROUP BY g",
+    "SELECT SUM(y), AVG(k) FROM t WHERE m BETWEEN 3 AND 6 AND k > 395",  # a point-mass column m
+    "SELECT COUNT(*), SUM(w) FROM t WHERE w < 0.5",  # reflected at w's lower edge
+    "SELECT COUNT(*), SUM(x) FROM t WHERE x > 9 AND x < 8",  # an empty box
+])
+def test_the_compiled_row_terms_are_the_column_models_masses_multiplied(sample_only, sql):
+    """:func:`row_terms` (one compiled pass, :func:`parzen.aqp._box.box_terms`) gives, bit for bit, each
+    range column's :meth:`ColumnModel.mass_and_moment` multiplied in the ranges' order: p, and per
+    aggregated column COUNT / SUM terms (a range column's mass / moment times the others' masses)."""
+    from parzen.aqp.estimate import row_terms
+
+    query = sample_only._resolved(parse(sql))
+    synopsis, layout = sample_only.synopsis("t"), sample_only._layouts["t"]
+    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
+    aggregated = {a.column for a in query.aggregates if a.column is not None}
+    terms = row_terms(layout, synopsis.models, ranges, aggregated, row_scale=layout.row_scale)
+    scale = layout.row_scale[terms.rows]
+    masses, moments = {}, {}
+    for c, r in ranges.items():
+        model = synopsis.models[c]
+        masses[c], moments[c] = model.mass_and_moment(layout.view.columns[c][terms.rows], *model.interval(r), scale)
+    p = np.ones(terms.rows.size)
+    for mass in masses.values():
+        p = p * mass
+    np.testing.assert_array_equal(terms.count, p)
+    for y in aggregated:
+        if y in ranges:
+            others = np.ones(terms.rows.size)
+            for c, mass in masses.items():
+                others = others * mass if c != y else others
+            count, total = masses[y] * others, moments[y] * others
+        else:
+            values = layout.view.columns[y][terms.rows]
+            count, total = np.where(np.isnan(values), 0.0, p), np.where(np.isnan(values), 0.0, values) * p
+        np.testing.assert_array_equal(terms.count_y[y], count)
+        np.testing.assert_array_equal(terms.sum_y[y], total)
+
+
 def _plain(engine, sql):
     """The plain stratified estimates of ``sql`` (not calibrated), shaped as the engine's answer."""
     from parzen.aqp.answers import frame, stratified_estimates

@@ -144,6 +144,52 @@ def test_no_bias_term_where_the_answer_does_not_depend_on_h(engine, sql):
     pd.testing.assert_frame_equal(engine.query(sql, with_error=True), _sampling_only(engine, sql))
 
 
+@pytest.fixture(scope="module")
+def point_mass_engine():
+    """A table whose range column d has few values (a point mass, bandwidth 0) beside a smooth x."""
+    con = _locked_down()
+    rng = np.random.default_rng(3)
+    n = 8_000
+    frame = pd.DataFrame({"d": rng.integers(0, 5, n).astype(float), "x": rng.normal(0.0, 1.0, n),
+                          "y": rng.gamma(2.0, 3.0, n), "g": rng.choice(["a", "b", "c"], n)})
+    con.register("frame", frame)
+    con.execute("CREATE TABLE p AS SELECT * FROM frame")
+    e = Engine(con)
+    e.build("p", sample=n // 4, seed=1)
+    assert e.synopsis("p").models["d"].bandwidth == 0.0 < e.synopsis("p").models["x"].bandwidth
+    return e
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT COUNT(*), SUM(y), AVG(y) FROM p WHERE d <= 2",
+    "SELECT g, COUNT(*), AVG(y) FROM p WHERE d BETWEEN 1 AND 3 GROUP BY g",
+    "SELECT SUM(y * (1 - d)), AVG(y * d) FROM p WHERE d < 4",
+    "SELECT SUM(CASE WHEN g = 'a' THEN y ELSE 0 END) / SUM(y) AS share FROM p WHERE d >= 1",
+])
+def test_no_bias_runs_where_every_kernel_read_is_a_point_mass(point_mass_engine, sql):
+    """Ranges on point masses only, COUNT / SUM / AVG (of polynomials too, and ratios of them): the
+    answers at c h are the answer at h, so the interval is the one the bias runs would give, bit for
+    bit, without making them."""
+    e = point_mass_engine
+    fast = e.query(sql, with_error=True)
+    with mock.patch.object(contract, "reads_bandwidths", lambda query, synopsis: True):
+        slow = e.query(sql, with_error=True)
+    pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+
+
+@pytest.mark.parametrize(("sql", "smoothed"), [
+    ("SELECT COUNT(*) FROM p WHERE d <= 2", False),
+    ("SELECT COUNT(*) FROM p WHERE d <= 2 AND x > 0", True),  # a kernel of positive bandwidth
+    ("SELECT COUNT(*) FROM p WHERE d <= 2 OR x > 0", True),  # in a box of an OR too
+    ("SELECT MEDIAN(y) FROM p WHERE d <= 2", True),  # another aggregate: left to the runs
+])
+def test_reads_bandwidths_names_the_queries_whose_answers_depend_on_h(point_mass_engine, sql, smoothed):
+    from parzen.aqp.sql import parse
+
+    e = point_mass_engine
+    assert contract.reads_bandwidths(e._resolved(parse(sql)), e.synopsis("p")) is smoothed
+
+
 def test_gridded_counts_are_cut_to_the_bounds_the_grid_guarantees(engine):
     """The grid's exact C at its points bounds a gridded COUNT: an integer column's (ends on points)
     to the exact count, a continuous one's to a bracket that holds it, inside the sampling interval."""

@@ -319,6 +319,70 @@ def _box_sums(rows, starts, data, columns, lows, highs, bandwidths, lowers, refl
     return out
 
 
+@njit(cache=True, nogil=True)
+def box_terms(rows, data, columns, lows, highs, bandwidths, lowers, reflects, row_scale, reach, aggregated,
+              constrained, moments):
+    """Per row of ``rows``, the per-row terms of :func:`parzen.aqp.estimate.row_terms` in one pass: the
+    product p of the ranges' kernel masses, and per aggregated column q its COUNT and SUM terms.
+
+    Range j is on ``data[columns[j]]`` over [lows[j], highs[j]] (empty where highs[j] < lows[j]: mass
+    0), bandwidth ``bandwidths[j] * row_scale[i]`` (``bandwidths[j]`` when ``row_scale`` is empty),
+    reflected at ``lowers[j]`` if ``reflects[j]``; ``moments[j]``: whether its first moment is needed.
+    ``aggregated[q]`` is the row in ``data`` of column q, ``constrained[q]`` its range or -1.  The floats
+    are those of :meth:`parzen.aqp.estimate.ColumnModel.mass_and_moment` and the products of
+    ``row_terms``: p = ((1 m_1) m_2) ..., COUNT(y) = m_y prod_{j != y} m_j and SUM(y) = M_y prod_{j != y} m_j
+    for a constrained y, else p and y p (0 and 0 where y is NULL).
+
+    Returns
+    -------
+    p : numpy.ndarray
+        Per row.
+    count_y, sum_y : numpy.ndarray
+        (aggregated columns x rows).
+    """
+    n = rows.size
+    r = columns.size
+    k = aggregated.size
+    p = np.empty(n)
+    count_y = np.empty((k, n))
+    sum_y = np.empty((k, n))
+    mass = np.empty(r)
+    moment = np.empty(r)
+    scaled = row_scale.size > 0
+    for t in range(n):
+        i = rows[t]
+        s = row_scale[i] if scaled else 1.0
+        product = 1.0
+        for j in range(r):
+            if highs[j] < lows[j]:
+                m, mo = 0.0, 0.0
+            else:
+                m, mo = row_box(data[columns[j], i], lows[j], highs[j], bandwidths[j] * s, lowers[j], reflects[j],
+                                reach, moments[j])
+            mass[j] = m
+            moment[j] = mo
+            product = product * m
+        p[t] = product
+        for q in range(k):
+            c = constrained[q]
+            if c >= 0:
+                others = 1.0
+                for j in range(r):
+                    if j != c:
+                        others = others * mass[j]
+                count_y[q, t] = mass[c] * others
+                sum_y[q, t] = moment[c] * others
+            else:
+                y = data[aggregated[q], i]
+                if math.isnan(y):
+                    count_y[q, t] = 0.0
+                    sum_y[q, t] = 0.0
+                else:
+                    count_y[q, t] = product
+                    sum_y[q, t] = y * product
+    return p, count_y, sum_y
+
+
 @njit(cache=True)
 def _mass_sum(values, weights, start, stop, a, b, h, lower, reflect, reach):
     total = 0.0

@@ -122,20 +122,39 @@ def approximate_with_bias_runs(query: AggregateQuery, synopsis: Synopsis, layout
 
 def _answer_frame(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: float | None, ranges: dict[str, Range],
                   form: str, keys: list[tuple], output_of_stratum: np.ndarray, values: Values) -> pd.DataFrame:
-    """:func:`approximate`'s frame from the point answers ``values`` (and intervals at ``z``)."""
-    if z is None:
-        answers = [{name: Estimate(float(v[g])) for name, v in values.items()} for g in range(len(keys))]
-    elif form == "sample" and query.group_by:  # raked per group: the interval spans the plain estimate's too
+    """:func:`approximate`'s frame from the point answers ``values`` (and intervals at ``z``), its columns
+    made as arrays, without an :class:`Estimate` per row: value -+ the half width, or where the interval
+    spans the plain estimate p too [min(value, p) - half, max(value, p) + half] (p NaN: value -+ half)."""
+    value = {name: np.asarray(v, dtype=np.float64) for name, v in values.items()}
+    nothing = np.full(len(keys), math.nan)
+    low, high = dict.fromkeys(value, nothing), dict.fromkeys(value, nothing)
+    if z is not None and form == "sample" and query.group_by:  # raked per group: the interval spans the plain estimate's too
         degrees: dict[str, np.ndarray] = {}
         estimates = stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, len(keys), degrees)
-        half = {name: t_quantiles(z, degrees[name]) * estimates[name][1] for name in values}
-        answers = [{name: _spanning(float(v[g]), float(estimates[name][0][g]), float(half[name][g]))
-                    for name, v in values.items()} for g in range(len(keys))]
-    else:
-        half = _half_widths(query, synopsis, layout, ranges, output_of_stratum, len(keys), z)
-        answers = [{name: _interval(float(v[g]), float(half[name][g])) for name, v in values.items()}
-                   for g in range(len(keys))]
-    return frame(query, dict(zip(keys, answers)), z is not None)
+        for name, v in value.items():
+            half = t_quantiles(z, degrees[name]) * estimates[name][1]
+            plain = np.asarray(estimates[name][0], dtype=np.float64)
+            spanned = ~np.isnan(plain)  # min(v, p) and max(v, p) as Python's: v unless p is beyond it
+            low[name] = np.where(spanned & (plain < v), plain, v) - half
+            high[name] = np.where(spanned & (plain > v), plain, v) + half
+    elif z is not None:
+        half_widths = _half_widths(query, synopsis, layout, ranges, output_of_stratum, len(keys), z)
+        for name, v in value.items():
+            low[name], high[name] = v - half_widths[name], v + half_widths[name]
+    if not query.group_by:
+        return frame(query, {key: {name: Estimate(float(v[g]), float(low[name][g]), float(high[name][g]))
+                                   for name, v in value.items()} for g, key in enumerate(keys)}, z is not None)
+    order = sorted(range(len(keys)), key=lambda g: _row_order(keys[g]))  # frame's row order
+    columns: dict[str, object] = {}
+    for item in query.select:
+        if isinstance(item, str):
+            position = query.group_by.index(item)
+            columns[item] = [keys[g][position] for g in order]
+            continue
+        columns[item.name] = value[item.name][order]
+        if z is not None:
+            columns[f"{item.name} low"], columns[f"{item.name} high"] = low[item.name][order], high[item.name][order]
+    return pd.DataFrame(columns)
 
 
 def _half_widths(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
@@ -170,18 +189,6 @@ def _point_answers_at(query: AggregateQuery, synopses: list[Synopsis], layout: L
     keys, output_of_stratum = output_groups(query, synopsis, layout)
     return "sample", keys, output_of_stratum, calibrated_values_at(query, synopses, layout, ranges, output_of_stratum,
                                                                    len(keys))
-
-
-def _interval(value: float, half_width: float) -> Estimate:
-    return Estimate(value, value - half_width, value + half_width)
-
-
-def _spanning(value: float, plain: float, half_width: float) -> Estimate:
-    """``value`` with the interval [min(value, plain) - half_width, max(value, plain) + half_width]: it
-    holds the plain estimate's interval plain +- half_width (NaN ``plain``: value +- half_width)."""
-    if math.isnan(plain):
-        return _interval(value, half_width)
-    return Estimate(value, min(value, plain) - half_width, max(value, plain) + half_width)
 
 
 def answered_exactly(query: AggregateQuery, synopsis: Synopsis) -> bool:
@@ -533,7 +540,7 @@ def stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layo
     aggregated = {a.column for a in query.aggregates if a.column is not None}
     whole = whole_table(query, output_of_stratum)
     every = bool((output_of_stratum >= 0).all())  # no stratum filtered out: every candidate row kept, unmasked
-    terms = row_terms(layout.view, synopsis.models, ranges, aggregated, row_scale=None if whole else layout.row_scale,
+    terms = row_terms(layout, synopsis.models, ranges, aggregated, row_scale=None if whole else layout.row_scale,
                       keep=None if every else (lambda rows: output_of_stratum[layout.stratum_of_row[rows]] >= 0))
     stratum = layout.stratum_of_row[terms.rows]
     group = output_of_stratum[stratum]

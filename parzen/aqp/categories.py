@@ -110,8 +110,9 @@ class Categories:
         """Make every column's value index (:func:`parzen.aqp.value_index.index_of`, which an = / IN
         filter reads), sort ranks (:meth:`sort_ranks`) and value arrays (:meth:`value_objects`,
         :meth:`frame_values`) now, when the synopsis is loaded, not in the first query that reads the
-        column (0.1-0.5 ms each for columns of 100-1000 values); they grow with the values, not with
-        the sample (:meth:`code_rows`, which does, stays made on first use)."""
+        column (0.1-0.5 ms each for columns of 100-1000 values)) and rows per code (:meth:`code_counts`);
+        they grow with the values, not with the sample (:meth:`code_rows`, which does, stays made on
+        first use)."""
         from .value_index import index_of
 
         for column, values in self.values.items():
@@ -119,6 +120,7 @@ class Categories:
             self.sort_ranks(column)
             self.value_objects(column)
             self.frame_values(column)
+            self.code_counts(column)
 
     def sort_ranks(self, column: str) -> np.ndarray | None:
         """Per code of ``column``, its value's rank in the order of an answer's rows (ascending as
@@ -156,9 +158,28 @@ class Categories:
         """
         kept = self.__dict__.setdefault("_code_rows", {})
         if column not in kept:
-            codes = self.codes[column]
-            counts = np.bincount(codes, minlength=len(self.values[column]))
-            kept[column] = (np.argsort(codes, kind="stable"), np.cumsum(counts) - counts, counts)
+            counts = self.code_counts(column)
+            kept[column] = (np.argsort(self.codes[column], kind="stable"), np.cumsum(counts) - counts, counts)
+        return kept[column]
+
+    def code_counts(self, column: str) -> np.ndarray:
+        """How many sampled rows hold each code of ``column`` (one count per value), made once per column
+        (:meth:`warm` makes them all: a query's filters pick their most selective column by these
+        without sorting the sample by the others, :meth:`code_rows`).
+
+        Parameters
+        ----------
+        column : str
+            A categorical column.
+
+        Returns
+        -------
+        numpy.ndarray
+            One count per code.
+        """
+        kept = self.__dict__.setdefault("_code_counts", {})
+        if column not in kept:
+            kept[column] = np.bincount(self.codes[column], minlength=len(self.values[column]))
         return kept[column]
 
     def value_objects(self, column: str) -> np.ndarray:

@@ -111,6 +111,47 @@ _SCALED: dict[int, tuple[weakref.ref, dict[float, Synopsis]]] = {}
 _SCALED_LOCK = threading.Lock()
 
 
+def reads_bandwidths(query: AggregateQuery, synopsis: Synopsis) -> bool:
+    """Whether the sample answer to ``query`` may depend on the synopsis's bandwidths (False: its bias
+    estimate is 0 and the answers at c h need not be made).
+
+    The answer at every c h is the answer at h, float for float, where no kernel that it reads has a
+    bandwidth: every range (of the query's AND or of any box of its OR) on a modelled column is on a
+    point mass (bandwidth 0, and so c h = 0 for every c and stratum factor), and every aggregate is
+    COUNT / SUM / AVG of columns or of a polynomial of them, or a sum of those (a column without a range
+    enters by its value; a ranged point mass by its indicator: docs/statistics.md, "AQP: integrals of
+    the density over boxes").  Then |A(c h) - A(h)| / |c^2 - 1| = 0 for every c of :data:`BIAS_STEPS`
+    (the module's "both are 0 wherever the answer does not depend on h"), and :func:`bias_widths` would
+    widen by 0.  Comparisons of two columns and categorical filters are read exactly off each row.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        A query whose names are spelled as in the synopsis.
+    synopsis : Synopsis
+        Its synopsis.
+
+    Returns
+    -------
+    bool
+        True where some range reads a kernel of positive bandwidth, or some aggregate is of another
+        kind (variances, quantiles, MIN / MAX, COUNT(DISTINCT)), which is left to the runs.
+    """
+    models = synopsis.models
+    ranged = [*query.ranges, *(c for ranges, _ in query.boxes for c in ranges)]
+    if any(c in models and models[c].bandwidth > 0.0 for c in ranged):
+        return True
+    return not all(_reads_values_only(a) for a in query.aggregates)
+
+
+def _reads_values_only(aggregate) -> bool:
+    """COUNT / SUM / AVG of a column or of a polynomial, or a sum of those: terms that are the rows'
+    values (times the ranges' kernel masses and moments)."""
+    if aggregate.func == "combination":
+        return all(_reads_values_only(part) for _, part in aggregate.parts)
+    return aggregate.plain or (bool(aggregate.polynomial) and aggregate.func in ("sum", "avg"))
+
+
 def bias_estimates(at_h: pd.DataFrame, at_ch: pd.DataFrame | dict[str, np.ndarray], names: Sequence[str], keys: Sequence[str],
                    step: float = BANDWIDTH_STEP, values: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Per aggregate, per answer row of ``at_h``: |b_hat| = |A(c h) - A(h)| / |c^2 - 1|.

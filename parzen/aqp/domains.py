@@ -571,11 +571,10 @@ def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) 
                                *(c for c in query.ranges if c not in synopsis.models or c in discrete)]))
     allowed = {c: _allowed_codes(query, categories, c) for c in read}
     kept = _admitted_rows(categories, allowed, synopsis.sample_size)
+    if query.compared:  # comparisons of two columns: 1[pred] per row, no exact domain sizes (parzen.aqp.row_predicates)
+        kept = kept[row_mask(query.compared, synopsis, layout, kept)]  # tested on the admitted rows only
     keep = np.zeros(synopsis.sample_size, dtype=bool)
     keep[kept] = True
-    if query.compared:  # comparisons of two columns: 1[pred] per row, no exact domain sizes (parzen.aqp.row_predicates)
-        keep &= row_mask(query.compared, synopsis, layout)
-        kept = np.flatnonzero(keep)
     radix = [len(categories.values[g]) for g in query.group_by]
     exact = None if query.compared else _exact_groups(query, categories, allowed, radix)
     listing = None if exact is not None or not query.group_by or query.compared else \
@@ -624,7 +623,7 @@ def _admitted_rows(categories: Categories, allowed: dict[str, np.ndarray], size:
     filters = {c: ok for c, ok in allowed.items() if not ok.all()}
     if not filters:
         return np.arange(size)
-    counts = {c: int(categories.code_rows(c)[2][ok].sum()) for c, ok in filters.items()}
+    counts = {c: int(categories.code_counts(c)[ok].sum()) for c, ok in filters.items()}
     first = min(filters, key=counts.__getitem__)
     if 4 * counts[first] > size:  # every filter keeps much: one pass of masks
         keep = np.ones(size, dtype=bool)
@@ -764,11 +763,9 @@ def _dense_terms(synopsis: Synopsis, layout: Layout, ranges, aggregated, keep: n
             valid = ~np.isnan(values)
             out[f"count {y}"], out[f"sum {y}"] = valid.astype(np.float64), np.where(valid, values, 0.0)
         return out
-    terms = row_terms(layout.view, synopsis.models, ranges, aggregated, row_scale=layout.row_scale,
+    terms = row_terms(layout, synopsis.models, ranges, aggregated, row_scale=layout.row_scale,
                       keep=lambda rows: keep[rows])
-    position = np.zeros(keep.size, dtype=np.intp)
-    position[kept] = np.arange(kept.size)
-    at = position[terms.rows]
+    at = np.searchsorted(kept, terms.rows)  # kept ascends and holds every row kept (no sample-sized table)
 
     def dense(values):
         full = np.zeros(kept.size)
@@ -789,9 +786,7 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
     from .aggregates import _SampleTerms
 
     sample = _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1, within=keep)
-    position = np.zeros(keep.size, dtype=np.intp)
-    position[kept] = np.arange(kept.size)
-    at = position[sample.rows]
+    at = np.searchsorted(kept, sample.rows)  # kept ascends and holds every row kept
 
     def dense(values):
         full = np.zeros(kept.size)
@@ -811,23 +806,37 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
 
 def _domain_variance(values, stratum, group, layout: Layout, strata: int, groups: int) -> np.ndarray:
     """Per group (domain): the variance of its stratified total of ``values`` (zero outside it)."""
-    group_of_cell, _, contribution = _cell_variances(values, stratum, group, layout, groups)
+    group_of_cell, _, contribution, _ = _cell_variances(values, stratum, group, layout, groups)
     return np.bincount(group_of_cell, weights=contribution, minlength=groups)
 
 
-def _cell_variances(values, stratum, group, layout: Layout, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _cell_variances(values, stratum, group, layout: Layout,
+                    groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The (stratum, domain) cells that hold admitted rows (a cell without one adds 0), ascending by
-    stratum then domain: each cell's domain, each row's cell, and stratum s's term
-    rows_s^2 (1 - f_s) S^2_{s,d} / drawn_s of the domain variance (no (strata, domains) table is made)."""
-    ids, cell = np.unique(np.asarray(stratum, dtype=np.int64) * groups + group, return_inverse=True)
-    cell = cell.reshape(-1)
+    stratum then domain: each cell's domain, each row's cell, stratum s's term
+    rows_s^2 (1 - f_s) S^2_{s,d} / drawn_s of the domain variance (no (strata, domains) table is made),
+    and each cell's sum of the squared values."""
+    ids, cell = _present(np.asarray(stratum, dtype=np.int64) * groups + group)
     s1 = np.bincount(cell, weights=values, minlength=ids.size)
     s2 = np.bincount(cell, weights=values * values, minlength=ids.size)
     stratum_of_cell, group_of_cell = np.divmod(ids, groups)
     n, rows = layout.drawn[stratum_of_cell], layout.rows[stratum_of_cell]
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1), 0.0)
-        return group_of_cell, cell, np.nan_to_num(rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows))
+        return group_of_cell, cell, np.nan_to_num(rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows)), s2
+
+
+def _present(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` of keys >= 0: by counting (O(rows + largest key), no sort)
+    where the largest key is not much above the rows, the same arrays."""
+    size = int(key.max(initial=-1)) + 1
+    if size <= min(_COUNTED_KEYS, 8 * key.size + 4096):
+        ids = np.flatnonzero(np.bincount(key, minlength=size))
+        lookup = np.zeros(size, dtype=np.intp)
+        lookup[ids] = np.arange(ids.size)
+        return ids, lookup[key]
+    ids, inverse = np.unique(key, return_inverse=True)
+    return ids, inverse.reshape(-1)
 
 
 def domain_spread(values, stratum, group, layout: Layout, strata: int, groups: int) -> tuple[np.ndarray, np.ndarray]:
@@ -852,10 +861,9 @@ def domain_spread(values, stratum, group, layout: Layout, strata: int, groups: i
     variance, degrees_of_freedom : numpy.ndarray
         Per domain (inf degrees of freedom where the variance is 0).
     """
-    group_of_cell, cell, contribution = _cell_variances(values, stratum, group, layout, groups)
+    group_of_cell, cell, contribution, square = _cell_variances(values, stratum, group, layout, groups)
     cells = group_of_cell.size
     rows = np.bincount(cell, minlength=cells)
-    square = np.bincount(cell, weights=values * values, minlength=cells)
     fourth = np.bincount(cell, weights=(values * values) ** 2, minlength=cells)
     return (np.bincount(group_of_cell, weights=contribution, minlength=groups),
             effective_df_of_cells(group_of_cell, groups, contribution, rows, square, fourth))

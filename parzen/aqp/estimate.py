@@ -28,14 +28,19 @@ Columns are handled as a user expects (documented in docs/aqp.md):
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._box import BoxQuery, box_masses, box_sums, sorted_mass
+from ._box import BoxQuery, box_masses, box_sums, box_terms, sorted_mass
 from .sql import Range
+
+if TYPE_CHECKING:
+    from .strata import Layout
 
 #: Kernel mass beyond this many bandwidths from a box (Phi(-6) = 1e-9 of a row) is left out.
 _REACH = 6.0
@@ -188,13 +193,43 @@ class Terms:
     sum_y: dict[str, np.ndarray]
 
 
-def row_terms(view: SampleView, models: dict[str, ColumnModel], ranges: dict[str, Range], aggregated: set[str],
+def row_terms(layout: Layout, models: dict[str, ColumnModel], ranges: dict[str, Range], aggregated,
               *, row_scale: np.ndarray | None = None, keep=None) -> Terms:
-    """The per-row terms of the estimators above for the predicates ``ranges`` (not empty).
+    """The per-row terms of the estimators above for the predicates ``ranges`` (not empty), for the
+    sampled rows that the kernels of the range with the fewest such rows reach.
 
-    ``row_scale``: per sample row, a factor on every bandwidth (None: 1).  ``keep(rows)``: a
-    mask choosing the candidate rows to use (rows of strata the query filters out are dropped).
+    The terms of each row come from one compiled pass (:func:`~parzen.aqp._box.box_terms`): the product
+    p of the ranges' kernel masses P_c, and per aggregated column y its COUNT(y) and SUM(y) terms (for
+    a range column y its mass times the others', and its first moment m(x) times the others'; else
+    p and y p, 0 where y is NULL), the floats of :meth:`ColumnModel.mass_and_moment` multiplied in
+    the ranges' order.
+
+    Parameters
+    ----------
+    layout : Layout
+        The synopsis's strata: its sample's sorted orders (``view``) and the sample as one array.
+    models : dict of str to ColumnModel
+        The columns' kernels.
+    ranges : dict of str to Range
+        The query's ranges on modelled columns (not empty).
+    aggregated : iterable of str
+        The aggregated columns.
+    row_scale : numpy.ndarray, optional
+        Per sampled row, a factor on every bandwidth (None: 1).
+    keep : callable, optional
+        ``keep(rows)``: a mask choosing the candidate rows to use (rows of strata the query filters out
+        are dropped).
+
+    Returns
+    -------
+    Terms
+
+    Raises
+    ------
+    ValueError
+        ``ranges`` is empty.
     """
+    view = layout.view
     boxes = {c: models[c].interval(r) for c, r in ranges.items()}
     widest = 1.0 if row_scale is None else float(row_scale.max(initial=1.0))
     rows: np.ndarray | None = None
@@ -205,28 +240,25 @@ def row_terms(view: SampleView, models: dict[str, ColumnModel], ranges: dict[str
         raise ValueError("row_terms needs at least one predicate (ranges is empty)")
     if keep is not None:
         rows = rows[keep(rows)]
-    scale = 1.0 if row_scale is None else row_scale[rows]
-    masses, moments = {}, {}
-    for c, (a, b) in boxes.items():
-        masses[c], moments[c] = models[c].mass_and_moment(view.columns[c][rows], a, b, scale)
-    p = np.ones(rows.size)
-    for mass in masses.values():
-        p = p * mass
-    count_y, sum_y = {}, {}
-    for y in aggregated:
-        if y in ranges:
-            others = np.ones(rows.size)
-            for column, mass in masses.items():
-                if column != y:
-                    others = others * mass
-            count_y[y] = masses[y] * others
-            sum_y[y] = moments[y] * others
-        else:
-            values = view.columns[y][rows]
-            valid = ~np.isnan(values)
-            count_y[y] = np.where(valid, p, 0.0)
-            sum_y[y] = np.where(valid, values, 0.0) * p
-    return Terms(rows, p, count_y, sum_y)
+    order = list(boxes)
+    aggregated = list(dict.fromkeys(aggregated))
+    p, count_y, sum_y = box_terms(
+        np.ascontiguousarray(rows, dtype=np.intp), layout.data,
+        np.array([layout.position[c] for c in order], dtype=np.intp),
+        np.array([boxes[c][0] for c in order], dtype=np.float64), np.array([boxes[c][1] for c in order], dtype=np.float64),
+        np.array([models[c].bandwidth for c in order], dtype=np.float64),
+        np.array([0.0 if models[c].lower is None else models[c].lower for c in order], dtype=np.float64),
+        np.array([models[c].lower is not None for c in order], dtype=np.bool_),
+        _NO_SCALE if row_scale is None else np.ascontiguousarray(row_scale, dtype=np.float64), _REACH,
+        np.array([layout.position[y] for y in aggregated], dtype=np.intp),
+        np.array([order.index(y) if y in boxes else -1 for y in aggregated], dtype=np.intp),
+        np.array([c in aggregated for c in order], dtype=np.bool_))
+    return Terms(rows, p, {y: count_y[q] for q, y in enumerate(aggregated)},
+                 {y: sum_y[q] for q, y in enumerate(aggregated)})
+
+
+#: :func:`box_terms`'s "every bandwidth factor is 1".
+_NO_SCALE = np.zeros(0)
 
 
 @dataclass(frozen=True)
@@ -247,10 +279,18 @@ def warm_up() -> None:
                       groups=1, aggregated=one, constrained=one - 1, reach=_REACH, moments=np.zeros(1, dtype=np.bool_),
                       repeats=np.ones(1, dtype=np.bool_)))
     sorted_mass(np.zeros(1), np.ones(1), np.zeros(2), 0.0, 1.0, 1.0, 0.0, True, _REACH)
+    box_terms(one, np.zeros((1, 1)), one, np.zeros(1), np.ones(1), np.ones(1), np.zeros(1), np.zeros(1, dtype=np.bool_),
+              np.ones(1), _REACH, one, one - 1, np.zeros(1, dtype=np.bool_))
     from .quantiles import weighted_cdf  # quantiles imports this module (through grid)
 
     weighted_cdf(np.zeros(1), np.ones(1), np.ones(1), np.zeros(1, dtype=np.intp), 0.0, 1.0, np.ones(1), 0.0, True,
                  _REACH, 1)
+    # the modules of SUM / AVG of arithmetic (TPC-H's revenue, SSB Q4's profit), imported by the answers on
+    # first use: imported and run once now (from source, 13-19 ms, where no bytecode is written)
+    importlib.import_module(".aggregates", __package__)
+    from .kernel_moments import kernel_moment  # it imports this module
+
+    kernel_moment(ColumnModel("warm", CONTINUOUS, 1.0, 0.0), np.zeros(1), 0.0, 1.0, 1.0, 2)
 
 
 def z_value(confidence: float) -> float:

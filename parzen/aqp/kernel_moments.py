@@ -79,7 +79,12 @@ def _moments(centre: np.ndarray, h: np.ndarray, a: float, b: float, power: int, 
         alpha = (a - centre) / h
         beta = (b - centre) / h
     upper_tail = alpha > 0.0  # Phi(-alpha) - Phi(-beta) there avoids cancellation
-    mass = np.where(upper_tail, special.ndtr(-alpha) - special.ndtr(-beta), special.ndtr(beta) - special.ndtr(alpha))
+    mass = np.empty(alpha.shape)  # each row's Phi differences on its own side only (the same floats as both and a select)
+    upper, lower = alpha[upper_tail], alpha[~upper_tail]
+    mass[upper_tail] = special.ndtr(-upper) - special.ndtr(-beta[upper_tail])
+    mass[~upper_tail] = special.ndtr(beta[~upper_tail]) - special.ndtr(lower)
+    if power == 0:  # M_0 = 1 * d^0 * h^0 * mass = the mass, float for float: no densities needed
+        return [mass]
     finite_a, finite_b = np.isfinite(alpha), np.isfinite(beta)
     pdf_a = np.where(finite_a, _INV_SQRT_2PI * np.exp(-0.5 * np.where(finite_a, alpha, 0.0) ** 2), 0.0)
     pdf_b = np.where(finite_b, _INV_SQRT_2PI * np.exp(-0.5 * np.where(finite_b, beta, 0.0) ** 2), 0.0)

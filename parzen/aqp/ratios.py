@@ -393,13 +393,13 @@ def _row_values(column: str, synopsis: Synopsis, layout: Layout) -> tuple[np.nda
         return code_of_stratum[layout.stratum_of_row], values
     categories = synopsis.categories
     assert categories is not None and column in categories.values
-    return np.asarray(categories.codes[column], dtype=np.intp), categories.values[column]
+    return categories.codes[column], categories.values[column]  # small integers: they index as they are
 
 
 def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> np.ndarray:
     """1 for the sampled rows whose categorical values pass the query's IN / = and ranges on
     categorical columns, else 0."""
-    keep = np.ones(synopsis.sample_size)
+    keep = np.ones(synopsis.sample_size, dtype=bool)  # 1.0 / 0.0 at the end: the products of 1.0 and 0.0 it stood for
     columns = [*query.members, *(c for c in query.ranges if c not in synopsis.models)]
     for column in dict.fromkeys(columns):
         codes, values = _row_values(column, synopsis, layout)
@@ -410,8 +410,8 @@ def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layou
             r = query.ranges[column]
             allowed &= np.array([v is not None and not isinstance(v, str) and r.contains(float(v)) for v in values],
                                 dtype=bool)
-        keep = keep * allowed[codes]
-    return keep
+        keep &= allowed[codes]
+    return keep.astype(np.float64)
 
 
 def _row_groups(group_by, synopsis: Synopsis, layout: Layout, keys: list[tuple]) -> np.ndarray:

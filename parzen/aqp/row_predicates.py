@@ -189,9 +189,9 @@ def check_answerable(query, synopsis) -> None:
                                f"rebuild it with engine.refresh({synopsis.table!r}, full=True)")
 
 
-def row_mask(compared, synopsis, layout) -> np.ndarray:
-    """Per sampled row (in the order of the synopsis's sample), whether every comparison holds
-    (SQL's NULL semantics: a comparison with a NULL side does not hold).
+def row_mask(compared, synopsis, layout, rows: np.ndarray | None = None) -> np.ndarray:
+    """Per sampled row (in the order of the synopsis's sample), or per row of ``rows``, whether every
+    comparison holds (SQL's NULL semantics: a comparison with a NULL side does not hold).
 
     Parameters
     ----------
@@ -201,10 +201,13 @@ def row_mask(compared, synopsis, layout) -> np.ndarray:
         Its synopsis.
     layout : Layout
         Its strata (:meth:`parzen.aqp.strata.Layout.of`), whose view holds the sampled numeric values.
+    rows : numpy.ndarray, optional
+        The sampled rows to test (e.g. those that a query's categorical filters admit); None: every one.
 
     Returns
     -------
     numpy.ndarray of bool
+        One per sampled row, or per row of ``rows``.
 
     Raises
     ------
@@ -214,9 +217,10 @@ def row_mask(compared, synopsis, layout) -> np.ndarray:
     """
     from .sql import UnsupportedQuery
 
-    keep = np.ones(synopsis.sample_size, dtype=bool)
+    keep = np.ones(synopsis.sample_size if rows is None else rows.size, dtype=bool)
     for c in compared:
-        (left, left_kind), (right, right_kind) = _values(c.left, c, synopsis, layout), _values(c.right, c, synopsis, layout)
+        (left, left_kind), (right, right_kind) = (_values(c.left, c, synopsis, layout, rows),
+                                                  _values(c.right, c, synopsis, layout, rows))
         if (left_kind == "text") != (right_kind == "text") or \
                 ("date" in (left_kind, right_kind) and left_kind != right_kind):
             raise UnsupportedQuery(f"the comparison {c} of a {left_kind} column with a {right_kind} column")
@@ -237,24 +241,28 @@ def _text_holds(a, op: str, b) -> bool:
     return {"=": a == b, "<>": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
 
 
-def _values(column: str, comparison: ColumnComparison, synopsis, layout) -> tuple[np.ndarray, str]:
-    """The sampled rows' values of ``column`` and their kind ("number", "date" or "text"): a modelled
-    column's sampled values (dates as days), else a categorical column's values decoded."""
+def _values(column: str, comparison: ColumnComparison, synopsis, layout,
+            rows: np.ndarray | None = None) -> tuple[np.ndarray, str]:
+    """The sampled rows' values of ``column`` (those of ``rows``; None: all) and their kind ("number",
+    "date" or "text"): a modelled column's sampled values (dates as days), else a categorical column's
+    values decoded."""
     from .sql import UnsupportedQuery
 
     if column in synopsis.models and column in layout.view.columns:
-        return np.asarray(layout.view.columns[column], dtype=np.float64), \
+        sampled = layout.view.columns[column]
+        return np.asarray(sampled if rows is None else sampled[rows], dtype=np.float64), \
             "date" if column in synopsis.temporal else "number"
     categories = synopsis.categories
     if categories is not None and column in categories.values:
         values = list(categories.values[column])
+        codes = categories.codes[column] if rows is None else categories.codes[column][rows]
         if all(v is None or (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool))
                for v in values):
             decoded = np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
-            return decoded[categories.codes[column]], "number"
+            return decoded[codes], "number"
         if all(v is None or isinstance(v, str) for v in values):
             table = np.array(values, dtype=object)
-            return table[categories.codes[column]], "text"
+            return table[codes], "text"
         raise UnsupportedQuery(f"the comparison {comparison} on {column!r}, whose values are neither numbers nor text")
     carried = sorted([*synopsis.models, *(categories.values if categories is not None else ())])
     raise UnsupportedQuery(f"the comparison {comparison}: the synopsis's sample does not carry {column!r} "
