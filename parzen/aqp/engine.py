@@ -125,7 +125,7 @@ class Engine:
         self._cache: dict[str, Synopsis] = {}
         self._layouts: dict[str, Layout] = {}
         self._sources: dict[str, duckdb.DuckDBPyConnection] = {}  # table -> connection reading its Parquet files
-        self._listing: tuple[set[tuple[str, ...]], list[str]] | None = None  # _catalog_tables, kept (_catalog)
+        self._listing: tuple[set[tuple[str, ...]], Sequence[str]] | None = None  # _catalog_tables, kept (_catalog)
 
     # --- synopses -------------------------------------------------------------------------
 
@@ -986,7 +986,7 @@ class Engine:
             raise ValueError(f"no table {missing[0]!r} in the database; its tables: {', '.join(names)}")
         return self._run(text)
 
-    def _catalog(self, wanted: Sequence[tuple[str, ...]]) -> tuple[set[tuple[str, ...]], list[str]]:
+    def _catalog(self, wanted: Sequence[tuple[str, ...]]) -> tuple[set[tuple[str, ...]], Sequence[str]]:
         """:func:`_catalog_tables` of the engine's connection, kept between queries (reading DuckDB's
         catalog costs about a millisecond, as much as a small table's exact answer) and read again
         whenever a name of ``wanted`` (casefolded name parts) is not in the kept listing: a table
