@@ -301,3 +301,20 @@ def test_ratio_intervals_take_students_t_of_the_effective_degrees_of_freedom(eng
         narrow = (with_z[f"{name} high"] - with_z[f"{name} low"]).to_numpy()
         np.testing.assert_array_equal(with_t[name].to_numpy(), with_z[name].to_numpy())
         assert (wide >= narrow - 1e-12).all() and (wide > narrow * 1.01).any(), name
+
+
+def test_a_case_query_is_split_once_per_text(engine):
+    """The split of a CASE / ratio query is kept per SQL text, as its parse is (re-splitting re-parses and
+    re-generates its sub-queries with sqlglot: milliseconds on every answer)."""
+    from unittest import mock
+
+    from parzen.aqp import case_aggregates
+    from parzen.aqp import engine as engine_module
+
+    sql = ("SELECT g, SUM(CASE WHEN x > 10 THEN w ELSE 0 END) / SUM(w) AS share FROM t "
+           "WHERE y BETWEEN 2 AND 8 GROUP BY g")
+    engine_module._composite_of.cache_clear()
+    with mock.patch.object(case_aggregates, "split", wraps=case_aggregates.split) as splits:
+        first, again = engine.query(sql), engine.query(sql)
+    assert splits.call_count == 1
+    pd.testing.assert_frame_equal(first, again)

@@ -1128,7 +1128,6 @@ def _selected_groups(composite: case_aggregates.Composite) -> list[str]:
     return [name for g in composite.group_by for name in selected if name.casefold() == g.casefold()]
 
 
-@functools.lru_cache(maxsize=256)
 def _check_cube_bytes(cube_bytes) -> None:
     """Refuse a ``cube_bytes`` (:meth:`Engine.build`, :meth:`Engine.rebuild_tables`) that is no number of bytes >= 0."""
     if cube_bytes is not None and not (isinstance(cube_bytes, (int, float, np.integer, np.floating))
@@ -1137,6 +1136,7 @@ def _check_cube_bytes(cube_bytes) -> None:
                          f"{cube_bytes!r}")
 
 
+@functools.lru_cache(maxsize=256)
 def _composite_of(sql: str) -> case_aggregates.Composite | None:
     """The split of ``sql`` when the plain subset refuses it and its SELECT list has CASE inside
     aggregates or arithmetic of aggregates (:func:`parzen.aqp.case_aggregates.split`), else None
