@@ -68,7 +68,7 @@ import math
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -323,9 +323,9 @@ class AppendedRows:
         The new rows' counts and sums between the synopsis's grid points.
     outside : dict
         Gridded column -> the new values below its first point or above its last.
-    combinations : dict
+    combinations : dict or None
         Per exact table of the synopsis's categorical columns (its columns), the new rows per
-        combination of their values (:func:`appended_combinations`).
+        combination of their values (:func:`appended_combinations`); None: not read.
     cells : AppendedCells or None
         The new rows' cells of the synopsis's exact aggregate tables (:func:`parzen.aqp.cubes.appended_cells`).
     """
@@ -334,7 +334,7 @@ class AppendedRows:
     candidates: dict[tuple, _Candidates]
     buckets: GridBuckets | None
     outside: dict[str, list[np.ndarray]]
-    combinations: dict[tuple, Counter] = field(default_factory=dict)
+    combinations: dict[tuple, Counter] | None = None
     cells: AppendedCells | None = None
 
     @classmethod
@@ -422,21 +422,21 @@ def merged(synopsis: Synopsis, appended: AppendedRows) -> Refresh:
     if rows - base > MAX_APPENDED * base:
         return Refresh(None, f"{rows - base} rows appended since the last full build of {base} rows, more than "
                              f"{MAX_APPENDED:.0%}: its bandwidths are selected again")
-    why = _model_changes(synopsis, scan)
+    why = _model_changes(synopsis, scan) or _unread_tables(synopsis, appended)
     if why:
         return Refresh(None, why)
     groups, sample, keys, origin, labels = _merged_sample(synopsis, appended, rows)
     categories: Categories | None = None
     if synopsis.categories is not None:
-        found = _merged_categories(synopsis.categories, appended.combinations, labels, origin)
+        found = _merged_categories(synopsis.categories, appended.combinations or {}, labels, origin)
         if isinstance(found, str):
             return Refresh(None, found)
         categories = found
     models = _merged_models(synopsis, scan, sample)
     totals = {c: (n + scan.columns[c].moments.rows, s + scan.columns[c].total) for c, (n, s) in synopsis.totals.items()}
-    cube = None  # without the appended rows' cells (Parquet files: a synopsis without tables) none is kept
+    cube = None
     if synopsis.cube is not None and synopsis.categories is not None and categories is not None \
-            and appended.cells is not None:
+            and appended.cells is not None:  # always, past _unread_tables: the tables are never dropped
         nullable = [m for m in synopsis.cube.measures if totals[m][0] < rows]
         cube = cubes.merged_cube(synopsis.cube, synopsis.categories.values, categories.values, appended.cells, nullable)
     out = replace(synopsis, row_count=rows, models=models, sample=sample, sample_keys=keys, groups=groups,
@@ -474,6 +474,18 @@ def merged(synopsis: Synopsis, appended: AppendedRows) -> Refresh:
     for y, x in synopsis.regressions:
         out.regressions[(y, x)] = fit_regression(y, x, sample, out.strata()[1], seed=synopsis.seed)
     return Refresh(out)
+
+
+def _unread_tables(synopsis: Synopsis, appended: AppendedRows) -> str:
+    """Why the appended rows cannot be added into the synopsis's categorical tables and exact aggregate
+    tables ("" when they can): their combinations (:func:`appended_combinations`) or cells
+    (:func:`parzen.aqp.cubes.appended_cells`) were not read, so a merge would drop the tables or
+    leave them without the new rows; a rebuild makes them again."""
+    if synopsis.categories is not None and appended.combinations is None:
+        return "the appended rows' categorical values were not read: the exact tables are built again"
+    if synopsis.cube is not None and appended.cells is None:
+        return "the appended rows' cells were not read: the exact aggregate tables are built again"
+    return ""
 
 
 def _model_changes(synopsis: Synopsis, scan: TableScan) -> str:
