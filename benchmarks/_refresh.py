@@ -144,3 +144,30 @@ def aggregate_tables(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
             "aggregate table sums max rel. difference": max(
                 (float(np.nanmax(np.abs(a - b) / np.maximum(np.abs(b), 1e-300), initial=0.0)) for a, b in sums),
                 default=0.0)}
+
+
+def in_filters(rng, filters: dict[str, list[str]]) -> str:
+    """A WHERE of IN filters on one or two of the ``filters``' columns, each with 1 to all but one of its values."""
+    names, parts = list(filters), []
+    for k in rng.choice(len(names), size=int(rng.integers(1, 3)), replace=False):
+        values = filters[names[k]]
+        picked = sorted(rng.choice(values, size=int(rng.integers(1, len(values))), replace=False))
+        parts.append(f"{names[k]} IN ({', '.join(repr(str(v)) for v in picked)})")
+    return " AND ".join(parts)
+
+
+def kept_or_built(con, table: str, kept: Callable[[bytes], Synopsis | None],
+                  build: Callable[[], Synopsis]) -> tuple[Synopsis, float]:
+    """The synopsis stored in ``table`` (payload, seconds: a former run's) that ``kept`` accepts (the
+    synopsis, or None) and its build's seconds; else ``build()``, timed and stored there."""
+    con.execute(f"CREATE TABLE IF NOT EXISTS {table} (payload BLOB, seconds DOUBLE)")
+    for payload, seconds in con.execute(f"SELECT payload, seconds FROM {table}").fetchall():
+        synopsis = kept(bytes(payload))
+        if synopsis is not None:
+            return synopsis, seconds
+    started = time.perf_counter()
+    built = build()
+    seconds = time.perf_counter() - started
+    con.execute(f"DELETE FROM {table}")
+    con.execute(f"INSERT INTO {table} VALUES (?, ?)", [built.to_bytes(), seconds])
+    return built, seconds

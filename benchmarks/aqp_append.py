@@ -40,10 +40,10 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
+import _refresh  # benchmarks/_refresh.py: what the refresh benchmarks share
 import duckdb
 import numpy as np
 from _common import machine  # benchmarks/_common.py (the scripts run from benchmarks/)
-from _refresh import accuracy, accuracy_rows, aggregate_tables, kept_queries, refresh_and_rebuild, summary
 from aqp_accuracy import FAMILIES, random_queries, relative_errors
 
 from parzen.aqp import Engine, store
@@ -97,14 +97,9 @@ FILTERS = {"l_shipmode": ["AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUC
 def categorical_queries(rng, count: int) -> list[dict]:
     """COUNT(*) or SUM(l_extendedprice) (alternately) by l_returnflag under IN filters on one or two
     categorical columns."""
-    out, names = [], list(FILTERS)
+    out = []
     for n in range(count):
-        parts = []
-        for k in rng.choice(len(names), size=int(rng.integers(1, 3)), replace=False):
-            values = FILTERS[names[k]]
-            picked = sorted(rng.choice(values, size=int(rng.integers(1, len(values))), replace=False))
-            parts.append(f"{names[k]} IN ({', '.join(repr(str(v)) for v in picked)})")
-        where = " AND ".join(parts)
+        where = _refresh.in_filters(rng, FILTERS)
         out.append({"family": "categorical GROUP BY", "where": where,
                     "sql": f"SELECT l_returnflag, {'COUNT(*)' if n % 2 else 'SUM(l_extendedprice)'} AS value "
                            f"FROM {TABLE} WHERE {where} GROUP BY l_returnflag"})
@@ -114,20 +109,16 @@ def categorical_queries(rng, count: int) -> list[dict]:
 def base_synopsis(con, options: dict) -> tuple[Synopsis, float]:
     """The synopsis of ``lineitem`` as loaded (lineitem_base's rows), and its build's seconds: built and kept
     in table ``bench_base_synopsis`` by the first run, reused by later ones while it matches the table."""
-    con.execute("CREATE TABLE IF NOT EXISTS bench_base_synopsis (payload BLOB, seconds DOUBLE)")
-    for payload, seconds in con.execute("SELECT payload, seconds FROM bench_base_synopsis").fetchall():
-        if stored_format(bytes(payload)) != FORMAT_VERSION:  # an older build lacks parts (exact aggregate tables)
-            continue
-        kept = Synopsis.from_bytes(bytes(payload))
-        changes = table_changes(con, kept)
-        if changes.appended_only(kept) and not changes.new_rows and kept.build_options()["columns"] == COLUMNS:
-            return kept, seconds
-    started = time.perf_counter()
-    built = Engine(con).build(TABLE, **options)
-    seconds = time.perf_counter() - started
-    con.execute("DELETE FROM bench_base_synopsis")
-    con.execute("INSERT INTO bench_base_synopsis VALUES (?, ?)", [built.to_bytes(), seconds])
-    return built, seconds
+    def kept(payload: bytes) -> Synopsis | None:
+        if stored_format(payload) != FORMAT_VERSION:  # an older build lacks parts (exact aggregate tables)
+            return None
+        synopsis = Synopsis.from_bytes(payload)
+        changes = table_changes(con, synopsis)
+        usable = changes.appended_only(synopsis) and not changes.new_rows \
+            and synopsis.build_options()["columns"] == COLUMNS
+        return synopsis if usable else None
+
+    return _refresh.kept_or_built(con, "bench_base_synopsis", kept, lambda: Engine(con).build(TABLE, **options))
 
 
 def query_error(query: dict, answer, exact) -> float:
@@ -154,7 +145,7 @@ def run(args) -> dict:
     started = time.perf_counter()
     changes = table_changes(con, before)
     check_seconds = time.perf_counter() - started
-    runs = refresh_and_rebuild(con, TABLE, before, args.repeats)
+    runs = _refresh.refresh_and_rebuild(con, TABLE, before, args.repeats)
     refreshed, rebuilt, refresh_seconds = runs.refreshed, runs.rebuilt, runs.refresh_seconds
 
     exact_parts = {
@@ -168,15 +159,15 @@ def run(args) -> dict:
         "grid C(t) max abs. difference (rows)": max(
             float(np.max(np.abs(np.array([refreshed.grids[c].cumulative(t)[0] for t in rebuilt.grids[c].points])
                                 - rebuilt.grids[c].count))) for c in rebuilt.grids if not rebuilt.grids[c].steps),
-        **aggregate_tables(refreshed, rebuilt),
+        **_refresh.aggregate_tables(refreshed, rebuilt),
     }
     rng = np.random.default_rng(args.seed)
     q = column_quantiles(con, COLUMNS)
     drawn = random_queries(rng, TABLE, q, args.queries * 2, "l_returnflag")
-    queries, exact, exact_ms = kept_queries(con, f"FROM {TABLE}", drawn, args.queries,
+    queries, exact, exact_ms = _refresh.kept_queries(con, f"FROM {TABLE}", drawn, args.queries,
                                             categorical_queries(rng, args.queries // 5))
     forms: dict[str, dict[str, int]] = {name: {} for name in runs.engines}
-    errors = {name: summary(accuracy(engine, queries, exact, query_error, forms[name]))
+    errors = {name: _refresh.summary(_refresh.accuracy(engine, queries, exact, query_error, forms[name]))
               for name, engine in runs.engines.items()}
     return {
         "machine": machine(), "python": platform.python_version(), "duckdb": duckdb.__version__,
@@ -236,7 +227,7 @@ def markdown(r: dict) -> str:
         "| family | queries | refreshed median | refreshed p95 | rebuilt median | rebuilt p95 | stale median | stale p95 |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    lines += accuracy_rows(r["errors"], [*FAMILIES, "1-D GROUP BY", "categorical GROUP BY", "all"])
+    lines += _refresh.accuracy_rows(r["errors"], [*FAMILIES, "1-D GROUP BY", "categorical GROUP BY", "all"])
     lines += ["", "Bandwidths (refreshed / rebuilt): " + "; ".join(
         f"{c} {a:.4g} / {b:.4g}" for c, (a, b) in r["bandwidths"].items()) + "."]
     lines += ["", "Answers' forms (family: form, queries): " + "; ".join(

@@ -44,11 +44,11 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
+import _refresh  # benchmarks/_refresh.py: what the refresh benchmarks share
 import duckdb
 import numpy as np
 import pandas as pd
 from _common import machine  # benchmarks/_common.py (the scripts run from benchmarks/)
-from _refresh import accuracy, accuracy_rows, aggregate_tables, kept_queries, refresh_and_rebuild, summary
 
 from parzen.aqp import Engine, joins, store
 from parzen.aqp.changes import table_changes
@@ -88,19 +88,15 @@ def orders_as_before(con, grow: bool) -> None:
 
 def base_synopsis(con, options: dict) -> tuple[Synopsis, float]:
     """The join synopsis of ``lineitem`` as loaded and its build's seconds (kept in bench_join_synopsis)."""
-    con.execute("CREATE TABLE IF NOT EXISTS bench_join_synopsis (payload BLOB, seconds DOUBLE)")
-    for payload, seconds in con.execute("SELECT payload, seconds FROM bench_join_synopsis").fetchall():
-        kept = Synopsis.from_bytes(bytes(payload))
-        changes = table_changes(con, kept, joins.ensure_view(con, TABLE, kept.joins))
-        if changes.appended_only(kept) and not changes.new_rows and kept.build_options()["columns"] == COLUMNS \
-                and kept.fact_fingerprint and not joins.dimension_changes(con, kept):
-            return kept, seconds
-    started = time.perf_counter()
-    built = Engine(con).build(TABLE, joins=JOINS, **options)
-    seconds = time.perf_counter() - started
-    con.execute("DELETE FROM bench_join_synopsis")
-    con.execute("INSERT INTO bench_join_synopsis VALUES (?, ?)", [built.to_bytes(), seconds])
-    return built, seconds
+    def kept(payload: bytes) -> Synopsis | None:
+        synopsis = Synopsis.from_bytes(payload)
+        changes = table_changes(con, synopsis, joins.ensure_view(con, TABLE, synopsis.joins))
+        usable = changes.appended_only(synopsis) and not changes.new_rows \
+            and synopsis.build_options()["columns"] == COLUMNS and synopsis.fact_fingerprint \
+            and not joins.dimension_changes(con, synopsis)
+        return synopsis if usable else None
+
+    return _refresh.kept_or_built(con, "bench_join_synopsis", kept, lambda: Engine(con).build(TABLE, joins=JOINS, **options))
 
 
 #: Categorical filters of the "join categorical" family (answered from the exact tables when one covers them).
@@ -111,15 +107,8 @@ FILTERS = {"l_shipmode": ["AIR", "MAIL", "SHIP", "RAIL", "TRUCK", "FOB", "REG AI
 def categorical_queries(rng, count: int) -> list[dict]:
     """COUNT(*) and SUM(l_extendedprice) by o_orderpriority under IN filters on one or two categorical columns."""
     out = []
-    names = list(FILTERS)
     for _ in range(count):
-        chosen = rng.choice(len(names), size=int(rng.integers(1, 3)), replace=False)
-        parts = []
-        for k in chosen:
-            values = FILTERS[names[k]]
-            picked = rng.choice(values, size=int(rng.integers(1, len(values))), replace=False)
-            parts.append(f"{names[k]} IN ({', '.join(repr(str(v)) for v in sorted(picked))})")
-        where = " AND ".join(parts)
+        where = _refresh.in_filters(rng, FILTERS)
         out.append({"family": "join categorical GROUP BY", "where": where,
                     "sql": f"SELECT o_orderpriority, COUNT(*) AS n, SUM(l_extendedprice) AS revenue {FROM} "
                            f"WHERE {where} GROUP BY o_orderpriority"})
@@ -167,7 +156,7 @@ def exact_parts(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
               for s in (refreshed, rebuilt)]
     shared = set(tables[0]) & set(tables[1])
     return {
-        **aggregate_tables(refreshed, rebuilt),
+        **_refresh.aggregate_tables(refreshed, rebuilt),
         "aggregate dependencies equal": (set(refreshed.cube.dependencies) == set(rebuilt.cube.dependencies))
         if refreshed.cube is not None and rebuilt.cube is not None else None,
         "rows": [refreshed.row_count, rebuilt.row_count],
@@ -202,14 +191,14 @@ def run(args) -> dict:
     appended = con.execute("SELECT COUNT(*) FROM lineitem_new").fetchall()[0][0]
     orders_appended = con.execute("SELECT COUNT(*) FROM orders_new").fetchall()[0][0] if args.grow_orders else 0
     why_stale = Engine(con).check(TABLE)
-    runs = refresh_and_rebuild(con, TABLE, before, args.repeats, strict=True)
+    runs = _refresh.refresh_and_rebuild(con, TABLE, before, args.repeats, strict=True)
     refreshed, rebuilt, refresh_seconds = runs.refreshed, runs.rebuilt, runs.refresh_seconds
 
     rng = np.random.default_rng(args.seed)
     drawn = random_join_queries(con, rng, args.queries * 2)
-    queries, exact, exact_ms = kept_queries(con, FROM, drawn, args.queries, categorical_queries(rng, args.queries // 2))
+    queries, exact, exact_ms = _refresh.kept_queries(con, FROM, drawn, args.queries, categorical_queries(rng, args.queries // 2))
     forms: dict[str, dict[str, int]] = {name: {} for name in runs.engines}
-    errors = {name: summary(accuracy(engine, queries, exact, query_error, forms[name]))
+    errors = {name: _refresh.summary(_refresh.accuracy(engine, queries, exact, query_error, forms[name]))
               for name, engine in runs.engines.items()}
     return {
         "machine": machine(), "python": platform.python_version(), "duckdb": duckdb.__version__,
@@ -277,7 +266,7 @@ def markdown(r: dict) -> str:
         "| family | queries | refreshed median | refreshed p95 | rebuilt median | rebuilt p95 | stale median | stale p95 |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    lines += accuracy_rows(r["errors"], ["join range", "join GROUP BY", "join categorical GROUP BY", "all"])
+    lines += _refresh.accuracy_rows(r["errors"], ["join range", "join GROUP BY", "join categorical GROUP BY", "all"])
     lines += ["", "Answers' forms (family: form, queries): " + "; ".join(
         f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(r["forms"][name].items())) for name in r["forms"]) + "."]
     return "\n".join(lines) + "\n"
