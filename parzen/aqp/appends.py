@@ -74,7 +74,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 
-from . import cube_dimensions, cubes, joins
+from . import cube_dimensions, cubes, joins, parquet_tables
 from .build import DISCRETE_MAX_VALUES, MIN_GROUP_SAMPLE, quote, refuse_non_finite
 from .categories import CATEGORY_LIMIT, Categories, ExactTable, grouping_sets, plain_value, sample_codes, value_order
 from .changes import FactChanges, TableChanges, fact_changes, table_changes
@@ -190,7 +190,12 @@ def refresh(con, synopsis: Synopsis) -> Refresh:
         added, now, why = parquet_changes(synopsis)
         if why or not added:
             return Refresh(None if why else synopsis, why)
-        out = merged(synopsis, AppendedRows.read(synopsis, parquet_batches(synopsis, added)))
+        appended = AppendedRows.read(synopsis, parquet_batches(synopsis, added))
+        if synopsis.categories is not None:  # its tables (cube= at build): the added rows added in
+            why = parquet_tables.appended_tables(synopsis, added, appended)
+            if why:
+                return Refresh(None, why)
+        out = merged(synopsis, appended)
         if out.synopsis is None:
             return out
         merged_synopsis = replace(out.synopsis, source=now)  # a copy even when the files added no rows
@@ -276,7 +281,9 @@ def parquet_batches(synopsis: Synopsis, files: list[str]) -> Iterator[tuple[pd.D
     """The rows of the added Parquet ``files``, a batch at a time, with Arrow types (as the partitioned
     build reads them), and uniform random keys as uint64 (:func:`parzen.aqp.partitions.integer_keys`)
     from a generator seeded by (seed, the synopsis's rows, the file's position): a stream apart from
-    every partition's of the build, seeded by (seed, part), and from earlier refreshes'."""
+    every partition's of the build, seeded by (seed, part), and from earlier refreshes'.  The
+    categorical columns (:mod:`parzen.aqp.parquet_tables`) come again as labels, as
+    :func:`database_batches` reads them."""
     import pyarrow.parquet as pq
 
     columns = [*synopsis.models, *synopsis.group_by]
@@ -284,6 +291,8 @@ def parquet_batches(synopsis: Synopsis, files: list[str]) -> Iterator[tuple[pd.D
         random = np.random.default_rng([synopsis.seed % (1 << 63), synopsis.row_count, k])
         for batch in pq.ParquetFile(path).iter_batches(BATCH_ROWS, columns=columns):
             frame = batch.to_pandas(types_mapper=pd.ArrowDtype)
+            for c in _categorical(synopsis):  # group_by columns (parzen.aqp.parquet_tables), read once
+                frame[LABEL + c] = frame[c]
             yield frame, integer_keys(random.random(len(frame)))
 
 
