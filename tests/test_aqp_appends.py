@@ -342,9 +342,9 @@ def test_refresh_adds_the_appended_rows_into_the_exact_aggregate_tables_as_a_reb
 
 
 def test_a_merge_without_the_appended_rows_cells_rebuilds_instead_of_dropping_the_tables():
-    """appends.merged given the appended rows' summaries but not their combinations or cells (as the
-    Parquet path reads them: parquet_batches alone) says why it must rebuild, never returns the
-    synopsis without its exact tables or with tables that miss the new rows."""
+    """appends.merged given the appended rows' summaries but not their combinations or cells (a path
+    that reads the rows alone) says why it must rebuild, never returns the synopsis without its exact
+    tables or with tables that miss the new rows."""
     from parzen.aqp.changes import table_changes
 
     con = duckdb.connect(":memory:")
