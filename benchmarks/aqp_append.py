@@ -37,16 +37,16 @@ import os
 import platform
 import subprocess
 import time
-import warnings
 from importlib.metadata import version
 from pathlib import Path
 
+import _refresh  # benchmarks/_refresh.py: what the refresh benchmarks share
 import duckdb
 import numpy as np
 from _common import machine  # benchmarks/_common.py (the scripts run from benchmarks/)
 from aqp_accuracy import FAMILIES, random_queries, relative_errors
 
-from parzen.aqp import Engine, StaleSynopsisWarning, store
+from parzen.aqp import Engine, store
 from parzen.aqp.changes import table_changes
 from parzen.aqp.synopsis import FORMAT_VERSION, Synopsis
 
@@ -97,88 +97,34 @@ FILTERS = {"l_shipmode": ["AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUC
 def categorical_queries(rng, count: int) -> list[dict]:
     """COUNT(*) or SUM(l_extendedprice) (alternately) by l_returnflag under IN filters on one or two
     categorical columns."""
-    out, names = [], list(FILTERS)
+    out = []
     for n in range(count):
-        parts = []
-        for k in rng.choice(len(names), size=int(rng.integers(1, 3)), replace=False):
-            values = FILTERS[names[k]]
-            picked = sorted(rng.choice(values, size=int(rng.integers(1, len(values))), replace=False))
-            parts.append(f"{names[k]} IN ({', '.join(repr(str(v)) for v in picked)})")
-        where = " AND ".join(parts)
+        where = _refresh.in_filters(rng, FILTERS)
         out.append({"family": "categorical GROUP BY", "where": where,
                     "sql": f"SELECT l_returnflag, {'COUNT(*)' if n % 2 else 'SUM(l_extendedprice)'} AS value "
                            f"FROM {TABLE} WHERE {where} GROUP BY l_returnflag"})
     return out
 
 
-def aggregate_tables(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
-    """The exact aggregate tables of both: how many, how many shared ones have equal cells and rows (codes
-    decoded, numeric dimensions' too), and their SUMs' largest relative difference."""
-    cells = [{t.columns: {tuple(s.cube.values_with(s.categories.values)[c][k] for c, k in zip(t.columns, codes)): (n, total)
-                          for codes, n, total in zip(t.codes.tolist(), t.rows.tolist(), t.sums.tolist())}
-              for t in s.cube.tables} if s.cube is not None and s.categories is not None else {}
-             for s in (refreshed, rebuilt)]
-    both = set(cells[0]) & set(cells[1])
-    sums = [(np.array(cells[0][v][key][1]), np.array(total)) for v in both for key, (_, total) in cells[1][v].items()
-            if key in cells[0][v]]
-    return {"aggregate tables (refreshed, rebuilt, shared)": [len(cells[0]), len(cells[1]), len(both)],
-            "aggregate tables with equal cells and rows": sum(
-                {k: n for k, (n, _) in cells[0][v].items()} == {k: n for k, (n, _) in cells[1][v].items()}
-                for v in both),
-            "numeric dimensions (refreshed, rebuilt values)": {
-                c: [d.values.size, rebuilt.cube.dimensions[c].values.size if c in rebuilt.cube.dimensions else None]
-                for c, d in refreshed.cube.dimensions.items()} if refreshed.cube and rebuilt.cube else {},
-            "aggregate tables on numeric dimensions (refreshed)": sum(
-                any(c in refreshed.cube.dimensions for c in t.columns) for t in refreshed.cube.tables)
-            if refreshed.cube else 0,
-            "aggregate table sums max rel. difference": max(
-                (float(np.nanmax(np.abs(a - b) / np.maximum(np.abs(b), 1e-300), initial=0.0)) for a, b in sums),
-                default=0.0)}
-
-
 def base_synopsis(con, options: dict) -> tuple[Synopsis, float]:
     """The synopsis of ``lineitem`` as loaded (lineitem_base's rows), and its build's seconds: built and kept
     in table ``bench_base_synopsis`` by the first run, reused by later ones while it matches the table."""
-    con.execute("CREATE TABLE IF NOT EXISTS bench_base_synopsis (payload BLOB, seconds DOUBLE)")
-    for payload, seconds in con.execute("SELECT payload, seconds FROM bench_base_synopsis").fetchall():
-        if stored_format(bytes(payload)) != FORMAT_VERSION:  # an older build lacks parts (exact aggregate tables)
-            continue
-        kept = Synopsis.from_bytes(bytes(payload))
-        changes = table_changes(con, kept)
-        if changes.appended_only(kept) and not changes.new_rows and kept.build_options()["columns"] == COLUMNS:
-            return kept, seconds
-    started = time.perf_counter()
-    built = Engine(con).build(TABLE, **options)
-    seconds = time.perf_counter() - started
-    con.execute("DELETE FROM bench_base_synopsis")
-    con.execute("INSERT INTO bench_base_synopsis VALUES (?, ?)", [built.to_bytes(), seconds])
-    return built, seconds
+    def kept(payload: bytes) -> Synopsis | None:
+        if stored_format(payload) != FORMAT_VERSION:  # an older build lacks parts (exact aggregate tables)
+            return None
+        synopsis = Synopsis.from_bytes(payload)
+        changes = table_changes(con, synopsis)
+        usable = changes.appended_only(synopsis) and not changes.new_rows \
+            and synopsis.build_options()["columns"] == COLUMNS
+        return synopsis if usable else None
+
+    return _refresh.kept_or_built(con, "bench_base_synopsis", kept, lambda: Engine(con).build(TABLE, **options))
 
 
-def accuracy(engine: Engine, queries: list[dict], exact: dict[int, object],
-             forms: dict[str, int] | None = None) -> dict[str, list[float]]:
-    """Per family, the relative errors of ``engine``'s answers (the median over groups for GROUP BY);
-    ``forms`` counts the answers' forms per family."""
-    errors: dict[str, list[float]] = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StaleSynopsisWarning)
-        for k, q in enumerate(queries):
-            keys = ["l_returnflag"] if q["family"].endswith("GROUP BY") else []
-            answer = engine.query(q["sql"])
-            if forms is not None:
-                form = f"{q['family']}: {answer.attrs.get('form')}"
-                forms[form] = forms.get(form, 0) + 1
-            e = relative_errors(answer, exact[k], keys)
-            errors.setdefault(q["family"], []).append(float(np.median(e)))
-    return errors
-
-
-def summary(errors: dict[str, list[float]]) -> dict[str, dict]:
-    out = {}
-    for family, values in [*errors.items(), ("all", [v for vs in errors.values() for v in vs])]:
-        out[family] = {"queries": len(values), "median": float(np.median(values)),
-                       "p95": float(np.percentile(values, 95)), "max": float(np.max(values))}
-    return out
+def query_error(query: dict, answer, exact) -> float:
+    """The median over groups (GROUP BY families: by l_returnflag) of the relative errors."""
+    keys = ["l_returnflag"] if query["family"].endswith("GROUP BY") else []
+    return float(np.median(relative_errors(answer, exact, keys)))
 
 
 def run(args) -> dict:
@@ -199,21 +145,8 @@ def run(args) -> dict:
     started = time.perf_counter()
     changes = table_changes(con, before)
     check_seconds = time.perf_counter() - started
-    refresh_seconds = []
-    for _ in range(args.repeats):
-        store.save(con, before)
-        started = time.perf_counter()
-        refreshed = Engine(con).refresh(TABLE)
-        refresh_seconds.append(time.perf_counter() - started)
-    stale = Engine(con)
-    stale._keep(before)  # answers from the synopsis before the append (no check: no staleness verdict)
-    started = time.perf_counter()
-    rebuilt = Engine(con).refresh(TABLE, full=True)
-    rebuild_seconds = time.perf_counter() - started
-    store.save(con, refreshed)
-    fresh, full = Engine(con), Engine(con)
-    fresh._keep(refreshed)
-    full._keep(rebuilt)
+    runs = _refresh.refresh_and_rebuild(con, TABLE, before, args.repeats)
+    refreshed, rebuilt, refresh_seconds = runs.refreshed, runs.rebuilt, runs.refresh_seconds
 
     exact_parts = {
         "rows": [refreshed.row_count, rebuilt.row_count],
@@ -226,39 +159,23 @@ def run(args) -> dict:
         "grid C(t) max abs. difference (rows)": max(
             float(np.max(np.abs(np.array([refreshed.grids[c].cumulative(t)[0] for t in rebuilt.grids[c].points])
                                 - rebuilt.grids[c].count))) for c in rebuilt.grids if not rebuilt.grids[c].steps),
-        **aggregate_tables(refreshed, rebuilt),
+        **_refresh.aggregate_tables(refreshed, rebuilt),
     }
     rng = np.random.default_rng(args.seed)
     q = column_quantiles(con, COLUMNS)
     drawn = random_queries(rng, TABLE, q, args.queries * 2, "l_returnflag")
-    queries, exact = [], {}
-    total = con.execute(f"SELECT COUNT(*) FROM {TABLE}").fetchall()[0][0]
-    exact_ms = []
-    for item in drawn:
-        share = con.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE {item['where']}").fetchall()[0][0] / total
-        if share < 0.01:
-            continue
-        started = time.perf_counter()
-        exact[len(queries)] = con.execute(item["sql"]).df()
-        exact_ms.append(1e3 * (time.perf_counter() - started))
-        queries.append(item)
-        if len(queries) == args.queries:
-            break
-    for item in categorical_queries(rng, args.queries // 5):
-        started = time.perf_counter()
-        exact[len(queries)] = con.execute(item["sql"]).df()
-        exact_ms.append(1e3 * (time.perf_counter() - started))
-        queries.append(item)
-    forms: dict[str, dict[str, int]] = {"refreshed": {}, "rebuilt": {}, "stale": {}}
-    errors = {name: summary(accuracy(engine, queries, exact, forms[name]))
-              for name, engine in (("refreshed", fresh), ("rebuilt", full), ("stale", stale))}
+    queries, exact, exact_ms = _refresh.kept_queries(con, f"FROM {TABLE}", drawn, args.queries,
+                                            categorical_queries(rng, args.queries // 5))
+    forms: dict[str, dict[str, int]] = {name: {} for name in runs.engines}
+    errors = {name: _refresh.summary(_refresh.accuracy(engine, queries, exact, query_error, forms[name]))
+              for name, engine in runs.engines.items()}
     return {
         "machine": machine(), "python": platform.python_version(), "duckdb": duckdb.__version__,
         "parzen": version("parzen"), "scale": args.scale, "rows before": built.row_count, "rows appended": appended,
         "why stale": why_stale, "options": options, "build seconds": build_seconds, "insert seconds": insert_seconds,
         "change check seconds": check_seconds, "changes": {"kept rows": changes.kept_rows, "new rows": changes.new_rows},
-        "refresh seconds": refresh_seconds, "refresh note": refreshed.refreshed, "rebuild seconds": rebuild_seconds,
-        "speed-up (rebuild / best refresh)": rebuild_seconds / min(refresh_seconds),
+        "refresh seconds": refresh_seconds, "refresh note": refreshed.refreshed, "rebuild seconds": runs.rebuild_seconds,
+        "speed-up (rebuild / best refresh)": runs.rebuild_seconds / min(refresh_seconds),
         "exact parts": exact_parts, "errors": errors, "exact median ms": float(np.median(exact_ms)),
         "forms": forms, "load average": list(os.getloadavg()),
         "bandwidths": {c: [refreshed.models[c].bandwidth, rebuilt.models[c].bandwidth] for c in COLUMNS},
@@ -310,12 +227,7 @@ def markdown(r: dict) -> str:
         "| family | queries | refreshed median | refreshed p95 | rebuilt median | rebuilt p95 | stale median | stale p95 |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    e = r["errors"]
-    for family in [*FAMILIES, "1-D GROUP BY", "categorical GROUP BY", "all"]:
-        if family not in e["refreshed"]:
-            continue
-        cells = [f"{100 * e[s][family][m]:.2f} %" for s in ("refreshed", "rebuilt", "stale") for m in ("median", "p95")]
-        lines.append(f"| {family} | {e['refreshed'][family]['queries']} | {' | '.join(cells)} |")
+    lines += _refresh.accuracy_rows(r["errors"], [*FAMILIES, "1-D GROUP BY", "categorical GROUP BY", "all"])
     lines += ["", "Bandwidths (refreshed / rebuilt): " + "; ".join(
         f"{c} {a:.4g} / {b:.4g}" for c, (a, b) in r["bandwidths"].items()) + "."]
     lines += ["", "Answers' forms (family: form, queries): " + "; ".join(

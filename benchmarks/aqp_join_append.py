@@ -41,16 +41,16 @@ import json
 import os
 import platform
 import time
-import warnings
 from importlib.metadata import version
 from pathlib import Path
 
+import _refresh  # benchmarks/_refresh.py: what the refresh benchmarks share
 import duckdb
 import numpy as np
 import pandas as pd
 from _common import machine  # benchmarks/_common.py (the scripts run from benchmarks/)
 
-from parzen.aqp import Engine, StaleSynopsisWarning, joins, store
+from parzen.aqp import Engine, joins, store
 from parzen.aqp.changes import table_changes
 from parzen.aqp.synopsis import Synopsis
 
@@ -88,19 +88,15 @@ def orders_as_before(con, grow: bool) -> None:
 
 def base_synopsis(con, options: dict) -> tuple[Synopsis, float]:
     """The join synopsis of ``lineitem`` as loaded and its build's seconds (kept in bench_join_synopsis)."""
-    con.execute("CREATE TABLE IF NOT EXISTS bench_join_synopsis (payload BLOB, seconds DOUBLE)")
-    for payload, seconds in con.execute("SELECT payload, seconds FROM bench_join_synopsis").fetchall():
-        kept = Synopsis.from_bytes(bytes(payload))
-        changes = table_changes(con, kept, joins.ensure_view(con, TABLE, kept.joins))
-        if changes.appended_only(kept) and not changes.new_rows and kept.build_options()["columns"] == COLUMNS \
-                and kept.fact_fingerprint and not joins.dimension_changes(con, kept):
-            return kept, seconds
-    started = time.perf_counter()
-    built = Engine(con).build(TABLE, joins=JOINS, **options)
-    seconds = time.perf_counter() - started
-    con.execute("DELETE FROM bench_join_synopsis")
-    con.execute("INSERT INTO bench_join_synopsis VALUES (?, ?)", [built.to_bytes(), seconds])
-    return built, seconds
+    def kept(payload: bytes) -> Synopsis | None:
+        synopsis = Synopsis.from_bytes(payload)
+        changes = table_changes(con, synopsis, joins.ensure_view(con, TABLE, synopsis.joins))
+        usable = changes.appended_only(synopsis) and not changes.new_rows \
+            and synopsis.build_options()["columns"] == COLUMNS and synopsis.fact_fingerprint \
+            and not joins.dimension_changes(con, synopsis)
+        return synopsis if usable else None
+
+    return _refresh.kept_or_built(con, "bench_join_synopsis", kept, lambda: Engine(con).build(TABLE, joins=JOINS, **options))
 
 
 #: Categorical filters of the "join categorical" family (answered from the exact tables when one covers them).
@@ -111,15 +107,8 @@ FILTERS = {"l_shipmode": ["AIR", "MAIL", "SHIP", "RAIL", "TRUCK", "FOB", "REG AI
 def categorical_queries(rng, count: int) -> list[dict]:
     """COUNT(*) and SUM(l_extendedprice) by o_orderpriority under IN filters on one or two categorical columns."""
     out = []
-    names = list(FILTERS)
     for _ in range(count):
-        chosen = rng.choice(len(names), size=int(rng.integers(1, 3)), replace=False)
-        parts = []
-        for k in chosen:
-            values = FILTERS[names[k]]
-            picked = rng.choice(values, size=int(rng.integers(1, len(values))), replace=False)
-            parts.append(f"{names[k]} IN ({', '.join(repr(str(v)) for v in sorted(picked))})")
-        where = " AND ".join(parts)
+        where = _refresh.in_filters(rng, FILTERS)
         out.append({"family": "join categorical GROUP BY", "where": where,
                     "sql": f"SELECT o_orderpriority, COUNT(*) AS n, SUM(l_extendedprice) AS revenue {FROM} "
                            f"WHERE {where} GROUP BY o_orderpriority"})
@@ -157,55 +146,19 @@ def errors_of(estimate: pd.DataFrame, exact: pd.DataFrame, grouped: bool) -> flo
     return float(np.median(np.concatenate([np.abs(e - t) / np.maximum(np.abs(t), 1e-12) for e, t in pairs])))
 
 
-def accuracy(engine: Engine, queries: list[dict], exact: dict[int, pd.DataFrame],
-             forms: dict[str, int] | None = None) -> dict[str, list[float]]:
-    """Per family, each query's error (:func:`errors_of`); ``forms`` counts the answers' forms."""
-    errors: dict[str, list[float]] = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StaleSynopsisWarning)
-        for k, q in enumerate(queries):
-            grouped = q["family"].endswith("GROUP BY")
-            answer = engine.query(q["sql"])
-            if forms is not None:
-                form = f"{q['family']}: {answer.attrs.get('form')}"
-                forms[form] = forms.get(form, 0) + 1
-            errors.setdefault(q["family"], []).append(errors_of(answer, exact[k], grouped))
-    return errors
-
-
-def summary(errors: dict[str, list[float]]) -> dict[str, dict]:
-    out = {}
-    for family, values in [*errors.items(), ("all", [v for vs in errors.values() for v in vs])]:
-        out[family] = {"queries": len(values), "median": float(np.median(values)),
-                       "p95": float(np.percentile(values, 95)), "max": float(np.max(values))}
-    return out
+def query_error(query: dict, estimate: pd.DataFrame, exact: pd.DataFrame) -> float:
+    """:func:`errors_of` for one of the queries (grouped: the GROUP BY families)."""
+    return errors_of(estimate, exact, query["family"].endswith("GROUP BY"))
 
 
 def exact_parts(refreshed: Synopsis, rebuilt: Synopsis) -> dict:
     tables = [{t.columns: dict(zip(map(tuple, t.codes.tolist()), t.rows.tolist())) for t in s.categories.tables}
               for s in (refreshed, rebuilt)]
     shared = set(tables[0]) & set(tables[1])
-    cells = [{t.columns: {tuple(s.cube.values_with(s.categories.values)[c][k] for c, k in zip(t.columns, codes)):
-                          (n, total) for codes, n, total in zip(t.codes.tolist(), t.rows.tolist(), t.sums.tolist())}
-              for t in s.cube.tables} if s.cube is not None else {} for s in (refreshed, rebuilt)]
-    both = set(cells[0]) & set(cells[1])
-    sums = [(np.array(cells[0][v][key][1]), np.array(total)) for v in both for key, (_, total) in cells[1][v].items()
-            if key in cells[0][v]]
     return {
-        "aggregate tables (refreshed, rebuilt, shared)": [len(cells[0]), len(cells[1]), len(both)],
-        "aggregate tables with equal cells and rows": sum(
-            {k: n for k, (n, _) in cells[0][v].items()} == {k: n for k, (n, _) in cells[1][v].items()} for v in both),
-        "aggregate table sums max rel. difference": max(
-            (float(np.nanmax(np.abs(a - b) / np.maximum(np.abs(b), 1e-300), initial=0.0)) for a, b in sums),
-            default=0.0),
+        **_refresh.aggregate_tables(refreshed, rebuilt),
         "aggregate dependencies equal": (set(refreshed.cube.dependencies) == set(rebuilt.cube.dependencies))
         if refreshed.cube is not None and rebuilt.cube is not None else None,
-        "numeric dimensions (refreshed, rebuilt values)": {
-            c: [d.values.size, rebuilt.cube.dimensions[c].values.size if c in rebuilt.cube.dimensions else None]
-            for c, d in refreshed.cube.dimensions.items()} if refreshed.cube and rebuilt.cube else {},
-        "aggregate tables on numeric dimensions (refreshed)": sum(
-            any(c in refreshed.cube.dimensions for c in t.columns) for t in refreshed.cube.tables)
-        if refreshed.cube else 0,
         "rows": [refreshed.row_count, rebuilt.row_count],
         "column counts equal": all(refreshed.totals[c][0] == rebuilt.totals[c][0] for c in rebuilt.totals),
         "column sums max rel. difference": max(abs(refreshed.totals[c][1] - rebuilt.totals[c][1])
@@ -238,44 +191,15 @@ def run(args) -> dict:
     appended = con.execute("SELECT COUNT(*) FROM lineitem_new").fetchall()[0][0]
     orders_appended = con.execute("SELECT COUNT(*) FROM orders_new").fetchall()[0][0] if args.grow_orders else 0
     why_stale = Engine(con).check(TABLE)
-    refresh_seconds = []
-    for _ in range(args.repeats):
-        store.save(con, before)
-        started = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # an incremental refresh: a rebuild would warn
-            refreshed = Engine(con).refresh(TABLE)
-        refresh_seconds.append(time.perf_counter() - started)
-    stale = Engine(con)
-    stale._keep(before)
-    started = time.perf_counter()
-    rebuilt = Engine(con).refresh(TABLE, full=True)
-    rebuild_seconds = time.perf_counter() - started
-    store.save(con, refreshed)
-    fresh, full = Engine(con), Engine(con)
-    fresh._keep(refreshed)
-    full._keep(rebuilt)
+    runs = _refresh.refresh_and_rebuild(con, TABLE, before, args.repeats, strict=True)
+    refreshed, rebuilt, refresh_seconds = runs.refreshed, runs.rebuilt, runs.refresh_seconds
 
     rng = np.random.default_rng(args.seed)
-    total = con.execute(f"SELECT COUNT(*) {FROM}").fetchall()[0][0]
-    queries, exact, exact_ms = [], {}, []
-    for item in random_join_queries(con, rng, args.queries * 2):
-        if con.execute(f"SELECT COUNT(*) {FROM} WHERE {item['where']}").fetchall()[0][0] < 0.01 * total:
-            continue
-        started = time.perf_counter()
-        exact[len(queries)] = con.execute(item["sql"]).df()
-        exact_ms.append(1e3 * (time.perf_counter() - started))
-        queries.append(item)
-        if len(queries) == args.queries:
-            break
-    for item in categorical_queries(rng, args.queries // 2):
-        started = time.perf_counter()
-        exact[len(queries)] = con.execute(item["sql"]).df()
-        exact_ms.append(1e3 * (time.perf_counter() - started))
-        queries.append(item)
-    forms: dict[str, dict[str, int]] = {"refreshed": {}, "rebuilt": {}, "stale": {}}
-    errors = {name: summary(accuracy(engine, queries, exact, forms[name]))
-              for name, engine in (("refreshed", fresh), ("rebuilt", full), ("stale", stale))}
+    drawn = random_join_queries(con, rng, args.queries * 2)
+    queries, exact, exact_ms = _refresh.kept_queries(con, FROM, drawn, args.queries, categorical_queries(rng, args.queries // 2))
+    forms: dict[str, dict[str, int]] = {name: {} for name in runs.engines}
+    errors = {name: _refresh.summary(_refresh.accuracy(engine, queries, exact, query_error, forms[name]))
+              for name, engine in runs.engines.items()}
     return {
         "machine": machine(), "python": platform.python_version(), "duckdb": duckdb.__version__,
         "parzen": version("parzen"), "database": str(args.database), "rows before": before.row_count,
@@ -283,8 +207,8 @@ def run(args) -> dict:
         "orders appended": orders_appended, "forms": forms, "load average": list(os.getloadavg()),
         "options": options, "categorical columns": list(before.categories.values) if before.categories else [],
         "build seconds": build_seconds, "insert seconds": insert_seconds, "refresh seconds": refresh_seconds,
-        "refresh note": refreshed.refreshed, "rebuild seconds": rebuild_seconds,
-        "speed-up (rebuild / best refresh)": rebuild_seconds / min(refresh_seconds),
+        "refresh note": refreshed.refreshed, "rebuild seconds": runs.rebuild_seconds,
+        "speed-up (rebuild / best refresh)": runs.rebuild_seconds / min(refresh_seconds),
         "exact parts": exact_parts(refreshed, rebuilt), "errors": errors, "exact median ms": float(np.median(exact_ms)),
         "queries": [q["sql"] for q in queries],
     }
@@ -342,12 +266,7 @@ def markdown(r: dict) -> str:
         "| family | queries | refreshed median | refreshed p95 | rebuilt median | rebuilt p95 | stale median | stale p95 |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    e = r["errors"]
-    for family in ["join range", "join GROUP BY", "join categorical GROUP BY", "all"]:
-        if family not in e["refreshed"]:
-            continue
-        cells = [f"{100 * e[s][family][m]:.2f} %" for s in ("refreshed", "rebuilt", "stale") for m in ("median", "p95")]
-        lines.append(f"| {family} | {e['refreshed'][family]['queries']} | {' | '.join(cells)} |")
+    lines += _refresh.accuracy_rows(r["errors"], ["join range", "join GROUP BY", "join categorical GROUP BY", "all"])
     lines += ["", "Answers' forms (family: form, queries): " + "; ".join(
         f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(r["forms"][name].items())) for name in r["forms"]) + "."]
     return "\n".join(lines) + "\n"

@@ -341,6 +341,26 @@ def test_refresh_adds_the_appended_rows_into_the_exact_aggregate_tables_as_a_reb
     _assert_same_cube(refreshed.cube, rebuilt.cube, refreshed.categories.values, rebuilt.categories.values)
 
 
+def test_a_merge_without_the_appended_rows_cells_rebuilds_instead_of_dropping_the_tables():
+    """appends.merged given the appended rows' summaries but not their combinations or cells (a path
+    that reads the rows alone) says why it must rebuild, never returns the synopsis without its exact
+    tables or with tables that miss the new rows."""
+    from parzen.aqp.changes import table_changes
+
+    con = duckdb.connect(":memory:")
+    _cities(con, 5_000, 0, 1)
+    built = Engine(con).build("c", sample=1_000, grid=0, seed=2, cube=[["city", "mode"]])
+    assert built.cube is not None and built.categories is not None
+    _cities(con, 100, 5_000, 3)
+    changes = table_changes(con, built, None)
+    appended = appends_module.AppendedRows.read(built, appends_module.database_batches(con, built, changes))
+    out = appends_module.merged(built, appended)
+    assert out.synopsis is None and "categorical values were not read" in out.why
+    appended.combinations = {}  # combinations read (none), the tables' cells not
+    out = appends_module.merged(built, appended)
+    assert out.synopsis is None and "cells were not read" in out.why
+
+
 def test_a_dependency_that_appended_rows_break_is_dropped_and_the_tables_stay_exact():
     """An appended row puts city C03 in another nation: city -> nation no longer holds, so the refresh
     drops it (as a rebuild finds), and nation is answered from a table that holds it, not rolled up."""

@@ -68,13 +68,13 @@ import math
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
 
-from . import cube_dimensions, cubes, joins
+from . import cube_dimensions, cubes, joins, parquet_tables
 from .build import DISCRETE_MAX_VALUES, MIN_GROUP_SAMPLE, quote, refuse_non_finite
 from .categories import CATEGORY_LIMIT, Categories, ExactTable, grouping_sets, plain_value, sample_codes, value_order
 from .changes import FactChanges, TableChanges, fact_changes, table_changes
@@ -190,7 +190,12 @@ def refresh(con, synopsis: Synopsis) -> Refresh:
         added, now, why = parquet_changes(synopsis)
         if why or not added:
             return Refresh(None if why else synopsis, why)
-        out = merged(synopsis, AppendedRows.read(synopsis, parquet_batches(synopsis, added)))
+        appended = AppendedRows.read(synopsis, parquet_batches(synopsis, added))
+        if synopsis.categories is not None:  # its tables (cube= at build): the added rows added in
+            why = parquet_tables.appended_tables(synopsis, added, appended)
+            if why:
+                return Refresh(None, why)
+        out = merged(synopsis, appended)
         if out.synopsis is None:
             return out
         merged_synopsis = replace(out.synopsis, source=now)  # a copy even when the files added no rows
@@ -276,7 +281,9 @@ def parquet_batches(synopsis: Synopsis, files: list[str]) -> Iterator[tuple[pd.D
     """The rows of the added Parquet ``files``, a batch at a time, with Arrow types (as the partitioned
     build reads them), and uniform random keys as uint64 (:func:`parzen.aqp.partitions.integer_keys`)
     from a generator seeded by (seed, the synopsis's rows, the file's position): a stream apart from
-    every partition's of the build, seeded by (seed, part), and from earlier refreshes'."""
+    every partition's of the build, seeded by (seed, part), and from earlier refreshes'.  The
+    categorical columns (:mod:`parzen.aqp.parquet_tables`) come again as labels, as
+    :func:`database_batches` reads them."""
     import pyarrow.parquet as pq
 
     columns = [*synopsis.models, *synopsis.group_by]
@@ -284,6 +291,8 @@ def parquet_batches(synopsis: Synopsis, files: list[str]) -> Iterator[tuple[pd.D
         random = np.random.default_rng([synopsis.seed % (1 << 63), synopsis.row_count, k])
         for batch in pq.ParquetFile(path).iter_batches(BATCH_ROWS, columns=columns):
             frame = batch.to_pandas(types_mapper=pd.ArrowDtype)
+            for c in _categorical(synopsis):  # group_by columns (parzen.aqp.parquet_tables), read once
+                frame[LABEL + c] = frame[c]
             yield frame, integer_keys(random.random(len(frame)))
 
 
@@ -323,9 +332,9 @@ class AppendedRows:
         The new rows' counts and sums between the synopsis's grid points.
     outside : dict
         Gridded column -> the new values below its first point or above its last.
-    combinations : dict
+    combinations : dict or None
         Per exact table of the synopsis's categorical columns (its columns), the new rows per
-        combination of their values (:func:`appended_combinations`).
+        combination of their values (:func:`appended_combinations`); None: not read.
     cells : AppendedCells or None
         The new rows' cells of the synopsis's exact aggregate tables (:func:`parzen.aqp.cubes.appended_cells`).
     """
@@ -334,7 +343,7 @@ class AppendedRows:
     candidates: dict[tuple, _Candidates]
     buckets: GridBuckets | None
     outside: dict[str, list[np.ndarray]]
-    combinations: dict[tuple, Counter] = field(default_factory=dict)
+    combinations: dict[tuple, Counter] | None = None
     cells: AppendedCells | None = None
 
     @classmethod
@@ -422,21 +431,21 @@ def merged(synopsis: Synopsis, appended: AppendedRows) -> Refresh:
     if rows - base > MAX_APPENDED * base:
         return Refresh(None, f"{rows - base} rows appended since the last full build of {base} rows, more than "
                              f"{MAX_APPENDED:.0%}: its bandwidths are selected again")
-    why = _model_changes(synopsis, scan)
+    why = _model_changes(synopsis, scan) or _unread_tables(synopsis, appended)
     if why:
         return Refresh(None, why)
     groups, sample, keys, origin, labels = _merged_sample(synopsis, appended, rows)
     categories: Categories | None = None
     if synopsis.categories is not None:
-        found = _merged_categories(synopsis.categories, appended.combinations, labels, origin)
+        found = _merged_categories(synopsis.categories, appended.combinations or {}, labels, origin)
         if isinstance(found, str):
             return Refresh(None, found)
         categories = found
     models = _merged_models(synopsis, scan, sample)
     totals = {c: (n + scan.columns[c].moments.rows, s + scan.columns[c].total) for c, (n, s) in synopsis.totals.items()}
-    cube = None  # without the appended rows' cells (Parquet files: a synopsis without tables) none is kept
+    cube = None
     if synopsis.cube is not None and synopsis.categories is not None and categories is not None \
-            and appended.cells is not None:
+            and appended.cells is not None:  # always, past _unread_tables: the tables are never dropped
         nullable = [m for m in synopsis.cube.measures if totals[m][0] < rows]
         cube = cubes.merged_cube(synopsis.cube, synopsis.categories.values, categories.values, appended.cells, nullable)
     out = replace(synopsis, row_count=rows, models=models, sample=sample, sample_keys=keys, groups=groups,
@@ -474,6 +483,18 @@ def merged(synopsis: Synopsis, appended: AppendedRows) -> Refresh:
     for y, x in synopsis.regressions:
         out.regressions[(y, x)] = fit_regression(y, x, sample, out.strata()[1], seed=synopsis.seed)
     return Refresh(out)
+
+
+def _unread_tables(synopsis: Synopsis, appended: AppendedRows) -> str:
+    """Why the appended rows cannot be added into the synopsis's categorical tables and exact aggregate
+    tables ("" when they can): their combinations (:func:`appended_combinations`) or cells
+    (:func:`parzen.aqp.cubes.appended_cells`) were not read, so a merge would drop the tables or
+    leave them without the new rows; a rebuild makes them again."""
+    if synopsis.categories is not None and appended.combinations is None:
+        return "the appended rows' categorical values were not read: the exact tables are built again"
+    if synopsis.cube is not None and appended.cells is None:
+        return "the appended rows' cells were not read: the exact aggregate tables are built again"
+    return ""
 
 
 def _model_changes(synopsis: Synopsis, scan: TableScan) -> str:

@@ -199,7 +199,10 @@ class Engine:
         ``a op b`` exactly for op in <, <=, =, <>, >, >= in either order (TPC-H Q12's
         ``cmp(l_commitdate,l_receiptdate)``, Q5's ``cmp(c_nationkey,s_nationkey)``:
         :mod:`parzen.aqp.cube_comparisons`).  :meth:`rebuild_tables` changes a stored synopsis's
-        tables without sampling again.
+        tables without sampling again.  From
+        Parquet files (``source=``) the tables are made only when ``cube_bytes`` or ``cube`` is
+        given, over the ``group_by`` columns, by DuckDB over the files in this process
+        (:mod:`parzen.aqp.parquet_tables`).
 
         Parameters
         ----------
@@ -271,10 +274,15 @@ class Engine:
                                  "is read by DuckDB in this process")
             synopsis = build_synopsis(self.con, table, **tables, **options)
         else:
-            if cube_bytes or cube:
-                raise ValueError("cube_bytes= / cube= (exact aggregate tables) need the table in the database; a "
-                                 "source= (Parquet files or a dask DataFrame) is built without them")
+            if (cube_bytes or cube) and not isinstance(source, (str, os.PathLike)):
+                raise ValueError("cube_bytes= / cube= (exact aggregate tables) need the table in the database or "
+                                 "Parquet files; a dask DataFrame source= is built without them")
             synopsis = _build_from(source, table, client, options)
+            if cube_bytes or cube:  # over the files, in this process
+                from . import parquet_tables
+
+                parquet_tables.add_tables(synopsis, _parquet_connection(table, synopsis.source["files"]),
+                                          cube_bytes, cube)
         store.save(self.con, synopsis)
         self._keep(synopsis)
         self._stale.pop(table, None)

@@ -91,9 +91,11 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
     keys, leaf_values, leaf_half, bounded, placed = _leaf_table(composite, frames, z is not None)
     if placement is not None:
         placement[:] = [len(keys), placed]
+    known = {k: np.full(len(keys), form == "totals") for (_, indices), form in zip(composite.subqueries, forms)
+             for k in indices}  # exact leaves: a count of 0 there makes a SUM of a CASE NULL
     values, gradients = {}, {}
     for output in composite.outputs:
-        values[output.name], gradients[output.name] = _evaluate(output.expression, leaf_values)
+        values[output.name], gradients[output.name] = _evaluate(output.expression, leaf_values, known)
     low = high = None
     if z is not None:
         low, high = {}, {}
@@ -102,7 +104,8 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
             else None
         for output in composite.outputs:
             value, gradient = values[output.name], gradients[output.name]
-            first_order = sum((np.abs(d) * leaf_half[k] for k, d in gradient.items()), np.zeros(len(keys)))
+            with np.errstate(invalid="ignore"):  # inf * 0 where an output is NULL (x / 0): NaN, as the output
+                first_order = sum((np.abs(d) * leaf_half[k] for k, d in gradient.items()), np.zeros(len(keys)))
             if per_row is None:
                 half, plain = first_order, value
             else:
@@ -110,7 +113,7 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
                 half = t_quantiles(z, df) * np.sqrt(variance)
                 half = np.where(bounded, first_order, half)
                 plain_values = {k: np.where(exact[k], leaf_values[k], per_row.total(k)) for k in leaf_values}
-                plain = _evaluate(output.expression, plain_values)[0] if composite.group_by else value
+                plain = _evaluate(output.expression, plain_values, known)[0] if composite.group_by else value
                 plain = np.where(np.isnan(plain) | bounded, value, plain)
             with np.errstate(invalid="ignore"):
                 low[output.name] = np.fmin(value, plain) - half
@@ -158,8 +161,9 @@ def exact(composite: Composite, frames: Sequence[pd.DataFrame], rows: int, with_
     values: dict[str, np.ndarray] = {}
     low: dict[str, np.ndarray] | None = {} if with_error else None
     high: dict[str, np.ndarray] | None = {} if with_error else None
+    known = {k: np.ones(len(keys), dtype=bool) for k in leaf_values}
     for output in composite.outputs:
-        value, gradient = _evaluate(output.expression, leaf_values)
+        value, gradient = _evaluate(output.expression, leaf_values, known)
         values[output.name] = value
         if low is None or high is None:
             continue
@@ -276,15 +280,25 @@ def _row_keys(frame: pd.DataFrame, columns: list[str]) -> list[tuple]:
     return list(zip(*(frame[c].tolist() for c in columns))) if columns else [()] * len(frame)
 
 
-def _evaluate(expression: Expression, leaves: dict[int, np.ndarray]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
-    """The expression's value per group and its gradient (leaf -> d value / d leaf), forward mode."""
+def _evaluate(expression: Expression, leaves: dict[int, np.ndarray],
+              known: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """The expression's value per group and its gradient (leaf -> d value / d leaf), forward mode.
+    ``("null_if_none", a, n)`` is a, NULL (NaN) in the groups where n is 0 and every leaf of n is
+    exact there (``known``: leaf -> per group; None: none is, so a stays)."""
     kind = expression[0]
     size = len(next(iter(leaves.values()))) if leaves else 1
     if kind == "number":
         return np.full(size, expression[1]), {}
     if kind == "leaf":
         return leaves[expression[1]].astype(np.float64), {expression[1]: np.ones(size)}
-    (a, da), (b, db) = _evaluate(expression[1], leaves), _evaluate(expression[2], leaves)
+    if kind == "null_if_none":
+        value, slopes = _evaluate(expression[1], leaves, known)
+        if known is None:
+            return value, slopes
+        count, counted = _evaluate(expression[2], leaves, known)
+        none = (count == 0.0) & np.logical_and.reduce([known[k] for k in counted] + [np.ones(size, dtype=bool)])
+        return np.where(none, np.nan, value), slopes
+    (a, da), (b, db) = _evaluate(expression[1], leaves, known), _evaluate(expression[2], leaves, known)
     gradient: dict[int, np.ndarray] = {}
 
     def add(d: dict[int, np.ndarray], factor) -> None:

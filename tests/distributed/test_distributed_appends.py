@@ -82,3 +82,55 @@ def test_an_added_file_without_rows_is_recorded(threads, tmp_path):
         refreshed = engine.refresh("t", client=threads)
     assert refreshed is not built and refreshed.row_count == 3_000 and len(refreshed.source["files"]) == 2
     assert Engine(engine.con).check("t") == ""  # stored with the new file list
+
+
+def _cells(synopsis):
+    """Each exact aggregate table as {columns: {decoded cell: (rows, sums)}}."""
+    values = synopsis.cube.values_with(synopsis.categories.values)
+    return {t.columns: {tuple(values[c][k] for c, k in zip(t.columns, codes)): (n, s)
+                        for codes, n, s in zip(t.codes.tolist(), t.rows.tolist(), t.sums.tolist())}
+            for t in synopsis.cube.tables}
+
+
+def test_a_parquet_synopsis_keeps_its_exact_tables_on_refresh_equal_to_a_rebuilds(threads, tmp_path):
+    """cube_bytes= on a build from Parquet files: the group_by columns' categorical and exact aggregate
+    tables (k, an integer of few values, a numeric dimension); a file added with a new group value and
+    a new k is added into them (parzen.aqp.parquet_tables), equal to a rebuild's, and the tables
+    answer as DuckDB over the files does."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    for k in range(3):
+        frame = _frame(4_000, seed=k).assign(k=lambda f: f["k"] % 20, h=lambda f: np.where(f["x"] > 8, "hi", "lo"))
+        frame.to_parquet(folder / f"part-{k}.parquet")
+    engine = Engine(":memory:")
+    built = engine.build("t", source=str(folder / "*.parquet"), client=threads, group_by=["g", "h"], sample=1_500,
+                         grid=256, columns=["x", "k"], cube_bytes=10**6)
+    assert built.categories is not None and built.cube is not None and "k" in built.cube.dimensions
+    added = _frame(300, seed=9).assign(k=lambda f: f["k"] % 21, h="lo")
+    added.loc[:9, "g"] = "d"  # a new value of a group column
+    added.to_parquet(folder / "part-9.parquet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SynopsisRebuiltWarning)
+        refreshed = engine.refresh("t", client=threads)
+    assert refreshed.refreshed.startswith("300 appended rows added")
+    assert "d" in refreshed.categories.values["g"] and refreshed.cube is not None
+    rebuilt = engine.refresh("t", full=True, client=threads)
+    assert refreshed.categories.values == rebuilt.categories.values
+    for mine, theirs in zip(refreshed.categories.tables, rebuilt.categories.tables):
+        assert mine.columns == theirs.columns and np.array_equal(mine.codes, theirs.codes)
+        assert np.array_equal(mine.rows, theirs.rows)
+    ours, full = _cells(refreshed), _cells(rebuilt)
+    assert set(ours) == set(full) and any("k" in columns for columns in full)
+    for columns, cells in full.items():
+        assert set(ours[columns]) == set(cells), columns
+        for key, (rows, sums) in cells.items():
+            assert ours[columns][key][0] == rows
+            np.testing.assert_allclose(ours[columns][key][1], sums, rtol=1e-12)
+    sql = "SELECT g, COUNT(*) AS n, SUM(x) AS s FROM t WHERE h = 'lo' AND k <= 4 GROUP BY g"
+    engine = Engine(engine.con)
+    engine._keep(refreshed)
+    approx = engine.query(sql)
+    exact = engine.query(sql, exact=True).sort_values("g").reset_index(drop=True)
+    assert approx.attrs["form"] == "exact table" and list(approx["g"]) == list(exact["g"])
+    np.testing.assert_array_equal(approx["n"].to_numpy(float), exact["n"].to_numpy(float))
+    np.testing.assert_allclose(approx["s"].to_numpy(float), exact["s"].to_numpy(float), rtol=1e-12)
