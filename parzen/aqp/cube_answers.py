@@ -23,6 +23,7 @@ answer (docs/aqp.md, "Exact aggregate tables").
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import replace
@@ -31,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .categories import Categories
+from .contract import rounding_bound
 from .cube_dimensions import MONTH
 from .cubes import Cube, CubeTable
 from .sql import Aggregate, AggregateQuery, Range
@@ -40,7 +42,8 @@ from .value_index import member_mask
 FORM = "exact table"
 
 
-def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error: bool) -> pd.DataFrame | None:
+def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error: bool,
+           terms: int | None = None) -> pd.DataFrame | None:
     """The exact answer to ``query`` from ``cube``'s tables, or None when they cannot give it (module notes).
 
     Parameters
@@ -54,6 +57,10 @@ def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error
         The synopsis's categorical columns (their values decode the codes).
     with_error : bool
         Whether to add ``<name> low`` / ``<name> high`` (equal to the value).
+    terms : int, optional
+        With ``with_error``: the most terms DuckDB's own sums add (the table's rows); each interval
+        is then value -+ :func:`parzen.aqp.contract.rounding_bound` of the value, the float64
+        round-off between the two sums (as :func:`parzen.aqp.contract.cover_rounding` would widen it).
 
     Returns
     -------
@@ -110,8 +117,7 @@ def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error
     totals = {}
     for a in query.aggregates:
         totals[a.name] = _aggregate(a, table, cube, values, cells, group_of_cell, groups, codes_of)
-    return _frame(query, keys, cube, values, totals, with_error)
-
+    return _frame(query, keys, cube, values, totals, with_error, terms)
 
 
 def answer_each(queries: Sequence[AggregateQuery], cube: Cube, categories: Categories) -> list[pd.DataFrame] | None:
@@ -323,15 +329,41 @@ def _range_mask(column_values: list, r: Range) -> np.ndarray | None:
 
 
 def _frame(query: AggregateQuery, keys: np.ndarray, cube: Cube, values: dict[str, list],
-           totals: dict[str, np.ndarray], with_error: bool) -> pd.DataFrame:
-    """The answer shaped as :func:`parzen.aqp.answers.frame` shapes it (codes are in the values' sort order)."""
-    columns: dict[str, object] = {}
+           totals: dict[str, np.ndarray], with_error: bool, terms: int | None) -> pd.DataFrame:
+    """The answer shaped as :func:`parzen.aqp.answers.frame` shapes it (codes are in the values' sort order).
+
+    Where every group column holds text (and a group's value that is not NULL), the frame is made at once
+    from its columns' arrays, each text column taken from its values' string array made once
+    (:meth:`parzen.aqp.cubes.Cube.strings`, the dtype pandas infers for text): a ``pd.DataFrame`` of a
+    dict infers and checks every column, 2-3x slower.  Otherwise pandas infers the group columns' dtypes
+    from their values as it does for DuckDB's answers."""
+    columns: dict[str, np.ndarray] = {}
+    texts: dict[str, pd.api.extensions.ExtensionArray] = {}
+    grouped = 0
     for item in query.select:
         if isinstance(item, str):
-            columns[item] = cube.decoder(item, values[item])[keys[:, query.group_by.index(item)]]
+            grouped += 1
+            codes = keys[:, query.group_by.index(item)]
+            strings = cube.strings(item, values[item])
+            if strings is not None and codes.size and not strings[1][codes].all():
+                texts[item] = strings[0].take(codes)
+            columns[item] = cube.decoder(item, values[item])[codes]
             continue
-        columns[item.name] = totals[item.name]
+        value = totals[item.name]
+        columns[item.name] = value
         if with_error:
-            columns[f"{item.name} low"] = totals[item.name]
-            columns[f"{item.name} high"] = totals[item.name]
-    return pd.DataFrame(columns, index=pd.RangeIndex(keys.shape[0]))
+            bound = rounding_bound(value, terms) if terms is not None else 0.0
+            columns[f"{item.name} low"] = value - bound
+            columns[f"{item.name} high"] = value + bound
+    index = pd.RangeIndex(keys.shape[0])
+    if len(texts) < grouped:  # a group column that is no text, or only its NULL
+        return pd.DataFrame(columns, index=index)
+    return pd.DataFrame._from_arrays([texts.get(name, array) for name, array in columns.items()],
+                                     columns=_column_index(tuple(columns)), index=index, verify_integrity=False)
+
+
+@functools.lru_cache(maxsize=256)
+def _column_index(names: tuple[str, ...]) -> pd.Index:
+    """The column labels ``names`` as pandas' index of text (the dtype a DataFrame of a dict gets), made once
+    per list of names (an index is immutable, so frames share it; making one costs 40 us)."""
+    return pd.Index(list(names), dtype="str")

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from . import cube_dimensions, cube_lattice
 from .categories import plain_value
@@ -81,6 +82,7 @@ class Cube:
     dimensions: dict[str, NumericDimension] = field(default_factory=dict)
     seconds: float = 0.0  # the build's time for the dependencies and the tables (not stored: a build is reproducible)
     _decoders: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _strings: dict[str, tuple | None] = field(default_factory=dict, repr=False, compare=False)
     _values: tuple[dict[str, list], dict[str, list]] | None = field(default=None, repr=False, compare=False)
     _columns: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _indexes: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False,
@@ -110,6 +112,7 @@ class Cube:
             for column in table.columns:
                 self.index(table, column, len(values[column]))
                 self.decoder(column, values[column])
+                self.strings(column, values[column])
 
     def index(self, table: CubeTable, column: str, size: int) -> tuple[np.ndarray, np.ndarray]:
         """``table``'s cells by their code of ``column`` (of ``size`` values): ``order[starts[k]:starts[k + 1]]``
@@ -129,6 +132,16 @@ class Cube:
         if found is None:
             found = self._decoders[column] = np.array(values + [None], dtype=object)[:-1]  # never a 2-D array of tuples
         return found
+
+    def strings(self, column: str, values: list) -> tuple[pd.api.extensions.ExtensionArray, np.ndarray] | None:
+        """``values`` (a categorical column's, in the order of its codes) as pandas' string array, of the
+        dtype pandas infers for text (``str``, NULL as NaN), and per code whether it is NULL, made once;
+        None when a value is no text."""
+        if column not in self._strings:
+            texts = all(v is None or isinstance(v, str) for v in values)
+            self._strings[column] = (pd.array(values, dtype="str"), np.array([v is None for v in values], dtype=bool)) \
+                if texts else None
+        return self._strings[column]
 
     @property
     def nbytes(self) -> int:
