@@ -107,7 +107,7 @@ def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error
         key = np.zeros(cells.size, dtype=np.int64)
         for c in query.group_by:
             key = key * len(values[c]) + codes_of(c)
-        unique_keys, group_of_cell = np.unique(key, return_inverse=True)
+        unique_keys, group_of_cell = _groups_of(key, math.prod(len(values[c]) for c in query.group_by))
         groups = unique_keys.size
         keys = np.empty((groups, len(query.group_by)), dtype=np.int64)
         for k in range(len(query.group_by) - 1, -1, -1):
@@ -266,54 +266,85 @@ def _split(columns: tuple[str, ...], cube: Cube, values: dict[str, list]) -> tup
 
 def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.ndarray, group_of_cell: np.ndarray,
                groups: int, codes_of) -> np.ndarray:
-    """Aggregate ``a`` per group, from the passing ``cells`` (NaN: DuckDB's NULL)."""
+    """Aggregate ``a`` per group, from the passing ``cells`` (NaN: DuckDB's NULL).
+
+    A term whose measure has no NaN among the cells, under factors with no NULL, is added as it is (its
+    cells all count): the masks that drop NULL cells would keep every cell, and the sums are the same
+    float64 operations in the same order."""
     if a.func == "combination":
         return sum((k * _aggregate(part, table, cube, values, cells, group_of_cell, groups, codes_of)
                     for k, part in a.parts), np.zeros(groups))
-    rows = table.rows[cells].astype(np.float64)
     if a.column is not None and a.column not in cube.measures and not a.polynomial and a.func == "count":
+        rows = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64))[cells]
         present_value = np.array([v is not None for v in values[a.column]])[codes_of(a.column)]
         return np.bincount(group_of_cell, weights=np.where(present_value, rows, 0.0), minlength=groups)
     if a.polynomial:
         terms = a.polynomial
     elif a.column is None:
-        return np.bincount(group_of_cell, weights=rows, minlength=groups)
+        return np.bincount(group_of_cell, weights=cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64))[cells],
+                           minlength=groups)
     else:
         terms = ((1.0, (a.column,)),)
     split = [found for _, columns in terms if (found := _split(columns, cube, values)) is not None]  # all (_inputs)
-    defined = np.ones(cells.size, dtype=bool)  # the cell's categorical factors are not NULL (else the row's value is)
-    number = {}
-    for c in {c for _, factors in split for c in factors}:
-        number[c] = _numbers(values[c])[codes_of(c)]
-        defined &= ~np.isnan(number[c])
+    number = {c: _factor(c, table, cube, values, cells, codes_of) for c in {c for _, factors in split for c in factors}}
+    defined: np.ndarray | None = None  # the cell's categorical factors are not NULL (else the row's value is); None: all
+    for c, per_cell in number.items():
+        if np.isnan(cube.numbers(c, values[c])).any():  # a NULL (or no number) among the column's values
+            defined = ~np.isnan(per_cell) if defined is None else defined & ~np.isnan(per_cell)
     total = np.zeros(groups)
-    present = np.zeros(groups)  # per group, cells whose sum is not NULL
-    count = rows
+    present = np.zeros(groups)  # per group, cells whose sum is not NULL (where every cell counts: > 0 if any)
+    count: np.ndarray | None = None  # the rows per cell that COUNT / AVG count (None: the cells' rows)
     for (coefficient, _), (measure, factors) in zip(terms, split):
-        weight = np.full(cells.size, float(coefficient))
-        for c in factors:
-            weight = weight * np.where(defined, number[c], 0.0)
         if measure is None:
-            term = rows
+            term = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64))[cells]
         else:
-            term = table.sums[cells, cube.measures.index(measure)]
+            j = cube.measures.index(measure)
+            term = cube.per_cell(table, f"sum {measure}", lambda j=j: np.ascontiguousarray(table.sums[:, j]))[cells]
             if measure in cube.nullable:  # a one-term aggregate (_inputs): COUNT(m) is its non-NULL values
                 count = table.counts[cells, cube.nullable.index(measure)].astype(np.float64)
-        has = ~np.isnan(term) & defined
+        if defined is None and not np.isnan(term).any():  # every cell counts
+            weight: float | np.ndarray = float(coefficient)
+            for c in factors:
+                weight = weight * number[c]
+            added = term if isinstance(weight, float) and weight == 1.0 else weight * term
+            total += np.bincount(group_of_cell, weights=added, minlength=groups)
+            present += cells.size > 0
+            continue
+        weight = np.full(cells.size, float(coefficient))
+        for c in factors:
+            weight = weight * (number[c] if defined is None else np.where(defined, number[c], 0.0))
+        has = ~np.isnan(term) if defined is None else ~np.isnan(term) & defined
         total += np.bincount(group_of_cell, weights=np.where(has, weight * term, 0.0), minlength=groups)
         present += np.bincount(group_of_cell, weights=has, minlength=groups)
-    counted = np.bincount(group_of_cell, weights=np.where(defined, count, 0.0), minlength=groups)
+    if a.func == "sum":
+        return np.where(present > 0, total, np.nan)
+    if count is None:
+        count = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64))[cells]
+    counted = np.bincount(group_of_cell, weights=count if defined is None else np.where(defined, count, 0.0),
+                          minlength=groups)
     if a.func == "count":
         return counted
-    if a.func == "avg":
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(counted > 0, total / np.where(counted > 0, counted, 1.0), np.nan)
-    return np.where(present > 0, total, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counted > 0, total / np.where(counted > 0, counted, 1.0), np.nan)
 
 
-def _numbers(column_values: list) -> np.ndarray:
-    """A categorical column's values as floats (NaN: NULL, or a value that is no number)."""
-    return np.array([float(v) if isinstance(v, (int, float)) and v is not None else np.nan for v in column_values])
+def _factor(column: str, table: CubeTable, cube: Cube, values, cells: np.ndarray, codes_of) -> np.ndarray:
+    """The passing ``cells``' values of the categorical ``column`` as floats (NaN: NULL or no number): read
+    from the table's per-cell values (made once) when the table holds the column, else through its codes."""
+    if column not in table.columns:
+        return cube.numbers(column, values[column])[codes_of(column)]
+    return cube.per_cell(table, f"number {column}",
+                         lambda: cube.numbers(column, values[column])[cube.column(table, column)])[cells]
+
+
+def _groups_of(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` of keys in [0, ``space``): by a count per key where the space
+    is small beside the keys (no sort), else by ``np.unique``."""
+    if space > 4 * key.size + 4096:
+        return np.unique(key, return_inverse=True)
+    seen = np.bincount(key, minlength=space) > 0
+    rank = np.cumsum(seen) - 1
+    return np.flatnonzero(seen), rank[key]
 
 
 def _range_mask(column_values: list, r: Range) -> np.ndarray | None:

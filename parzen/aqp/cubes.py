@@ -83,6 +83,8 @@ class Cube:
     seconds: float = 0.0  # the build's time for the dependencies and the tables (not stored: a build is reproducible)
     _decoders: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _strings: dict[str, tuple | None] = field(default_factory=dict, repr=False, compare=False)
+    _numbers: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _per_cell: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _values: tuple[dict[str, list], dict[str, list]] | None = field(default=None, repr=False, compare=False)
     _columns: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _indexes: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False,
@@ -113,6 +115,10 @@ class Cube:
                 self.index(table, column, len(values[column]))
                 self.decoder(column, values[column])
                 self.strings(column, values[column])
+                self.numbers(column, values[column])
+            self.per_cell(table, "rows", lambda t=table: t.rows.astype(np.float64))
+            for j, measure in enumerate(self.measures):
+                self.per_cell(table, f"sum {measure}", lambda t=table, j=j: np.ascontiguousarray(t.sums[:, j]))
 
     def index(self, table: CubeTable, column: str, size: int) -> tuple[np.ndarray, np.ndarray]:
         """``table``'s cells by their code of ``column`` (of ``size`` values): ``order[starts[k]:starts[k + 1]]``
@@ -142,6 +148,25 @@ class Cube:
             self._strings[column] = (pd.array(values, dtype="str"), np.array([v is None for v in values], dtype=bool)) \
                 if texts else None
         return self._strings[column]
+
+    def per_cell(self, table: CubeTable, what: str, make) -> np.ndarray:
+        """One value per cell of ``table``, ``make()``, made once and kept under ``what``: the cells' rows
+        and each measure's sums as contiguous float64 arrays (made at load, :meth:`warm`; a column of a
+        2-D array read at some cells is 3x slower), a factor's values per cell (made when first used)."""
+        key = (id(table), what)
+        found = self._per_cell.get(key)
+        if found is None:
+            found = self._per_cell[key] = make()
+        return found
+
+    def numbers(self, column: str, values: list) -> np.ndarray:
+        """``values`` (a categorical column's, in the order of its codes) as floats, made once (NaN: NULL, or a
+        value that is no number; the factors of sums, :mod:`parzen.aqp.cube_answers`)."""
+        found = self._numbers.get(column)
+        if found is None:
+            found = self._numbers[column] = np.array(
+                [float(v) if isinstance(v, (int, float)) and v is not None else np.nan for v in values], dtype=np.float64)
+        return found
 
     @property
     def nbytes(self) -> int:
