@@ -363,11 +363,12 @@ def _frame(query: AggregateQuery, keys: np.ndarray, cube: Cube, values: dict[str
            totals: dict[str, np.ndarray], with_error: bool, terms: int | None) -> pd.DataFrame:
     """The answer shaped as :func:`parzen.aqp.answers.frame` shapes it (codes are in the values' sort order).
 
-    Where every group column holds text (and a group's value that is not NULL), the frame is made at once
-    from its columns' arrays, each text column taken from its values' string array made once
-    (:meth:`parzen.aqp.cubes.Cube.strings`, the dtype pandas infers for text): a ``pd.DataFrame`` of a
-    dict infers and checks every column, 2-3x slower.  Otherwise pandas infers the group columns' dtypes
-    from their values as it does for DuckDB's answers."""
+    Where every group column holds text or values that pandas keeps as objects, the frame is made at once
+    from its columns' arrays, typed as pandas would infer them: a text column with a value that is not NULL
+    taken from its values' string array made once (:meth:`parzen.aqp.cubes.Cube.strings`, the ``str``
+    dtype), any other as its object array (:meth:`parzen.aqp.cubes.Cube.stays_object`); a
+    ``pd.DataFrame`` of a dict infers and checks every column, 2-3x slower.  Otherwise (date-times, say)
+    pandas infers the group columns' dtypes from their values as it does for DuckDB's answers."""
     columns: dict[str, np.ndarray] = {}
     texts: dict[str, pd.api.extensions.ExtensionArray] = {}
     grouped = 0
@@ -376,9 +377,11 @@ def _frame(query: AggregateQuery, keys: np.ndarray, cube: Cube, values: dict[str
             grouped += 1
             codes = keys[:, query.group_by.index(item)]
             strings = cube.strings(item, values[item])
+            columns[item] = cube.decoder(item, values[item])[codes]
             if strings is not None and codes.size and not strings[1][codes].all():
                 texts[item] = strings[0].take(codes)
-            columns[item] = cube.decoder(item, values[item])[codes]
+            elif strings is not None or cube.stays_object(item, values[item]):  # NULLs only, no rows, or numbers
+                texts[item] = columns[item]
             continue
         value = totals[item.name]
         columns[item.name] = value

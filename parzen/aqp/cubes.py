@@ -20,6 +20,8 @@ Queries run here are generated from quoted identifiers read from the catalog, ne
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,6 +32,9 @@ import pandas as pd
 from . import cube_dimensions, cube_lattice
 from .categories import plain_value
 from .cube_dimensions import NumericDimension, read_as_numbers
+
+#: The types of values that pandas keeps as objects in a DataFrame of a dict of object arrays.
+_KEPT_AS_OBJECTS = (int, float, bool, decimal.Decimal, datetime.date)
 
 
 def _quote(name: str) -> str:
@@ -84,6 +89,7 @@ class Cube:
     _decoders: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _strings: dict[str, tuple | None] = field(default_factory=dict, repr=False, compare=False)
     _numbers: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _objects: dict[str, bool] = field(default_factory=dict, repr=False, compare=False)
     _per_cell: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _values: tuple[dict[str, list], dict[str, list]] | None = field(default=None, repr=False, compare=False)
     _columns: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
@@ -115,6 +121,7 @@ class Cube:
                 self.index(table, column, len(values[column]))
                 self.decoder(column, values[column])
                 self.strings(column, values[column])
+                self.stays_object(column, values[column])
                 self.numbers(column, values[column])
             self.per_cell(table, "rows", lambda t=table: t.rows.astype(np.float64))
             for j, measure in enumerate(self.measures):
@@ -148,6 +155,15 @@ class Cube:
             self._strings[column] = (pd.array(values, dtype="str"), np.array([v is None for v in values], dtype=bool)) \
                 if texts else None
         return self._strings[column]
+
+    def stays_object(self, column: str, values: list) -> bool:
+        """Whether pandas keeps any selection of ``values`` (a categorical column's) in an object array as
+        objects: every value is None, a number, a bool, a Decimal or a date (pandas infers a dtype only for
+        text and date-times), made once."""
+        found = self._objects.get(column)
+        if found is None:
+            found = self._objects[column] = all(v is None or type(v) in _KEPT_AS_OBJECTS for v in values)
+        return found
 
     def per_cell(self, table: CubeTable, what: str, make) -> np.ndarray:
         """One value per cell of ``table``, ``make()``, made once and kept under ``what``: the cells' rows
