@@ -386,11 +386,11 @@ def _frame(query: AggregateQuery, keys: np.ndarray, cube: Cube, values: dict[str
         value = totals[item.name]
         columns[item.name] = value
         if with_error:
-            bound = rounding_bound(value, terms) if terms is not None else 0.0
-            columns[f"{item.name} low"] = value - bound
-            columns[f"{item.name} high"] = value + bound
+            bound = rounding_bound(value, terms) if terms is not None else None
+            columns[f"{item.name} low"] = value if bound is None else value - bound
+            columns[f"{item.name} high"] = value if bound is None else value + bound
     index = pd.RangeIndex(keys.shape[0])
-    if len(texts) < grouped:  # a group column that is no text, or only its NULL
+    if len(texts) < grouped:  # a group column that pandas may type otherwise (date-times, say)
         return pd.DataFrame(columns, index=index)
     return pd.DataFrame._from_arrays([texts.get(name, array) for name, array in columns.items()],
                                      columns=_column_index(tuple(columns)), index=index, verify_integrity=False)
