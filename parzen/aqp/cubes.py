@@ -124,6 +124,7 @@ class Cube:
                 self.stays_object(column, values[column])
                 self.numbers(column, values[column])
             self.per_cell(table, "rows", lambda t=table: t.rows.astype(np.float64))
+            table.sums = np.asfortranarray(table.sums)  # each measure's sums contiguous: read as views, no copies
             for j, measure in enumerate(self.measures):
                 self.per_cell(table, f"sum {measure}", lambda t=table, j=j: np.ascontiguousarray(t.sums[:, j]))
 
@@ -167,8 +168,9 @@ class Cube:
 
     def per_cell(self, table: CubeTable, what: str, make) -> np.ndarray:
         """One value per cell of ``table``, ``make()``, made once and kept under ``what``: the cells' rows
-        and each measure's sums as contiguous float64 arrays (made at load, :meth:`warm`; a column of a
-        2-D array read at some cells is 3x slower), a factor's values per cell (made when first used)."""
+        and each measure's sums as contiguous float64 arrays (made at load, :meth:`warm`, which stores the
+        sums column by column so that these are views; a column of a row-major 2-D array read at some cells
+        is 3x slower), a factor's values per cell (made when first used)."""
         key = (id(table), what)
         found = self._per_cell.get(key)
         if found is None:
