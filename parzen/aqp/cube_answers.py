@@ -286,7 +286,7 @@ def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.nda
     else:
         terms = ((1.0, (a.column,)),)
     split = [found for _, columns in terms if (found := _split(columns, cube, values)) is not None]  # all (_inputs)
-    number = {c: _factor(c, table, cube, values, cells, codes_of) for c in {c for _, factors in split for c in factors}}
+    number = {c: cube.numbers(c, values[c]).take(codes_of(c)) for c in {c for _, factors in split for c in factors}}
     defined: np.ndarray | None = None  # the cell's categorical factors are not NULL (else the row's value is); None: all
     for c, per_cell in number.items():
         if np.isnan(cube.numbers(c, values[c])).any():  # a NULL (or no number) among the column's values
@@ -326,15 +326,6 @@ def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.nda
         return counted
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(counted > 0, total / np.where(counted > 0, counted, 1.0), np.nan)
-
-
-def _factor(column: str, table: CubeTable, cube: Cube, values, cells: np.ndarray, codes_of) -> np.ndarray:
-    """The passing ``cells``' values of the categorical ``column`` as floats (NaN: NULL or no number): read
-    from the table's per-cell values (made once) when the table holds the column, else through its codes."""
-    if column not in table.columns:
-        return cube.numbers(column, values[column])[codes_of(column)]
-    return cube.per_cell(table, f"number {column}",
-                         lambda: cube.numbers(column, values[column])[cube.column(table, column)])[cells]
 
 
 def _groups_of(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:

@@ -170,7 +170,7 @@ class Cube:
         """One value per cell of ``table``, ``make()``, made once and kept under ``what``: the cells' rows
         and each measure's sums as contiguous float64 arrays (made at load, :meth:`warm`, which stores the
         sums column by column so that these are views; a column of a row-major 2-D array read at some cells
-        is 3x slower), a factor's values per cell (made when first used)."""
+        is 3x slower)."""
         key = (id(table), what)
         found = self._per_cell.get(key)
         if found is None:
