@@ -129,6 +129,31 @@ def test_answers_from_the_tables_equal_duckdbs(listed, sql):
 
 
 
+@pytest.mark.parametrize("sql", [
+    f"SELECT c_nation, p_category, SUM(lo_revenue) AS revenue, COUNT(*) {FROM} AND d_year = 1993 GROUP BY c_nation, p_category",
+    f"SELECT d_year, c_region, SUM(lo_revenue) AS revenue {FROM} GROUP BY d_year, c_region",  # an integer group column
+    f"SELECT c_nation, COUNT(*) {FROM} AND c_nation = 'N1' AND c_region = 'R1' GROUP BY c_nation",  # no group
+])
+def test_the_tables_answer_has_the_dtypes_and_intervals_of_a_frame_of_its_values(listed, sql):
+    """The answer's columns are typed as a DataFrame of a dict of its values would type them (text as
+    pandas' inferred text dtype, integers as their object values, labels as text), and its intervals
+    are the value -+ the float64 round-off bound over the table's rows (contract.rounding_bound)."""
+    from parzen.aqp.contract import rounding_bound
+
+    approx = listed.query(sql, with_error=True)
+    assert approx.attrs["form"] == FORM
+    inferred = pd.DataFrame({c: approx[c] if pd.api.types.is_numeric_dtype(approx[c]) else approx[c].to_numpy(dtype=object)
+                             for c in approx.columns})
+    pd.testing.assert_frame_equal(approx, inferred, check_exact=True)
+    assert approx.columns.dtype == pd.Index(["a"]).dtype and isinstance(approx.index, pd.RangeIndex)
+    rows = listed.synopsis("lineorder").row_count
+    for name in [c for c in approx.columns if f"{c} low" in approx.columns]:
+        value = approx[name].to_numpy()
+        np.testing.assert_array_equal(approx[f"{name} low"].to_numpy(), value - rounding_bound(value, rows))
+        np.testing.assert_array_equal(approx[f"{name} high"].to_numpy(), value + rounding_bound(value, rows))
+
+
+
 CASE_EXACT = [
     # TPC-H Q12's CASE counts: the CASE condition on a dimension's column selects cells
     (f"SELECT d_year, SUM(CASE WHEN c_nation IN ('N1', 'N2') THEN 1 ELSE 0 END) AS high, "

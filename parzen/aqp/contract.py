@@ -366,10 +366,19 @@ def rounding_bound(value: np.ndarray, rows: int | np.ndarray) -> np.ndarray:
     numpy.ndarray
         The bound per answer (0 where the answer is NaN or sums one term).
     """
-    k = np.maximum(np.asarray(rows, dtype=np.float64), 0.0) * (np.finfo(np.float64).eps / 2.0)
-    with np.errstate(divide="ignore"):
-        gamma = np.where(k < 0.5, k / (1.0 - np.minimum(k, 0.5)), np.inf)
+    gamma: float | np.ndarray
+    if np.ndim(rows) == 0:  # one count for all: gamma in Python floats (the same float64 operations)
+        u_k = max(float(rows), 0.0) * _HALF_EPS
+        gamma = u_k / (1.0 - u_k) if u_k < 0.5 else math.inf
+    else:
+        k = np.maximum(np.asarray(rows, dtype=np.float64), 0.0) * _HALF_EPS
+        with np.errstate(divide="ignore"):
+            gamma = np.where(k < 0.5, k / (1.0 - np.minimum(k, 0.5)), np.inf)
     return np.where(np.isnan(value), 0.0, 2.0 * gamma * np.abs(value))
+
+
+#: u = 2^-53, the unit round-off of float64.
+_HALF_EPS = float(np.finfo(np.float64).eps) / 2.0
 
 
 def cover_rounding(frame: pd.DataFrame, names: Sequence[str], rows: int | np.ndarray, keys: Sequence[str] = (),
@@ -420,9 +429,12 @@ def rounding_widths(frame: pd.DataFrame, names: Sequence[str], rows: int | np.nd
     dict of str to numpy.ndarray
         Per aggregate of ``names`` with a ``<name> low`` column, one width per row of ``frame``.
     """
-    kept = _held_rows(frame, keys, held)
-    return {name: np.where(kept, 0.0, rounding_bound(frame[name].to_numpy(dtype=np.float64), rows))
-            for name in names if f"{name} low" in frame.columns}
+    bounds = {name: rounding_bound(frame[name].to_numpy(dtype=np.float64), rows)
+              for name in names if f"{name} low" in frame.columns}
+    if held:
+        kept = _held_rows(frame, keys, held)
+        bounds = {name: np.where(kept, 0.0, bound) for name, bound in bounds.items()}
+    return bounds
 
 
 def count_bracket(grid: ColumnGrid, rows: float, a: float, b: float, *, integer: bool = False) -> tuple[float, float]:

@@ -25,6 +25,7 @@ answer (docs/aqp.md, "Exact aggregate tables").
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import replace
@@ -33,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .categories import Categories
+from .contract import rounding_bound
 from .cube_comparisons import comparison_mask
 from .cube_dimensions import MONTH
 from .cubes import Cube, CubeTable
@@ -43,7 +45,8 @@ from .value_index import member_mask
 FORM = "exact table"
 
 
-def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error: bool) -> pd.DataFrame | None:
+def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error: bool,
+           terms: int | None = None) -> pd.DataFrame | None:
     """The exact answer to ``query`` from ``cube``'s tables, or None when they cannot give it (module notes).
 
     Parameters
@@ -57,6 +60,10 @@ def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error
         The synopsis's categorical columns (their values decode the codes).
     with_error : bool
         Whether to add ``<name> low`` / ``<name> high`` (equal to the value).
+    terms : int, optional
+        With ``with_error``: the most terms DuckDB's own sums add (the table's rows); each interval
+        is then value -+ :func:`parzen.aqp.contract.rounding_bound` of the value, the float64
+        round-off between the two sums (as :func:`parzen.aqp.contract.cover_rounding` would widen it).
 
     Returns
     -------
@@ -104,7 +111,7 @@ def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error
         key = np.zeros(cells.size, dtype=np.int64)
         for c in query.group_by:
             key = key * len(values[c]) + codes_of(c)
-        unique_keys, group_of_cell = np.unique(key, return_inverse=True)
+        unique_keys, group_of_cell = _groups_of(key, math.prod(len(values[c]) for c in query.group_by))
         groups = unique_keys.size
         keys = np.empty((groups, len(query.group_by)), dtype=np.int64)
         for k in range(len(query.group_by) - 1, -1, -1):
@@ -114,8 +121,7 @@ def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error
     totals = {}
     for a in query.aggregates:
         totals[a.name] = _aggregate(a, table, cube, values, cells, group_of_cell, groups, codes_of)
-    return _frame(query, keys, cube, values, totals, with_error)
-
+    return _frame(query, keys, cube, values, totals, with_error, terms)
 
 
 def answer_each(queries: Sequence[AggregateQuery], cube: Cube, categories: Categories) -> list[pd.DataFrame] | None:
@@ -278,54 +284,76 @@ def _split(columns: tuple[str, ...], cube: Cube, values: dict[str, list]) -> tup
 
 def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.ndarray, group_of_cell: np.ndarray,
                groups: int, codes_of) -> np.ndarray:
-    """Aggregate ``a`` per group, from the passing ``cells`` (NaN: DuckDB's NULL)."""
+    """Aggregate ``a`` per group, from the passing ``cells`` (NaN: DuckDB's NULL).
+
+    A term whose measure has no NaN among the cells, under factors with no NULL, is added as it is (its
+    cells all count): the masks that drop NULL cells would keep every cell, and the sums are the same
+    float64 operations in the same order."""
     if a.func == "combination":
         return sum((k * _aggregate(part, table, cube, values, cells, group_of_cell, groups, codes_of)
                     for k, part in a.parts), np.zeros(groups))
-    rows = table.rows[cells].astype(np.float64)
     if a.column is not None and a.column not in cube.measures and not a.polynomial and a.func == "count":
+        rows = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64))[cells]
         present_value = np.array([v is not None for v in values[a.column]])[codes_of(a.column)]
         return np.bincount(group_of_cell, weights=np.where(present_value, rows, 0.0), minlength=groups)
     if a.polynomial:
         terms = a.polynomial
     elif a.column is None:
-        return np.bincount(group_of_cell, weights=rows, minlength=groups)
+        return np.bincount(group_of_cell, weights=cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64))[cells],
+                           minlength=groups)
     else:
         terms = ((1.0, (a.column,)),)
     split = [found for _, columns in terms if (found := _split(columns, cube, values)) is not None]  # all (_inputs)
-    defined = np.ones(cells.size, dtype=bool)  # the cell's categorical factors are not NULL (else the row's value is)
-    number = {}
-    for c in {c for _, factors in split for c in factors}:
-        number[c] = _numbers(values[c])[codes_of(c)]
-        defined &= ~np.isnan(number[c])
+    number = {c: cube.numbers(c, values[c]).take(codes_of(c)) for c in {c for _, factors in split for c in factors}}
+    defined: np.ndarray | None = None  # the cell's categorical factors are not NULL (else the row's value is); None: all
+    for c, per_cell in number.items():
+        if np.isnan(cube.numbers(c, values[c])).any():  # a NULL (or no number) among the column's values
+            defined = ~np.isnan(per_cell) if defined is None else defined & ~np.isnan(per_cell)
     total = np.zeros(groups)
-    present = np.zeros(groups)  # per group, cells whose sum is not NULL
-    count = rows
+    present = np.zeros(groups)  # per group, cells whose sum is not NULL (where every cell counts: > 0 if any)
+    count: np.ndarray | None = None  # the rows per cell that COUNT / AVG count (None: the cells' rows)
     for (coefficient, _), (measure, factors) in zip(terms, split):
-        weight = np.full(cells.size, float(coefficient))
-        for c in factors:
-            weight = weight * np.where(defined, number[c], 0.0)
         if measure is None:
-            term = rows
+            term = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64))[cells]
         else:
-            term = table.sums[cells, cube.measures.index(measure)]
+            j = cube.measures.index(measure)
+            term = cube.per_cell(table, f"sum {measure}", lambda j=j: np.ascontiguousarray(table.sums[:, j]))[cells]
             if measure in cube.nullable:  # a one-term aggregate (_inputs): COUNT(m) is its non-NULL values
                 count = table.counts[cells, cube.nullable.index(measure)].astype(np.float64)
-        has = ~np.isnan(term) & defined
+        if defined is None and not np.isnan(term).any():  # every cell counts
+            weight: float | np.ndarray = float(coefficient)
+            for c in factors:
+                weight = weight * number[c]
+            added = term if isinstance(weight, float) and weight == 1.0 else weight * term
+            total += np.bincount(group_of_cell, weights=added, minlength=groups)
+            present += cells.size > 0
+            continue
+        weight = np.full(cells.size, float(coefficient))
+        for c in factors:
+            weight = weight * (number[c] if defined is None else np.where(defined, number[c], 0.0))
+        has = ~np.isnan(term) if defined is None else ~np.isnan(term) & defined
         total += np.bincount(group_of_cell, weights=np.where(has, weight * term, 0.0), minlength=groups)
         present += np.bincount(group_of_cell, weights=has, minlength=groups)
-    counted = np.bincount(group_of_cell, weights=np.where(defined, count, 0.0), minlength=groups)
+    if a.func == "sum":
+        return np.where(present > 0, total, np.nan)
+    if count is None:
+        count = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64))[cells]
+    counted = np.bincount(group_of_cell, weights=count if defined is None else np.where(defined, count, 0.0),
+                          minlength=groups)
     if a.func == "count":
         return counted
-    if a.func == "avg":
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(counted > 0, total / np.where(counted > 0, counted, 1.0), np.nan)
-    return np.where(present > 0, total, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counted > 0, total / np.where(counted > 0, counted, 1.0), np.nan)
 
 
-def _numbers(column_values: list) -> np.ndarray:
-    """A categorical column's values as floats (NaN: NULL, or a value that is no number)."""
-    return np.array([float(v) if isinstance(v, (int, float)) and v is not None else np.nan for v in column_values])
+def _groups_of(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` of keys in [0, ``space``): by a count per key where the space
+    is small beside the keys (no sort), else by ``np.unique``."""
+    if space > 4 * key.size + 4096:
+        return np.unique(key, return_inverse=True)
+    seen = np.bincount(key, minlength=space) > 0
+    rank = np.cumsum(seen) - 1
+    return np.flatnonzero(seen), rank[key]
 
 
 def _range_mask(column_values: list, r: Range) -> np.ndarray | None:
@@ -341,15 +369,44 @@ def _range_mask(column_values: list, r: Range) -> np.ndarray | None:
 
 
 def _frame(query: AggregateQuery, keys: np.ndarray, cube: Cube, values: dict[str, list],
-           totals: dict[str, np.ndarray], with_error: bool) -> pd.DataFrame:
-    """The answer shaped as :func:`parzen.aqp.answers.frame` shapes it (codes are in the values' sort order)."""
-    columns: dict[str, object] = {}
+           totals: dict[str, np.ndarray], with_error: bool, terms: int | None) -> pd.DataFrame:
+    """The answer shaped as :func:`parzen.aqp.answers.frame` shapes it (codes are in the values' sort order).
+
+    Where every group column holds text or values that pandas keeps as objects, the frame is made at once
+    from its columns' arrays, typed as pandas would infer them: a text column with a value that is not NULL
+    taken from its values' string array made once (:meth:`parzen.aqp.cubes.Cube.strings`, the ``str``
+    dtype), any other as its object array (:meth:`parzen.aqp.cubes.Cube.stays_object`); a
+    ``pd.DataFrame`` of a dict infers and checks every column, 2-3x slower.  Otherwise (date-times, say)
+    pandas infers the group columns' dtypes from their values as it does for DuckDB's answers."""
+    columns: dict[str, np.ndarray] = {}
+    texts: dict[str, pd.api.extensions.ExtensionArray] = {}
+    grouped = 0
     for item in query.select:
         if isinstance(item, str):
-            columns[item] = cube.decoder(item, values[item])[keys[:, query.group_by.index(item)]]
+            grouped += 1
+            codes = keys[:, query.group_by.index(item)]
+            strings = cube.strings(item, values[item])
+            columns[item] = cube.decoder(item, values[item])[codes]
+            if strings is not None and codes.size and not strings[1][codes].all():
+                texts[item] = strings[0].take(codes)
+            elif strings is not None or cube.stays_object(item, values[item]):  # NULLs only, no rows, or numbers
+                texts[item] = columns[item]
             continue
-        columns[item.name] = totals[item.name]
+        value = totals[item.name]
+        columns[item.name] = value
         if with_error:
-            columns[f"{item.name} low"] = totals[item.name]
-            columns[f"{item.name} high"] = totals[item.name]
-    return pd.DataFrame(columns, index=pd.RangeIndex(keys.shape[0]))
+            bound = rounding_bound(value, terms) if terms is not None else None
+            columns[f"{item.name} low"] = value if bound is None else value - bound
+            columns[f"{item.name} high"] = value if bound is None else value + bound
+    index = pd.RangeIndex(keys.shape[0])
+    if len(texts) < grouped:  # a group column that pandas may type otherwise (date-times, say)
+        return pd.DataFrame(columns, index=index)
+    return pd.DataFrame._from_arrays([texts.get(name, array) for name, array in columns.items()],
+                                     columns=_column_index(tuple(columns)), index=index, verify_integrity=False)
+
+
+@functools.lru_cache(maxsize=256)
+def _column_index(names: tuple[str, ...]) -> pd.Index:
+    """The column labels ``names`` as pandas' index of text (the dtype a DataFrame of a dict gets), made once
+    per list of names (an index is immutable, so frames share it; making one costs 40 us)."""
+    return pd.Index(list(names), dtype="str")

@@ -20,15 +20,21 @@ Queries run here are generated from quoted identifiers read from the catalog, ne
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from . import cube_dimensions, cube_lattice
 from .categories import plain_value
 from .cube_dimensions import NumericDimension, read_as_numbers
+
+#: The types of values that pandas keeps as objects in a DataFrame of a dict of object arrays.
+_KEPT_AS_OBJECTS = (int, float, bool, decimal.Decimal, datetime.date)
 
 
 def _quote(name: str) -> str:
@@ -81,6 +87,10 @@ class Cube:
     dimensions: dict[str, NumericDimension] = field(default_factory=dict)
     seconds: float = 0.0  # the build's time for the dependencies and the tables (not stored: a build is reproducible)
     _decoders: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _strings: dict[str, tuple | None] = field(default_factory=dict, repr=False, compare=False)
+    _numbers: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _objects: dict[str, bool] = field(default_factory=dict, repr=False, compare=False)
+    _per_cell: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _values: tuple[dict[str, list], dict[str, list]] | None = field(default=None, repr=False, compare=False)
     _columns: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _indexes: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False,
@@ -110,6 +120,13 @@ class Cube:
             for column in table.columns:
                 self.index(table, column, len(values[column]))
                 self.decoder(column, values[column])
+                self.strings(column, values[column])
+                self.stays_object(column, values[column])
+                self.numbers(column, values[column])
+            self.per_cell(table, "rows", lambda t=table: t.rows.astype(np.float64))
+            table.sums = np.asfortranarray(table.sums)  # each measure's sums contiguous: read as views, no copies
+            for j, measure in enumerate(self.measures):
+                self.per_cell(table, f"sum {measure}", lambda t=table, j=j: np.ascontiguousarray(t.sums[:, j]))
 
     def index(self, table: CubeTable, column: str, size: int) -> tuple[np.ndarray, np.ndarray]:
         """``table``'s cells by their code of ``column`` (of ``size`` values): ``order[starts[k]:starts[k + 1]]``
@@ -128,6 +145,45 @@ class Cube:
         found = self._decoders.get(column)
         if found is None:
             found = self._decoders[column] = np.array(values + [None], dtype=object)[:-1]  # never a 2-D array of tuples
+        return found
+
+    def strings(self, column: str, values: list) -> tuple[pd.api.extensions.ExtensionArray, np.ndarray] | None:
+        """``values`` (a categorical column's, in the order of its codes) as pandas' string array, of the
+        dtype pandas infers for text (``str``, NULL as NaN), and per code whether it is NULL, made once;
+        None when a value is no text."""
+        if column not in self._strings:
+            texts = all(v is None or isinstance(v, str) for v in values)
+            self._strings[column] = (pd.array(values, dtype="str"), np.array([v is None for v in values], dtype=bool)) \
+                if texts else None
+        return self._strings[column]
+
+    def stays_object(self, column: str, values: list) -> bool:
+        """Whether pandas keeps any selection of ``values`` (a categorical column's) in an object array as
+        objects: every value is None, a number, a bool, a Decimal or a date (pandas infers a dtype only for
+        text and date-times), made once."""
+        found = self._objects.get(column)
+        if found is None:
+            found = self._objects[column] = all(v is None or type(v) in _KEPT_AS_OBJECTS for v in values)
+        return found
+
+    def per_cell(self, table: CubeTable, what: str, make) -> np.ndarray:
+        """One value per cell of ``table``, ``make()``, made once and kept under ``what``: the cells' rows
+        and each measure's sums as contiguous float64 arrays (made at load, :meth:`warm`, which stores the
+        sums column by column so that these are views; a column of a row-major 2-D array read at some cells
+        is 3x slower)."""
+        key = (id(table), what)
+        found = self._per_cell.get(key)
+        if found is None:
+            found = self._per_cell[key] = make()
+        return found
+
+    def numbers(self, column: str, values: list) -> np.ndarray:
+        """``values`` (a categorical column's, in the order of its codes) as floats, made once (NaN: NULL, or a
+        value that is no number; the factors of sums, :mod:`parzen.aqp.cube_answers`)."""
+        found = self._numbers.get(column)
+        if found is None:
+            found = self._numbers[column] = np.array(
+                [float(v) if isinstance(v, (int, float)) and v is not None else np.nan for v in values], dtype=np.float64)
         return found
 
     @property

@@ -1057,12 +1057,11 @@ class Engine:
         in_domains = bool(query.compared) or domains.needed(query, synopsis)
         if synopsis.cube is not None and synopsis.categories is not None and (
                 in_domains or not answers.answered_exactly(query, synopsis)):  # exact aggregate tables (cubes.py)
-            exact = cube_answers.answer(query, synopsis.cube, synopsis.categories, with_error)
+            # with_error: the float64 round-off against DuckDB's own sums, as for exact totals (parzen.aqp.contract)
+            exact = cube_answers.answer(query, synopsis.cube, synopsis.categories, with_error, synopsis.row_count)
             if exact is not None:
                 if query.group_by:
                     exact.attrs[LISTED] = "exact"
-                if with_error:  # float64 round-off against DuckDB's own sums, as for exact totals (parzen.aqp.contract)
-                    exact = contract.cover_rounding(exact, contract.summed(query.aggregates), synopsis.row_count)
                 return exact, cube_answers.FORM
         layout = self._layouts[synopsis.table]
         query = stratum_filters.to_strata(query, synopsis)  # a dimension's filter that selects whole strata
