@@ -145,11 +145,11 @@ def split(sql: str) -> Composite | None:
         shown = node.sql(dialect="duckdb")
         expression = _Translator(leaves, condition_nodes, shown).arithmetic(node)
         select.append(Output(alias or shown, expression))
-        aliased.append(exp.alias_(node.copy(), alias or shown, quoted=True))
+        aliased.append(exp.alias_(node.copy(), alias or shown, quoted=True, copy=False))  # copied once
     exact = _skeleton(tree)
     exact.set("expressions", aliased)
     return Composite(tuple(select), group_by, tuple(leaves), _subqueries(tree, group_nodes, leaves, condition_nodes),
-                     exact.sql(dialect="duckdb"))
+                     exact.sql(dialect="duckdb", copy=False))  # a tree of its own: generated without a copy
 
 
 def _is_composite(node: exp.Expr) -> bool:
@@ -339,16 +339,17 @@ def _subqueries(tree: exp.Select, group_nodes: list[exp.Expr], leaves: dict[Leaf
         query = skeleton.copy()
         items: list[exp.Expr] = [g.copy() for g in group_nodes]
         if not conditions:
-            items.append(exp.alias_(exp.Count(this=exp.Star()), ROWS, quoted=True))
+            items.append(exp.alias_(exp.Count(this=exp.Star()), ROWS, quoted=True, copy=False))
         for index in indices:
             aggregate: exp.Expr = exp.maybe_parse(next(leaf.aggregate for leaf, k in leaves.items() if k == index),
                                         dialect="duckdb")
-            items.append(exp.alias_(aggregate, f"{LEAF}{index}", quoted=True))
+            items.append(exp.alias_(aggregate, f"{LEAF}{index}", quoted=True, copy=False))
         query.set("expressions", items)
         if conditions:
             where = query.args.get("where")
-            parts = ([exp.paren(where.this.copy())] if where is not None else []) + \
-                [exp.paren(condition_nodes[c].copy()) for c in conditions]
-            query.set("where", exp.Where(this=exp.and_(*parts)))
-        out.append((query.sql(dialect="duckdb"), tuple(indices)))
+            parts = ([exp.paren(where.this.copy(), copy=False)] if where is not None else []) + \
+                [exp.paren(condition_nodes[c].copy(), copy=False) for c in conditions]
+            query.set("where", exp.Where(this=exp.and_(*parts, copy=False)))
+        # the query's tree is its own (copies throughout): sqlglot's functions and generator need not copy it again
+        out.append((query.sql(dialect="duckdb", copy=False), tuple(indices)))
     return tuple(out)
