@@ -588,6 +588,23 @@ def meets(frame: pd.DataFrame, names: Sequence[str], max_rel_error: float) -> bo
     return relative_half_width(frame, names) <= max_rel_error
 
 
+def interval_names(frame: pd.DataFrame) -> list[str]:
+    """The columns of ``frame`` that carry an interval (``<name> low`` and ``<name> high`` beside them), in order:
+    an answer's aggregates, read off the answer itself.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        An answer with intervals (``with_error=True``).
+
+    Returns
+    -------
+    list of str
+    """
+    columns = set(frame.columns)
+    return [c for c in frame.columns if f"{c} low" in columns and f"{c} high" in columns]
+
+
 def without_intervals(frame: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
     """``frame`` without its ``<name> low`` / ``<name> high`` columns (attrs kept).
 
@@ -601,7 +618,12 @@ def without_intervals(frame: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame
     -------
     pandas.DataFrame
     """
-    dropped = frame.drop(columns=[f"{name} {end}" for name in names for end in ("low", "high")])
+    ends = {f"{name} {end}" for name in names for end in ("low", "high")}
+    kept = [i for i, column in enumerate(frame.columns) if column not in ends]
+    # the kept columns' arrays as they are, in one frame (as cube_answers makes its answers): DataFrame.drop
+    # or iloc cost 0.15-0.25 ms here, a tenth of an answer from the exact tables
+    dropped = pd.DataFrame._from_arrays([frame._get_column_array(i) for i in kept], columns=frame.columns[kept],
+                                        index=frame.index, verify_integrity=False)
     dropped.attrs = dict(frame.attrs)
     return dropped
 

@@ -769,13 +769,16 @@ class Engine:
         if exact or method != "density":
             raise ValueError("max_rel_error chooses between the synopsis's density answer and the exact one; "
                              "it takes neither exact=True nor method='regression'")
-        names, keys, exact_answer = self._shape(sql)
         approx = self.query(sql, with_error=True, confidence=confidence)
-        worst = contract.relative_half_width(approx, names)
+        worst = contract.relative_half_width(approx, contract.interval_names(approx))
         complete = approx.attrs.get(LISTED, "exact") != "sampled"  # an existing group may be missing: exact
-        if worst <= max_rel_error and complete:
-            result = approx if with_error else contract.without_intervals(approx, names)
-        elif complete and (drawn := self._drawn(sql, approx, worst, max_rel_error, confidence, names, keys)) is not None:
+        if worst <= max_rel_error and complete:  # the answer's own columns suffice: the query's shape is not read
+            result = approx if with_error else contract.without_intervals(approx, contract.interval_names(approx))
+            result.attrs.update(seconds=time.perf_counter() - started, relative_half_width=worst,
+                                max_rel_error=max_rel_error, confidence=confidence)
+            return result
+        names, keys, exact_answer = self._shape(sql)
+        if complete and (drawn := self._drawn(sql, approx, worst, max_rel_error, confidence, names, keys)) is not None:
             result = drawn if with_error else contract.without_intervals(drawn, names)
         else:
             ordered = [] if histogram.parse_histogram(sql) is not None else keys  # a histogram's SQL orders its bins
