@@ -350,3 +350,28 @@ def test_unknown_names_still_say_what_exists(mixed_case):
         mixed_case.query("SELECT COUNT(*) FROM flights WHERE distanc > 1")
     with pytest.raises(UnsupportedQuery, match="GROUP BY / IN / = on 'origin'"):
         mixed_case.query("SELECT origin, COUNT(*) FROM flights GROUP BY origin")
+
+
+@pytest.mark.parametrize("sql", [*ATTACKS[:8], "SELECT * FROM 's.csv'", "SELECT COUNT(*) FROM t, 'secret.parquet'"])
+def test_the_catalog_listing_kept_between_exact_answers_admits_no_attack(engine, sql):
+    """The engine keeps DuckDB's catalog listing between exact answers (read again on a name it lacks):
+    with it kept, the attacks are still refused, by exact=True and by max_rel_error='s fallback."""
+    assert engine.query("SELECT COUNT(*) AS n FROM t", exact=True)["n"][0] == 50  # the listing is kept now
+    for options in ({"exact": True}, {"max_rel_error": 0.01}):
+        with pytest.raises(ValueError) as info:
+            engine.query(sql, **options)
+        assert SECRET not in str(info.value)
+    assert engine.query("SELECT COUNT(*) AS n FROM t", exact=True)["n"][0] == 50
+
+
+@pytest.mark.parametrize("name", ["cmp(a,b); DROP TABLE t", "cmp(a,b) FROM t; DROP TABLE t --",
+                                  "cmp(a,read_csv('s.csv'))", "cmp(a,\"b\"\" OR 1=1\")"])
+def test_comparison_dimension_names_are_never_sql(name):
+    """cube= names of comparison dimensions (cmp(a,b)) must name two columns of the table: anything else is
+    refused before a query runs, and the table is unchanged."""
+    con = duckdb.connect(":memory:", config={"enable_external_access": False})
+    con.execute("CREATE TABLE t AS SELECT range::INTEGER AS a, (range % 7)::INTEGER AS b, "
+                "CASE WHEN range % 2 = 0 THEN 'x' ELSE 'y' END AS g FROM range(500)")
+    with pytest.raises(ValueError):
+        Engine(con).build("t", group_by=["g"], sample=200, seed=1, cube=[["g", name]])
+    assert con.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 500
