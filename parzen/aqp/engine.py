@@ -770,10 +770,11 @@ class Engine:
             raise ValueError("max_rel_error chooses between the synopsis's density answer and the exact one; "
                              "it takes neither exact=True nor method='regression'")
         approx = self.query(sql, with_error=True, confidence=confidence)
-        worst = contract.relative_half_width(approx, contract.interval_names(approx))
+        answered = contract.interval_names(approx)
+        worst = contract.relative_half_width(approx, answered)
         complete = approx.attrs.get(LISTED, "exact") != "sampled"  # an existing group may be missing: exact
         if worst <= max_rel_error and complete:  # the answer's own columns suffice: the query's shape is not read
-            result = approx if with_error else contract.without_intervals(approx, contract.interval_names(approx))
+            result = approx if with_error else contract.without_intervals(approx, answered)
             result.attrs.update(seconds=time.perf_counter() - started, relative_half_width=worst,
                                 max_rel_error=max_rel_error, confidence=confidence)
             return result
