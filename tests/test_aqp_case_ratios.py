@@ -10,7 +10,7 @@ import pytest
 
 from parzen.aqp import Engine
 from parzen.aqp.case_aggregates import Leaf, split
-from parzen.aqp.sql import UnsupportedQuery
+from parzen.aqp.sql import Range, UnsupportedQuery
 
 N = 20_000
 
@@ -46,9 +46,14 @@ def test_split_expands_case_branches_by_inclusion_exclusion():
     assert set(c.leaves) == {Leaf("SUM(x)", ("a > 1",)), Leaf("COUNT(*)", ("b = 'k'",)),
                              Leaf("COUNT(*)", ("a > 1", "b = 'k'")), Leaf("SUM(y)", ()), Leaf("SUM(y)", ("a > 1",)),
                              Leaf("SUM(y)", ("b = 'k'",)), Leaf("SUM(y)", ("a > 1", "b = 'k'"))}
-    first_sql, _ = c.subqueries[0]
-    assert "__parzen_rows" in first_sql and "WHERE z < 3" in first_sql
-    assert all("(z < 3)" in text for text, _ in c.subqueries[1:])
+    first, _ = c.subqueries[0]
+    assert [a.name for a in first.aggregates] == ["__parzen_rows", "__parzen_leaf_3"] and set(first.ranges) == {"z"}
+    assert [(set(q.ranges), set(q.members)) for q, _ in c.subqueries[1:]] == [({"z", "a"}, set()), ({"z"}, {"b"}),
+                                                                           ({"z", "a"}, {"b"})]
+    assert all(q.ranges["z"] == Range("z", None, 3.0, True, False) for q, _ in c.subqueries)
+    assert c.exact_sql == """SELECT SUM(CASE WHEN a > 1 THEN x WHEN b = 'k' THEN 2 ELSE y END) AS "s" FROM t WHERE z < 3"""
+    assert c.tree.sql(dialect="duckdb") == ("SELECT SUM(CASE WHEN a > 1 THEN x WHEN b = 'k' THEN 2 ELSE y END) AS s "
+                                            "FROM t WHERE z < 3")  # the sub-queries share its nodes, unchanged
     assert split("SELECT SUM(x) FROM t") is None
     assert split("SELECT SUM(x) - SUM(y) FROM t") is None  # the plain subset answers sums of aggregates
 
@@ -250,12 +255,11 @@ def test_sub_query_passes_give_the_floats_of_separate_passes(engine):
     """The answer at h and the bias runs at c h from shared passes (parzen.aqp.subquery_passes) are bit for
     bit those of the separate passes (answers / domains .approximate, then .bias_runs)."""
     from parzen.aqp import answers, domains
-    from parzen.aqp.sql import parse
     from parzen.aqp.subquery_passes import SubqueryPasses
 
     composite = split("SELECT g, SUM(CASE WHEN h = 'p' THEN w ELSE 0 END) / SUM(w) AS s, COUNT(*) AS n FROM t "
                       "WHERE x BETWEEN 8 AND 12 GROUP BY g")
-    subqueries = [engine._resolved(parse(text)) for text, _ in composite.subqueries]
+    subqueries = [engine._resolved(q) for q, _ in composite.subqueries]
     synopsis = engine.synopsis("t")
     layout = engine._layouts["t"]
     passes = SubqueryPasses(synopsis, layout, with_bias=True)

@@ -480,7 +480,7 @@ class Engine:
             parsed = binned.base
         else:
             composite = _composite_of(sql)
-            parsed = parse(sql if composite is None else composite.subqueries[0][0])
+            parsed = parse(sql) if composite is None else composite.subqueries[0][0]
         table = self._answering_name(parsed)
         if table in self._cache:
             return 0.0
@@ -805,7 +805,7 @@ class Engine:
             return None
         composite = _composite_of(sql)
         if composite is not None:
-            subqueries = [self._resolved(parse(text)) for text, _ in composite.subqueries]
+            subqueries = [self._resolved(q) for q, _ in composite.subqueries]
             query, planned = subqueries[0], query_samples.plan(None, composite, subqueries)
         else:
             query = self._resolved(parse(sql))
@@ -861,7 +861,7 @@ class Engine:
         (:func:`parzen.aqp.ratios.exact`), else by the engine's forms and combined by
         :func:`parzen.aqp.ratios.approximate`, widened by the bias estimate of the whole expression
         (:mod:`parzen.aqp.contract`)."""
-        subqueries = [self._resolved(parse(text)) for text, _ in composite.subqueries]
+        subqueries = [self._resolved(q) for q, _ in composite.subqueries]
         synopsis = self._answering(subqueries[0].table)
         for q in subqueries:
             _check_columns(q, synopsis, categorical=True)
