@@ -142,6 +142,8 @@ def split(sql: str) -> Composite | None:
     items = [(item.this if isinstance(item, exp.Alias) else item) for item in tree.expressions]
     if not any(_is_composite(item) for item in items):
         return None
+    for node in tree.walk():  # the parser's token positions: each copy of a node deep-copies them (4x the cost)
+        node._meta = None
     group_nodes = list(tree.args["group"].expressions) if tree.args.get("group") else []
     group_by = tuple(g.name if isinstance(g, exp.Column) else g.sql(dialect="duckdb") for g in group_nodes)
     translator = _Translator()
