@@ -318,9 +318,10 @@ def test_a_case_query_is_split_once_per_text(engine):
     sql = ("SELECT g, SUM(CASE WHEN x > 10 THEN w ELSE 0 END) / SUM(w) AS share FROM t "
            "WHERE y BETWEEN 2 AND 8 GROUP BY g")
     engine_module._composite_of.cache_clear()
-    with mock.patch.object(case_aggregates, "split", wraps=case_aggregates.split) as splits:
+    with mock.patch.object(case_aggregates, "composite_tree", wraps=case_aggregates.composite_tree) as parses, \
+            mock.patch.object(case_aggregates, "split_refused", wraps=case_aggregates.split_refused) as splits:
         first, again = engine.query(sql), engine.query(sql)
-    assert splits.call_count == 1
+    assert parses.call_count == 1 and splits.call_count == 1  # a text with CASE: parsed once, by the split
     pd.testing.assert_frame_equal(first, again)
 
 
@@ -371,3 +372,17 @@ def test_sum_of_a_case_without_else_from_the_sample_is_its_estimate():
     assert approx.attrs["form"] == "sample"
     assert list(approx["s"]) == [0.0, approx["s"].iloc[1], 0.0] and exact["s"].isna().tolist() == [True, False, True]
     assert abs(approx["s"].iloc[1] / exact["s"].iloc[1] - 1) < 0.2
+
+
+def test_a_case_query_gets_the_plain_subsets_verdict_from_one_parse(engine):
+    """A text with CASE is parsed once (case_aggregates.composite_tree) and the plain subset's verdict read
+    from that tree: parse's error stands where parse raises one that is no refusal (an item before the
+    CASE divides by 0), and a text whose CASE is no composite item goes through parse as before."""
+    from parzen.aqp.case_aggregates import composite_tree, split_refused
+
+    with pytest.raises(ValueError, match="divides by 0"):
+        engine.query("SELECT SUM(w) / 0 AS a, SUM(CASE WHEN x > 10 THEN w ELSE 0 END) AS b FROM t")
+    tree = composite_tree("SELECT SUM(CASE WHEN x > 10 THEN w ELSE 0 END) AS b FROM t")
+    assert tree is not None and split_refused(tree) is not None
+    assert composite_tree("SELECT COUNT(*) FROM t WHERE g = 'case'") is None  # "case" in a literal: parse answers it
+    assert engine.query("SELECT COUNT(*) AS n FROM t WHERE g <> 'case'", with_error=True).attrs["form"] != "exact"

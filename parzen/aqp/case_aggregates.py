@@ -132,6 +132,24 @@ def split(sql: str) -> Composite | None:
     UnsupportedQuery
         A CASE or an arithmetic of aggregates outside the forms in the module's notes, named.
     """
+    tree = composite_tree(sql)
+    return None if tree is None else _split(tree)
+
+
+def composite_tree(sql: str) -> exp.Select | None:
+    """``sql``'s parsed tree, without the parser's token positions, when it is one SELECT whose list has
+    CASE inside an aggregate or arithmetic of aggregates; else None.
+
+    Parameters
+    ----------
+    sql : str
+        One query.
+
+    Returns
+    -------
+    sqlglot.exp.Select or None
+        Its tree (read only: a :class:`Composite`'s sub-queries share its nodes).
+    """
     try:
         statements = _DUCKDB.parse(sql)
     except ParseError:
@@ -139,11 +157,47 @@ def split(sql: str) -> Composite | None:
     if len(statements) != 1 or not isinstance(statements[0], exp.Select):
         return None
     tree = statements[0]
-    items = [(item.this if isinstance(item, exp.Alias) else item) for item in tree.expressions]
-    if not any(_is_composite(item) for item in items):
+    if not any(_is_composite(item.this if isinstance(item, exp.Alias) else item) for item in tree.expressions):
         return None
-    for node in tree.walk():  # the parser's token positions: each copy of a node deep-copies them (4x the cost)
+    for node in tree.walk():  # the token positions: each copy of a node deep-copies them in Python (4x the cost)
         node._meta = None
+    return tree
+
+
+def split_refused(tree: exp.Select) -> Composite | None:
+    """The :class:`Composite` of a :func:`composite_tree` when the plain subset refuses the query, else None.
+
+    The plain subset's verdict is :func:`parzen.aqp.sql.parse`'s, read from the same tree (parse's
+    conversion of the user's text): a query whose SELECT list has CASE inside an aggregate or arithmetic
+    of aggregates is refused there, so this costs one conversion instead of parse's two parses and
+    conversions of a refused text.
+
+    Parameters
+    ----------
+    tree : sqlglot.exp.Select
+        :func:`composite_tree` of the query.
+
+    Returns
+    -------
+    Composite or None
+
+    Raises
+    ------
+    UnsupportedQuery
+        As :func:`split`.
+    ValueError
+        As :func:`parzen.aqp.sql.parse` (a literal that is no finite number, say).
+    """
+    try:
+        _query(tree, [])
+    except UnsupportedQuery:
+        return _split(tree)
+    return None
+
+
+def _split(tree: exp.Select) -> Composite:
+    """:func:`split` of a :func:`composite_tree`."""
+    items = [(item.this if isinstance(item, exp.Alias) else item) for item in tree.expressions]
     group_nodes = list(tree.args["group"].expressions) if tree.args.get("group") else []
     group_by = tuple(g.name if isinstance(g, exp.Column) else g.sql(dialect="duckdb") for g in group_nodes)
     translator = _Translator()

@@ -1152,7 +1152,11 @@ def _composite_of(sql: str) -> case_aggregates.Composite | None:
     """The split of ``sql`` when the plain subset refuses it and its SELECT list has CASE inside
     aggregates or arithmetic of aggregates (:func:`parzen.aqp.case_aggregates.split`), else None
     (the plain subset answers it, or ``parse`` raises again with its reason).  Kept per text, as
-    :func:`parzen.aqp.sql.parse` keeps its parses (a split is immutable and depends on the text only)."""
+    :func:`parzen.aqp.sql.parse` keeps its parses (a split is immutable and depends on the text only).
+    A text with CASE is parsed once and the plain subset's verdict read from that tree
+    (:func:`parzen.aqp.case_aggregates.split_refused`); any other goes through ``parse`` first."""
+    if "case" in sql.casefold() and (tree := case_aggregates.composite_tree(sql)) is not None:
+        return case_aggregates.split_refused(tree)
     try:
         parse(sql)
     except UnsupportedQuery:
