@@ -170,7 +170,10 @@ def split_refused(tree: exp.Select) -> Composite | None:
     The plain subset's verdict is :func:`parzen.aqp.sql.parse`'s, read from the same tree (parse's
     conversion of the user's text): a query whose SELECT list has CASE inside an aggregate or arithmetic
     of aggregates is refused there, so this costs one conversion instead of parse's two parses and
-    conversions of a refused text.
+    conversions of a refused text.  The conversion reads the tree without its WHERE: it raises at the
+    first such item, before it reads the WHERE, and what it reads before (clauses, tables, join
+    conditions, GROUP BY, the items before) raises nothing but refusals, or parse's own error of an
+    item (:class:`ValueError`), which stands.
 
     Parameters
     ----------
@@ -189,7 +192,7 @@ def split_refused(tree: exp.Select) -> Composite | None:
         As :func:`parzen.aqp.sql.parse` (a literal that is no finite number, say).
     """
     try:
-        _query(tree, [])
+        _query(_unowned(exp.Select, {**tree.args, "where": None}), [])
     except UnsupportedQuery:
         return _split(tree)
     return None
