@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -71,6 +71,24 @@ def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error
         One row per group with rows under the filters, sorted as DuckDB's ORDER BY of the group
         columns would (NULLs last).
     """
+    found = _totals(query, cube, categories)
+    if found is None:
+        return None
+    return _frame(query, found.keys, cube, cube.values_with(categories.values), found.totals, with_error, terms)
+
+
+@dataclass(frozen=True)
+class Totals:
+    """A query's exact totals from the tables: ``keys`` (groups x group columns), the groups' codes in the
+    values' order, rows sorted as :func:`answer`'s frame sorts its groups (lexicographically); ``totals``,
+    per aggregate's name, its value per group (float64)."""
+
+    keys: np.ndarray
+    totals: dict[str, np.ndarray]
+
+
+def _totals(query: AggregateQuery, cube: Cube, categories: Categories) -> Totals | None:
+    """:func:`answer`'s totals per group, before they are decoded into a frame (None: as :func:`answer`)."""
     compared = _comparison_filters(query, cube)
     if query.boxes or compared is None:
         return None
@@ -121,12 +139,15 @@ def answer(query: AggregateQuery, cube: Cube, categories: Categories, with_error
     totals = {}
     for a in query.aggregates:
         totals[a.name] = _aggregate(a, table, cube, values, cells, group_of_cell, groups, codes_of)
-    return _frame(query, keys, cube, values, totals, with_error, terms)
+    return Totals(keys, totals)
 
 
-def answer_each(queries: Sequence[AggregateQuery], cube: Cube, categories: Categories) -> list[pd.DataFrame] | None:
-    """The exact answers to all of ``queries`` from ``cube``'s tables (without intervals), or None as soon as
-    one of them is outside what the tables give (:func:`answer`).
+def answer_each(queries: Sequence[AggregateQuery], cube: Cube,
+                categories: Categories) -> tuple[pd.DataFrame, list[Totals]] | None:
+    """The exact answers to all of ``queries`` from ``cube``'s tables, or None as soon as one of them is
+    outside what the tables give (:func:`answer`): the first one's frame (without intervals) and every
+    one's :class:`Totals` (the others' frames are never made: their totals are placed among the first
+    one's groups by their codes).
 
     This answers the sub-queries of a CASE / ratio query (:mod:`parzen.aqp.case_aggregates`): each is the
     query's WHERE AND-ed with a conjunction of its CASE conditions, so a CASE condition on categorical
@@ -144,16 +165,17 @@ def answer_each(queries: Sequence[AggregateQuery], cube: Cube, categories: Categ
 
     Returns
     -------
-    list of pandas.DataFrame or None
-        Per query, :func:`answer`'s frame without intervals.
+    (pandas.DataFrame, list of Totals) or None
+        :func:`answer`'s frame of the first query without intervals, and per query its totals.
     """
     out = []
     for query in queries:
-        frame = answer(query, cube, categories, with_error=False)
-        if frame is None:
+        found = _totals(query, cube, categories)
+        if found is None:
             return None
-        out.append(frame)
-    return out
+        out.append(found)
+    values = cube.values_with(categories.values)
+    return _frame(queries[0], out[0].keys, cube, values, out[0].totals, False, None), out
 
 def _inputs(a: Aggregate, cube: Cube, values: dict[str, list]) -> set[str] | None:
     """The categorical columns aggregate ``a`` multiplies by (None: the tables cannot answer it)."""

@@ -868,8 +868,8 @@ class Engine:
         if synopsis.cube is not None and synopsis.categories is not None and any(  # as _approximate: totals first
                 q.compared or domains.needed(q, synopsis) or not answers.answered_exactly(q, synopsis)
                 for q in subqueries) and \
-                (frames := cube_answers.answer_each(subqueries, synopsis.cube, synopsis.categories)) is not None:
-            return ratios.exact(composite, frames, synopsis.row_count, with_error), cube_answers.FORM  # exact tables
+                (found := cube_answers.answer_each(subqueries, synopsis.cube, synopsis.categories)) is not None:
+            return ratios.exact(composite, *found, synopsis.row_count, with_error), cube_answers.FORM  # exact tables
         layout = self._layouts[synopsis.table]
         smoothed = with_error and any(contract.reads_bandwidths(q, synopsis) for q in subqueries)  # else no bias
         passes = subquery_passes.SubqueryPasses(synopsis, layout, smoothed)  # the bias runs share the answer's passes

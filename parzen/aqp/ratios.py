@@ -44,6 +44,7 @@ import pandas as pd
 
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
+from .cube_answers import Totals
 from .domains import BOUNDED_GROUPS, domain_spread
 from .sql import AggregateQuery
 from .strata import Layout
@@ -123,7 +124,8 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
 
 
 
-def exact(composite: Composite, frames: Sequence[pd.DataFrame], rows: int, with_error: bool) -> pd.DataFrame:
+def exact(composite: Composite, first: pd.DataFrame, totals: Sequence[Totals], rows: int,
+          with_error: bool) -> pd.DataFrame:
     """The answer to a :class:`~parzen.aqp.case_aggregates.Composite` query from exact answers to its
     sub-queries (the exact aggregate tables', :func:`parzen.aqp.cube_answers.answer_each`): g(L) per group.
 
@@ -143,9 +145,11 @@ def exact(composite: Composite, frames: Sequence[pd.DataFrame], rows: int, with_
     ----------
     composite : Composite
         The split query.
-    frames : sequence of pandas.DataFrame
-        The exact answers to its sub-queries, in ``composite.subqueries``'s order, without intervals; the
-        first (no condition) lists the groups.
+    first : pandas.DataFrame
+        The exact answer to its first sub-query (no condition), without intervals: it lists the groups.
+    totals : sequence of Totals
+        The exact totals of its sub-queries, in ``composite.subqueries``'s order
+        (:func:`parzen.aqp.cube_answers.answer_each`).
     rows : int
         The table's rows (the terms of each total).
     with_error : bool
@@ -156,7 +160,7 @@ def exact(composite: Composite, frames: Sequence[pd.DataFrame], rows: int, with_
     pandas.DataFrame
         One row per group of the first sub-query, as :func:`approximate` shapes it.
     """
-    keys, leaf_values, _, _, _ = _leaf_table(composite, frames, False)
+    keys, leaf_values = _exact_leaves(composite, first, totals)
     leaf_bounds = {k: rounding_bound(v, rows) for k, v in leaf_values.items()}
     values: dict[str, np.ndarray] = {}
     low: dict[str, np.ndarray] | None = {} if with_error else None
@@ -172,6 +176,36 @@ def exact(composite: Composite, frames: Sequence[pd.DataFrame], rows: int, with_
                        rounding_bound(value, _operations(output.expression)))
         low[output.name], high[output.name] = value - half, value + half
     return _frame(composite, keys, values, low, high)
+
+
+def _exact_leaves(composite: Composite, first: pd.DataFrame,
+                  totals: Sequence[Totals]) -> tuple[list[tuple], dict[int, np.ndarray]]:
+    """:func:`_leaf_table`'s groups and leaf values from exact totals: each sub-query's groups placed among
+    the first one's by their codes (rows sorted lexicographically by code in both), 0 where it has none."""
+    if composite.group_by:
+        group_columns = [c for c in first.columns if c not in (ROWS, f"{ROWS} low", f"{ROWS} high")
+                         and not str(c).startswith(LEAF)]
+        keys = _row_keys(first, group_columns)
+    else:
+        keys = [()]
+    codes = totals[0].keys
+    radix = np.max([t.keys.max(axis=0, initial=0) for t in totals], axis=0) + 1
+    weights = np.cumprod(np.concatenate([[1], radix[:0:-1]]))[::-1]  # code j weighs the radices after it
+
+    def numbered(k: np.ndarray) -> np.ndarray:  # each row's codes as one number, in the rows' order
+        return k @ weights if radix.size else np.zeros(len(k), dtype=np.int64)
+
+    numbers = numbered(codes)
+    values: dict[int, np.ndarray] = {}
+    for found, (_, indices) in zip(totals, composite.subqueries):
+        mine = numbered(found.keys)
+        rows = np.minimum(np.searchsorted(numbers, mine), max(len(numbers) - 1, 0))
+        placed = numbers[rows] == mine if len(numbers) else np.zeros(len(mine), dtype=bool)
+        for k in indices:
+            v = np.zeros(len(keys))
+            v[rows[placed]] = np.asarray(found.totals[f"{LEAF}{k}"], dtype=np.float64)[placed]
+            values[k] = np.nan_to_num(v)  # SUM over no row: 0 in a sum of totals
+    return keys, values
 
 
 def _operations(expression: Expression) -> int:
