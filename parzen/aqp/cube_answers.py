@@ -143,11 +143,10 @@ def _totals(query: AggregateQuery, cube: Cube, categories: Categories) -> Totals
 
 
 def answer_each(queries: Sequence[AggregateQuery], cube: Cube,
-                categories: Categories) -> tuple[pd.DataFrame, list[Totals]] | None:
+                categories: Categories) -> tuple[list[Sequence], list[Totals]] | None:
     """The exact answers to all of ``queries`` from ``cube``'s tables, or None as soon as one of them is
-    outside what the tables give (:func:`answer`): the first one's frame (without intervals) and every
-    one's :class:`Totals` (the others' frames are never made: their totals are placed among the first
-    one's groups by their codes).
+    outside what the tables give (:func:`answer`): the first one's group columns and every one's
+    :class:`Totals` (no frame is made: the totals are placed among the first one's groups by their codes).
 
     This answers the sub-queries of a CASE / ratio query (:mod:`parzen.aqp.case_aggregates`): each is the
     query's WHERE AND-ed with a conjunction of its CASE conditions, so a CASE condition on categorical
@@ -165,8 +164,11 @@ def answer_each(queries: Sequence[AggregateQuery], cube: Cube,
 
     Returns
     -------
-    (pandas.DataFrame, list of Totals) or None
-        :func:`answer`'s frame of the first query without intervals, and per query its totals.
+    (list, list of Totals) or None
+        Per group column of the first query (GROUP BY order), its value per group as :func:`answer`'s
+        frame holds them: pandas' string array where every group column is text with a value that is
+        not NULL (the dtype a DataFrame infers from the texts), else the frame's column as a list; and
+        per query its totals.
     """
     out = []
     for query in queries:
@@ -175,7 +177,21 @@ def answer_each(queries: Sequence[AggregateQuery], cube: Cube,
             return None
         out.append(found)
     values = cube.values_with(categories.values)
-    return _frame(queries[0], out[0].keys, cube, values, out[0].totals, False, None), out
+    first = queries[0]
+    texts = [_texts(cube, column, values[column], out[0].keys[:, k]) for k, column in enumerate(first.group_by)]
+    if all(t is not None for t in texts):
+        return texts, out
+    frame = _frame(first, out[0].keys, cube, values, out[0].totals, False, None)
+    return [frame[column].tolist() for column in first.group_by], out
+
+
+def _texts(cube: Cube, column: str, column_values: list, codes: np.ndarray):
+    """The values of text column ``column`` at ``codes`` as :func:`_frame` holds them (pandas' string
+    array), or None where it holds them otherwise (a column that is no text, or NULLs only)."""
+    strings = cube.strings(column, column_values)
+    if strings is None or not codes.size or strings[1][codes].all():
+        return None
+    return strings[0].take(codes)
 
 def _inputs(a: Aggregate, cube: Cube, values: dict[str, list]) -> set[str] | None:
     """The categorical columns aggregate ``a`` multiplies by (None: the tables cannot answer it)."""

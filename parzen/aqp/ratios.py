@@ -124,7 +124,7 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
 
 
 
-def exact(composite: Composite, first: pd.DataFrame, totals: Sequence[Totals], rows: int,
+def exact(composite: Composite, groups: Sequence[Sequence], totals: Sequence[Totals], rows: int,
           with_error: bool) -> pd.DataFrame:
     """The answer to a :class:`~parzen.aqp.case_aggregates.Composite` query from exact answers to its
     sub-queries (the exact aggregate tables', :func:`parzen.aqp.cube_answers.answer_each`): g(L) per group.
@@ -145,8 +145,9 @@ def exact(composite: Composite, first: pd.DataFrame, totals: Sequence[Totals], r
     ----------
     composite : Composite
         The split query.
-    first : pandas.DataFrame
-        The exact answer to its first sub-query (no condition), without intervals: it lists the groups.
+    groups : sequence of sequences
+        Per group column, its value per group of the first sub-query (no condition, so it has every
+        group), as :func:`parzen.aqp.cube_answers.answer_each` gives them.
     totals : sequence of Totals
         The exact totals of its sub-queries, in ``composite.subqueries``'s order
         (:func:`parzen.aqp.cube_answers.answer_each`).
@@ -160,12 +161,13 @@ def exact(composite: Composite, first: pd.DataFrame, totals: Sequence[Totals], r
     pandas.DataFrame
         One row per group of the first sub-query, as :func:`approximate` shapes it.
     """
-    keys, leaf_values = _exact_leaves(composite, first, totals)
+    leaf_values = _exact_leaves(composite, totals)
+    size = len(totals[0].keys)
     leaf_bounds = {k: rounding_bound(v, rows) for k, v in leaf_values.items()}
     values: dict[str, np.ndarray] = {}
     low: dict[str, np.ndarray] | None = {} if with_error else None
     high: dict[str, np.ndarray] | None = {} if with_error else None
-    known = {k: np.ones(len(keys), dtype=bool) for k in leaf_values}
+    known = {k: np.ones(size, dtype=bool) for k in leaf_values}
     for output in composite.outputs:
         value, gradient = _evaluate(output.expression, leaf_values, known)
         values[output.name] = value
@@ -175,19 +177,13 @@ def exact(composite: Composite, first: pd.DataFrame, totals: Sequence[Totals], r
             half = sum((np.where(leaf_bounds[k] > 0.0, np.abs(d) * leaf_bounds[k], 0.0) for k, d in gradient.items()),
                        rounding_bound(value, _operations(output.expression)))
         low[output.name], high[output.name] = value - half, value + half
-    return _frame(composite, keys, values, low, high)
+    return _frame_of_columns(composite, groups, size, values, low, high)
 
 
-def _exact_leaves(composite: Composite, first: pd.DataFrame,
-                  totals: Sequence[Totals]) -> tuple[list[tuple], dict[int, np.ndarray]]:
-    """:func:`_leaf_table`'s groups and leaf values from exact totals: each sub-query's groups placed among
-    the first one's by their codes (rows sorted lexicographically by code in both), 0 where it has none."""
-    if composite.group_by:
-        group_columns = [c for c in first.columns if c not in (ROWS, f"{ROWS} low", f"{ROWS} high")
-                         and not str(c).startswith(LEAF)]
-        keys = _row_keys(first, group_columns)
-    else:
-        keys = [()]
+def _exact_leaves(composite: Composite, totals: Sequence[Totals]) -> dict[int, np.ndarray]:
+    """:func:`_leaf_table`'s leaf values from exact totals, over the first sub-query's groups: each
+    sub-query's groups placed among them by their codes (rows sorted lexicographically by code in both),
+    0 where it has none."""
     codes = totals[0].keys
     radix = np.max([t.keys.max(axis=0, initial=0) for t in totals], axis=0) + 1
     weights = np.cumprod(np.concatenate([[1], radix[:0:-1]]))[::-1]  # code j weighs the radices after it
@@ -202,10 +198,10 @@ def _exact_leaves(composite: Composite, first: pd.DataFrame,
         rows = np.minimum(np.searchsorted(numbers, mine), max(len(numbers) - 1, 0))
         placed = numbers[rows] == mine if len(numbers) else np.zeros(len(mine), dtype=bool)
         for k in indices:
-            v = np.zeros(len(keys))
+            v = np.zeros(len(codes))
             v[rows[placed]] = np.asarray(found.totals[f"{LEAF}{k}"], dtype=np.float64)[placed]
             values[k] = np.nan_to_num(v)  # SUM over no row: 0 in a sum of totals
-    return keys, values
+    return values
 
 
 def _operations(expression: Expression) -> int:
@@ -494,14 +490,22 @@ def _row_groups(group_by, synopsis: Synopsis, layout: Layout, keys: list[tuple])
 
 def _frame(composite: Composite, keys: list[tuple], values, low, high) -> pd.DataFrame:
     """The answer in the query's SELECT order, one row per group key."""
+    groups = [[key[position] for key in keys] for position in range(len(composite.group_by))]
+    return _frame_of_columns(composite, groups, len(keys), values, low, high)
+
+
+def _frame_of_columns(composite: Composite, groups: Sequence[Sequence], size: int, values, low,
+                      high) -> pd.DataFrame:
+    """The answer in the query's SELECT order, ``size`` rows: per group column (GROUP BY order) its
+    values ``groups``."""
     columns: dict[str, object] = {}
     for item in composite.select:
         if isinstance(item, str):
             position = next(k for k, g in enumerate(composite.group_by) if g.casefold() == item.casefold())
-            columns[item] = [key[position] for key in keys]
+            columns[item] = groups[position]
             continue
         columns[item.name] = values[item.name]
         if low is not None:
             columns[f"{item.name} low"] = low[item.name]
             columns[f"{item.name} high"] = high[item.name]
-    return pd.DataFrame(columns, index=pd.RangeIndex(len(keys)))
+    return pd.DataFrame(columns, index=pd.RangeIndex(size))
