@@ -159,8 +159,9 @@ def composite_tree(sql: str) -> exp.Select | None:
     tree = statements[0]
     if not any(_is_composite(item.this if isinstance(item, exp.Alias) else item) for item in tree.expressions):
         return None
-    for node in tree.walk():  # the token positions: each copy of a node deep-copies them in Python (4x the cost)
-        node._meta = None
+    for node in tree.walk():  # token positions and empty comment lists: each copy of a node deep-copies them in
+        node._meta = None     # Python (4x the cost of the copy)
+        node.comments = node.comments or None
     return tree
 
 
