@@ -44,7 +44,7 @@ import pandas as pd
 
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
-from .cube_answers import Totals
+from .cube_answers import Totals, _column_index
 from .domains import BOUNDED_GROUPS, domain_spread
 from .sql import AggregateQuery
 from .strata import Layout
@@ -56,6 +56,9 @@ from .value_index import member_mask
 Answerer = Callable[[AggregateQuery, Synopsis, "float | None"], "tuple[pd.DataFrame, str]"]
 #: Forms, most exact first: a composite answer names the least exact of its sub-queries'.
 _FORMS = ("totals", "grid", "sample")
+
+#: pandas' dtype of text (what a DataFrame infers from strings, NULL as NaN).
+_TEXT = pd.StringDtype(na_value=np.nan)
 
 
 def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], synopsis: Synopsis, layout: Layout,
@@ -497,7 +500,10 @@ def _frame(composite: Composite, keys: list[tuple], values, low, high) -> pd.Dat
 def _frame_of_columns(composite: Composite, groups: Sequence[Sequence], size: int, values, low,
                       high) -> pd.DataFrame:
     """The answer in the query's SELECT order, ``size`` rows: per group column (GROUP BY order) its
-    values ``groups``."""
+    values ``groups``.  Where every group column is pandas' string array and every other a float64
+    array (the exact tables' text groups, :func:`parzen.aqp.cube_answers.answer_each`) the frame is made
+    at once from them, as :func:`parzen.aqp.cube_answers.answer` makes its frames (the dtypes a
+    DataFrame of a dict infers, without its checks)."""
     columns: dict[str, object] = {}
     for item in composite.select:
         if isinstance(item, str):
@@ -508,4 +514,9 @@ def _frame_of_columns(composite: Composite, groups: Sequence[Sequence], size: in
         if low is not None:
             columns[f"{item.name} low"] = low[item.name]
             columns[f"{item.name} high"] = high[item.name]
-    return pd.DataFrame(columns, index=pd.RangeIndex(size))
+    index = pd.RangeIndex(size)
+    if all(isinstance(c, np.ndarray) and c.dtype == np.float64 and c.ndim == 1 or
+           isinstance(c, pd.api.extensions.ExtensionArray) and c.dtype == _TEXT for c in columns.values()):
+        return pd.DataFrame._from_arrays(list(columns.values()), columns=_column_index(tuple(columns)), index=index,
+                                         verify_integrity=False)
+    return pd.DataFrame(columns, index=index)
