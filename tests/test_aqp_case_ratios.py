@@ -67,6 +67,8 @@ def test_split_expands_case_branches_by_inclusion_exclusion():
     ("SELECT SUM(CASE a WHEN 1 THEN x END) FROM t", "simple CASE"),
     ("SELECT SUM(x) / MAX(y) FROM t", r"MAX\(y\) in"),
     ("SELECT SUM(x) / SUM(y) + x FROM t", "the column x"),
+    ("SELECT h, SUM(CASE WHEN a > 1 THEN x ELSE 0 END) FROM t GROUP BY g", "the column h in SELECT without GROUP BY h"),
+    ("SELECT g AS k, SUM(CASE WHEN a > 1 THEN x ELSE 0 END) FROM t GROUP BY g", "renaming the group column g AS k"),
 ])
 def test_refused_by_name(sql, named):
     with pytest.raises(UnsupportedQuery, match=named):

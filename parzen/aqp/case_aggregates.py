@@ -207,10 +207,14 @@ def _split(tree: exp.Select) -> Composite:
     translator = _Translator()
     select: list[str | Output] = []
     for item, node in zip(tree.expressions, items):
-        if isinstance(node, exp.Column):
-            select.append(node.name)  # the sub-queries' conversion checks it is a group column
-            continue
         alias = item.alias if isinstance(item, exp.Alias) else None
+        if isinstance(node, exp.Column):  # as the plain subset reads a selected column (parzen.aqp.sql)
+            if not any(isinstance(g, exp.Column) and g.name.casefold() == node.name.casefold() for g in group_nodes):
+                raise UnsupportedQuery(f"the column {node.name} in SELECT without GROUP BY {node.name}")
+            if alias and alias != node.name:
+                raise UnsupportedQuery(f"renaming the group column {node.name} AS {alias}")
+            select.append(node.name)
+            continue
         shown = _Shown(node)
         expression = translator.arithmetic(node, shown)
         select.append(Output(alias or str(shown), expression))
