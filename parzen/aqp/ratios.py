@@ -44,7 +44,8 @@ import pandas as pd
 
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
-from .cube_answers import Totals, _column_index
+from .cube_answers import Totals
+from .cube_answers import _column_index as _table_labels
 from .domains import BOUNDED_GROUPS, domain_spread
 from .sql import AggregateQuery
 from .strata import Layout
@@ -180,7 +181,7 @@ def exact(composite: Composite, groups: Sequence[Sequence], totals: Sequence[Tot
             half = sum((np.where(leaf_bounds[k] > 0.0, np.abs(d) * leaf_bounds[k], 0.0) for k, d in gradient.items()),
                        rounding_bound(value, _operations(output.expression)))
         low[output.name], high[output.name] = value - half, value + half
-    return _frame_of_columns(composite, groups, size, values, low, high)
+    return _exact_frame(composite, groups, size, values, low, high)
 
 
 def _exact_leaves(composite: Composite, totals: Sequence[Totals]) -> dict[int, np.ndarray]:
@@ -493,17 +494,25 @@ def _row_groups(group_by, synopsis: Synopsis, layout: Layout, keys: list[tuple])
 
 def _frame(composite: Composite, keys: list[tuple], values, low, high) -> pd.DataFrame:
     """The answer in the query's SELECT order, one row per group key."""
-    groups = [[key[position] for key in keys] for position in range(len(composite.group_by))]
-    return _frame_of_columns(composite, groups, len(keys), values, low, high)
+    columns: dict[str, object] = {}
+    for item in composite.select:
+        if isinstance(item, str):
+            position = next(k for k, g in enumerate(composite.group_by) if g.casefold() == item.casefold())
+            columns[item] = [key[position] for key in keys]
+            continue
+        columns[item.name] = values[item.name]
+        if low is not None:
+            columns[f"{item.name} low"] = low[item.name]
+            columns[f"{item.name} high"] = high[item.name]
+    return pd.DataFrame(columns, index=pd.RangeIndex(len(keys)))
 
 
-def _frame_of_columns(composite: Composite, groups: Sequence[Sequence], size: int, values, low,
-                      high) -> pd.DataFrame:
-    """The answer in the query's SELECT order, ``size`` rows: per group column (GROUP BY order) its
-    values ``groups``.  Where every group column is pandas' string array and every other a float64
-    array (the exact tables' text groups, :func:`parzen.aqp.cube_answers.answer_each`) the frame is made
-    at once from them, as :func:`parzen.aqp.cube_answers.answer` makes its frames (the dtypes a
-    DataFrame of a dict infers, without its checks)."""
+def _exact_frame(composite: Composite, groups: Sequence[Sequence], size: int, values, low, high) -> pd.DataFrame:
+    """:func:`_frame` of an exact answer, ``size`` rows: per group column (GROUP BY order) its values
+    ``groups`` (:func:`parzen.aqp.cube_answers.answer_each`).  Where every group column is pandas' string
+    array and every other a float64 array (the exact tables' text groups) the frame is made at once from
+    them, as :func:`parzen.aqp.cube_answers.answer` makes its frames (the dtypes a DataFrame of a dict
+    infers, without its checks)."""
     columns: dict[str, object] = {}
     for item in composite.select:
         if isinstance(item, str):
@@ -517,6 +526,6 @@ def _frame_of_columns(composite: Composite, groups: Sequence[Sequence], size: in
     index = pd.RangeIndex(size)
     if all(isinstance(c, np.ndarray) and c.dtype == np.float64 and c.ndim == 1 or
            isinstance(c, pd.api.extensions.ExtensionArray) and c.dtype == _TEXT for c in columns.values()):
-        return pd.DataFrame._from_arrays(list(columns.values()), columns=_column_index(tuple(columns)), index=index,
+        return pd.DataFrame._from_arrays(list(columns.values()), columns=_table_labels(tuple(columns)), index=index,
                                          verify_integrity=False)
     return pd.DataFrame(columns, index=index)
