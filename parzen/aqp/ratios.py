@@ -36,6 +36,7 @@ leaves' bias enters.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -45,7 +46,6 @@ import pandas as pd
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
 from .cube_answers import Totals
-from .cube_answers import _column_index as _table_labels
 from .domains import BOUNDED_GROUPS, domain_spread
 from .sql import AggregateQuery
 from .strata import Layout
@@ -526,6 +526,13 @@ def _exact_frame(composite: Composite, groups: Sequence[Sequence], size: int, va
     index = pd.RangeIndex(size)
     if all(isinstance(c, np.ndarray) and c.dtype == np.float64 and c.ndim == 1 or
            isinstance(c, pd.api.extensions.ExtensionArray) and c.dtype == _TEXT for c in columns.values()):
-        return pd.DataFrame._from_arrays(list(columns.values()), columns=_table_labels(tuple(columns)), index=index,
+        return pd.DataFrame._from_arrays(list(columns.values()), columns=_exact_labels(tuple(columns)), index=index,
                                          verify_integrity=False)
     return pd.DataFrame(columns, index=index)
+
+
+@functools.lru_cache(maxsize=256)
+def _exact_labels(names: tuple[str, ...]) -> pd.Index:
+    """An exact answer's column labels as pandas' index of text (the dtype a DataFrame of a dict gets),
+    made once per list of names (an index is immutable, so answers share it)."""
+    return pd.Index(list(names), dtype="str")
