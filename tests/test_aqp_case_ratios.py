@@ -388,3 +388,43 @@ def test_a_case_query_gets_the_plain_subsets_verdict_from_one_parse(engine):
     assert tree is not None and split_refused(tree) is not None
     assert composite_tree("SELECT COUNT(*) FROM t WHERE g = 'case'") is None  # "case" in a literal: parse answers it
     assert engine.query("SELECT COUNT(*) AS n FROM t WHERE g <> 'case'", with_error=True).attrs["form"] != "exact"
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT g, SUM(CASE WHEN h = 'p' THEN w ELSE 0 END) / SUM(w) AS s FROM t WHERE x BETWEEN 8 AND 12 GROUP BY g",
+    "SELECT SUM(CASE WHEN a > 1 THEN x WHEN b = 'k' THEN 2 ELSE y END) AS s FROM t WHERE z < 3",
+    ("SELECT g, COUNT(CASE WHEN h <> 'p' AND h <> 'q' THEN 1 END) AS n, AVG(CASE WHEN x > 9 THEN w END) AS m FROM t "
+    "WHERE g IN ('a', 'b') OR y > 2 GROUP BY g"),
+    ("SELECT l_shipmode, SUM(CASE WHEN o_orderpriority = '1-URGENT' OR o_orderpriority = '2-HIGH' THEN 1 ELSE 0 END) "
+    "AS high FROM orders, lineitem WHERE o_orderkey = l_orderkey AND l_commitdate < l_receiptdate "
+    "AND l_receiptdate >= DATE '1994-01-01' GROUP BY l_shipmode"),
+    ("SELECT 100.00 * SUM(CASE WHEN p_type LIKE 'PROMO%' THEN l_extendedprice * (1 - l_discount) ELSE 0 END) "
+    "/ SUM(l_extendedprice * (1 - l_discount)) AS promo FROM lineitem JOIN part ON l_partkey = p_partkey"),
+    "SELECT SUM(CASE WHEN x > 1 THEN w END) AS s FROM t",
+])
+def test_sub_queries_from_the_tree_are_the_parses_of_their_sql(sql):
+    """The sub-queries built from the query's tree (sharing its nodes) are what parse() makes of their SQL
+    text, ``SELECT <groups>, <leaves> FROM ... WHERE (<WHERE>) AND (<conditions>) GROUP BY ...``, and the
+    query's tree is left as parsed."""
+    from sqlglot import exp
+
+    from parzen.aqp.case_aggregates import LEAF, ROWS
+    from parzen.aqp.sql import parse
+
+    composite = split(sql)
+    before = composite.tree.sql(dialect="duckdb")
+    for query, indices in composite.subqueries:
+        text = composite.tree.copy()
+        groups = [g.copy() for g in (text.args["group"].expressions if text.args.get("group") else [])]
+        conditions = composite.leaves[indices[0]].conditions if indices else ()
+        items = groups + ([exp.alias_(exp.Count(this=exp.Star()), ROWS, quoted=True)] if not conditions else [])
+        items += [exp.alias_(exp.maybe_parse(composite.leaves[k].aggregate, dialect="duckdb"), f"{LEAF}{k}",
+                             quoted=True) for k in indices]
+        text.set("expressions", items)
+        if conditions:
+            where = text.args.get("where")
+            parts = ([exp.paren(where.this)] if where is not None else []) + \
+                [exp.paren(exp.maybe_parse(c, dialect="duckdb")) for c in conditions]
+            text.set("where", exp.Where(this=exp.and_(*parts)))
+        assert query == parse(text.sql(dialect="duckdb"))
+    assert composite.tree.sql(dialect="duckdb") == before
