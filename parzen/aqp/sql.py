@@ -262,9 +262,12 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
     members: dict[str, frozenset] = {}
     compared: tuple[ColumnComparison, ...] = ()
     column_of = lambda node: _column(node, "WHERE", names) if _is_column(node) else None
-    if terms and not any(t.find(exp.Or, exp.Not, exp.NEQ, *dates.DATE_PARTS) for t in terms):
-        # a plain conjunction (no rewrite, no OR): its terms read as they are, no AND made of copies of them
-        compared, rest = split_terms(terms, column_of)
+    plain = bool(terms) and not any(t.find(exp.Not, exp.NEQ, *dates.DATE_PARTS) for t in terms)
+    read = [_collapsed(t, column_of) for t in terms] if plain else []
+    if plain and not any(t.find(exp.Or) for t in read):
+        # a conjunction whose ORs (if any) are equalities on one column made IN, term by term (as _rewritten
+        # makes them in the whole condition): the terms are read as they are, no AND made of copies of them
+        compared, rest = split_terms(read, column_of)
         for predicate in rest:
             _add_predicate(predicate, ranges, members, numbers, names)
         return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on,
@@ -284,6 +287,13 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
     for predicate in conjuncts(condition) if condition is not None else ():
         _add_predicate(predicate, ranges, members, numbers, names)
     return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on, compared=compared)
+
+
+def _collapsed(term: exp.Expr, column_of) -> exp.Expr:
+    """A WHERE term with its ORs of equalities on one column made one IN
+    (:func:`parzen.aqp.string_predicates.collapse_equalities`, which copies it); ``term`` itself when it
+    has no OR."""
+    return term if term.find(exp.Or) is None else collapse_equalities(term, column_of, _string, _is_number)
 
 
 def _rewritten(condition: exp.Expr, numbers, names) -> exp.Expr:
