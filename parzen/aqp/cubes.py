@@ -95,6 +95,7 @@ class Cube:
     _columns: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _indexes: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False,
                                                                           compare=False)
+    _labels: dict[tuple[str, ...], pd.Index] = field(default_factory=dict, repr=False, compare=False)
 
     def column(self, table: CubeTable, column: str) -> np.ndarray:
         """``table``'s codes of ``column`` as one contiguous array, made once."""
