@@ -255,7 +255,7 @@ def _passing(cube: Cube, table: CubeTable, allowed: dict[str, np.ndarray]) -> np
     cells that pass, not the table's size."""
     if not allowed:
         return np.arange(table.rows.size)
-    counts = {c: int(np.diff(cube.index(table, c, mask.size)[1])[mask].sum()) for c, mask in allowed.items()}
+    counts = {c: int(cube.cells_per_code(table, c, mask.size)[mask].sum()) for c, mask in allowed.items()}
     first = min(counts, key=counts.__getitem__)
     if 4 * counts[first] > table.rows.size:  # most cells pass: one look-up per cell
         cells = np.flatnonzero(allowed[first][cube.column(table, first)])
