@@ -29,6 +29,7 @@ parsed query, so only what this module understood reaches the database.
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 import re
@@ -345,9 +346,10 @@ def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, list
         where = tree.args.get("where")
         return tree, [first[0]], (), [] if where is None else list(conjuncts(where.this)), where, False
     by_name: dict[str, str] = {}
+    reads = collections.Counter(n.casefold() for n, _ in entries)  # how often each table is read
     for name, alias in entries:
         for label in {name.casefold(), (alias or name).casefold()}:
-            if label in by_name and by_name[label] != name or sum(n.casefold() == name.casefold() for n, _ in entries) > 1:
+            if label in by_name and by_name[label] != name or reads[name.casefold()] > 1:
                 raise UnsupportedQuery(f"the table {name} read twice (a self-join)")
             by_name[label] = name
     if qualified:  # the qualifiers are removed below, on a copy (``tree`` may be a cached template's)
