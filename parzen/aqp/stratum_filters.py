@@ -125,14 +125,14 @@ def _stratum_codes(synopsis: Synopsis, categories: Categories, column: str) -> n
     """
     kept = synopsis.__dict__.setdefault("_stratum_codes", {})
     if column not in kept:
-        codes, found = categories.codes[column], np.empty(len(synopsis.groups), dtype=np.intp)
-        kept[column] = found
+        codes, found, complete = categories.codes[column], np.empty(len(synopsis.groups), dtype=np.intp), True
         for s, group in enumerate(synopsis.groups):
             held = codes[group.start:group.stop]
             if held.size == 0 or (held != held[0]).any():
-                kept[column] = None
+                complete = False
                 break
             found[s] = held[0]
+        kept[column] = found if complete else None  # set once made (answers may run in several threads, parzen serve)
     return kept[column]
 
 
