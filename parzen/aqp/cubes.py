@@ -95,6 +95,8 @@ class Cube:
     _columns: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _indexes: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False,
                                                                           compare=False)
+    _labels: dict[tuple[str, ...], pd.Index] = field(default_factory=dict, repr=False, compare=False)
+    _sizes: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def column(self, table: CubeTable, column: str) -> np.ndarray:
         """``table``'s codes of ``column`` as one contiguous array, made once."""
@@ -119,6 +121,7 @@ class Cube:
         for table in self.tables:
             for column in table.columns:
                 self.index(table, column, len(values[column]))
+                self.cells_per_code(table, column, len(values[column]))
                 self.decoder(column, values[column])
                 self.strings(column, values[column])
                 self.stays_object(column, values[column])
@@ -138,6 +141,15 @@ class Cube:
             order = np.argsort(codes, kind="stable")
             starts = np.searchsorted(codes[order], np.arange(size + 1))
             found = self._indexes[key] = (order, starts)
+        return found
+
+    def cells_per_code(self, table: CubeTable, column: str, size: int) -> np.ndarray:
+        """How many cells of ``table`` hold each code of ``column`` (of ``size`` values): the lengths of
+        :meth:`index`'s runs, made once."""
+        key = (id(table), column)
+        found = self._sizes.get(key)
+        if found is None:
+            found = self._sizes[key] = np.diff(self.index(table, column, size)[1])
         return found
 
     def decoder(self, column: str, values: list) -> np.ndarray:

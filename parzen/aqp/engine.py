@@ -909,10 +909,9 @@ class Engine:
             join_synopses.covered(query, synopsis)
             query = join_synopses.inner_rows(query, synopsis)
         query = resolve_query(query, synopsis)  # text tests and dates (parzen.aqp.string_predicates)
-        has = synopsis.models.keys() | set(synopsis.group_by) | set(synopsis.categories.values if synopsis.categories else ())
+        has, folded = _names_held(synopsis)
         if table == query.table and query.columns <= has:
             return query
-        folded = {name.casefold(): name for name in has}
 
         def stored(name: str) -> str:
             return name if name in has else folded.get(name.casefold(), name)
@@ -1269,6 +1268,18 @@ def _require_no_external_access(con: duckdb.DuckDBPyConnection) -> None:
             "(or run SET enable_external_access = false on it, which cannot be undone), or pass the database "
             "path to Engine, which opens it so"
         )
+
+
+def _names_held(synopsis: Synopsis) -> tuple[frozenset[str], dict[str, str]]:
+    """The column names the synopsis answers on (modelled, group and categorical columns) and each one by
+    its casefolded spelling (:meth:`Engine._resolved`), made once per synopsis and kept on it (they
+    depend on its columns only, never on a query)."""
+    kept = synopsis.__dict__.get("_names_held")
+    if kept is None:
+        has = frozenset(synopsis.models.keys() | set(synopsis.group_by)
+                        | set(synopsis.categories.values if synopsis.categories else ()))
+        kept = synopsis.__dict__["_names_held"] = (has, {name.casefold(): name for name in has})
+    return kept
 
 
 def _strata_rows(query: AggregateQuery, synopsis: Synopsis, layout: Layout, result: pd.DataFrame) -> np.ndarray:

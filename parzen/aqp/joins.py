@@ -459,6 +459,19 @@ def prepare(con, fact: str, joins) -> tuple[str, list[dict], dict[str, int]]:
     return ensure_view(con, fact, stored), stored, dimension_rows
 
 
+def _edge_maps(synopsis) -> tuple[dict[str, dict], dict[str, str]]:
+    """The synopsis's join edges by their dimension (casefolded), and each dimension column's dimension
+    (by the column casefolded), made once per list of edges and kept on the synopsis (they depend on
+    its joins only, never on a query: 50 casefolds per answer on SSB's four dimensions)."""
+    kept = synopsis.__dict__.get("_edge_maps")
+    if kept is None or kept[0] is not synopsis.joins:
+        edges = synopsis.joins
+        kept = synopsis.__dict__["_edge_maps"] = (
+            edges, {e["parent"].casefold(): e for e in edges},
+            {c.casefold(): e["parent"] for e in edges for c in e["columns"]})
+    return kept[1], kept[2]
+
+
 def covered(query, synopsis) -> None:
     """Refuse, naming it, a join of ``query`` that the synopsis does not hold.
 
@@ -483,7 +496,7 @@ def covered(query, synopsis) -> None:
     from .sql import UnsupportedQuery
 
     fact, edges = synopsis.table, synopsis.joins
-    held = {e["parent"].casefold(): e for e in edges}
+    held, owner = _edge_maps(synopsis)
     tables = [query.table, *query.joined]
     read = {t.casefold() for t in tables}
     for t in tables:
@@ -510,7 +523,6 @@ def covered(query, synopsis) -> None:
         if t not in met:
             raise UnsupportedQuery(f"the join with {e['parent']} without its condition {e['child']}.{e['column']} = "
                                    f"{e['parent']}.{e['key']} (a cross join)")
-    owner = {c.casefold(): e["parent"] for e in edges for c in e["columns"]}
     for column in sorted(query.columns):
         dimension = owner.get(column.casefold())
         if dimension is not None and dimension.casefold() not in read:

@@ -71,8 +71,31 @@ def split_comparisons(condition: exp.Expr, column_of) -> tuple[tuple[ColumnCompa
     comparisons : tuple of ColumnComparison
     rest : sqlglot.exp.Expr or None
     """
+    compared, rest = split_terms([condition], column_of)
+    if not compared:
+        return (), condition
+    return compared, (exp.and_(*rest) if rest else None)
+
+
+def split_terms(terms: list[exp.Expr], column_of) -> tuple[tuple[ColumnComparison, ...], list[exp.Expr]]:
+    """:func:`split_comparisons` of the AND of ``terms``, the rest as its list of terms (made into no
+    new AND: the terms are read, never copied or changed).
+
+    Parameters
+    ----------
+    terms : list of sqlglot.exp.Expr
+        AND-ed predicates (each may itself be an AND chain).
+    column_of : callable
+        A node's column name, or None when the node is no plain column.
+
+    Returns
+    -------
+    comparisons : tuple of ColumnComparison
+    rest : list of sqlglot.exp.Expr
+        The other top-level terms, in order.
+    """
     compared, rest = [], []
-    for node in conjuncts(condition):
+    for node in (node for term in terms for node in conjuncts(term)):
         op = OPERATORS.get(type(node))
         left = column_of(node.this) if op else None
         right = column_of(node.expression) if op else None
@@ -80,9 +103,7 @@ def split_comparisons(condition: exp.Expr, column_of) -> tuple[tuple[ColumnCompa
             compared.append(ColumnComparison(left, op, right))
         else:
             rest.append(node)
-    if not compared:
-        return (), condition
-    return tuple(compared), (exp.and_(*rest) if rest else None)
+    return tuple(compared), rest
 
 
 def conjuncts(node: exp.Expr):

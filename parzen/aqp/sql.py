@@ -29,6 +29,7 @@ parsed query, so only what this module understood reaches the database.
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 import re
@@ -39,7 +40,7 @@ from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError
 
 from . import dates
-from .row_predicates import OPERATORS, ColumnComparison, conjuncts, split_comparisons
+from .row_predicates import OPERATORS, ColumnComparison, conjuncts, split_comparisons, split_terms
 from .string_predicates import POINTS, ValuesWhere, collapse_equalities, text_test
 
 #: One DuckDB dialect for every parse: ``sqlglot.parse(read="duckdb")`` looks the dialect up by
@@ -251,7 +252,7 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
                            ("qualify", "QUALIFY"), ("windows", "WINDOW")):
         if tree.args.get(arg):
             raise UnsupportedQuery(construct)
-    tree, tables, join_on, condition = _joined(tree, names)
+    tree, tables, join_on, terms, where, owned = _joined(tree, names)
     table, joined = tables[0], tuple(tables[1:])
     group_by = tuple(_column(g, "GROUP BY", names)
                      for g in (tree.args["group"].expressions if tree.args.get("group") else ()))
@@ -261,10 +262,21 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
     ranges: dict[str, Range] = {}
     members: dict[str, frozenset] = {}
     compared: tuple[ColumnComparison, ...] = ()
+    column_of = lambda node: _column(node, "WHERE", names) if _is_column(node) else None
+    plain = bool(terms) and not any(t.find(exp.Not, exp.NEQ, *dates.DATE_PARTS) for t in terms)
+    read = [_collapsed(t, column_of) for t in terms] if plain else []
+    if plain and not any(t.find(exp.Or) for t in read):
+        # a conjunction whose ORs (if any) are equalities on one column made IN, term by term (as _rewritten
+        # makes them in the whole condition): the terms are read as they are, no AND made of copies of them
+        compared, rest = split_terms(read, column_of)
+        for predicate in rest:
+            _add_predicate(predicate, ranges, members, numbers, names)
+        return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on,
+                              compared=compared)
+    condition = _conjunction(terms, where, owned)
     if condition is not None:
         condition = _rewritten(condition, numbers, names)
-        compared, condition = split_comparisons(  # comparisons of two columns: parzen.aqp.row_predicates
-            condition, lambda node: _column(node, "WHERE", names) if _is_column(node) else None)
+        compared, condition = split_comparisons(condition, column_of)  # comparisons of two columns: row_predicates
     if condition is not None and condition.find(exp.Or, exp.Not, exp.NEQ) is not None:
         boxes, box_compared = _boxes(condition, numbers, names)
         if len(boxes) > 1:
@@ -276,6 +288,13 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
     for predicate in conjuncts(condition) if condition is not None else ():
         _add_predicate(predicate, ranges, members, numbers, names)
     return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on, compared=compared)
+
+
+def _collapsed(term: exp.Expr, column_of) -> exp.Expr:
+    """A WHERE term with its ORs of equalities on one column made one IN
+    (:func:`parzen.aqp.string_predicates.collapse_equalities`, which copies it); ``term`` itself when it
+    has no OR."""
+    return term if term.find(exp.Or) is None else collapse_equalities(term, column_of, _string, _is_number)
 
 
 def _rewritten(condition: exp.Expr, numbers, names) -> exp.Expr:
@@ -297,10 +316,11 @@ def _string(node: exp.Expr) -> str | None:
     return node.this if isinstance(node, exp.Literal) and node.is_string else None
 
 
-def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, exp.Expr | None]:
-    """The query's tables (FROM first), its join conditions and the rest of its WHERE (with the
-    ON clauses' other predicates), on a copy of ``tree`` whose columns lost their qualifiers (``tree``
-    itself when none is qualified: it is read, never changed, and the condition is made anew).
+def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, list[exp.Expr], exp.Where | None, bool]:
+    """The query's tables (FROM first), its join conditions and the terms of the rest of its WHERE
+    (with the ON clauses' other predicates; :func:`_conjunction` makes them one condition), on a copy of
+    ``tree`` whose columns lost their qualifiers (``tree`` itself when none is qualified: it is read,
+    never changed), the WHERE and whether the terms are the copy's (owned).
 
     Inner joins only: ``JOIN d ON ...``, ``INNER JOIN``, ``CROSS JOIN`` and ``FROM a, b``; every
     equality of two columns in ON, or in WHERE's top-level conjunction, is a join condition here (the
@@ -324,11 +344,12 @@ def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, exp.
     qualified = [c for c in tree.find_all(exp.Column) if c.table]
     if not joins and not qualified:
         where = tree.args.get("where")
-        return tree, [first[0]], (), None if where is None else where.this
+        return tree, [first[0]], (), [] if where is None else list(conjuncts(where.this)), where, False
     by_name: dict[str, str] = {}
+    reads = collections.Counter(n.casefold() for n, _ in entries)  # how often each table is read
     for name, alias in entries:
         for label in {name.casefold(), (alias or name).casefold()}:
-            if label in by_name and by_name[label] != name or sum(n.casefold() == name.casefold() for n, _ in entries) > 1:
+            if label in by_name and by_name[label] != name or reads[name.casefold()] > 1:
                 raise UnsupportedQuery(f"the table {name} read twice (a self-join)")
             by_name[label] = name
     if qualified:  # the qualifiers are removed below, on a copy (``tree`` may be a cached template's)
@@ -352,7 +373,7 @@ def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, exp.
                 raise UnsupportedQuery(f"the qualified column {column.sql(dialect='duckdb')} (its qualifier names no "
                                        "table or alias of the query)")
             column.set("table", None)
-    return tree, [name for name, _ in entries], tuple(join_on), _conjunction(rest, where, owned=bool(qualified))
+    return tree, [name for name, _ in entries], tuple(join_on), rest, where, bool(qualified)
 
 
 def _conjunction(rest: list[exp.Expr], where: exp.Where | None, owned: bool) -> exp.Expr | None:

@@ -9,7 +9,10 @@ filters onto the strata.
 from __future__ import annotations
 
 import functools
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -103,23 +106,41 @@ def output_groups(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> 
     positions = [synopsis.group_by.index(g) for g in query.group_by]
     index: dict[tuple, int] = {}
     output = np.full(len(layout.keys), -1, dtype=np.intp)
+    tests = {c: _member_test(query.members[c]) for c in synopsis.group_by if c in query.members}
     for sid, key in enumerate(layout.keys):
-        if not synopsis.groups or _key_matches(key, synopsis.group_by, query):
+        if not synopsis.groups or _key_matches(key, synopsis.group_by, query, tests):
             output[sid] = index.setdefault(tuple(key[p] for p in positions), len(index))
     if not index and not query.group_by:  # no group passes the filters: one row of zeros, as in SQL
         index[()] = 0
     return list(index), output
 
 
-def _key_matches(key: tuple, group_by: tuple, query: AggregateQuery) -> bool:
+def _key_matches(key: tuple, group_by: tuple, query: AggregateQuery, tests: dict) -> bool:
     for column, value in zip(group_by, key):
-        if column in query.members and not any(_same(value, v) for v in query.members[column]):
+        if column in tests and not tests[column](value):
             return False
         if column in query.ranges and (
             value is None or isinstance(value, str) or not query.ranges[column].contains(float(value))
         ):
             return False
     return True
+
+
+def _member_test(literals) -> Callable[[Any], bool]:
+    """Whether a stored value is :func:`_same` as one of ``literals``, by set look-ups where the
+    literals are all text or all numbers (one test per stratum instead of one per stratum and literal:
+    a filter on the stratum column lists every admitted stratum, :mod:`parzen.aqp.stratum_filters`),
+    else literal by literal."""
+    literals = list(literals)
+    if all(isinstance(v, str) for v in literals):
+        texts = set(literals)
+        return lambda stored: str(stored) in texts
+    if all(type(v) in (int, float, bool) for v in literals):
+        numbers = {n for n in map(float, literals) if not math.isnan(n)}  # NaN equals nothing
+        as_text = {str(v) for v in literals}
+        return lambda stored: stored in as_text if isinstance(stored, str) else \
+            stored is not None and float(stored) in numbers
+    return lambda stored: any(_same(stored, v) for v in literals)
 
 
 def _same(stored, literal) -> bool:

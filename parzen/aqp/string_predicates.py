@@ -192,7 +192,8 @@ def collapse_equalities(condition: exp.Expr, column_name: Callable[[exp.Expr], s
         collapsed.meta[POINTS] = True
         return collapsed
 
-    return condition.transform(rewrite, copy=True)
+    whole = rewrite(condition)  # an OR made one IN as a whole: the IN is made of copies, no copy of the OR needed
+    return whole if whole is not condition else condition.transform(rewrite, copy=True)
 
 
 def resolve_box(ranges: dict, members: dict, temporal: dict[str, str], known_values: dict[str, list],
