@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ._box import box_sums
+from ._cell_sums import domain_cell_sums
 from .categories import Categories
 from .estimate import _REACH, Estimate, row_terms
 from .group_candidates import LISTED, Candidates, candidates
@@ -806,24 +807,39 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
 
 def _domain_variance(values, stratum, group, layout: Layout, strata: int, groups: int) -> np.ndarray:
     """Per group (domain): the variance of its stratified total of ``values`` (zero outside it)."""
-    group_of_cell, _, contribution, _ = _cell_variances(values, stratum, group, layout, groups)
+    group_of_cell, contribution, _, _, _ = _cell_variances(values, stratum, group, layout, groups)
     return np.bincount(group_of_cell, weights=contribution, minlength=groups)
 
 
 def _cell_variances(values, stratum, group, layout: Layout,
-                    groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                    groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The (stratum, domain) cells that hold admitted rows (a cell without one adds 0), ascending by
-    stratum then domain: each cell's domain, each row's cell, stratum s's term
-    rows_s^2 (1 - f_s) S^2_{s,d} / drawn_s of the domain variance (no (strata, domains) table is made),
-    and each cell's sum of the squared values."""
-    ids, cell = _present(np.asarray(stratum, dtype=np.int64) * groups + group)
-    s1 = np.bincount(cell, weights=values, minlength=ids.size)
-    s2 = np.bincount(cell, weights=values * values, minlength=ids.size)
+    stratum then domain: each cell's domain, stratum s's term rows_s^2 (1 - f_s) S^2_{s,d} / drawn_s of
+    the domain variance (no (strata, domains) table is made), and each cell's rows, sum of the squared
+    values and sum of their squares (:func:`_cell_sums`)."""
+    ids, rows, s1, s2, s4 = _cell_sums(values, stratum, group, layout.drawn.size, groups)
     stratum_of_cell, group_of_cell = np.divmod(ids, groups)
-    n, rows = layout.drawn[stratum_of_cell], layout.rows[stratum_of_cell]
+    n, drawn_rows = layout.drawn[stratum_of_cell], layout.rows[stratum_of_cell]
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1), 0.0)
-        return group_of_cell, cell, np.nan_to_num(rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows)), s2
+        contribution = np.nan_to_num(drawn_rows * drawn_rows * var / n * np.maximum(0.0, 1.0 - n / drawn_rows))
+    return group_of_cell, contribution, rows, s2, s4
+
+
+def _cell_sums(values, stratum, group, strata: int,
+               groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The cells stratum x domain that hold rows (ascending) and per cell its rows and the sums of the
+    values, their squares and their fourth powers: one compiled pass (:func:`parzen.aqp._cell_sums.domain_cell_sums`)
+    where the strata x domains are not many more than the rows, else by sorting the cells' keys (the same floats)."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    if strata * groups <= min(_COUNTED_KEYS, 8 * values.size + 4096):
+        return domain_cell_sums(values, np.ascontiguousarray(stratum, dtype=np.intp),
+                                np.ascontiguousarray(group, dtype=np.intp), groups, strata * groups)
+    ids, cell = _present(np.asarray(stratum, dtype=np.int64) * groups + group)
+    square = values * values
+    return (ids, np.bincount(cell, minlength=ids.size).astype(np.float64),
+            np.bincount(cell, weights=values, minlength=ids.size), np.bincount(cell, weights=square, minlength=ids.size),
+            np.bincount(cell, weights=square * square, minlength=ids.size))
 
 
 def _present(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -861,10 +877,7 @@ def domain_spread(values, stratum, group, layout: Layout, strata: int, groups: i
     variance, degrees_of_freedom : numpy.ndarray
         Per domain (inf degrees of freedom where the variance is 0).
     """
-    group_of_cell, cell, contribution, square = _cell_variances(values, stratum, group, layout, groups)
-    cells = group_of_cell.size
-    rows = np.bincount(cell, minlength=cells)
-    fourth = np.bincount(cell, weights=(values * values) ** 2, minlength=cells)
+    group_of_cell, contribution, rows, square, fourth = _cell_variances(values, stratum, group, layout, groups)
     return (np.bincount(group_of_cell, weights=contribution, minlength=groups),
             effective_df_of_cells(group_of_cell, groups, contribution, rows, square, fourth))
 

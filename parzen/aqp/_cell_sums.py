@@ -1,0 +1,90 @@
+"""The sums per cell of a per-row term's powers, in one compiled pass (Numba).
+
+The variances of the stratified totals (:func:`parzen.aqp.answers._stratified_variance`, the domain
+variances of :func:`parzen.aqp.domains.domain_spread`) and their effective degrees of freedom
+(:mod:`parzen.aqp.tails`) read, per cell (a stratum, or a stratum x domain), the rows m, the sums of
+v, v^2 and v^4 of the rows' terms v, and the rows whose term is not 0.  Each comes from one loop over
+the rows here, instead of one ``np.bincount`` (and one temporary array) per sum; the sums add the
+rows in the same order as ``np.bincount`` does (row by row, from 0.0), so they are the same floats.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)  # answers may run in several threads (parzen serve)
+def cell_sums(values, cell, cells):
+    """Per cell: its rows, the sums of v, v^2 and (v^2)^2, and its rows with v != 0.
+
+    Parameters
+    ----------
+    values : numpy.ndarray of float64
+        Per row, its term v.
+    cell : numpy.ndarray of int
+        Per row, its cell, in [0, cells).
+    cells : int
+        The cells.
+
+    Returns
+    -------
+    rows, s1, s2, s4, carrying : numpy.ndarray of float64
+        Per cell: sum 1, sum v, sum v^2, sum (v^2)^2 and sum 1[v != 0] over its rows, each added in
+        row order from 0.0 (``np.bincount(cell, weights=...)``'s floats).
+    """
+    rows = np.zeros(cells)
+    s1 = np.zeros(cells)
+    s2 = np.zeros(cells)
+    s4 = np.zeros(cells)
+    carrying = np.zeros(cells)
+    for i in range(values.size):
+        c = cell[i]
+        v = values[i]
+        square = v * v
+        rows[c] += 1.0
+        s1[c] += v
+        s2[c] += square
+        s4[c] += square * square
+        if v != 0.0:
+            carrying[c] += 1.0
+    return rows, s1, s2, s4, carrying
+
+
+@njit(cache=True, nogil=True)
+def domain_cell_sums(values, stratum, group, groups, cells):
+    """:func:`cell_sums` over the cells stratum x domain (cell ``stratum * groups + group``, fewer
+    than ``cells``), kept to the cells that hold rows, ascending.
+
+    Parameters
+    ----------
+    values : numpy.ndarray of float64
+        Per row, its term.
+    stratum, group : numpy.ndarray of int
+        Per row, its stratum and its domain.
+    groups : int
+        The domains.
+    cells : int
+        An upper bound on the cells' indices (strata x groups).
+
+    Returns
+    -------
+    ids : numpy.ndarray of int64
+        The cells that hold rows, ascending.
+    rows, s1, s2, s4 : numpy.ndarray of float64
+        Per such cell, as :func:`cell_sums`.
+    """
+    rows = np.zeros(cells)
+    s1 = np.zeros(cells)
+    s2 = np.zeros(cells)
+    s4 = np.zeros(cells)
+    for i in range(values.size):
+        c = stratum[i] * groups + group[i]
+        v = values[i]
+        square = v * v
+        rows[c] += 1.0
+        s1[c] += v
+        s2[c] += square
+        s4[c] += square * square
+    ids = np.flatnonzero(rows)
+    return ids.astype(np.int64), rows[ids], s1[ids], s2[ids], s4[ids]
