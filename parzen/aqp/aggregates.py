@@ -43,12 +43,16 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from . import answers, quantiles
+from ._row_polynomials import polynomial_rows
 from .estimate import _REACH, Estimate
 from .kernel_moments import kernel_moment
 from .sql import Aggregate, AggregateQuery, Range, UnsupportedQuery
@@ -316,16 +320,12 @@ class _Solver:
     # --- SUM / AVG of polynomials -------------------------------------------------------------
 
     def _polynomial(self, a: Aggregate):
-        columns = a.inputs
         exact = self._exact_polynomial(a) if not self.ranges else None
         if exact is not None:
             return exact, np.zeros(self.groups)
         self.sampled = True
         sample = self._sample
-        valid = sample.valid(columns)
-        terms = np.zeros(sample.rows.size)
-        for k, monomial in a.polynomial:
-            terms = terms + k * sample.monomial(Counter(monomial), valid)
+        terms, valid = sample.polynomial(a)
         total = sample.total(terms)
         if a.func == "sum":
             factor = self._factor
@@ -372,7 +372,78 @@ class _Solver:
 
     @functools.cached_property
     def _sample(self) -> _SampleTerms:
-        return _SampleTerms(self.query, self.synopsis, self.layout, self.ranges, self.output_of_stratum, self.groups)
+        return sample_terms(self.query, self.synopsis, self.layout, self.ranges, self.output_of_stratum, self.groups)
+
+
+#: Within :func:`shared_sample_terms`: the :class:`_SampleTerms` made so far, by what they depend on.
+_SHARED: ContextVar[dict | None] = ContextVar("parzen_shared_sample_terms", default=None)
+
+
+@contextmanager
+def shared_sample_terms() -> Iterator[None]:
+    """Within it, :func:`sample_terms` makes each :class:`_SampleTerms` once and hands it to every
+    caller that asks for the same rows and kernels (per thread and task: a context variable); on
+    leaving, they are dropped.  :func:`parzen.aqp.ratios.approximate` answers its sub-queries and
+    builds its per-row terms inside one, so the kernel masses and polynomial terms of the sampled
+    rows are computed once per answer, not once per reader (the same floats: each reader did the
+    same arithmetic on the same rows).
+
+    Yields
+    ------
+    None
+    """
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def sharing() -> bool:
+    """Whether this runs within :func:`shared_sample_terms`.
+
+    Returns
+    -------
+    bool
+    """
+    return _SHARED.get() is not None
+
+
+def sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
+                 output_of_stratum: np.ndarray, groups: int) -> _SampleTerms:
+    """The :class:`_SampleTerms` of ``query``'s ``ranges`` on ``synopsis``: made here, or within
+    :func:`shared_sample_terms` the one made already for the same synopsis, layout, ranges, answer
+    rows and kernel widths (whether the query reads the whole table).
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query (whether it reads the whole table: :func:`parzen.aqp.answers.whole_table`).
+    synopsis : Synopsis
+        Its synopsis (the columns' kernels).
+    layout : Layout
+        The synopsis's strata.
+    ranges : dict of str to Range
+        The ranges on numeric columns.
+    output_of_stratum : numpy.ndarray
+        Per stratum, its answer row or -1.
+    groups : int
+        The answer rows.
+
+    Returns
+    -------
+    _SampleTerms
+    """
+    shared = _SHARED.get()
+    if shared is None:
+        return _SampleTerms(query, synopsis, layout, ranges, output_of_stratum, groups)
+    key = (id(synopsis), id(layout), answers.whole_table(query, output_of_stratum), groups,
+           np.asarray(output_of_stratum).tobytes(), tuple(ranges.items()))
+    found = shared.get(key)
+    if found is None or found[0] is not synopsis or found[1] is not layout:
+        found = shared[key] = (synopsis, layout,
+                               _SampleTerms(query, synopsis, layout, ranges, output_of_stratum, groups))
+    return found[2]
 
 
 def _contains(r: Range, x: np.ndarray) -> np.ndarray:
@@ -404,7 +475,8 @@ class _SampleTerms:
             rows = np.flatnonzero(within) if rows is None else rows[within[rows]]
         elif rows is None:
             rows = np.arange(layout.view.size)
-        rows = rows[output_of_stratum[layout.stratum_of_row[rows]] >= 0]
+        if not (output_of_stratum >= 0).all():
+            rows = rows[output_of_stratum[layout.stratum_of_row[rows]] >= 0]
         self.rows, self.models, self.layout = rows, models, layout
         self._values: dict[str, np.ndarray] = {}
         self.output_of_stratum, self.groups = output_of_stratum, groups
@@ -416,6 +488,7 @@ class _SampleTerms:
         self.p = np.ones(rows.size)
         for mass in self.masses.values():
             self.p = self.p * mass
+        self._polynomials: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
     def values(self, column: str) -> np.ndarray:
         """The rows' values of ``column`` (read once; do not modify)."""
@@ -429,6 +502,57 @@ class _SampleTerms:
         for c in columns:
             ok = ok * ~np.isnan(self.values(c))
         return ok
+
+    def polynomial(self, a: Aggregate) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: the SUM term of ``a``'s polynomial, sum over its monomials of coefficient times
+        :meth:`monomial` (0 where an input is NULL), and :meth:`valid` of its inputs; made once per
+        polynomial (a ratio's leaves and their sub-queries' answers read the same terms)."""
+        key = (a.polynomial, a.inputs)
+        if key not in self._polynomials:
+            compiled = self._compiled_polynomial(a)
+            if compiled is not None:
+                self._polynomials[key] = compiled
+            else:
+                valid = self.valid(a.inputs)
+                terms = np.zeros(self.rows.size)
+                for k, monomial in a.polynomial:
+                    terms = terms + k * self.monomial(Counter(monomial), valid)
+                self._polynomials[key] = terms, valid
+        return self._polynomials[key]
+
+    def _compiled_polynomial(self, a: Aggregate) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`polynomial` in one compiled pass over the sample's array
+        (:func:`parzen.aqp._row_polynomials.polynomial_rows`, the same floats as :meth:`monomial`'s
+        arrays), or None where it does not apply: a power above 2 of a column without a range, or a
+        column not held as float64."""
+        layout, columns = self.layout, self.layout.view.columns
+        if any(c not in layout.position or columns[c].dtype != np.float64 for c in a.inputs):
+            return None
+        factors: dict[tuple[str, int], np.ndarray] = {}
+        factor_of, factor_starts, free_columns, free_powers, free_starts = [], [0], [], [], [0]
+        for _, monomial in a.polynomial:
+            powers = Counter(monomial)
+            for c, (low, high) in self.boxes.items():
+                k = powers.get(c, 0)
+                if (c, k) not in factors:
+                    factors[(c, k)] = self.masses[c] if k == 0 else \
+                        kernel_moment(self.models[c], self.values(c), low, high, self.scale, k, 0.0)
+                factor_of.append(list(factors).index((c, k)))
+            factor_starts.append(len(factor_of))
+            for c, k in powers.items():
+                if c not in self.boxes:
+                    if k > 2:
+                        return None
+                    free_columns.append(layout.position[c])
+                    free_powers.append(k)
+            free_starts.append(len(free_columns))
+        stacked = np.stack(list(factors.values())) if factors else np.zeros((0, self.rows.size))
+        return polynomial_rows(np.ascontiguousarray(self.rows, dtype=np.intp), layout.data,
+                               np.array([layout.position[c] for c in a.inputs], dtype=np.intp),
+                               np.array([k for k, _ in a.polynomial], dtype=np.float64), stacked,
+                               np.array(factor_of, dtype=np.intp), np.array(factor_starts, dtype=np.intp),
+                               np.array(free_columns, dtype=np.intp), np.array(free_powers, dtype=np.intp),
+                               np.array(free_starts, dtype=np.intp))
 
     def column_moment(self, column: str, power: int, shift: float) -> np.ndarray:
         """Per row: M_power of ``column`` about ``shift`` (its value's power without a range) times

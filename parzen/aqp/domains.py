@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from statistics import NormalDist
 
@@ -783,23 +783,30 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
                       keep: np.ndarray, kept: np.ndarray) -> dict[str, np.ndarray]:
     """Per kept sampled row, for each SUM / AVG of a polynomial: its SUM term ("sum <name>": the
     polynomial's kernel moments, :class:`parzen.aqp.aggregates._SampleTerms`) and, for AVG, its
-    COUNT term ("count <name>": the masses of the rows where no input is NULL)."""
-    from .aggregates import _SampleTerms
+    COUNT term ("count <name>": the masses of the rows where no input is NULL).  Within
+    :func:`parzen.aqp.aggregates.shared_sample_terms` (a ratio's sub-query, whose per-row terms read
+    every candidate row) the terms of all candidate rows are made once and the kept ones read from
+    them; otherwise only the kept rows' are made (the same floats: each row's terms are its own)."""
+    from .aggregates import _SampleTerms, sample_terms, sharing
 
-    sample = _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1, within=keep)
-    at = np.searchsorted(kept, sample.rows)  # kept ascends and holds every row kept
+    every_row = np.zeros(len(layout.keys), dtype=np.intp)
+    if sharing():
+        sample = sample_terms(query, synopsis, layout, ranges, every_row, 1)
+        inside = keep[sample.rows]
+        rows = sample.rows[inside]
+    else:
+        sample = _SampleTerms(query, synopsis, layout, ranges, every_row, 1, within=keep)
+        inside, rows = None, sample.rows
+    at = np.searchsorted(kept, rows)  # kept ascends and holds every row kept
 
     def dense(values):
         full = np.zeros(kept.size)
-        full[at] = values
+        full[at] = values if inside is None else values[inside]
         return full
 
     out = {}
     for a in polynomials:
-        valid = sample.valid(a.inputs)
-        terms = np.zeros(sample.rows.size)
-        for k, monomial in a.polynomial:
-            terms = terms + k * sample.monomial(Counter(monomial), valid)
+        terms, valid = sample.polynomial(a)
         out[f"sum {a.name}"] = dense(terms)
         out[f"count {a.name}"] = dense(sample.p * valid)
     return out

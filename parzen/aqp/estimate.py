@@ -283,6 +283,10 @@ def warm_up() -> None:
 
     cell_sums(np.zeros(1), one, 1)
     domain_cell_sums(np.zeros(1), one, one, 1, 1)
+    from ._row_polynomials import polynomial_rows  # SUM / AVG of arithmetic of columns
+
+    polynomial_rows(one, np.zeros((1, 1)), one, np.ones(1), np.ones((1, 1)), one, np.array([0, 1]), one, one + 1,
+                    np.array([0, 1]))
     box_terms(one, np.zeros((1, 1)), one, np.zeros(1), np.ones(1), np.ones(1), np.zeros(1), np.zeros(1, dtype=np.bool_),
               np.ones(1), _REACH, one, one - 1, np.zeros(1, dtype=np.bool_))
     from .quantiles import weighted_cdf  # quantiles imports this module (through grid)

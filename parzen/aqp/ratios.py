@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from .aggregates import sample_terms, shared_sample_terms
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
 from .domains import BOUNDED_GROUPS, domain_spread
@@ -87,6 +88,13 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
     form : str
         The least exact form among the sub-queries' ("totals", "grid", "sample").
     """
+    with shared_sample_terms():  # the sub-queries' answers and the per-row terms share the sample's kernel terms
+        return _approximate(composite, subqueries, synopsis, layout, answer, z, placement)
+
+
+def _approximate(composite: Composite, subqueries: Sequence[AggregateQuery], synopsis: Synopsis, layout: Layout,
+                 answer: Answerer, z: float | None, placement: list | None) -> tuple[pd.DataFrame, str]:
+    """:func:`approximate`'s work, within :func:`parzen.aqp.aggregates.shared_sample_terms`."""
     frames, forms = zip(*(answer(q, synopsis, z) for q in subqueries))
     keys, leaf_values, leaf_half, bounded, placed = _leaf_table(composite, frames, z is not None)
     if placement is not None:
@@ -333,9 +341,9 @@ class _RowTerms:
         self.synopsis, self.layout = synopsis, layout
         self.size = synopsis.sample_size
         group = _row_groups(composite.group_by and subqueries[0].group_by, synopsis, layout, keys)
-        self.inside = group >= 0
-        self.group = group[self.inside]
-        self.stratum = layout.stratum_of_row[self.inside]
+        inside = None if (group >= 0).all() else group >= 0  # None: every sampled row (no copy made)
+        self.group = group if inside is None else group[inside]
+        self.stratum = layout.stratum_of_row if inside is None else layout.stratum_of_row[inside]
         self.weight = layout.weight[self.stratum]
         self.groups = len(keys)
         self.terms: dict[int, np.ndarray] = {}
@@ -350,7 +358,9 @@ class _RowTerms:
             sample = samples[smoothed]
             for k in indices:
                 aggregate = next(a for a in query.aggregates if a.name == f"{LEAF}{k}")
-                self.terms[k] = (_leaf_terms(aggregate, synopsis, sample) * keep)[self.inside]
+                term = _leaf_terms(aggregate, synopsis, sample)
+                term = term if keep is None else term * keep
+                self.terms[k] = term if inside is None else term[inside]
 
     def total(self, k: int) -> np.ndarray:
         """The plain stratified total of leaf k per answer row (made once per leaf)."""
@@ -372,10 +382,8 @@ class _RowTerms:
 def _sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout):
     """The :class:`parzen.aqp.aggregates._SampleTerms` of ``query``'s ranges on the numeric columns, one
     answer row."""
-    from .aggregates import _SampleTerms
-
     ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
-    return _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1)
+    return sample_terms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1)
 
 
 def _leaf_terms(aggregate, synopsis: Synopsis, sample) -> np.ndarray:
@@ -385,10 +393,7 @@ def _leaf_terms(aggregate, synopsis: Synopsis, sample) -> np.ndarray:
     if aggregate.func == "count":
         term = sample.p if aggregate.column is None else sample.p * sample.valid([aggregate.column])
     elif aggregate.polynomial:
-        valid = sample.valid(aggregate.inputs)
-        term = np.zeros(sample.rows.size)
-        for k, monomial in aggregate.polynomial:
-            term = term + k * sample.monomial(Counter(monomial), valid)
+        term = sample.polynomial(aggregate)[0]
     else:
         term = sample.monomial(Counter({aggregate.column: 1}), sample.valid([aggregate.column]))
     out = np.zeros(synopsis.sample_size)
@@ -410,11 +415,14 @@ def _row_values(column: str, synopsis: Synopsis, layout: Layout) -> tuple[np.nda
     return categories.codes[column], categories.values[column]  # small integers: they index as they are
 
 
-def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> np.ndarray:
+def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> np.ndarray | None:
     """1 for the sampled rows whose categorical values pass the query's IN / = and ranges on
-    categorical columns, else 0."""
+    categorical columns, else 0; None where the query has none (every row passes: a product with 1.0
+    would change no term)."""
     keep = np.ones(synopsis.sample_size, dtype=bool)  # 1.0 / 0.0 at the end: the products of 1.0 and 0.0 it stood for
     columns = [*query.members, *(c for c in query.ranges if c not in synopsis.models)]
+    if not columns:
+        return None
     for column in dict.fromkeys(columns):
         codes, values = _row_values(column, synopsis, layout)
         allowed = np.ones(len(values), dtype=bool)
