@@ -9,6 +9,7 @@ filters onto the strata.
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +40,12 @@ class Layout:
     scale_of_row: np.ndarray  # ``row_scale``, or ones
     weight: np.ndarray  # rows / drawn per stratum
     whole: np.ndarray  # zero per stratum: every stratum in answer row 0 (do not modify)
+
+    @functools.cached_property
+    def kept_terms(self) -> OrderedDict:
+        """Per-row terms that answers keep between queries on this sample, newest last
+        (:func:`parzen.aqp.aggregates.sample_terms`): they go with the layout (a reloaded synopsis has a new one)."""
+        return OrderedDict()
 
     @functools.cached_property
     def effective_rows(self) -> float:
