@@ -42,17 +42,14 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from . import answers, quantiles
+from ._kept import kept
 from ._row_polynomials import polynomial_rows
 from .estimate import _REACH, Estimate
 from .kernel_moments import kernel_moment
@@ -376,53 +373,11 @@ class _Solver:
         return sample_terms(self.query, self.synopsis, self.layout, self.ranges, self.output_of_stratum, self.groups)
 
 
-#: Whether this runs within :func:`shared_sample_terms`.
-_SHARED: ContextVar[bool] = ContextVar("parzen_shared_sample_terms", default=False)
-#: The :class:`_SampleTerms` kept per layout (:attr:`parzen.aqp.strata.Layout.kept_terms`): the last
-#: _KEPT_MOST, and at most _KEPT_ROWS sampled rows in all (the newest is kept whatever its size).
-_KEPT_MOST = 4
-_KEPT_ROWS = 1 << 20
-_KEPT_LOCK = threading.Lock()  # answers may run in several threads (parzen serve)
-
-
-@contextmanager
-def shared_sample_terms() -> Iterator[None]:
-    """Within it, :func:`sample_terms` makes each :class:`_SampleTerms` once and hands it to every
-    caller that asks for the same rows and kernels, in this answer and the next ones (the last
-    :data:`_KEPT_MOST`, of at most :data:`_KEPT_ROWS` rows in all, are kept).
-    :func:`parzen.aqp.ratios.approximate` answers its sub-queries and builds its per-row terms inside
-    one, so the kernel masses and polynomial terms of the sampled rows are computed once, not once per
-    reader and per query (the same floats: each reader did the same arithmetic on the same rows; the
-    CASE conditions and IN lists on categorical columns, which differ between such queries, filter
-    the terms afterwards).
-
-    Yields
-    ------
-    None
-    """
-    token = _SHARED.set(True)
-    try:
-        yield
-    finally:
-        _SHARED.reset(token)
-
-
-def sharing() -> bool:
-    """Whether this runs within :func:`shared_sample_terms`.
-
-    Returns
-    -------
-    bool
-    """
-    return _SHARED.get()
-
-
 def sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
                  output_of_stratum: np.ndarray, groups: int) -> _SampleTerms:
     """The :class:`_SampleTerms` of ``query``'s ``ranges`` on ``synopsis``: made here, or within
-    :func:`shared_sample_terms` the one made already for the same layout (kept with it:
-    :attr:`parzen.aqp.strata.Layout.kept_terms`; a reloaded synopsis has a new one), ranges and
-    kernels, answer rows and kernel widths (whether the query reads the whole table).
+    :func:`parzen.aqp._kept.shared_terms` the one made already for the same layout, ranges and
+    kernels, answer rows and kernel widths (whether the query reads the whole table) (:mod:`parzen.aqp._kept`).
 
     Parameters
     ----------
@@ -443,24 +398,11 @@ def sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout, rang
     -------
     _SampleTerms
     """
-    if not _SHARED.get():
-        return _SampleTerms(query, synopsis, layout, ranges, output_of_stratum, groups)
     models = synopsis.models
-    key = (answers.whole_table(query, output_of_stratum), groups, np.asarray(output_of_stratum).tobytes(),
-           tuple((c, r, models[c]) for c, r in ranges.items()))
-    kept = layout.kept_terms
-    with _KEPT_LOCK:
-        found = kept.get(key)
-        if found is not None:
-            kept.move_to_end(key)
-            return found
-    made = _SampleTerms(query, synopsis, layout, ranges, output_of_stratum, groups)
-    with _KEPT_LOCK:
-        kept[key] = made
-        kept.move_to_end(key)
-        while len(kept) > 1 and (len(kept) > _KEPT_MOST or sum(t.rows.size for t in kept.values()) > _KEPT_ROWS):
-            kept.popitem(last=False)
-    return made
+    key = ("sample terms", answers.whole_table(query, output_of_stratum), groups,
+           np.asarray(output_of_stratum).tobytes(), tuple((c, r, models[c]) for c, r in ranges.items()))
+    return kept(layout, key, lambda: _SampleTerms(query, synopsis, layout, ranges, output_of_stratum, groups),
+                lambda made: made.rows.size)
 
 
 def _contains(r: Range, x: np.ndarray) -> np.ndarray:

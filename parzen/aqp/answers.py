@@ -27,6 +27,7 @@ import pandas as pd
 from . import calibration
 from ._box import BoxQuery, box_sums
 from ._cell_sums import cell_sums
+from ._kept import kept, sharing
 from .estimate import _REACH, Estimate, row_terms
 from .sql import AggregateQuery, Range
 from .strata import Layout, output_groups
@@ -537,7 +538,34 @@ def stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layo
     -------
     dict of str to (numpy.ndarray, numpy.ndarray)
         Per aggregate: the estimates and their standard errors, one per answer row.
+
+    Notes
+    -----
+    Within :func:`parzen.aqp._kept.shared_terms` (a ratio's sub-queries) the estimates of a query
+    that filters no stratum out are kept with the layout for the next query with the same
+    aggregates, ranges and answer rows (:mod:`parzen.aqp._kept`).
     """
+    if not sharing() or not bool((output_of_stratum >= 0).all()):
+        return _stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, groups, degrees)
+    models = synopsis.models
+    key = ("stratified estimates", tuple((a.name, a.func, a.column) for a in query.aggregates),
+           whole_table(query, output_of_stratum), groups, output_of_stratum.tobytes(),
+           tuple((c, r, models[c]) for c, r in ranges.items()))
+
+    def make() -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], dict[str, np.ndarray]]:
+        made: dict[str, np.ndarray] = {}
+        return _stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, groups, made), made
+
+    estimates, made = kept(layout, key, make, lambda _: groups)
+    if degrees is not None:
+        degrees.update(made)
+    return dict(estimates)
+
+
+def _stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
+                          output_of_stratum: np.ndarray, groups: int,
+                          degrees: dict[str, np.ndarray] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """:func:`stratified_estimates`, made."""
     aggregated = {a.column for a in query.aggregates if a.column is not None}
     whole = whole_table(query, output_of_stratum)
     every = bool((output_of_stratum >= 0).all())  # no stratum filtered out: every candidate row kept, unmasked

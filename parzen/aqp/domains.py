@@ -176,13 +176,16 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
     found = selected.found
     ranges = _smoothed_ranges(query, synopsis, selected)
     aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None and a.plain))
-    totals = _point_totals(synopsis, layout, ranges, aggregated, keep, kept, group, weight, sizes, selected)
+    plain = any(a.plain for a in query.aggregates)  # else only the polynomials' own terms are read
+    totals = _point_totals(synopsis, layout, ranges, aggregated, keep, kept, group, weight, sizes, selected) \
+        if plain else {}
     polynomials = [a for a in query.aggregates if a.polynomial]
     dense = _polynomial_terms(query, synopsis, layout, ranges, polynomials, keep, kept) if polynomials else {}
     for name, values in dense.items():
         totals[name] = np.bincount(group, weights=weight * values, minlength=sizes)
     sampled_rows = float(size_estimate.sum())
-    terms = None if z is None else {**_dense_terms(synopsis, layout, ranges, aggregated, keep, kept), **dense}
+    terms = None if z is None else \
+        {**(_dense_terms(synopsis, layout, ranges, aggregated, keep, kept) if plain else {}), **dense}
     strata = len(layout.keys)
 
     def half_width(values):  # z se, with Student's t of the variance's degrees of freedom for z
@@ -784,10 +787,11 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
     """Per kept sampled row, for each SUM / AVG of a polynomial: its SUM term ("sum <name>": the
     polynomial's kernel moments, :class:`parzen.aqp.aggregates._SampleTerms`) and, for AVG, its
     COUNT term ("count <name>": the masses of the rows where no input is NULL).  Within
-    :func:`parzen.aqp.aggregates.shared_sample_terms` (a ratio's sub-query, whose per-row terms read
+    :func:`parzen.aqp._kept.shared_terms` (a ratio's sub-query, whose per-row terms read
     every candidate row) the terms of all candidate rows are made once and the kept ones read from
     them; otherwise only the kept rows' are made (the same floats: each row's terms are its own)."""
-    from .aggregates import _SampleTerms, sample_terms, sharing
+    from ._kept import sharing
+    from .aggregates import _SampleTerms, sample_terms
 
     every_row = np.zeros(len(layout.keys), dtype=np.intp)
     if sharing():

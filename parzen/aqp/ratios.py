@@ -42,7 +42,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .aggregates import sample_terms, shared_sample_terms
+from ._kept import shared_terms
+from .aggregates import sample_terms
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
 from .domains import BOUNDED_GROUPS, domain_spread
@@ -88,13 +89,13 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
     form : str
         The least exact form among the sub-queries' ("totals", "grid", "sample").
     """
-    with shared_sample_terms():  # the sub-queries' answers and the per-row terms share the sample's kernel terms
+    with shared_terms():  # the sub-queries' answers and the per-row terms share the sample's kernel terms
         return _approximate(composite, subqueries, synopsis, layout, answer, z, placement)
 
 
 def _approximate(composite: Composite, subqueries: Sequence[AggregateQuery], synopsis: Synopsis, layout: Layout,
                  answer: Answerer, z: float | None, placement: list | None) -> tuple[pd.DataFrame, str]:
-    """:func:`approximate`'s work, within :func:`parzen.aqp.aggregates.shared_sample_terms`."""
+    """:func:`approximate`'s work, within :func:`parzen.aqp._kept.shared_terms`."""
     frames, forms = zip(*(answer(q, synopsis, z) for q in subqueries))
     keys, leaf_values, leaf_half, bounded, placed = _leaf_table(composite, frames, z is not None)
     if placement is not None:
@@ -120,8 +121,11 @@ def _approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syn
                 variance, df = per_row.variance(gradient, exact)
                 half = t_quantiles(z, df) * np.sqrt(variance)
                 half = np.where(bounded, first_order, half)
-                plain_values = {k: np.where(exact[k], leaf_values[k], per_row.total(k)) for k in leaf_values}
-                plain = _evaluate(output.expression, plain_values, known)[0] if composite.group_by else value
+                if composite.group_by:  # g at the plain totals (without GROUP BY the value itself)
+                    plain_values = {k: np.where(exact[k], leaf_values[k], per_row.total(k)) for k in leaf_values}
+                    plain = _evaluate(output.expression, plain_values, known)[0]
+                else:
+                    plain = value
                 plain = np.where(np.isnan(plain) | bounded, value, plain)
             with np.errstate(invalid="ignore"):
                 low[output.name] = np.fmin(value, plain) - half

@@ -44,7 +44,7 @@ class Layout:
     @functools.cached_property
     def kept_terms(self) -> OrderedDict:
         """Per-row terms that answers keep between queries on this sample, newest last
-        (:func:`parzen.aqp.aggregates.sample_terms`): they go with the layout (a reloaded synopsis has a new one)."""
+        (:mod:`parzen.aqp._kept`): they go with the layout (a reloaded synopsis has a new one)."""
         return OrderedDict()
 
     @functools.cached_property
