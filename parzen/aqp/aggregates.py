@@ -324,10 +324,11 @@ class _Solver:
         self.sampled = True
         sample = self._sample
         terms, valid = sample.polynomial(a)
-        total = sample.total(terms)
         if a.func == "sum":
             factor = self._factor
-            return factor * total, self.z * factor * sample.standard_error(terms)
+            total, se = sample.polynomial_sums(a)
+            return factor * total, self.z * factor * se
+        total = sample.total(terms)
         rows = sample.p * valid
         count = sample.total(rows)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -363,7 +364,7 @@ class _Solver:
     @functools.cached_property
     def _factor(self) -> np.ndarray:
         """The calibration factor per answer row: the base's COUNT(*) over the sample's own."""
-        own = self._sample.total(self._sample.p)
+        own = self._sample.mass_total
         calibrated = np.asarray(self.values[_ROWS.name], dtype=np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(own > 0, calibrated / own, 1.0)
@@ -448,6 +449,8 @@ class _SampleTerms:
         for mass in self.masses.values():
             self.p = self.p * mass
         self._polynomials: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._sums: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._every_row: dict[tuple, np.ndarray] = {}
 
     def values(self, column: str) -> np.ndarray:
         """The rows' values of ``column`` (read once; do not modify)."""
@@ -512,6 +515,30 @@ class _SampleTerms:
                                np.array(factor_of, dtype=np.intp), np.array(factor_starts, dtype=np.intp),
                                np.array(free_columns, dtype=np.intp), np.array(free_powers, dtype=np.intp),
                                np.array(free_starts, dtype=np.intp))
+
+    def polynomial_sums(self, a: Aggregate) -> tuple[np.ndarray, np.ndarray]:
+        """Per answer row: the :meth:`total` of ``a``'s :meth:`polynomial` terms and its
+        :meth:`standard_error`, made once per polynomial."""
+        key = (a.polynomial, a.inputs)
+        if key not in self._sums:
+            terms = self.polynomial(a)[0]
+            self._sums[key] = self.total(terms), self.standard_error(terms)
+        return self._sums[key]
+
+    def polynomial_every_row(self, a: Aggregate) -> np.ndarray:
+        """Per sampled row of the whole sample: ``a``'s :meth:`polynomial` term (0 for rows the kernels do
+        not reach), made once per polynomial (do not modify)."""
+        key = (a.polynomial, a.inputs)
+        if key not in self._every_row:
+            out = np.zeros(self.layout.view.size)
+            out[self.rows] = self.polynomial(a)[0]
+            self._every_row[key] = out
+        return self._every_row[key]
+
+    @functools.cached_property
+    def mass_total(self) -> np.ndarray:
+        """Per answer row: the :meth:`total` of the rows' masses (the sample's own COUNT(*))."""
+        return self.total(self.p)
 
     def column_moment(self, column: str, power: int, shift: float) -> np.ndarray:
         """Per row: M_power of ``column`` about ``shift`` (its value's power without a range) times

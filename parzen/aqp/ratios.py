@@ -397,7 +397,7 @@ def _leaf_terms(aggregate, synopsis: Synopsis, sample) -> np.ndarray:
     if aggregate.func == "count":
         term = sample.p if aggregate.column is None else sample.p * sample.valid([aggregate.column])
     elif aggregate.polynomial:
-        term = sample.polynomial(aggregate)[0]
+        return sample.polynomial_every_row(aggregate)
     else:
         term = sample.monomial(Counter({aggregate.column: 1}), sample.valid([aggregate.column]))
     out = np.zeros(synopsis.sample_size)
