@@ -534,17 +534,20 @@ def _cells(layout: Layout, keep: np.ndarray, kept: np.ndarray, group: np.ndarray
     return cell, output, weights
 
 
-#: The last selections made, by the identities of (query, categories, layout), which they hold.
-_SELECTIONS: OrderedDict[tuple[int, int, int], tuple[AggregateQuery, Categories, Layout, DomainSelection]] = \
-    OrderedDict()
+#: The last selections made, by the identities of (categories, layout), which they hold, and what the
+#: selection reads of the query (its GROUP BY, IN / = lists, ranges, which of them are on point-mass columns,
+#: and comparisons of columns).
+_SELECTIONS: OrderedDict[tuple, tuple[Categories, Layout, DomainSelection]] = OrderedDict()
 _SELECTIONS_KEPT = 32
 _SELECTIONS_LOCK = threading.Lock()  # answers may run in several threads (parzen serve)
 
 
 def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> DomainSelection:
-    """The query's :class:`DomainSelection` on ``synopsis``'s sample, made once per query object,
-    categories and layout (a synopsis's categories and layout never change once loaded; a copy with
-    other bandwidths, :func:`parzen.aqp.contract.with_bandwidths_scaled`, shares them).
+    """The query's :class:`DomainSelection` on ``synopsis``'s sample, made once per query (what it
+    reads of it: GROUP BY, IN / = lists, ranges and comparisons of columns), categories and layout (a
+    synopsis's categories and layout never change once loaded; a copy with other bandwidths,
+    :func:`parzen.aqp.contract.with_bandwidths_scaled`, shares them), so that asking the same query
+    again, in a new parse, reads it too.
 
     Parameters
     ----------
@@ -561,12 +564,14 @@ def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) 
     """
     categories = synopsis.categories
     assert categories is not None
-    key = (id(query), id(categories), id(layout))
+    models = synopsis.models
+    key = (id(categories), id(layout), query.group_by, tuple(query.members.items()), tuple(query.ranges.items()),
+           tuple(c in models and models[c].bandwidth == 0.0 for c in query.ranges), query.compared)
     with _SELECTIONS_LOCK:
         found = _SELECTIONS.get(key)
-        if found is not None and found[0] is query and found[1] is categories and found[2] is layout:
+        if found is not None and found[0] is categories and found[1] is layout:
             _SELECTIONS.move_to_end(key)
-            return found[3]
+            return found[2]
     # a range on a point-mass column (h = 0) that is categorical too filters by its codes: the same
     # rows as its indicator, and the exact tables then calibrate to the domain's size with it
     discrete = frozenset(c for c in query.ranges if c in synopsis.models and synopsis.models[c].bandwidth == 0.0
@@ -600,7 +605,7 @@ def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) 
     selected = DomainSelection(keep, kept, keys, decoded, group, stratum, weight, size_estimate, exact_rows, known,
                                share, discrete, listing, exact is not None)
     with _SELECTIONS_LOCK:
-        _SELECTIONS[key] = (query, categories, layout, selected)
+        _SELECTIONS[key] = (categories, layout, selected)
         if len(_SELECTIONS) > _SELECTIONS_KEPT:
             _SELECTIONS.popitem(last=False)
     return selected
