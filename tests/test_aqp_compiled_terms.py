@@ -54,3 +54,29 @@ def test_cell_sums_are_bincounts():
     np.testing.assert_array_equal(rows, np.bincount(cell, minlength=65)[present])
     np.testing.assert_array_equal(s1, np.bincount(cell, weights=values[keep], minlength=65)[present])
     np.testing.assert_array_equal(s4, np.bincount(cell, weights=(values[keep] * values[keep]) ** 2, minlength=65)[present])
+
+
+def test_add_scaled_and_terms_of_kept_are_numpys():
+    """z += factor[group] * term, and the kept rows' terms read from rows in any order (kernels' candidate
+    rows come sorted by value), as the NumPy expressions they replace."""
+    from parzen.aqp._cell_sums import add_scaled, terms_of_kept
+
+    rng = np.random.default_rng(5)
+    z, term = rng.standard_normal(1000), rng.standard_normal(1000) * 1e4
+    factor, group = rng.standard_normal(7), rng.integers(0, 7, 1000).astype(np.intp)
+    expected = z.copy()
+    expected += factor[group] * term
+    add_scaled(z, factor, group, term)
+    np.testing.assert_array_equal(z, expected)
+
+    keep = rng.random(1000) < 0.3
+    kept = np.flatnonzero(keep).astype(np.intp)
+    rows = rng.permutation(1000)[:600].astype(np.intp)  # not ascending
+    terms, masses, valid = rng.standard_normal(600), rng.random(600), (rng.random(600) < 0.9).astype(np.float64)
+    inside = keep[rows]
+    at = np.searchsorted(kept, rows[inside])
+    want_terms, want_counts = np.zeros(kept.size), np.zeros(kept.size)
+    want_terms[at], want_counts[at] = terms[inside], (masses * valid)[inside]
+    got_terms, got_counts = terms_of_kept(rows, keep, kept, terms, masses, valid)
+    np.testing.assert_array_equal(got_terms, want_terms)
+    np.testing.assert_array_equal(got_counts, want_counts)

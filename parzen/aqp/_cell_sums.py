@@ -1,4 +1,4 @@
-"""The sums per cell of a per-row term's powers, in one compiled pass (Numba).
+"""The sums per cell of a per-row term's powers, and the per-row sums they are of, in compiled passes (Numba).
 
 The variances of the stratified totals (:func:`parzen.aqp.answers._stratified_variance`, the domain
 variances of :func:`parzen.aqp.domains.domain_spread`) and their effective degrees of freedom
@@ -6,6 +6,9 @@ variances of :func:`parzen.aqp.domains.domain_spread`) and their effective degre
 v, v^2 and v^4 of the rows' terms v, and the rows whose term is not 0.  Each comes from one loop over
 the rows here, instead of one ``np.bincount`` (and one temporary array) per sum; the sums add the
 rows in the same order as ``np.bincount`` does (row by row, from 0.0), so they are the same floats.
+:func:`add_scaled` builds the linear combination z_i of a ratio's variance (:mod:`parzen.aqp.ratios`)
+and :func:`terms_of_kept` reads a domain's rows' terms (:mod:`parzen.aqp.domains`), each in one loop
+over the rows with the arithmetic of the NumPy expressions they replace.
 """
 
 from __future__ import annotations
@@ -88,3 +91,55 @@ def domain_cell_sums(values, stratum, group, groups, cells):
         s4[c] += square * square
     ids = np.flatnonzero(rows)
     return ids.astype(np.int64), rows[ids], s1[ids], s2[ids], s4[ids]
+
+
+@njit(cache=True, nogil=True)
+def add_scaled(z, factor, group, term):
+    """z_i += factor[group_i] term_i in place, as NumPy's ``z += factor[group] * term`` (the same floats,
+    without the temporaries).
+
+    Parameters
+    ----------
+    z : numpy.ndarray of float64
+        Per row, the sum so far (written).
+    factor : numpy.ndarray of float64
+        Per group, the factor.
+    group : numpy.ndarray of int
+        Per row, its group.
+    term : numpy.ndarray of float64
+        Per row, the term.
+    """
+    for i in range(z.size):
+        z[i] = z[i] + factor[group[i]] * term[i]
+
+
+@njit(cache=True, nogil=True)
+def terms_of_kept(rows, keep, kept, terms, masses, valid):
+    """The terms of the rows ``kept`` from those of ``rows``: per kept row, its term and mass times
+    validity where it is among ``rows``, else 0.
+
+    Parameters
+    ----------
+    rows : numpy.ndarray of int
+        The rows that have terms (any order).
+    keep : numpy.ndarray of bool
+        Per sampled row, whether it is kept.
+    kept : numpy.ndarray of int
+        The kept rows, ascending.
+    terms, masses, valid : numpy.ndarray of float64
+        Per row of ``rows``: its term, its kernels' mass and whether its inputs are all present (1.0 / 0.0).
+
+    Returns
+    -------
+    kept_terms, kept_counts : numpy.ndarray of float64
+        Per kept row: its term, and its mass times its validity (0.0 and 0.0 where it has none).
+    """
+    kept_terms = np.zeros(kept.size)
+    kept_counts = np.zeros(kept.size)
+    for i in range(rows.size):
+        r = rows[i]
+        if keep[r]:
+            j = np.searchsorted(kept, r)
+            kept_terms[j] = terms[i]
+            kept_counts[j] = masses[i] * valid[i]
+    return kept_terms, kept_counts

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ._box import box_sums
-from ._cell_sums import domain_cell_sums
+from ._cell_sums import domain_cell_sums, terms_of_kept
 from .categories import Categories
 from .estimate import _REACH, Estimate, row_terms
 from .group_candidates import LISTED, Candidates, candidates
@@ -799,25 +799,13 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
     from .aggregates import _SampleTerms, sample_terms
 
     every_row = np.zeros(len(layout.keys), dtype=np.intp)
-    if sharing():
-        sample = sample_terms(query, synopsis, layout, ranges, every_row, 1)
-        inside = keep[sample.rows]
-        rows = sample.rows[inside]
-    else:
-        sample = _SampleTerms(query, synopsis, layout, ranges, every_row, 1, within=keep)
-        inside, rows = None, sample.rows
-    at = np.searchsorted(kept, rows)  # kept ascends and holds every row kept
-
-    def dense(values):
-        full = np.zeros(kept.size)
-        full[at] = values if inside is None else values[inside]
-        return full
-
+    sample = sample_terms(query, synopsis, layout, ranges, every_row, 1) if sharing() else \
+        _SampleTerms(query, synopsis, layout, ranges, every_row, 1, within=keep)
+    rows, kept = np.ascontiguousarray(sample.rows, dtype=np.intp), np.ascontiguousarray(kept, dtype=np.intp)
     out = {}
     for a in polynomials:
         terms, valid = sample.polynomial(a)
-        out[f"sum {a.name}"] = dense(terms)
-        out[f"count {a.name}"] = dense(sample.p * valid)
+        out[f"sum {a.name}"], out[f"count {a.name}"] = terms_of_kept(rows, keep, kept, terms, sample.p, valid)
     return out
 
 

@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from ._cell_sums import add_scaled
 from ._kept import shared_terms
 from .aggregates import sample_terms
 from .case_aggregates import LEAF, ROWS, Composite, Expression
@@ -377,9 +378,10 @@ class _RowTerms:
         """Var of g per answer row: the domain variance of z_i = sum_k dg/dL_k t_{k,i} (exact leaves left
         out), and that estimate's effective degrees of freedom (:func:`parzen.aqp.domains.domain_spread`)."""
         z = np.zeros(self.group.size)
+        group = np.ascontiguousarray(self.group, dtype=np.intp)
         for k, d in gradient.items():
             factor = np.where(exact[k], 0.0, np.nan_to_num(d, nan=0.0, posinf=0.0, neginf=0.0))
-            z += factor[self.group] * self.terms[k]
+            add_scaled(z, np.ascontiguousarray(factor, dtype=np.float64), group, self.terms[k])
         return domain_spread(z, self.stratum, self.group, self.layout, len(self.layout.keys), self.groups)
 
 
