@@ -125,7 +125,7 @@ def terms_of_kept(rows, keep, kept, terms, masses, valid):
     keep : numpy.ndarray of bool
         Per sampled row, whether it is kept.
     kept : numpy.ndarray of int
-        The kept rows, ascending.
+        The kept rows, ascending (those where ``keep`` holds).
     terms, masses, valid : numpy.ndarray of float64
         Per row of ``rows``: its term, its kernels' mass and whether its inputs are all present (1.0 / 0.0).
 
@@ -134,12 +134,18 @@ def terms_of_kept(rows, keep, kept, terms, masses, valid):
     kept_terms, kept_counts : numpy.ndarray of float64
         Per kept row: its term, and its mass times its validity (0.0 and 0.0 where it has none).
     """
+    position = np.empty(keep.size, dtype=np.intp)  # per sampled row, the kept rows before it: its index in kept
+    before = 0
+    for r in range(keep.size):
+        position[r] = before
+        if keep[r]:
+            before += 1
     kept_terms = np.zeros(kept.size)
     kept_counts = np.zeros(kept.size)
     for i in range(rows.size):
         r = rows[i]
         if keep[r]:
-            j = np.searchsorted(kept, r)
+            j = position[r]
             kept_terms[j] = terms[i]
             kept_counts[j] = masses[i] * valid[i]
     return kept_terms, kept_counts
