@@ -45,7 +45,8 @@ import pandas as pd
 from ._cell_sums import add_scaled
 from ._kept import shared_terms
 from .aggregates import sample_terms
-from .case_aggregates import LEAF, ROWS, Composite, Expression
+from .answers import _column_index
+from .case_aggregates import LEAF, ROWS, Composite, Expression, Output
 from .contract import rounding_bound
 from .domains import BOUNDED_GROUPS, domain_spread
 from .sql import AggregateQuery
@@ -273,18 +274,28 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
         rows_array = np.asarray(rows, dtype=np.intp)
         placed.append(rows_array)
         found = rows_array >= 0
+        read = _float_columns(frame, bool(group_by))
         for k in indices:
             name = f"{LEAF}{k}"
             v = np.zeros(len(keys))
-            v[rows_array[found]] = frame[name].to_numpy(dtype=np.float64)[found]
+            v[rows_array[found]] = read(name)[found]
             values[k] = np.nan_to_num(v)  # SUM over no row: 0 in a sum of totals
             h = np.zeros(len(keys))
             if with_error:
-                column = frame[name].to_numpy(dtype=np.float64)[found]
-                h[rows_array[found]] = np.fmax(column - frame[f"{name} low"].to_numpy(dtype=np.float64)[found],
-                                               frame[f"{name} high"].to_numpy(dtype=np.float64)[found] - column)
+                column = read(name)[found]
+                h[rows_array[found]] = np.fmax(column - read(f"{name} low")[found], read(f"{name} high")[found] - column)
             half[k] = np.nan_to_num(h, nan=np.inf)
     return keys, values, half, bounded, placed
+
+
+def _float_columns(frame: pd.DataFrame, grouped: bool) -> Callable[[str], np.ndarray]:
+    """Reads a column of ``frame`` as float64: without GROUP BY (every column a number) from the frame's
+    values read once as one array, else column by column."""
+    if grouped:
+        return lambda name: frame[name].to_numpy(dtype=np.float64)
+    block = frame.to_numpy(dtype=np.float64)
+    at = {name: j for j, name in enumerate(frame.columns)}
+    return lambda name: block[:, at[name]]
 
 
 def _row_keys(frame: pd.DataFrame, columns: list[str]) -> list[tuple]:
@@ -473,7 +484,14 @@ def _row_groups(group_by, synopsis: Synopsis, layout: Layout, keys: list[tuple])
 
 
 def _frame(composite: Composite, keys: list[tuple], values, low, high) -> pd.DataFrame:
-    """The answer in the query's SELECT order, one row per group key."""
+    """The answer in the query's SELECT order, one row per group key (without GROUP BY one row of
+    floats made as one array, as :func:`parzen.aqp.answers.frame` makes it)."""
+    if not composite.group_by and len(keys) == 1 and all(isinstance(item, Output) for item in composite.select):
+        names = tuple(item.name for item in composite.select if isinstance(item, Output))
+        row = [v for name in names for v in ((values[name][0],) if low is None or high is None
+                                             else (values[name][0], low[name][0], high[name][0]))]
+        return pd.DataFrame(np.array([row], dtype=np.float64), columns=_column_index(names, low is not None),
+                            index=pd.RangeIndex(1), copy=False)
     columns: dict[str, object] = {}
     for item in composite.select:
         if isinstance(item, str):
