@@ -41,16 +41,26 @@ def cell_sums(values, cell, cells):
     s2 = np.zeros(cells)
     s4 = np.zeros(cells)
     carrying = np.zeros(cells)
+    if values.size == 0:
+        return rows, s1, s2, s4, carrying
+    # a run of rows of one cell adds in registers: loaded when it starts, stored when it ends (the
+    # same additions in the same order as adding to the arrays row by row)
+    c = cell[0]
+    m, a1, a2, a4, k = rows[c], s1[c], s2[c], s4[c], carrying[c]
     for i in range(values.size):
-        c = cell[i]
+        if cell[i] != c:
+            rows[c], s1[c], s2[c], s4[c], carrying[c] = m, a1, a2, a4, k
+            c = cell[i]
+            m, a1, a2, a4, k = rows[c], s1[c], s2[c], s4[c], carrying[c]
         v = values[i]
         square = v * v
-        rows[c] += 1.0
-        s1[c] += v
-        s2[c] += square
-        s4[c] += square * square
+        m += 1.0
+        a1 += v
+        a2 += square
+        a4 += square * square
         if v != 0.0:
-            carrying[c] += 1.0
+            k += 1.0
+    rows[c], s1[c], s2[c], s4[c], carrying[c] = m, a1, a2, a4, k
     return rows, s1, s2, s4, carrying
 
 
@@ -81,14 +91,22 @@ def domain_cell_sums(values, stratum, group, groups, cells):
     s1 = np.zeros(cells)
     s2 = np.zeros(cells)
     s4 = np.zeros(cells)
-    for i in range(values.size):
-        c = stratum[i] * groups + group[i]
-        v = values[i]
-        square = v * v
-        rows[c] += 1.0
-        s1[c] += v
-        s2[c] += square
-        s4[c] += square * square
+    if values.size:  # runs of one cell add in registers, as in cell_sums
+        c = stratum[0] * groups + group[0]
+        m, a1, a2, a4 = rows[c], s1[c], s2[c], s4[c]
+        for i in range(values.size):
+            d = stratum[i] * groups + group[i]
+            if d != c:
+                rows[c], s1[c], s2[c], s4[c] = m, a1, a2, a4
+                c = d
+                m, a1, a2, a4 = rows[c], s1[c], s2[c], s4[c]
+            v = values[i]
+            square = v * v
+            m += 1.0
+            a1 += v
+            a2 += square
+            a4 += square * square
+        rows[c], s1[c], s2[c], s4[c] = m, a1, a2, a4
     ids = np.flatnonzero(rows)
     return ids.astype(np.int64), rows[ids], s1[ids], s2[ids], s4[ids]
 
