@@ -9,7 +9,8 @@ and kept with the sample's :class:`~parzen.aqp.strata.Layout` (a reloaded synops
 the queries of a family that differ in their CASE conditions or IN lists on categorical columns
 (TPC-H Q14's promotion share per type) share it, and every reader gets the floats it would have made.
 Each layout keeps the last :data:`KEPT_MOST` values, of at most :data:`KEPT_ROWS` sampled rows in all
-(the newest whatever its size).  Outside :func:`shared_terms` nothing is kept.
+(the newest whatever its size; a sample's terms count as the whole sample's rows: about a dozen arrays of
+floats, 100 MB at most in all).  Outside :func:`shared_terms` nothing is kept.
 """
 
 from __future__ import annotations

@@ -403,7 +403,7 @@ def sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout, rang
     key = ("sample terms", answers.whole_table(query, output_of_stratum), groups,
            np.asarray(output_of_stratum).tobytes(), tuple((c, r, models[c]) for c, r in ranges.items()))
     return kept(layout, key, lambda: _SampleTerms(query, synopsis, layout, ranges, output_of_stratum, groups),
-                lambda made: made.rows.size)
+                lambda _: layout.view.size)  # arrays of its rows, and of every sampled row (polynomial_every_row)
 
 
 def _contains(r: Range, x: np.ndarray) -> np.ndarray:
