@@ -548,7 +548,7 @@ def stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layo
     if not sharing() or not bool((output_of_stratum >= 0).all()):
         return _stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, groups, degrees)
     models = synopsis.models
-    key = ("stratified estimates", tuple((a.name, a.func, a.column) for a in query.aggregates),
+    key = ("stratified estimates", query.aggregates,
            whole_table(query, output_of_stratum), groups, output_of_stratum.tobytes(),
            tuple((c, r, models[c]) for c, r in ranges.items()))
 

@@ -36,6 +36,7 @@ leaves' bias enters.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -360,7 +361,6 @@ class _RowTerms:
         inside = None if (group >= 0).all() else group >= 0  # None: every sampled row (no copy made)
         self.group = group if inside is None else group[inside]
         self.stratum = layout.stratum_of_row if inside is None else layout.stratum_of_row[inside]
-        self.weight = layout.weight[self.stratum]
         self.groups = len(keys)
         self.terms: dict[int, np.ndarray] = {}
         self._totals: dict[int, np.ndarray] = {}
@@ -377,6 +377,11 @@ class _RowTerms:
                 term = _leaf_terms(aggregate, synopsis, sample)
                 term = term if keep is None else term * keep
                 self.terms[k] = term if inside is None else term[inside]
+
+    @functools.cached_property
+    def weight(self) -> np.ndarray:
+        """Per row, its stratum's rows / drawn (read by :meth:`total` only: under GROUP BY)."""
+        return self.layout.weight[self.stratum]
 
     def total(self, k: int) -> np.ndarray:
         """The plain stratified total of leaf k per answer row (made once per leaf)."""
