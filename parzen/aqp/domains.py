@@ -589,10 +589,11 @@ def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) 
     listing = None if exact is not None or not query.group_by or query.compared else \
         candidates(query.group_by, allowed, categories, radix)
     listed = listing.keys if listing is not None else None if exact is None else exact[0]
-    keys, group = _groups(_mixed_radix([categories.codes[g][kept] for g in query.group_by], radix, kept.size),
-                          radix, listed)
-    if not query.group_by and not keys.size:
-        keys = np.zeros(1, dtype=np.int64)
+    if query.group_by:
+        keys, group = _groups(_mixed_radix([categories.codes[g][kept] for g in query.group_by], radix, kept.size),
+                              radix, listed)
+    else:  # one answer row, key 0, whether or not a row is kept (what _groups gives, without its passes)
+        keys, group = np.zeros(1, dtype=np.int64), np.zeros(kept.size, dtype=np.intp)
     sizes = len(keys)
     stratum = layout.stratum_of_row[kept]
     weight = layout.weight[stratum]
