@@ -441,10 +441,8 @@ def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layou
     """1 for the sampled rows whose categorical values pass the query's IN / = and ranges on
     categorical columns, else 0; None where the query has none (every row passes: a product with 1.0
     would change no term)."""
-    keep = np.ones(synopsis.sample_size, dtype=bool)  # 1.0 / 0.0 at the end: the products of 1.0 and 0.0 it stood for
     columns = [*query.members, *(c for c in query.ranges if c not in synopsis.models)]
-    if not columns:
-        return None
+    keep = None  # the product of each column's 1.0 / 0.0 (exact: the AND of its tests)
     for column in dict.fromkeys(columns):
         codes, values = _row_values(column, synopsis, layout)
         allowed = np.ones(len(values), dtype=bool)
@@ -454,8 +452,9 @@ def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layou
             r = query.ranges[column]
             allowed &= np.array([v is not None and not isinstance(v, str) and r.contains(float(v)) for v in values],
                                 dtype=bool)
-        keep &= allowed[codes]
-    return keep.astype(np.float64)
+        passed = allowed.astype(np.float64)[codes]
+        keep = passed if keep is None else keep * passed
+    return keep
 
 
 def _row_groups(group_by, synopsis: Synopsis, layout: Layout, keys: list[tuple]) -> np.ndarray:
