@@ -32,6 +32,12 @@ sum_k |dg / dL_k| h_k from the leaves' own half widths h_k (first order; sd(X + 
 sd(Y), conservative).  :meth:`parzen.aqp.Engine.query` widens the result by the smoothing bias's
 estimate of the whole expression (:func:`parzen.aqp.contract.cover_bias`), which is where the
 leaves' bias enters.
+
+The sub-queries' answers and the per-row terms t_{k,i} read one set of the sample's kernel terms per
+set of ranges (:func:`parzen.aqp.aggregates.sample_terms`: masses, a polynomial's terms and sums), made
+once and kept with the synopsis's strata for the next query of the same ranges (:mod:`parzen.aqp._kept`):
+the queries of a family that differ in their CASE conditions or IN lists on categorical columns filter
+the same terms.
 """
 
 from __future__ import annotations
