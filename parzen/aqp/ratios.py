@@ -53,7 +53,7 @@ from ._cell_sums import add_scaled
 from ._kept import shared_terms
 from .aggregates import sample_terms
 from .answers import _column_index
-from .case_aggregates import LEAF, ROWS, Composite, Expression, Output
+from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
 from .domains import BOUNDED_GROUPS, domain_spread
 from .sql import AggregateQuery
@@ -496,8 +496,8 @@ def _row_groups(group_by, synopsis: Synopsis, layout: Layout, keys: list[tuple])
 def _frame(composite: Composite, keys: list[tuple], values, low, high) -> pd.DataFrame:
     """The answer in the query's SELECT order, one row per group key (without GROUP BY one row of
     floats made as one array, as :func:`parzen.aqp.answers.frame` makes it)."""
-    if not composite.group_by and len(keys) == 1 and all(isinstance(item, Output) for item in composite.select):
-        names = tuple(item.name for item in composite.select if isinstance(item, Output))
+    if not composite.group_by and len(keys) == 1 and all(not isinstance(item, str) for item in composite.select):
+        names = tuple(output.name for output in composite.outputs)
         row = [v for name in names for v in ((values[name][0],) if low is None or high is None
                                              else (values[name][0], low[name][0], high[name][0]))]
         return pd.DataFrame(np.array([row], dtype=np.float64), columns=_column_index(names, low is not None),
