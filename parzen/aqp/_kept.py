@@ -77,15 +77,15 @@ def kept(layout: Layout, key: Hashable, make: Callable[[], T], rows: Callable[[T
     """
     if not _SHARED.get():
         return make()
-    store = layout.kept_terms
+    store = layout.kept_terms  # insertion order: the least recently used first
     with _LOCK:
         if key in store:
-            store.move_to_end(key)
+            store[key] = store.pop(key)
             return store[key][0]
     value = make()
     with _LOCK:
+        store.pop(key, None)
         store[key] = (value, rows(value))
-        store.move_to_end(key)
         while len(store) > 1 and (len(store) > KEPT_MOST or sum(size for _, size in store.values()) > KEPT_ROWS):
-            store.popitem(last=False)
+            del store[next(iter(store))]
     return value

@@ -9,7 +9,6 @@ filters onto the strata.
 from __future__ import annotations
 
 import functools
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,10 +41,10 @@ class Layout:
     whole: np.ndarray  # zero per stratum: every stratum in answer row 0 (do not modify)
 
     @functools.cached_property
-    def kept_terms(self) -> OrderedDict:
+    def kept_terms(self) -> dict:
         """Per-row terms that answers keep between queries on this sample, newest last
         (:mod:`parzen.aqp._kept`): they go with the layout (a reloaded synopsis has a new one)."""
-        return OrderedDict()
+        return {}
 
     @functools.cached_property
     def effective_rows(self) -> float:
