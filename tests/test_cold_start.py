@@ -75,7 +75,7 @@ def test_no_query_compiles_after_the_engine_loads_a_synopsis():
     the queries then call them with the types they were loaded for, so none compiles in a query."""
     duckdb = pytest.importorskip("duckdb")
     np = pytest.importorskip("numpy")
-    from parzen.aqp import Engine, _box
+    from parzen.aqp import Engine, _box, _cell_sums, _row_polynomials
 
     rng = np.random.default_rng(0)
     con = duckdb.connect(":memory:", config={"enable_external_access": False})
@@ -86,13 +86,18 @@ def test_no_query_compiles_after_the_engine_loads_a_synopsis():
     Engine(con).build("t", group_by=["g"], sample=200, grid=64)
     engine = Engine(con)  # a new engine loads the stored synopsis
     engine.synopsis("t")
-    compiled = [_box._box_sums, _box.sorted_mass, _box.box_masses]
+    compiled = [_box._box_sums, _box.sorted_mass, _box.box_masses, _box.box_terms, _cell_sums.cell_sums,
+                _cell_sums.domain_cell_sums, _cell_sums.add_scaled, _cell_sums.terms_of_kept,
+                _row_polynomials.polynomial_rows]
     assert all(type(f._cache).__name__ == "FunctionCache" for f in compiled)  # cache=True: on disk
     before = [list(f.signatures) for f in compiled]
     for sql in ("SELECT COUNT(*), AVG(y) FROM t WHERE x BETWEEN 1 AND 5 AND y > 0",
                 "SELECT g, SUM(y) FROM t WHERE x > 2 GROUP BY g",
                 "SELECT COUNT(*) FROM t WHERE k < 4 AND g = 'a'",
-                "SELECT FLOOR(x / 2) AS bin, COUNT(*) FROM t WHERE y < 1 GROUP BY bin"):
+                "SELECT FLOOR(x / 2) AS bin, COUNT(*) FROM t WHERE y < 1 GROUP BY bin",
+                ("SELECT 100.00 * SUM(CASE WHEN k IN (1, 2) THEN x * (1 - y) ELSE 0 END) / SUM(x * (1 - y)) FROM t "
+                 "WHERE x < 6"),
+                "SELECT g, SUM(CASE WHEN k = 3 THEN x ELSE 0 END) / SUM(x) FROM t WHERE y > -1 GROUP BY g"):
         engine.query(sql)
         engine.query(sql, with_error=True)
     assert [list(f.signatures) for f in compiled] == before

@@ -49,6 +49,8 @@ import numpy as np
 import pandas as pd
 
 from . import answers, quantiles
+from ._kept import kept
+from ._row_polynomials import polynomial_rows
 from .estimate import _REACH, Estimate
 from .kernel_moments import kernel_moment
 from .sql import Aggregate, AggregateQuery, Range, UnsupportedQuery
@@ -316,20 +318,17 @@ class _Solver:
     # --- SUM / AVG of polynomials -------------------------------------------------------------
 
     def _polynomial(self, a: Aggregate):
-        columns = a.inputs
         exact = self._exact_polynomial(a) if not self.ranges else None
         if exact is not None:
             return exact, np.zeros(self.groups)
         self.sampled = True
         sample = self._sample
-        valid = sample.valid(columns)
-        terms = np.zeros(sample.rows.size)
-        for k, monomial in a.polynomial:
-            terms = terms + k * sample.monomial(Counter(monomial), valid)
-        total = sample.total(terms)
+        terms, valid = sample.polynomial(a)
         if a.func == "sum":
             factor = self._factor
-            return factor * total, self.z * factor * sample.standard_error(terms)
+            total, se = sample.polynomial_sums(a)
+            return factor * total, self.z * factor * se
+        total = sample.total(terms)
         rows = sample.p * valid
         count = sample.total(rows)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -365,14 +364,46 @@ class _Solver:
     @functools.cached_property
     def _factor(self) -> np.ndarray:
         """The calibration factor per answer row: the base's COUNT(*) over the sample's own."""
-        own = self._sample.total(self._sample.p)
+        own = self._sample.mass_total
         calibrated = np.asarray(self.values[_ROWS.name], dtype=np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(own > 0, calibrated / own, 1.0)
 
     @functools.cached_property
     def _sample(self) -> _SampleTerms:
-        return _SampleTerms(self.query, self.synopsis, self.layout, self.ranges, self.output_of_stratum, self.groups)
+        return sample_terms(self.query, self.synopsis, self.layout, self.ranges, self.output_of_stratum, self.groups)
+
+
+def sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
+                 output_of_stratum: np.ndarray, groups: int) -> _SampleTerms:
+    """The :class:`_SampleTerms` of ``query``'s ``ranges`` on ``synopsis``: made here, or within
+    :func:`parzen.aqp._kept.shared_terms` the one made already for the same layout, ranges and
+    kernels, answer rows and kernel widths (whether the query reads the whole table) (:mod:`parzen.aqp._kept`).
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query (whether it reads the whole table: :func:`parzen.aqp.answers.whole_table`).
+    synopsis : Synopsis
+        Its synopsis (the range columns' kernels).
+    layout : Layout
+        The synopsis's strata.
+    ranges : dict of str to Range
+        The ranges on numeric columns.
+    output_of_stratum : numpy.ndarray
+        Per stratum, its answer row or -1.
+    groups : int
+        The answer rows.
+
+    Returns
+    -------
+    _SampleTerms
+    """
+    models = synopsis.models
+    key = ("sample terms", answers.whole_table(query, output_of_stratum), groups,
+           np.asarray(output_of_stratum).tobytes(), tuple((c, r, models[c]) for c, r in ranges.items()))
+    return kept(layout, key, lambda: _SampleTerms(query, synopsis, layout, ranges, output_of_stratum, groups),
+                lambda _: layout.view.size)  # arrays of its rows, and of every sampled row (polynomial_every_row)
 
 
 def _contains(r: Range, x: np.ndarray) -> np.ndarray:
@@ -404,7 +435,8 @@ class _SampleTerms:
             rows = np.flatnonzero(within) if rows is None else rows[within[rows]]
         elif rows is None:
             rows = np.arange(layout.view.size)
-        rows = rows[output_of_stratum[layout.stratum_of_row[rows]] >= 0]
+        if not (output_of_stratum >= 0).all():
+            rows = rows[output_of_stratum[layout.stratum_of_row[rows]] >= 0]
         self.rows, self.models, self.layout = rows, models, layout
         self._values: dict[str, np.ndarray] = {}
         self.output_of_stratum, self.groups = output_of_stratum, groups
@@ -416,6 +448,9 @@ class _SampleTerms:
         self.p = np.ones(rows.size)
         for mass in self.masses.values():
             self.p = self.p * mass
+        self._polynomials: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._sums: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._every_row: dict[tuple, np.ndarray] = {}
 
     def values(self, column: str) -> np.ndarray:
         """The rows' values of ``column`` (read once; do not modify)."""
@@ -429,6 +464,81 @@ class _SampleTerms:
         for c in columns:
             ok = ok * ~np.isnan(self.values(c))
         return ok
+
+    def polynomial(self, a: Aggregate) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: the SUM term of ``a``'s polynomial, sum over its monomials of coefficient times
+        :meth:`monomial` (0 where an input is NULL), and :meth:`valid` of its inputs; made once per
+        polynomial (a ratio's leaves and their sub-queries' answers read the same terms)."""
+        key = (a.polynomial, a.inputs)
+        if key not in self._polynomials:
+            compiled = self._compiled_polynomial(a)
+            if compiled is not None:
+                self._polynomials[key] = compiled
+            else:
+                valid = self.valid(a.inputs)
+                terms = np.zeros(self.rows.size)
+                for k, monomial in a.polynomial:
+                    terms = terms + k * self.monomial(Counter(monomial), valid)
+                self._polynomials[key] = terms, valid
+        return self._polynomials[key]
+
+    def _compiled_polynomial(self, a: Aggregate) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`polynomial` in one compiled pass over the sample's array
+        (:func:`parzen.aqp._row_polynomials.polynomial_rows`, the same floats as :meth:`monomial`'s
+        arrays), or None where it does not apply: a power above 2 of a column without a range, or a
+        column not held as float64."""
+        layout, columns = self.layout, self.layout.view.columns
+        if any(c not in layout.position or columns[c].dtype != np.float64 for c in a.inputs):
+            return None
+        factors: dict[tuple[str, int], np.ndarray] = {}
+        factor_of, factor_starts, free_columns, free_powers, free_starts = [], [0], [], [], [0]
+        for _, monomial in a.polynomial:
+            powers = Counter(monomial)
+            for c, (low, high) in self.boxes.items():
+                k = powers.get(c, 0)
+                if (c, k) not in factors:
+                    factors[(c, k)] = self.masses[c] if k == 0 else \
+                        kernel_moment(self.models[c], self.values(c), low, high, self.scale, k, 0.0)
+                factor_of.append(list(factors).index((c, k)))
+            factor_starts.append(len(factor_of))
+            for c, k in powers.items():
+                if c not in self.boxes:
+                    if k > 2:
+                        return None
+                    free_columns.append(layout.position[c])
+                    free_powers.append(k)
+            free_starts.append(len(free_columns))
+        stacked = np.stack(list(factors.values())) if factors else np.zeros((0, self.rows.size))
+        return polynomial_rows(np.ascontiguousarray(self.rows, dtype=np.intp), layout.data,
+                               np.array([layout.position[c] for c in a.inputs], dtype=np.intp),
+                               np.array([k for k, _ in a.polynomial], dtype=np.float64), stacked,
+                               np.array(factor_of, dtype=np.intp), np.array(factor_starts, dtype=np.intp),
+                               np.array(free_columns, dtype=np.intp), np.array(free_powers, dtype=np.intp),
+                               np.array(free_starts, dtype=np.intp))
+
+    def polynomial_sums(self, a: Aggregate) -> tuple[np.ndarray, np.ndarray]:
+        """Per answer row: the :meth:`total` of ``a``'s :meth:`polynomial` terms and its
+        :meth:`standard_error`, made once per polynomial."""
+        key = (a.polynomial, a.inputs)
+        if key not in self._sums:
+            terms = self.polynomial(a)[0]
+            self._sums[key] = self.total(terms), self.standard_error(terms)
+        return self._sums[key]
+
+    def polynomial_every_row(self, a: Aggregate) -> np.ndarray:
+        """Per sampled row of the whole sample: ``a``'s :meth:`polynomial` term (0 for rows the kernels do
+        not reach), made once per polynomial (do not modify)."""
+        key = (a.polynomial, a.inputs)
+        if key not in self._every_row:
+            out = np.zeros(self.layout.view.size)
+            out[self.rows] = self.polynomial(a)[0]
+            self._every_row[key] = out
+        return self._every_row[key]
+
+    @functools.cached_property
+    def mass_total(self) -> np.ndarray:
+        """Per answer row: the :meth:`total` of the rows' masses (the sample's own COUNT(*))."""
+        return self.total(self.p)
 
     def column_moment(self, column: str, power: int, shift: float) -> np.ndarray:
         """Per row: M_power of ``column`` about ``shift`` (its value's power without a range) times

@@ -26,6 +26,8 @@ import pandas as pd
 
 from . import calibration
 from ._box import BoxQuery, box_sums
+from ._cell_sums import cell_sums
+from ._kept import kept, sharing
 from .estimate import _REACH, Estimate, row_terms
 from .sql import AggregateQuery, Range
 from .strata import Layout, output_groups
@@ -536,7 +538,34 @@ def stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layo
     -------
     dict of str to (numpy.ndarray, numpy.ndarray)
         Per aggregate: the estimates and their standard errors, one per answer row.
+
+    Notes
+    -----
+    Within :func:`parzen.aqp._kept.shared_terms` (a ratio's sub-queries) the estimates of a query
+    that filters no stratum out are kept with the layout for the next query with the same
+    aggregates, ranges and answer rows (:mod:`parzen.aqp._kept`).
     """
+    if not sharing() or not bool((output_of_stratum >= 0).all()):
+        return _stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, groups, degrees)
+    models = synopsis.models
+    key = ("stratified estimates", query.aggregates,
+           whole_table(query, output_of_stratum), groups, output_of_stratum.tobytes(),
+           tuple((c, r, models[c]) for c, r in ranges.items()))
+
+    def make() -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], dict[str, np.ndarray]]:
+        made: dict[str, np.ndarray] = {}
+        return _stratified_estimates(query, synopsis, layout, ranges, output_of_stratum, groups, made), made
+
+    estimates, made = kept(layout, key, make, lambda _: groups)
+    if degrees is not None:
+        degrees.update(made)
+    return dict(estimates)
+
+
+def _stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
+                          output_of_stratum: np.ndarray, groups: int,
+                          degrees: dict[str, np.ndarray] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """:func:`stratified_estimates`, made."""
     aggregated = {a.column for a in query.aggregates if a.column is not None}
     whole = whole_table(query, output_of_stratum)
     every = bool((output_of_stratum >= 0).all())  # no stratum filtered out: every candidate row kept, unmasked
@@ -571,20 +600,20 @@ def stratified_estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layo
     return estimates
 
 
-def _stratum_sums(values, stratum, strata: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per stratum: the sum of ``values`` and of their squares (rows outside the candidates are 0)."""
-    return (np.bincount(stratum, weights=values, minlength=strata),
-            np.bincount(stratum, weights=values * values, minlength=strata))
+def _stratum_sums(values, stratum, strata: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per stratum: the sums of ``values``, of their squares and of their fourth powers, and the rows
+    whose value is not 0 (rows outside the candidates are 0), in one compiled pass
+    (:func:`parzen.aqp._cell_sums.cell_sums`, ``np.bincount``'s floats)."""
+    _, s1, s2, s4, carrying = cell_sums(np.ascontiguousarray(values, dtype=np.float64),
+                                        np.ascontiguousarray(stratum, dtype=np.intp), strata)
+    return s1, s2, s4, carrying
 
 
 def _stratified_df(values, stratum, layout: Layout, output_of_stratum, groups: int, sums=None) -> np.ndarray:
     """Per answer row: the effective degrees of freedom of :func:`_stratified_variance` (the strata are
     its cells, the rows with a non-zero term those that carry it: :func:`parzen.aqp.tails.effective_df_of_cells`);
     ``sums``: :func:`_stratum_sums` of ``values``, made already (None: made here)."""
-    strata = len(layout.keys)
-    s1, s2 = _stratum_sums(values, stratum, strata) if sums is None else sums
-    s4 = np.bincount(stratum, weights=(values * values) ** 2, minlength=strata)
-    carrying = np.bincount(stratum, weights=(values != 0.0).astype(np.float64), minlength=strata)
+    s1, s2, s4, carrying = _stratum_sums(values, stratum, len(layout.keys)) if sums is None else sums
     n, rows = layout.drawn, layout.rows
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1), 0.0)
@@ -597,7 +626,7 @@ def _stratified_df(values, stratum, layout: Layout, output_of_stratum, groups: i
 def _stratified_variance(values, stratum, layout: Layout, output_of_stratum, groups: int, sums=None) -> np.ndarray:
     """Per answer row: the variance of the stratified total of ``values`` (sampling without replacement);
     ``sums``: :func:`_stratum_sums` of ``values``, made already (None: made here)."""
-    s1, s2 = _stratum_sums(values, stratum, len(layout.keys)) if sums is None else sums
+    s1, s2, _, _ = _stratum_sums(values, stratum, len(layout.keys)) if sums is None else sums
     n, rows = layout.drawn, layout.rows
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1), 0.0)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from statistics import NormalDist
 
@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ._box import box_sums
+from ._cell_sums import domain_cell_sums, terms_of_kept
 from .categories import Categories
 from .estimate import _REACH, Estimate, row_terms
 from .group_candidates import LISTED, Candidates, candidates
@@ -175,13 +176,16 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
     found = selected.found
     ranges = _smoothed_ranges(query, synopsis, selected)
     aggregated = list(dict.fromkeys(a.column for a in query.aggregates if a.column is not None and a.plain))
-    totals = _point_totals(synopsis, layout, ranges, aggregated, keep, kept, group, weight, sizes, selected)
+    plain = any(a.plain for a in query.aggregates)  # else only the polynomials' own terms are read
+    totals = _point_totals(synopsis, layout, ranges, aggregated, keep, kept, group, weight, sizes, selected) \
+        if plain else {}
     polynomials = [a for a in query.aggregates if a.polynomial]
     dense = _polynomial_terms(query, synopsis, layout, ranges, polynomials, keep, kept) if polynomials else {}
     for name, values in dense.items():
         totals[name] = np.bincount(group, weights=weight * values, minlength=sizes)
     sampled_rows = float(size_estimate.sum())
-    terms = None if z is None else {**_dense_terms(synopsis, layout, ranges, aggregated, keep, kept), **dense}
+    terms = None if z is None else \
+        {**(_dense_terms(synopsis, layout, ranges, aggregated, keep, kept) if plain else {}), **dense}
     strata = len(layout.keys)
 
     def half_width(values):  # z se, with Student's t of the variance's degrees of freedom for z
@@ -530,17 +534,20 @@ def _cells(layout: Layout, keep: np.ndarray, kept: np.ndarray, group: np.ndarray
     return cell, output, weights
 
 
-#: The last selections made, by the identities of (query, categories, layout), which they hold.
-_SELECTIONS: OrderedDict[tuple[int, int, int], tuple[AggregateQuery, Categories, Layout, DomainSelection]] = \
-    OrderedDict()
+#: The last selections made, by the identities of (categories, layout), which they hold, and what the
+#: selection reads of the query (its GROUP BY, IN / = lists, ranges, which of them are on point-mass columns,
+#: and comparisons of columns).
+_SELECTIONS: OrderedDict[tuple, tuple[Categories, Layout, DomainSelection]] = OrderedDict()
 _SELECTIONS_KEPT = 32
 _SELECTIONS_LOCK = threading.Lock()  # answers may run in several threads (parzen serve)
 
 
 def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> DomainSelection:
-    """The query's :class:`DomainSelection` on ``synopsis``'s sample, made once per query object,
-    categories and layout (a synopsis's categories and layout never change once loaded; a copy with
-    other bandwidths, :func:`parzen.aqp.contract.with_bandwidths_scaled`, shares them).
+    """The query's :class:`DomainSelection` on ``synopsis``'s sample, made once per query (what it
+    reads of it: GROUP BY, IN / = lists, ranges and comparisons of columns), categories and layout (a
+    synopsis's categories and layout never change once loaded; a copy with other bandwidths,
+    :func:`parzen.aqp.contract.with_bandwidths_scaled`, shares them), so that asking the same query
+    again, in a new parse, reads it too.
 
     Parameters
     ----------
@@ -557,12 +564,14 @@ def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) 
     """
     categories = synopsis.categories
     assert categories is not None
-    key = (id(query), id(categories), id(layout))
+    models = synopsis.models
+    key = (id(categories), id(layout), query.group_by, tuple(query.members.items()), tuple(query.ranges.items()),
+           tuple(c in models and models[c].bandwidth == 0.0 for c in query.ranges), query.compared)
     with _SELECTIONS_LOCK:
         found = _SELECTIONS.get(key)
-        if found is not None and found[0] is query and found[1] is categories and found[2] is layout:
+        if found is not None and found[0] is categories and found[1] is layout:
             _SELECTIONS.move_to_end(key)
-            return found[3]
+            return found[2]
     # a range on a point-mass column (h = 0) that is categorical too filters by its codes: the same
     # rows as its indicator, and the exact tables then calibrate to the domain's size with it
     discrete = frozenset(c for c in query.ranges if c in synopsis.models and synopsis.models[c].bandwidth == 0.0
@@ -580,10 +589,11 @@ def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) 
     listing = None if exact is not None or not query.group_by or query.compared else \
         candidates(query.group_by, allowed, categories, radix)
     listed = listing.keys if listing is not None else None if exact is None else exact[0]
-    keys, group = _groups(_mixed_radix([categories.codes[g][kept] for g in query.group_by], radix, kept.size),
-                          radix, listed)
-    if not query.group_by and not keys.size:
-        keys = np.zeros(1, dtype=np.int64)
+    if query.group_by:
+        keys, group = _groups(_mixed_radix([categories.codes[g][kept] for g in query.group_by], radix, kept.size),
+                              radix, listed)
+    else:  # one answer row, key 0, whether or not a row is kept (what _groups gives, without its passes)
+        keys, group = np.zeros(1, dtype=np.int64), np.zeros(kept.size, dtype=np.intp)
     sizes = len(keys)
     stratum = layout.stratum_of_row[kept]
     weight = layout.weight[stratum]
@@ -596,7 +606,7 @@ def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) 
     selected = DomainSelection(keep, kept, keys, decoded, group, stratum, weight, size_estimate, exact_rows, known,
                                share, discrete, listing, exact is not None)
     with _SELECTIONS_LOCK:
-        _SELECTIONS[key] = (query, categories, layout, selected)
+        _SELECTIONS[key] = (categories, layout, selected)
         if len(_SELECTIONS) > _SELECTIONS_KEPT:
             _SELECTIONS.popitem(last=False)
     return selected
@@ -782,48 +792,59 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
                       keep: np.ndarray, kept: np.ndarray) -> dict[str, np.ndarray]:
     """Per kept sampled row, for each SUM / AVG of a polynomial: its SUM term ("sum <name>": the
     polynomial's kernel moments, :class:`parzen.aqp.aggregates._SampleTerms`) and, for AVG, its
-    COUNT term ("count <name>": the masses of the rows where no input is NULL)."""
-    from .aggregates import _SampleTerms
+    COUNT term ("count <name>": the masses of the rows where no input is NULL).  Within
+    :func:`parzen.aqp._kept.shared_terms` (a ratio's sub-query, whose per-row terms read
+    every candidate row) the terms of all candidate rows are made once and the kept ones read from
+    them; otherwise only the kept rows' are made (the same floats: each row's terms are its own)."""
+    from ._kept import sharing
+    from .aggregates import _SampleTerms, sample_terms
 
-    sample = _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1, within=keep)
-    at = np.searchsorted(kept, sample.rows)  # kept ascends and holds every row kept
-
-    def dense(values):
-        full = np.zeros(kept.size)
-        full[at] = values
-        return full
-
+    every_row = np.zeros(len(layout.keys), dtype=np.intp)
+    sample = sample_terms(query, synopsis, layout, ranges, every_row, 1) if sharing() else \
+        _SampleTerms(query, synopsis, layout, ranges, every_row, 1, within=keep)
+    rows, kept = np.ascontiguousarray(sample.rows, dtype=np.intp), np.ascontiguousarray(kept, dtype=np.intp)
     out = {}
     for a in polynomials:
-        valid = sample.valid(a.inputs)
-        terms = np.zeros(sample.rows.size)
-        for k, monomial in a.polynomial:
-            terms = terms + k * sample.monomial(Counter(monomial), valid)
-        out[f"sum {a.name}"] = dense(terms)
-        out[f"count {a.name}"] = dense(sample.p * valid)
+        terms, valid = sample.polynomial(a)
+        out[f"sum {a.name}"], out[f"count {a.name}"] = terms_of_kept(rows, keep, kept, terms, sample.p, valid)
     return out
 
 
 def _domain_variance(values, stratum, group, layout: Layout, strata: int, groups: int) -> np.ndarray:
     """Per group (domain): the variance of its stratified total of ``values`` (zero outside it)."""
-    group_of_cell, _, contribution, _ = _cell_variances(values, stratum, group, layout, groups)
+    group_of_cell, contribution, _, _, _ = _cell_variances(values, stratum, group, layout, groups)
     return np.bincount(group_of_cell, weights=contribution, minlength=groups)
 
 
 def _cell_variances(values, stratum, group, layout: Layout,
-                    groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                    groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The (stratum, domain) cells that hold admitted rows (a cell without one adds 0), ascending by
-    stratum then domain: each cell's domain, each row's cell, stratum s's term
-    rows_s^2 (1 - f_s) S^2_{s,d} / drawn_s of the domain variance (no (strata, domains) table is made),
-    and each cell's sum of the squared values."""
-    ids, cell = _present(np.asarray(stratum, dtype=np.int64) * groups + group)
-    s1 = np.bincount(cell, weights=values, minlength=ids.size)
-    s2 = np.bincount(cell, weights=values * values, minlength=ids.size)
+    stratum then domain: each cell's domain, stratum s's term rows_s^2 (1 - f_s) S^2_{s,d} / drawn_s of
+    the domain variance (no (strata, domains) table is made), and each cell's rows, sum of the squared
+    values and sum of their squares (:func:`_cell_sums`)."""
+    ids, rows, s1, s2, s4 = _cell_sums(values, stratum, group, layout.drawn.size, groups)
     stratum_of_cell, group_of_cell = np.divmod(ids, groups)
-    n, rows = layout.drawn[stratum_of_cell], layout.rows[stratum_of_cell]
+    n, drawn_rows = layout.drawn[stratum_of_cell], layout.rows[stratum_of_cell]
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1), 0.0)
-        return group_of_cell, cell, np.nan_to_num(rows * rows * var / n * np.maximum(0.0, 1.0 - n / rows)), s2
+        contribution = np.nan_to_num(drawn_rows * drawn_rows * var / n * np.maximum(0.0, 1.0 - n / drawn_rows))
+    return group_of_cell, contribution, rows, s2, s4
+
+
+def _cell_sums(values, stratum, group, strata: int,
+               groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The cells stratum x domain that hold rows (ascending) and per cell its rows and the sums of the
+    values, their squares and their fourth powers: one compiled pass (:func:`parzen.aqp._cell_sums.domain_cell_sums`)
+    where the strata x domains are not many more than the rows, else by sorting the cells' keys (the same floats)."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    if strata * groups <= min(_COUNTED_KEYS, 8 * values.size + 4096):
+        return domain_cell_sums(values, np.ascontiguousarray(stratum, dtype=np.intp),
+                                np.ascontiguousarray(group, dtype=np.intp), groups, strata * groups)
+    ids, cell = _present(np.asarray(stratum, dtype=np.int64) * groups + group)
+    square = values * values
+    return (ids, np.bincount(cell, minlength=ids.size).astype(np.float64),
+            np.bincount(cell, weights=values, minlength=ids.size), np.bincount(cell, weights=square, minlength=ids.size),
+            np.bincount(cell, weights=square * square, minlength=ids.size))
 
 
 def _present(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -861,10 +882,7 @@ def domain_spread(values, stratum, group, layout: Layout, strata: int, groups: i
     variance, degrees_of_freedom : numpy.ndarray
         Per domain (inf degrees of freedom where the variance is 0).
     """
-    group_of_cell, cell, contribution, square = _cell_variances(values, stratum, group, layout, groups)
-    cells = group_of_cell.size
-    rows = np.bincount(cell, minlength=cells)
-    fourth = np.bincount(cell, weights=(values * values) ** 2, minlength=cells)
+    group_of_cell, contribution, rows, square, fourth = _cell_variances(values, stratum, group, layout, groups)
     return (np.bincount(group_of_cell, weights=contribution, minlength=groups),
             effective_df_of_cells(group_of_cell, groups, contribution, rows, square, fourth))
 

@@ -32,6 +32,12 @@ sum_k |dg / dL_k| h_k from the leaves' own half widths h_k (first order; sd(X + 
 sd(Y), conservative).  :meth:`parzen.aqp.Engine.query` widens the result by the smoothing bias's
 estimate of the whole expression (:func:`parzen.aqp.contract.cover_bias`), which is where the
 leaves' bias enters.
+
+The sub-queries' answers and the per-row terms t_{k,i} read one set of the sample's kernel terms per
+set of ranges (:func:`parzen.aqp.aggregates.sample_terms`: masses, a polynomial's terms and sums), made
+once and kept with the synopsis's strata for the next query of the same ranges (:mod:`parzen.aqp._kept`):
+the queries of a family that differ in their CASE conditions or IN lists on categorical columns filter
+the same terms.
 """
 
 from __future__ import annotations
@@ -43,6 +49,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from ._cell_sums import add_scaled
+from ._kept import shared_terms
+from .aggregates import sample_terms
+from .answers import _column_index
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
 from .cube_answers import Totals
@@ -92,6 +102,13 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
     form : str
         The least exact form among the sub-queries' ("totals", "grid", "sample").
     """
+    with shared_terms():  # the sub-queries' answers and the per-row terms share the sample's kernel terms
+        return _approximate(composite, subqueries, synopsis, layout, answer, z, placement)
+
+
+def _approximate(composite: Composite, subqueries: Sequence[AggregateQuery], synopsis: Synopsis, layout: Layout,
+                 answer: Answerer, z: float | None, placement: list | None) -> tuple[pd.DataFrame, str]:
+    """:func:`approximate`'s work, within :func:`parzen.aqp._kept.shared_terms`."""
     frames, forms = zip(*(answer(q, synopsis, z) for q in subqueries))
     keys, leaf_values, leaf_half, bounded, placed = _leaf_table(composite, frames, z is not None)
     if placement is not None:
@@ -117,8 +134,11 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
                 variance, df = per_row.variance(gradient, exact)
                 half = t_quantiles(z, df) * np.sqrt(variance)
                 half = np.where(bounded, first_order, half)
-                plain_values = {k: np.where(exact[k], leaf_values[k], per_row.total(k)) for k in leaf_values}
-                plain = _evaluate(output.expression, plain_values, known)[0] if composite.group_by else value
+                if composite.group_by:  # g at the plain totals (without GROUP BY the value itself)
+                    plain_values = {k: np.where(exact[k], leaf_values[k], per_row.total(k)) for k in leaf_values}
+                    plain = _evaluate(output.expression, plain_values, known)[0]
+                else:
+                    plain = value
                 plain = np.where(np.isnan(plain) | bounded, value, plain)
             with np.errstate(invalid="ignore"):
                 low[output.name] = np.fmin(value, plain) - half
@@ -294,18 +314,28 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
         rows_array = np.asarray(rows, dtype=np.intp)
         placed.append(rows_array)
         found = rows_array >= 0
+        read = _float_columns(frame, bool(group_by))
         for k in indices:
             name = f"{LEAF}{k}"
             v = np.zeros(len(keys))
-            v[rows_array[found]] = frame[name].to_numpy(dtype=np.float64)[found]
+            v[rows_array[found]] = read(name)[found]
             values[k] = np.nan_to_num(v)  # SUM over no row: 0 in a sum of totals
             h = np.zeros(len(keys))
             if with_error:
-                column = frame[name].to_numpy(dtype=np.float64)[found]
-                h[rows_array[found]] = np.fmax(column - frame[f"{name} low"].to_numpy(dtype=np.float64)[found],
-                                               frame[f"{name} high"].to_numpy(dtype=np.float64)[found] - column)
+                column = read(name)[found]
+                h[rows_array[found]] = np.fmax(column - read(f"{name} low")[found], read(f"{name} high")[found] - column)
             half[k] = np.nan_to_num(h, nan=np.inf)
     return keys, values, half, bounded, placed
+
+
+def _float_columns(frame: pd.DataFrame, grouped: bool) -> Callable[[str], np.ndarray]:
+    """Reads a column of ``frame`` as float64: without GROUP BY (every column a number) from the frame's
+    values read once as one array, else column by column."""
+    if grouped:
+        return lambda name: frame[name].to_numpy(dtype=np.float64)
+    block = frame.to_numpy(dtype=np.float64)
+    at = {name: j for j, name in enumerate(frame.columns)}
+    return lambda name: block[:, at[name]]
 
 
 def _row_keys(frame: pd.DataFrame, columns: list[str]) -> list[tuple]:
@@ -367,10 +397,9 @@ class _RowTerms:
         self.synopsis, self.layout = synopsis, layout
         self.size = synopsis.sample_size
         group = _row_groups(composite.group_by and subqueries[0].group_by, synopsis, layout, keys)
-        self.inside = group >= 0
-        self.group = group[self.inside]
-        self.stratum = layout.stratum_of_row[self.inside]
-        self.weight = layout.weight[self.stratum]
+        inside = None if (group >= 0).all() else group >= 0  # None: every sampled row (no copy made)
+        self.group = group if inside is None else group[inside]
+        self.stratum = layout.stratum_of_row if inside is None else layout.stratum_of_row[inside]
         self.groups = len(keys)
         self.terms: dict[int, np.ndarray] = {}
         self._totals: dict[int, np.ndarray] = {}
@@ -384,7 +413,14 @@ class _RowTerms:
             sample = samples[smoothed]
             for k in indices:
                 aggregate = next(a for a in query.aggregates if a.name == f"{LEAF}{k}")
-                self.terms[k] = (_leaf_terms(aggregate, synopsis, sample) * keep)[self.inside]
+                term = _leaf_terms(aggregate, synopsis, sample)
+                term = term if keep is None else term * keep
+                self.terms[k] = term if inside is None else term[inside]
+
+    @functools.cached_property
+    def weight(self) -> np.ndarray:
+        """Per row, its stratum's rows / drawn (read by :meth:`total` only: under GROUP BY)."""
+        return self.layout.weight[self.stratum]
 
     def total(self, k: int) -> np.ndarray:
         """The plain stratified total of leaf k per answer row (made once per leaf)."""
@@ -397,19 +433,18 @@ class _RowTerms:
         """Var of g per answer row: the domain variance of z_i = sum_k dg/dL_k t_{k,i} (exact leaves left
         out), and that estimate's effective degrees of freedom (:func:`parzen.aqp.domains.domain_spread`)."""
         z = np.zeros(self.group.size)
+        group = np.ascontiguousarray(self.group, dtype=np.intp)
         for k, d in gradient.items():
             factor = np.where(exact[k], 0.0, np.nan_to_num(d, nan=0.0, posinf=0.0, neginf=0.0))
-            z += factor[self.group] * self.terms[k]
+            add_scaled(z, np.ascontiguousarray(factor, dtype=np.float64), group, self.terms[k])
         return domain_spread(z, self.stratum, self.group, self.layout, len(self.layout.keys), self.groups)
 
 
 def _sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout):
     """The :class:`parzen.aqp.aggregates._SampleTerms` of ``query``'s ranges on the numeric columns, one
     answer row."""
-    from .aggregates import _SampleTerms
-
     ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
-    return _SampleTerms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1)
+    return sample_terms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1)
 
 
 def _leaf_terms(aggregate, synopsis: Synopsis, sample) -> np.ndarray:
@@ -419,10 +454,7 @@ def _leaf_terms(aggregate, synopsis: Synopsis, sample) -> np.ndarray:
     if aggregate.func == "count":
         term = sample.p if aggregate.column is None else sample.p * sample.valid([aggregate.column])
     elif aggregate.polynomial:
-        valid = sample.valid(aggregate.inputs)
-        term = np.zeros(sample.rows.size)
-        for k, monomial in aggregate.polynomial:
-            term = term + k * sample.monomial(Counter(monomial), valid)
+        return sample.polynomial_every_row(aggregate)
     else:
         term = sample.monomial(Counter({aggregate.column: 1}), sample.valid([aggregate.column]))
     out = np.zeros(synopsis.sample_size)
@@ -444,11 +476,12 @@ def _row_values(column: str, synopsis: Synopsis, layout: Layout) -> tuple[np.nda
     return categories.codes[column], categories.values[column]  # small integers: they index as they are
 
 
-def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> np.ndarray:
+def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> np.ndarray | None:
     """1 for the sampled rows whose categorical values pass the query's IN / = and ranges on
-    categorical columns, else 0."""
-    keep = np.ones(synopsis.sample_size, dtype=bool)  # 1.0 / 0.0 at the end: the products of 1.0 and 0.0 it stood for
+    categorical columns, else 0; None where the query has none (every row passes: a product with 1.0
+    would change no term)."""
     columns = [*query.members, *(c for c in query.ranges if c not in synopsis.models)]
+    keep = None  # the product of each column's 1.0 / 0.0 (exact: the AND of its tests)
     for column in dict.fromkeys(columns):
         codes, values = _row_values(column, synopsis, layout)
         allowed = np.ones(len(values), dtype=bool)
@@ -458,8 +491,9 @@ def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layou
             r = query.ranges[column]
             allowed &= np.array([v is not None and not isinstance(v, str) and r.contains(float(v)) for v in values],
                                 dtype=bool)
-        keep &= allowed[codes]
-    return keep.astype(np.float64)
+        passed = allowed.astype(np.float64)[codes]
+        keep = passed if keep is None else keep * passed
+    return keep
 
 
 def _row_groups(group_by, synopsis: Synopsis, layout: Layout, keys: list[tuple]) -> np.ndarray:
@@ -493,7 +527,14 @@ def _row_groups(group_by, synopsis: Synopsis, layout: Layout, keys: list[tuple])
 
 
 def _frame(composite: Composite, keys: list[tuple], values, low, high) -> pd.DataFrame:
-    """The answer in the query's SELECT order, one row per group key."""
+    """The answer in the query's SELECT order, one row per group key (without GROUP BY one row of
+    floats made as one array, as :func:`parzen.aqp.answers.frame` makes it)."""
+    if not composite.group_by and len(keys) == 1 and all(not isinstance(item, str) for item in composite.select):
+        names = tuple(output.name for output in composite.outputs)
+        row = [v for name in names for v in ((values[name][0],) if low is None or high is None
+                                             else (values[name][0], low[name][0], high[name][0]))]
+        return pd.DataFrame(np.array([row], dtype=np.float64), columns=_column_index(names, low is not None),
+                            index=pd.RangeIndex(1), copy=False)
     columns: dict[str, object] = {}
     for item in composite.select:
         if isinstance(item, str):

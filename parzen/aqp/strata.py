@@ -44,6 +44,12 @@ class Layout:
     whole: np.ndarray  # zero per stratum: every stratum in answer row 0 (do not modify)
 
     @functools.cached_property
+    def kept_terms(self) -> dict:
+        """Per-row terms that answers keep between queries on this sample, newest last
+        (:mod:`parzen.aqp._kept`): they go with the layout (a reloaded synopsis has a new one)."""
+        return {}
+
+    @functools.cached_property
     def effective_rows(self) -> float:
         """Kish's effective sample size of the whole sample (Kish 1965, Survey Sampling),
         (sum_i w_i)^2 / sum_i w_i^2 = N^2 / sum_g rows_g^2 / drawn_g: the drawn rows when every

@@ -1,0 +1,169 @@
+"""The sums per cell of a per-row term's powers, and the per-row sums they are of, in compiled passes (Numba).
+
+The variances of the stratified totals (:func:`parzen.aqp.answers._stratified_variance`, the domain
+variances of :func:`parzen.aqp.domains.domain_spread`) and their effective degrees of freedom
+(:mod:`parzen.aqp.tails`) read, per cell (a stratum, or a stratum x domain), the rows m, the sums of
+v, v^2 and v^4 of the rows' terms v, and the rows whose term is not 0.  Each comes from one loop over
+the rows here, instead of one ``np.bincount`` (and one temporary array) per sum; the sums add the
+rows in the same order as ``np.bincount`` does (row by row, from 0.0), so they are the same floats.
+:func:`add_scaled` builds the linear combination z_i of a ratio's variance (:mod:`parzen.aqp.ratios`)
+and :func:`terms_of_kept` reads a domain's rows' terms (:mod:`parzen.aqp.domains`), each in one loop
+over the rows with the arithmetic of the NumPy expressions they replace.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)  # answers may run in several threads (parzen serve)
+def cell_sums(values, cell, cells):
+    """Per cell: its rows, the sums of v, v^2 and (v^2)^2, and its rows with v != 0.
+
+    Parameters
+    ----------
+    values : numpy.ndarray of float64
+        Per row, its term v.
+    cell : numpy.ndarray of int
+        Per row, its cell, in [0, cells).
+    cells : int
+        The cells.
+
+    Returns
+    -------
+    rows, s1, s2, s4, carrying : numpy.ndarray of float64
+        Per cell: sum 1, sum v, sum v^2, sum (v^2)^2 and sum 1[v != 0] over its rows, each added in
+        row order from 0.0 (``np.bincount(cell, weights=...)``'s floats).
+    """
+    rows = np.zeros(cells)
+    s1 = np.zeros(cells)
+    s2 = np.zeros(cells)
+    s4 = np.zeros(cells)
+    carrying = np.zeros(cells)
+    if values.size == 0:
+        return rows, s1, s2, s4, carrying
+    # a run of rows of one cell adds in registers: loaded when it starts, stored when it ends (the
+    # same additions in the same order as adding to the arrays row by row)
+    c = cell[0]
+    m, a1, a2, a4, k = rows[c], s1[c], s2[c], s4[c], carrying[c]
+    for i in range(values.size):
+        if cell[i] != c:
+            rows[c], s1[c], s2[c], s4[c], carrying[c] = m, a1, a2, a4, k
+            c = cell[i]
+            m, a1, a2, a4, k = rows[c], s1[c], s2[c], s4[c], carrying[c]
+        v = values[i]
+        square = v * v
+        m += 1.0
+        a1 += v
+        a2 += square
+        a4 += square * square
+        if v != 0.0:
+            k += 1.0
+    rows[c], s1[c], s2[c], s4[c], carrying[c] = m, a1, a2, a4, k
+    return rows, s1, s2, s4, carrying
+
+
+@njit(cache=True, nogil=True)
+def domain_cell_sums(values, stratum, group, groups, cells):
+    """:func:`cell_sums` over the cells stratum x domain (cell ``stratum * groups + group``, fewer
+    than ``cells``), kept to the cells that hold rows, ascending.
+
+    Parameters
+    ----------
+    values : numpy.ndarray of float64
+        Per row, its term.
+    stratum, group : numpy.ndarray of int
+        Per row, its stratum and its domain.
+    groups : int
+        The domains.
+    cells : int
+        An upper bound on the cells' indices (strata x groups).
+
+    Returns
+    -------
+    ids : numpy.ndarray of int64
+        The cells that hold rows, ascending.
+    rows, s1, s2, s4 : numpy.ndarray of float64
+        Per such cell, as :func:`cell_sums`.
+    """
+    rows = np.zeros(cells)
+    s1 = np.zeros(cells)
+    s2 = np.zeros(cells)
+    s4 = np.zeros(cells)
+    if values.size:  # runs of one cell add in registers, as in cell_sums
+        c = stratum[0] * groups + group[0]
+        m, a1, a2, a4 = rows[c], s1[c], s2[c], s4[c]
+        for i in range(values.size):
+            d = stratum[i] * groups + group[i]
+            if d != c:
+                rows[c], s1[c], s2[c], s4[c] = m, a1, a2, a4
+                c = d
+                m, a1, a2, a4 = rows[c], s1[c], s2[c], s4[c]
+            v = values[i]
+            square = v * v
+            m += 1.0
+            a1 += v
+            a2 += square
+            a4 += square * square
+        rows[c], s1[c], s2[c], s4[c] = m, a1, a2, a4
+    ids = np.flatnonzero(rows)
+    return ids.astype(np.int64), rows[ids], s1[ids], s2[ids], s4[ids]
+
+
+@njit(cache=True, nogil=True)
+def add_scaled(z, factor, group, term):
+    """z_i += factor[group_i] term_i in place, as NumPy's ``z += factor[group] * term`` (the same floats,
+    without the temporaries).
+
+    Parameters
+    ----------
+    z : numpy.ndarray of float64
+        Per row, the sum so far (written).
+    factor : numpy.ndarray of float64
+        Per group, the factor.
+    group : numpy.ndarray of int
+        Per row, its group.
+    term : numpy.ndarray of float64
+        Per row, the term.
+    """
+    for i in range(z.size):
+        z[i] = z[i] + factor[group[i]] * term[i]
+
+
+@njit(cache=True, nogil=True)
+def terms_of_kept(rows, keep, kept, terms, masses, valid):
+    """The terms of the rows ``kept`` from those of ``rows``: per kept row, its term and mass times
+    validity where it is among ``rows``, else 0.
+
+    Parameters
+    ----------
+    rows : numpy.ndarray of int
+        The rows that have terms (any order).
+    keep : numpy.ndarray of bool
+        Per sampled row, whether it is kept.
+    kept : numpy.ndarray of int
+        The kept rows, ascending (those where ``keep`` holds).
+    terms, masses, valid : numpy.ndarray of float64
+        Per row of ``rows``: its term, its kernels' mass and whether its inputs are all present (1.0 / 0.0).
+
+    Returns
+    -------
+    kept_terms, kept_counts : numpy.ndarray of float64
+        Per kept row: its term, and its mass times its validity (0.0 and 0.0 where it has none).
+    """
+    position = np.empty(keep.size, dtype=np.intp)  # per sampled row, the kept rows before it: its index in kept
+    before = 0
+    for r in range(keep.size):
+        position[r] = before
+        if keep[r]:
+            before += 1
+    kept_terms = np.zeros(kept.size)
+    kept_counts = np.zeros(kept.size)
+    for i in range(rows.size):
+        r = rows[i]
+        if keep[r]:
+            j = position[r]
+            kept_terms[j] = terms[i]
+            kept_counts[j] = masses[i] * valid[i]
+    return kept_terms, kept_counts

@@ -1,0 +1,82 @@
+"""The compiled per-row passes of the AQP answers give NumPy's floats bit for bit."""
+
+import numpy as np
+
+from parzen.aqp._cell_sums import cell_sums, domain_cell_sums
+from parzen.aqp._row_polynomials import polynomial_rows
+
+
+def test_polynomial_rows_are_numpys_monomial_sums():
+    """SUM(c0 x + c1 x y^2 + c2 y) with a range column's factor: the terms and validity of
+    _SampleTerms.monomial's NumPy expression, NULLs (NaN) and infinities included."""
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((3, 500)) * 1e3
+    data[0, rng.integers(0, 500, 40)] = np.nan
+    data[1, rng.integers(0, 500, 40)] = np.nan
+    data[1, 7], data[0, 9] = np.inf, -np.inf
+    rows = np.sort(rng.choice(500, 300, replace=False)).astype(np.intp)
+    mass = rng.random(rows.size)
+    x, y = data[0][rows], data[1][rows]
+    valid = np.ones(rows.size) * ~np.isnan(x) * ~np.isnan(y)
+    coefficients = [1.5, -1.0, 0.25]
+    monomials = [valid * mass * np.nan_to_num(x) ** 1,
+                 valid * mass * (np.nan_to_num(x) - 0.0) ** 1 * (np.nan_to_num(y) - 0.0) ** 2,
+                 valid * mass * np.nan_to_num(y) ** 1]
+    expected = np.zeros(rows.size)
+    for c, m in zip(coefficients, monomials):
+        expected = expected + c * m
+    with np.errstate(over="ignore", invalid="ignore"):
+        terms, got_valid = polynomial_rows(rows, data, np.array([0, 1]), np.array(coefficients), mass[None, :],
+                                           np.zeros(3, dtype=np.intp), np.array([0, 1, 2, 3]),
+                                           np.array([0, 0, 1, 1]), np.array([1, 1, 2, 1]), np.array([0, 1, 3, 4]))
+    np.testing.assert_array_equal(got_valid, valid)
+    np.testing.assert_array_equal(terms, expected)
+
+
+def test_cell_sums_are_bincounts():
+    """Per cell: rows, sums of v, v^2, v^4 and rows with v != 0, as np.bincount adds them (same floats)."""
+    rng = np.random.default_rng(4)
+    values = rng.standard_t(3, 2000) * 1e5
+    values[rng.integers(0, 2000, 200)] = 0.0
+    stratum = rng.integers(0, 13, 2000).astype(np.intp)
+    group = rng.integers(0, 5, 2000).astype(np.intp)
+    rows, s1, s2, s4, carrying = cell_sums(values, stratum, 13)
+    np.testing.assert_array_equal(rows, np.bincount(stratum, minlength=13))
+    np.testing.assert_array_equal(s1, np.bincount(stratum, weights=values, minlength=13))
+    np.testing.assert_array_equal(s2, np.bincount(stratum, weights=values * values, minlength=13))
+    np.testing.assert_array_equal(s4, np.bincount(stratum, weights=(values * values) ** 2, minlength=13))
+    np.testing.assert_array_equal(carrying, np.bincount(stratum, weights=values != 0.0, minlength=13))
+    keep = stratum != 4  # a stratum without rows: its cells are left out
+    ids, rows, s1, s2, s4 = domain_cell_sums(values[keep], stratum[keep], group[keep], 5, 65)
+    cell = stratum[keep] * 5 + group[keep]
+    present = np.flatnonzero(np.bincount(cell, minlength=65))
+    np.testing.assert_array_equal(ids, present)
+    np.testing.assert_array_equal(rows, np.bincount(cell, minlength=65)[present])
+    np.testing.assert_array_equal(s1, np.bincount(cell, weights=values[keep], minlength=65)[present])
+    np.testing.assert_array_equal(s4, np.bincount(cell, weights=(values[keep] * values[keep]) ** 2, minlength=65)[present])
+
+
+def test_add_scaled_and_terms_of_kept_are_numpys():
+    """z += factor[group] * term, and the kept rows' terms read from rows in any order (kernels' candidate
+    rows come sorted by value), as the NumPy expressions they replace."""
+    from parzen.aqp._cell_sums import add_scaled, terms_of_kept
+
+    rng = np.random.default_rng(5)
+    z, term = rng.standard_normal(1000), rng.standard_normal(1000) * 1e4
+    factor, group = rng.standard_normal(7), rng.integers(0, 7, 1000).astype(np.intp)
+    expected = z.copy()
+    expected += factor[group] * term
+    add_scaled(z, factor, group, term)
+    np.testing.assert_array_equal(z, expected)
+
+    keep = rng.random(1000) < 0.3
+    kept = np.flatnonzero(keep).astype(np.intp)
+    rows = rng.permutation(1000)[:600].astype(np.intp)  # not ascending
+    terms, masses, valid = rng.standard_normal(600), rng.random(600), (rng.random(600) < 0.9).astype(np.float64)
+    inside = keep[rows]
+    at = np.searchsorted(kept, rows[inside])
+    want_terms, want_counts = np.zeros(kept.size), np.zeros(kept.size)
+    want_terms[at], want_counts[at] = terms[inside], (masses * valid)[inside]
+    got_terms, got_counts = terms_of_kept(rows, keep, kept, terms, masses, valid)
+    np.testing.assert_array_equal(got_terms, want_terms)
+    np.testing.assert_array_equal(got_counts, want_counts)
