@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 
 from parzen.aqp import Engine
+from parzen.aqp import joins as join_synopses
 from parzen.aqp.cube_answers import FORM
-from parzen.aqp.cube_workload import select_for_workload
+from parzen.aqp.cube_workload import counted_cells, select_for_workload, within_budget
 
 ROWS = 6_000
 JOIN = "FROM sales JOIN store ON s_storekey = st_storekey "
@@ -183,3 +184,16 @@ def test_the_greedy_weighs_queries_by_frequency_and_benefit_per_byte():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert select_for_workload([], cardinality, [], 10, size, 100) == []
+
+
+def test_cells_are_counted_within_the_sketch_margin_and_the_budget_drops_the_last_tables(chosen):
+    synopsis = chosen.synopsis("sales")
+    relation = join_synopses.ensure_view(chosen.con, "sales", synopsis.joins)
+    cube = synopsis.cube
+    views = [frozenset(t.columns) for t in cube.tables]
+    counted = counted_cells(chosen.con, relation, views, cube.dimensions)
+    for table in cube.tables:  # a table's cells are its columns' distinct combinations
+        assert table.rows.size <= counted[frozenset(table.columns)] <= 1.2 * table.rows.size + 1
+    sizes = [t.nbytes for t in cube.tables]
+    assert within_budget(cube.tables, sum(sizes[:2])) == cube.tables[:2]
+    assert within_budget(cube.tables, sizes[1]) == [t for t in cube.tables if t.nbytes <= sizes[1]][:1]

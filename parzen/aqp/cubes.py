@@ -328,10 +328,12 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
         among_categorical = [p for p in cube.dependencies if p[0] in categorical_cardinality and p[1] in categorical_cardinality]
         lattice = [c for c in cube_lattice.hierarchy_columns(list(categorical_cardinality), among_categorical,
                                                              categorical_cardinality) if cardinality[c] > 1]
-        if workload is not None:
-            from .cube_workload import select_for_workload
+        if workload is not None:  # cells counted in one pass (HyperLogLog), then HRU's greedy for the queries
+            from . import cube_workload
 
-            chosen = select_for_workload(workload, cardinality, cube.dependencies, rows, size, left)
+            counted = cube_workload.counted_cells(con, table, cube_workload.candidate_views(workload), dimensions)
+            chosen = cube_workload.select_for_workload(workload, cardinality, cube.dependencies, rows, size, left,
+                                                       counted)
         else:
             chosen = cube_lattice.select_views([*lattice, *dimensions], cardinality, cube.dependencies, rows, size,
                                                left)
@@ -349,6 +351,10 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
                          if (a in cube.dimensions or a not in dimensions) and (b in cube.dimensions or b not in dimensions)}
     if chosen:  # the estimated cells bound the true ones: the tables fit the budget
         cube.tables = _computed(con, table, chosen, values, measures, nullable, cube.dependencies, cube.dimensions)
+        if workload is not None and views is None:  # counted cells may be a few per cent more than their count
+            from .cube_workload import within_budget
+
+            cube.tables = within_budget(cube.tables, left)
     cube.seconds = time.perf_counter() - started
     return cube
 
