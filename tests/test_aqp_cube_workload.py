@@ -155,9 +155,11 @@ def test_bad_workloads_are_refused_naming_the_query(workload, message):
         _engine(workload=workload)
 
 
-def test_cube_and_workload_together_are_refused():
+def test_cube_and_workload_together_and_a_workload_over_files_are_refused():
     with pytest.raises(ValueError, match="cube= lists .* workload= chooses"):
         Engine(_connection()).build("sales", workload=WORKLOAD, cube=[["s_mode"]])
+    with pytest.raises(ValueError, match="workload= chooses exact tables over the database's table"):
+        Engine(_connection()).build("sales", workload=WORKLOAD, source="sales/*.parquet")
 
 
 def test_the_greedy_weighs_queries_by_frequency_and_benefit_per_byte():
