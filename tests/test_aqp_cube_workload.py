@@ -18,7 +18,7 @@ import pytest
 from parzen.aqp import Engine
 from parzen.aqp import joins as join_synopses
 from parzen.aqp.cube_answers import FORM
-from parzen.aqp.cube_workload import counted_cells, select_for_workload, within_budget
+from parzen.aqp.cube_workload import counted_cells, reduced, select_for_workload, within_budget
 
 ROWS = 6_000
 JOIN = "FROM sales JOIN store ON s_storekey = st_storekey "
@@ -184,6 +184,9 @@ def test_the_greedy_weighs_queries_by_frequency_and_benefit_per_byte():
     queries = [("d",)] * 300 + [("a",), ("c",)]
     assert select_for_workload(queries, cardinality, [("d", "a")], 100_000, per_cell, 20_000) == [("d",), ("a", "c")]
     assert select_for_workload(queries, cardinality, [], 100_000, per_cell, 20_000) == [("d",), ("a",)]
+    # a query's column determined by another of its columns is dropped from the table (d -> a: d alone)
+    assert select_for_workload([("a", "d")], cardinality, [("d", "a")], 100_000, per_cell, 20_000) == [("d",)]
+    assert reduced(("a", "b"), {"a": {"a", "b"}, "b": {"a", "b"}}) == ("b",)  # equivalent: one kept
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert select_for_workload([], cardinality, [], 10, size, 100) == []

@@ -18,7 +18,8 @@ a data warehouse", ICDT 1997, section 3): the candidate views are the queries' c
 unions of two of them of at most max(:data:`parzen.aqp.cube_lattice.MAX_VIEW_COLUMNS`, the largest
 query set) columns; a query q of frequency f_q costs the cells of the smallest chosen view that holds
 or determines its columns (a functional dependency a -> b lets a view on a answer for b, as
-:meth:`parzen.aqp.cubes.Cube.covering` reads it), or the table's rows N when none does; each step keeps
+:meth:`parzen.aqp.cubes.Cube.covering` reads it; a query's columns determined by others of them are
+dropped from its set, :func:`reduced`), or the table's rows N when none does; each step keeps
 the candidate v of the largest
 
     B(v) / bytes(v),   B(v) = sum over q answered by v of f_q max(0, cost(q) - cells(v)),
@@ -184,13 +185,14 @@ def select_for_workload(needs: Sequence[tuple[str, ...]], cardinality: dict[str,
     list of tuple of str
         The views in the order chosen.
     """
+    determined = determinants(cardinality, dependencies)
+    needs = [reduced(n, determined) for n in needs]
     frequency = Counter(frozenset(n) for n in needs if n)
     queries = list(frequency)
     if not queries or budget <= 0:
         return []
     weight = np.array([frequency[q] for q in queries], dtype=np.float64)
     candidates = candidate_views(needs)
-    determined = {c: {c} | {b for a, b in dependencies if a == c} for c in cardinality}
 
     def answers(view: frozenset, query: frozenset) -> bool:
         return all(any(c in determined.get(v, {v}) for v in view) for c in query)
@@ -222,6 +224,36 @@ def select_for_workload(needs: Sequence[tuple[str, ...]], cardinality: dict[str,
         left -= nbytes[i]
         cost[covered[i]] = np.minimum(cost[covered[i]], cells[i])
     return chosen
+
+
+def choose(con, table: str, needs: Sequence[tuple[str, ...]], cardinality: dict[str, int], dependencies, rows: int,
+           cell_bytes: Callable[[Sequence[str]], int], budget: float,
+           dimensions: dict[str, NumericDimension]) -> list[tuple[str, ...]]:
+    """The views for the workload's column sets ``needs`` within ``budget`` bytes: their candidates' cells
+    counted in ``table`` by one pass (:func:`counted_cells`), then :func:`select_for_workload` (the
+    other parameters are its own; ``dimensions``: the numeric and comparison dimensions the sets name)."""
+    determined = determinants(cardinality, dependencies)
+    counted = counted_cells(con, table, candidate_views([reduced(n, determined) for n in needs]), dimensions)
+    return select_for_workload(needs, cardinality, dependencies, rows, cell_bytes, budget, counted)
+
+
+def determinants(cardinality: dict[str, int], dependencies) -> dict[str, set[str]]:
+    """Per column, the columns it determines (itself included) by the dependencies a -> b."""
+    determined = {c: {c} for c in cardinality}
+    for a, b in dependencies:
+        determined.setdefault(a, {a}).add(b)
+    return determined
+
+
+def reduced(columns: tuple[str, ...], determined: dict[str, set[str]]) -> tuple[str, ...]:
+    """``columns`` without those another of them determines (``determined``: per column, the columns it
+    determines, itself included): a table on the rest answers for them through the dependencies' maps,
+    with no more cells (of two columns that determine each other, the last is kept)."""
+    kept = list(columns)
+    for c in columns:
+        if any(other != c and c in determined.get(other, {other}) for other in kept):
+            kept.remove(c)
+    return tuple(kept)
 
 
 def candidate_views(needs: Sequence[tuple[str, ...]]) -> list[frozenset]:

@@ -331,9 +331,8 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
         if workload is not None:  # cells counted in one pass (HyperLogLog), then HRU's greedy for the queries
             from . import cube_workload
 
-            counted = cube_workload.counted_cells(con, table, cube_workload.candidate_views(workload), dimensions)
-            chosen = cube_workload.select_for_workload(workload, cardinality, cube.dependencies, rows, size, left,
-                                                       counted)
+            chosen = cube_workload.choose(con, table, workload, cardinality, cube.dependencies, rows, size, left,
+                                          dimensions)
         else:
             chosen = cube_lattice.select_views([*lattice, *dimensions], cardinality, cube.dependencies, rows, size,
                                                left)
