@@ -140,6 +140,18 @@ def workload_queries(args, con) -> list[tuple[str, str]]:
     return {"ssb": ssb, "tpch": tpch_joins, "flights": flights}[args.workload]()
 
 
+def workload_tables(workload: str, queries: list[tuple[str, str]], overrides: dict) -> dict:
+    """``overrides`` (``--build-options``) with, per table of the workload's builds, the workload's queries
+    that read it as ``workload=`` and no listed tables (``cube`` None): Engine.build chooses the exact
+    aggregate tables for them (``--workload-tables``)."""
+    out = dict(overrides)
+    for table in BUILDS[workload]:
+        reading = [without_order(sql) for _, sql in queries  # as the runs ask them
+                   if table in {t.name for t in sqlglot.parse_one(sql, read="duckdb").find_all(exp.Table)}]
+        out[table] = {**out.get(table, {}), "cube": None, "workload": reading}
+    return out
+
+
 def build_synopses(engine: Engine, workload: str, seed: int, database: Path, reuse: bool = False,
                    read_only: bool = False, overrides: dict | None = None, rebuild_tables: bool = False) -> dict:
     """Build each table's synopsis (with joins= where Engine.build takes it); what was built.
@@ -201,7 +213,7 @@ def _reused(engine: Engine, database: Path, table: str, options: dict, joins, re
     if not log.exists():
         return None
     record = json.loads(log.read_text())
-    other_tables = {**record["options"], "cube": None} == {**options, "cube": None}
+    other_tables = {**record["options"], "cube": None, "workload": None} == {**options, "cube": None, "workload": None}
     if (record["options"] != options and not other_tables) or (record["joins"] or None) != (joins or None):
         return None
     try:
@@ -210,12 +222,18 @@ def _reused(engine: Engine, database: Path, table: str, options: dict, joins, re
         return None
     if engine.check(table):
         return None
-    if record["options"] != options or stored.cube_views != options.get("cube"):
-        if stored.cube_views != options.get("cube"):
+    if options.get("workload"):  # tables chosen for the workload (--workload-tables): the same queries
+        tables_differ = record["options"].get("workload") != options["workload"]
+        wanted = {"workload": options["workload"]}
+    else:
+        tables_differ = stored.cube_views != options.get("cube")
+        wanted = {"cube": options.get("cube")}
+    if record["options"] != options or tables_differ:
+        if tables_differ:
             if not rebuild_tables:
                 return None
             started = time.perf_counter()
-            stored = engine.rebuild_tables(table, cube=options.get("cube"))
+            stored = engine.rebuild_tables(table, **wanted)
             record["tables_rebuilt_seconds"] = time.perf_counter() - started
         record.update({"options": options, "bytes": stored.nbytes()["total"], "cube_bytes": stored.nbytes().get("cube", 0),
                        "cube_seconds": stored.cube.seconds if stored.cube is not None else 0.0,
@@ -420,8 +438,11 @@ def run(args) -> dict:
     con.execute(f"SET memory_limit = '{args.memory_limit}'")  # the machine is shared: DuckDB spills beyond it
     queries = workload_queries(args, con)
     engine = Engine(con)
+    overrides = json.loads(args.build_options) if args.build_options else {}
+    if args.workload_tables:
+        overrides = workload_tables(args.workload, queries, overrides)
     built = build_synopses(engine, args.workload, args.seed, database, args.reuse, args.read_only,
-                           json.loads(args.build_options) if args.build_options else None, args.rebuild_tables)
+                           overrides or None, args.rebuild_tables)
     equal_bytes_samples(con, built, args.seed)
     contract = "max_rel_error" in inspect.signature(engine.query).parameters
     texts = [(family, without_order(sql)) for family, sql in queries]
@@ -667,6 +688,9 @@ def main() -> None:
                         help="JSON: per table, Engine.build options replacing the workload's, e.g. "
                              '\'{"lineitem": {"cube": [["l_shipmode", "o_orderpriority"]]}}\' (exact aggregate tables '
                              "listed; with --data a folder holding your own copy of the database)")
+    parser.add_argument("--workload-tables", action="store_true",
+                        help="build each table's exact aggregate tables for the workload's own queries that read it "
+                             "(Engine.build(workload=...), the listed cube= dropped)")
     args = parser.parse_args()
     if args.workload == "overview":
         text = overview(args.output_dir)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ import pandas as pd
 
 from .._progress import progress_bar
 from .._selector_names import SELECTOR_NAMES
-from . import categories, cube_comparisons, cube_dimensions, cubes
+from . import categories, cube_comparisons, cube_dimensions, cube_workload, cubes
 from .dates import as_double, temporal_kind
 from .estimate import CONTINUOUS, DISCRETE, INTEGER, ColumnModel
 from .grid import GRID_POINTS, ColumnGrid, column_grids, table_cumulative
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from .bandwidths import ColumnFunctionals
     from .column_summary import ColumnSummary
     from .sketches import DistinctSketches
+    from .sql import AggregateQuery
 
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
 _FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL"}
@@ -139,7 +141,8 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
 
 
 def exact_tables(con, table: str, types: dict[str, str], synopsis: Synopsis, *, cube_bytes: int | None,
-                 cube: list[list[str]] | None, sources: dict[str, str]) -> cubes.Cube | None:
+                 cube: list[list[str]] | None, sources: dict[str, str],
+                 workload: Sequence[tuple[str, Sequence[AggregateQuery]]] | None = None) -> cubes.Cube | None:
     """The exact aggregate tables of ``synopsis`` (its categorical columns, sample codes, modelled
     columns and exact totals), read from ``table`` (a join synopsis's view): the numeric dimensions
     (:func:`parzen.aqp.cube_dimensions.find`), the comparison dimensions ``cube`` names
@@ -165,6 +168,10 @@ def exact_tables(con, table: str, types: dict[str, str], synopsis: Synopsis, *, 
         The tables' column sets (:func:`checked_views`), instead of the greedy choice.
     sources : dict of str to str
         Per column of a join view, the database table it comes from.
+    workload : sequence of (str, sequence of AggregateQuery), optional
+        Example queries (text and parses, names as in the synopsis), instead of ``cube``: the tables are
+        chosen for them within the budget (:mod:`parzen.aqp.cube_workload`); a warning names the
+        queries no table can answer.
 
     Returns
     -------
@@ -186,15 +193,26 @@ def exact_tables(con, table: str, types: dict[str, str], synopsis: Synopsis, *, 
     budget = cubes.default_budget(synopsis.sample, codes) if cube_bytes is None else int(cube_bytes)
     dimensions = cube_dimensions.find(con, table, types, numeric, values) if budget > 0 or cube else {}
     implied = {}
+    needs = None  # with a workload: per answerable query, its columns
     if cube:
         compared = cube_comparisons.comparison_dimensions(con, table, types, [c for v in cube for c in v])
         dimensions.update(compared)
         cube = cube_comparisons.renamed_views(cube, compared)
+    elif workload is not None and budget > 0:  # the tables chosen for the example queries
+        nullable = [m for m in measures if synopsis.totals[m][0] < synopsis.row_count]
+        needs, compared, skipped = cube_workload.workload_needs(con, table, types, workload, values, measures, nullable,
+                                                                dimensions)
+        dimensions.update(compared)
+        if skipped:
+            warnings.warn(f"workload: no exact aggregate table can answer {len(skipped)} of the {len(workload)} "
+                          f"queries (a column that is no categorical column nor numeric dimension, OR, MIN / MAX, "
+                          f"...; the synopsis's other forms answer them): {'; '.join(skipped)}", stacklevel=4)
     elif budget > 0:  # the greedy may add them with the bytes it leaves
         implied = cube_comparisons.implied(table, types, numeric, sources, synopsis.totals, synopsis.row_count)
     built = cubes.build_cube(con, table, values, codes, measures=measures, totals=synopsis.totals,
                              rows=synopsis.row_count, budget=budget, sources=sources, views=cube,
-                             dimensions=dimensions, comparisons=implied)
+                             dimensions=dimensions, comparisons=implied,
+                             workload=needs)
     return built if built.tables else None
 
 

@@ -262,7 +262,8 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
                totals: dict[str, tuple[int, float]], rows: int, budget: int,
                sources: dict[str, str], views: Sequence[Sequence[str]] | None = None,
                dimensions: dict[str, NumericDimension] | None = None,
-               comparisons: dict[str, NumericDimension] | None = None) -> Cube:
+               comparisons: dict[str, NumericDimension] | None = None,
+               workload: Sequence[tuple[str, ...]] | None = None) -> Cube:
     """The exact aggregate tables of ``table`` within ``budget`` bytes.
 
     Parameters
@@ -295,6 +296,11 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
         (:func:`parzen.aqp.cube_comparisons.implied`): once the greedy has chosen, it goes on over the
         lattice with these columns too, from the tables chosen, within the bytes left (HRU's greedy
         resumed; the first choice is the same as without them).  Ignored when ``views`` are listed.
+    workload : sequence of tuple of str, optional
+        Per example query, the columns a table needs to answer it
+        (:func:`parzen.aqp.cube_workload.needed_columns`): the tables are then chosen for these queries
+        within the budget (:func:`parzen.aqp.cube_workload.select_for_workload`) instead of over the
+        lattice.  Ignored when ``views`` are listed.
 
     Returns
     -------
@@ -334,8 +340,15 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
         among_categorical = [p for p in cube.dependencies if p[0] in categorical_cardinality and p[1] in categorical_cardinality]
         lattice = [c for c in cube_lattice.hierarchy_columns(list(categorical_cardinality), among_categorical,
                                                              categorical_cardinality) if cardinality[c] > 1]
-        chosen = cube_lattice.select_views([*lattice, *dimensions], cardinality, cube.dependencies, rows, size, left)
-        if comparisons:  # the bytes the greedy left, less the comparisons' values
+        if workload is not None:  # cells counted in one pass (HyperLogLog), then HRU's greedy for the queries
+            from . import cube_workload
+
+            chosen = cube_workload.choose(con, table, workload, cardinality, cube.dependencies, rows, size, left,
+                                          dimensions)
+        else:
+            chosen = cube_lattice.select_views([*lattice, *dimensions], cardinality, cube.dependencies, rows, size,
+                                               left)
+        if comparisons and workload is None:  # the bytes the greedy left, less the comparisons' values
             spent = sum(min(rows, _cells(v, cardinality)) * size(v) for v in chosen) + \
                 sum(d.nbytes for d in comparisons.values())
             values = {**values, **{c: d.as_list() for c, d in comparisons.items()}}  # size() reads their values too
@@ -349,6 +362,10 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
                          if (a in cube.dimensions or a not in dimensions) and (b in cube.dimensions or b not in dimensions)}
     if chosen:  # the estimated cells bound the true ones: the tables fit the budget
         cube.tables = _computed(con, table, chosen, values, measures, nullable, cube.dependencies, cube.dimensions)
+        if workload is not None and views is None:  # counted cells may be a few per cent more than their count
+            from .cube_workload import within_budget
+
+            cube.tables = within_budget(cube.tables, left)
     cube.seconds = time.perf_counter() - started
     return cube
 

@@ -131,7 +131,8 @@ class Engine:
 
     def build(self, table: str, columns=None, *, sample: int = 100_000, bandwidth="plugin", group_by=None,
               grid: int = GRID_POINTS, regression=None, seed: int = 0, source=None, client=None,
-              progress: bool = False, joins=None, cube_bytes: int | None = None, cube=None) -> Synopsis:
+              progress: bool = False, joins=None, cube_bytes: int | None = None, cube=None,
+              workload=None) -> Synopsis:
         """Read ``table`` and store its synopsis.
 
         ``source``: where the rows are, when not in the database's table ``table``: Parquet files
@@ -198,7 +199,12 @@ class Engine:
         date or two text columns of the table or its joined dimensions: a table holding it answers
         ``a op b`` exactly for op in <, <=, =, <>, >, >= in either order (TPC-H Q12's
         ``cmp(l_commitdate,l_receiptdate)``, Q5's ``cmp(c_nationkey,s_nationkey)``:
-        :mod:`parzen.aqp.cube_comparisons`).  :meth:`rebuild_tables` changes a stored synopsis's
+        :mod:`parzen.aqp.cube_comparisons`).  ``workload``: example queries (SQL texts, a text repeated
+        as often as it is asked) instead of ``cube``: the tables are chosen for them within ``cube_bytes``,
+        each query's columns as the exact answer needs them (GROUP BY and filter columns, ranges on numeric
+        dimensions at full resolution or a DATE's months, comparisons as ``cmp(a,b)``), by HRU's greedy
+        weighted by the queries' frequencies (:mod:`parzen.aqp.cube_workload`); a warning names the queries
+        no table can answer.  :meth:`rebuild_tables` changes a stored synopsis's
         tables without sampling again.  From
         Parquet files (``source=``) the tables are made only when ``cube_bytes`` or ``cube`` is
         given, over the ``group_by`` columns, by DuckDB over the files in this process
@@ -234,6 +240,8 @@ class Engine:
             The byte budget of the exact aggregate tables (default: the sample's bytes; 0: none).
         cube : list of lists of str, optional
             The exact aggregate tables' column sets (default: chosen within ``cube_bytes``).
+        workload : list of str, optional
+            Example queries the tables are chosen for (with ``cube`` None).
 
         Returns
         -------
@@ -244,11 +252,16 @@ class Engine:
         ------
         ValueError
             Bad options, or (``joins``) a missing table or column, a key that is not unique, fact rows
-            without a match, a column name in two joined tables.
+            without a match, a column name in two joined tables; ``cube`` and ``workload`` both given,
+            ``workload`` with ``source``, or a ``workload`` query that is no SQL or reads another table.
         """
         options = {"columns": columns, "sample": sample, "bandwidth": bandwidth, "group_by": group_by, "grid": grid,
                    "regression": regression, "seed": seed, "progress": progress}
-        tables = {"cube_bytes": cube_bytes, "cube": cube}
+        texts = _checked_workload(workload, cube)
+        if texts is not None and source is not None:
+            raise ValueError("workload= chooses exact tables over the database's table; a source= (Parquet files or "
+                             "a dask DataFrame) takes cube= or cube_bytes=")
+        tables = {"cube_bytes": 0 if texts is not None else cube_bytes, "cube": cube}  # workload: chosen after
         _check_cube_bytes(cube_bytes)
         if joins is not None:
             if source is not None:
@@ -283,6 +296,11 @@ class Engine:
 
                 parquet_tables.add_tables(synopsis, _parquet_connection(table, synopsis.source["files"]),
                                           cube_bytes, cube)
+        if texts is not None:  # the queries are read as this synopsis reads them
+            started = time.perf_counter()
+            self._keep(synopsis)
+            synopsis = self._with_tables(synopsis, None, cube_bytes, texts)
+            synopsis.build_seconds += time.perf_counter() - started
         store.save(self.con, synopsis)
         self._keep(synopsis)
         self._stale.pop(table, None)
@@ -363,7 +381,7 @@ class Engine:
         self._sources.pop(table, None)
         return rebuilt
 
-    def rebuild_tables(self, table: str, *, cube=None, cube_bytes: int | None = None) -> Synopsis:
+    def rebuild_tables(self, table: str, *, cube=None, cube_bytes: int | None = None, workload=None) -> Synopsis:
         """Rebuild only the exact aggregate tables of ``table``'s stored synopsis (:mod:`parzen.aqp.cubes`),
         from the database's table (a join synopsis's: joined with its dimensions) as it is now, which
         must be the data the synopsis describes; the sample, bandwidths, grids, totals and everything
@@ -373,8 +391,9 @@ class Engine:
         ``cube`` and ``cube_bytes`` are those of :meth:`build`: listed column sets (a categorical
         column, a numeric dimension such as ``o_orderdate`` or ``o_orderdate@month``, or a comparison
         dimension ``cmp(a,b)``, :mod:`parzen.aqp.cube_comparisons`), or the greedy choice within a
-        byte budget (0: no tables).  With neither, the synopsis's own (those it was built with).  A
-        later :meth:`refresh` that rebuilds uses the ones given here.
+        byte budget (0: no tables), or chosen for the example queries ``workload`` within it.  With none,
+        the synopsis's own (those it was built with).  A later :meth:`refresh` that rebuilds uses the
+        ones given here (for a workload: the tables it chose).
 
         Parameters
         ----------
@@ -384,6 +403,8 @@ class Engine:
             The tables' column sets.
         cube_bytes : int, optional
             The byte budget of the greedy choice (when ``cube`` is None).
+        workload : list of str, optional
+            Example queries the tables are chosen for (:meth:`build`).
 
         Returns
         -------
@@ -395,8 +416,10 @@ class Engine:
         ValueError
             No synopsis of ``table``; one built from Parquet files or a dask DataFrame (its rows are not in
             the database); a stale one (refresh it first); one without categorical columns; a bad
-            ``cube`` or ``cube_bytes`` (an unknown column, a comparison of columns of incompatible types).
+            ``cube`` or ``cube_bytes`` (an unknown column, a comparison of columns of incompatible types);
+            ``cube`` and ``workload`` both given, or a bad ``workload`` query (:meth:`build`).
         """
+        texts = _checked_workload(workload, cube)
         _check_cube_bytes(cube_bytes)
         synopsis = self._loaded(table)
         if synopsis.source:
@@ -409,8 +432,19 @@ class Engine:
         if synopsis.categories is None:
             raise ValueError(f"the synopsis of {table!r} has no categorical column: no exact aggregate table can be "
                              "built")
-        if cube is None and cube_bytes is None:
+        if cube is None and cube_bytes is None and texts is None:
             cube, cube_bytes = synopsis.cube_views, synopsis.cube_bytes
+        rebuilt = self._with_tables(synopsis, cube, cube_bytes, texts)
+        store.save(self.con, rebuilt)
+        self._keep(rebuilt)
+        return rebuilt
+
+    def _with_tables(self, synopsis: Synopsis, cube, cube_bytes: int | None, workload: list[str] | None) -> Synopsis:
+        """``synopsis`` (of a database table, with categorical columns) with new exact aggregate tables:
+        ``cube``'s, or those chosen within ``cube_bytes`` over the lattice or for the example queries
+        ``workload`` (parsed and read as ``synopsis`` reads queries: :meth:`_workload_parses`)."""
+        assert synopsis.categories is not None
+        table = synopsis.table
         views = checked_views(cube, list(synopsis.categories.values))
         relation, sources = table, {}
         if synopsis.joins:
@@ -419,12 +453,45 @@ class Engine:
                        **dict.fromkeys(table_columns(self.con, table), table)}
         hidden = {join_synopses.ROWID} if synopsis.joins else set()
         types = {c: t for c, t in table_columns(self.con, relation).items() if c not in hidden}
-        rebuilt = replace(synopsis, cube=exact_tables(self.con, relation, types, synopsis, cube_bytes=cube_bytes,
-                                                      cube=views, sources=sources),
-                          cube_bytes=cube_bytes, cube_views=views)
-        store.save(self.con, rebuilt)
-        self._keep(rebuilt)
-        return rebuilt
+        parses = None if workload is None else self._workload_parses(synopsis, workload)
+        built = exact_tables(self.con, relation, types, synopsis, cube_bytes=cube_bytes, cube=views, sources=sources,
+                             workload=parses)
+        if parses is not None:  # a rebuild (refresh) makes the tables chosen; none chosen: none again
+            views = [list(t.columns) for t in built.tables] if built is not None else None
+            cube_bytes = cube_bytes if views else 0
+        return replace(synopsis, cube=built, cube_bytes=cube_bytes, cube_views=views)
+
+    def _workload_parses(self, synopsis: Synopsis, workload: list[str]) -> list[tuple[str, list[AggregateQuery]]]:
+        """Per example query of ``workload``, its text and its parses with names as in ``synopsis``
+        (:meth:`_resolved`): one, or a CASE / ratio query's sub-queries (:mod:`parzen.aqp.case_aggregates`);
+        none for a histogram query or one outside the subset parzen answers (:class:`UnsupportedQuery`:
+        ORDER BY, ...), which no exact table answers.
+
+        Raises
+        ------
+        ValueError
+            A query that is no SQL, or that reads a table ``synopsis`` does not hold.
+        """
+        held = {synopsis.table.casefold(), *(e["parent"].casefold() for e in synopsis.joins or ())}
+        found: list[tuple[str, list[AggregateQuery]]] = []
+        for k, text in enumerate(workload):
+            try:
+                if histogram.parse_histogram(text) is not None:
+                    found.append((text, []))
+                    continue
+                composite = _composite_of(text)
+                parts = [parse(t) for t, _ in composite.subqueries] if composite is not None else [parse(text)]
+                other = sorted({t for q in parts for t in (q.table, *q.joined) if t.casefold() not in held})
+                if other:
+                    raise ValueError(f"it reads {', '.join(map(repr, other))}, which the synopsis of "
+                                     f"{synopsis.table!r} does not hold (it holds {', '.join(sorted(held))})")
+                found.append((text, [self._resolved(q) for q in parts]))
+            except UnsupportedQuery:  # valid SQL that no table answers: skipped, and named by the build's warning
+                found.append((text, []))
+            except ValueError as error:
+                raise ValueError(f"workload: query {k + 1} cannot choose exact tables: {error}; the query: "
+                                 f"{text}") from error
+        return found
 
     def synopsis(self, table: str) -> Synopsis:
         """The stored synopsis of ``table``; loading it (once) checks it against the table (see the
@@ -1136,6 +1203,21 @@ def _selected_groups(composite: case_aggregates.Composite) -> list[str]:
     order its answer's rows are sorted in)."""
     selected = [item for item in composite.select if isinstance(item, str)]
     return [name for g in composite.group_by for name in selected if name.casefold() == g.casefold()]
+
+
+def _checked_workload(workload, cube) -> list[str] | None:
+    """``build(workload=...)`` / ``rebuild_tables(workload=...)`` checked: a list of SQL texts, not given
+    with ``cube`` (None: no workload)."""
+    if workload is None:
+        return None
+    if cube is not None:
+        raise ValueError("cube= lists the exact tables and workload= chooses them for example queries: give one "
+                         "of them")
+    if isinstance(workload, str) or not isinstance(workload, Sequence) or \
+            not all(isinstance(q, str) for q in workload):
+        raise ValueError(f"workload= takes a list of SQL texts, e.g. ['SELECT a, COUNT(*) FROM t GROUP BY a'], "
+                         f"got {workload!r:.200}")
+    return list(workload)
 
 
 def _check_cube_bytes(cube_bytes) -> None:
