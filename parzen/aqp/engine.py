@@ -480,7 +480,7 @@ class Engine:
                     found.append((text, []))
                     continue
                 composite = _composite_of(text)
-                parts = [parse(t) for t, _ in composite.subqueries] if composite is not None else [parse(text)]
+                parts = [q for q, _ in composite.subqueries] if composite is not None else [parse(text)]
                 other = sorted({t for q in parts for t in (q.table, *q.joined) if t.casefold() not in held})
                 if other:
                     raise ValueError(f"it reads {', '.join(map(repr, other))}, which the synopsis of "
