@@ -112,13 +112,16 @@ def split_terms(terms: list[exp.Expr], column_of) -> tuple[tuple[ColumnCompariso
 
 
 def conjuncts(node: exp.Expr):
-    """The terms of an AND chain (parentheses removed), in order; any other node is its own term."""
-    node = node.unnest()
-    if isinstance(node, exp.And):
-        yield from conjuncts(node.left)
-        yield from conjuncts(node.right)
-    else:
-        yield node
+    """The terms of an AND chain (parentheses removed), in order; any other node is its own term (a stack,
+    not a generator per level: a term of a chain of n ANDs passed up through n generators)."""
+    stack = [node]
+    while stack:
+        node = stack.pop().unnest()
+        if isinstance(node, exp.And):
+            stack.append(node.right)
+            stack.append(node.left)
+        else:
+            yield node
 
 
 def separate_filters(query, synopsis):
