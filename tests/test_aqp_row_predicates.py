@@ -250,3 +250,22 @@ def test_comparisons_no_sampled_row_meets_give_zero_within_a_bound_that_holds(en
     assert approx["count_star()"] == exact["count_star()"] == 0 and approx["sum(l_price)"] == 0.0
     assert np.isnan(approx["avg(l_price)"]) and pd.isna(exact["avg(l_price)"])
     assert approx["count_star() low"] == 0.0 and 0.0 < approx["count_star() high"] < 100.0  # 3 / f, f = 1/4
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT COUNT(*) FROM f JOIN d ON f.k = d.k WHERE (x > 1 OR y < 2) AND a < b AND z <> 3",
+    "SELECT g, SUM(x) FROM f, d WHERE f_k = d_k AND c <> 'p' AND c <> 'q' AND a < b AND x BETWEEN 1 AND 2 GROUP BY g",
+    "SELECT COUNT(*) FROM f, d WHERE f_k = d_k AND NOT (x > 1 AND a < b) AND (c = 'p' OR y > 2)",
+])
+def test_the_conversion_splits_its_own_copy_of_the_where_and_leaves_the_tree(sql):
+    """A WHERE whose join conditions are taken out is converted from a copy of its other terms; the
+    comparisons of two columns and the OR / NOT boxes are then split from that copy without copying it
+    again (sql._query): the parsed tree (a cached template's, shared by queries) keeps its text and every
+    node its parent, and the conversion is parse()'s."""
+    from parzen.aqp import sql as sql_module
+
+    tree = sql_module._tree(sql)
+    text, parents = tree.sql(), [(node, node.parent) for node in tree.walk()]
+    query = sql_module._query(tree, [])
+    assert tree.sql() == text and all(node.parent is parent for node, parent in parents)
+    assert query == parse(sql) and (query.compared or query.box_compared)

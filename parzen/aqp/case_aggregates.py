@@ -233,7 +233,7 @@ class _Shown:
 
     def __str__(self) -> str:
         if not self._text:
-            self._text = self._node.sql(dialect="duckdb")
+            self._text = _DUCKDB.generate(self._node)
         return self._text
 
 
@@ -366,7 +366,7 @@ class _Translator:
                 raise UnsupportedQuery(f"a nested CASE in {call.sql(dialect='duckdb')}")
             if node.find(exp.AggFunc) is not None:
                 raise UnsupportedQuery(f"an aggregate in the CASE condition {node.sql(dialect='duckdb')}")
-            text = node.sql(dialect="duckdb")
+            text = _DUCKDB.generate(node)  # node.sql(dialect="duckdb"), without looking the dialect up
             self.conditions.setdefault(text, node)
             conditions.append(text)
         default = case.args.get("default")
@@ -381,7 +381,7 @@ class _Translator:
                     yield (-1) ** size, tuple(sorted(set(own + subset))), value
 
     def leaf(self, aggregate: exp.Expr, conditions: tuple[str, ...]) -> Expression:
-        key = Leaf(aggregate.sql(dialect="duckdb"), conditions)
+        key = Leaf(_DUCKDB.generate(aggregate), conditions)
         index = self.leaves.setdefault(key, len(self.leaves))
         if index == len(self.aggregates):
             self.aggregates.append(aggregate)

@@ -55,7 +55,8 @@ class ColumnComparison:
         return f"{self.left} {self.op} {self.right}"
 
 
-def split_comparisons(condition: exp.Expr, column_of) -> tuple[tuple[ColumnComparison, ...], exp.Expr | None]:
+def split_comparisons(condition: exp.Expr, column_of, *, copy: bool = True) -> tuple[tuple[ColumnComparison, ...],
+                                                                                      exp.Expr | None]:
     """The comparisons of two columns among the top-level AND-ed predicates of ``condition``, and
     the rest of it (None when nothing is left).
 
@@ -65,6 +66,10 @@ def split_comparisons(condition: exp.Expr, column_of) -> tuple[tuple[ColumnCompa
         A WHERE condition.
     column_of : callable
         A node's column name, or None when the node is no plain column.
+    copy : bool
+        Whether the rest is an AND of copies of ``condition``'s terms (its tree is left unchanged) or,
+        for a condition that is the caller's own (made for this conversion), of the terms themselves
+        (re-parented under the new AND: a copy deep-copies each term in Python).
 
     Returns
     -------
@@ -74,7 +79,7 @@ def split_comparisons(condition: exp.Expr, column_of) -> tuple[tuple[ColumnCompa
     compared, rest = split_terms([condition], column_of)
     if not compared:
         return (), condition
-    return compared, (exp.and_(*rest) if rest else None)
+    return compared, (exp.and_(*rest, copy=copy) if rest else None)
 
 
 def split_terms(terms: list[exp.Expr], column_of) -> tuple[tuple[ColumnComparison, ...], list[exp.Expr]]:
@@ -107,13 +112,16 @@ def split_terms(terms: list[exp.Expr], column_of) -> tuple[tuple[ColumnCompariso
 
 
 def conjuncts(node: exp.Expr):
-    """The terms of an AND chain (parentheses removed), in order; any other node is its own term."""
-    node = node.unnest()
-    if isinstance(node, exp.And):
-        yield from conjuncts(node.left)
-        yield from conjuncts(node.right)
-    else:
-        yield node
+    """The terms of an AND chain (parentheses removed), in order; any other node is its own term (a stack,
+    not a generator per level: a term of a chain of n ANDs passed up through n generators)."""
+    stack = [node]
+    while stack:
+        node = stack.pop().unnest()
+        if isinstance(node, exp.And):
+            stack.append(node.right)
+            stack.append(node.left)
+        else:
+            yield node
 
 
 def separate_filters(query, synopsis):

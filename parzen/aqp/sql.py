@@ -274,11 +274,13 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
         return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on,
                               compared=compared)
     condition = _conjunction(terms, where, owned)
+    own = False  # whether the condition is made here (a copy, or an AND of the owned tree's terms), not the tree's
     if condition is not None:
         condition = _rewritten(condition, numbers, names)
-        compared, condition = split_comparisons(condition, column_of)  # comparisons of two columns: row_predicates
+        own = where is None or condition is not where.this
+        compared, condition = split_comparisons(condition, column_of, copy=not own)  # comparisons of two columns
     if condition is not None and condition.find(exp.Or, exp.Not, exp.NEQ) is not None:
-        boxes, box_compared = _boxes(condition, numbers, names)
+        boxes, box_compared = _boxes(condition, numbers, names, copy=not own)
         if len(boxes) > 1:
             return AggregateQuery(table, select, {}, {}, group_by, boxes=boxes, joined=joined, join_on=join_on,
                                   compared=compared, box_compared=box_compared if any(box_compared) else ())
@@ -647,13 +649,16 @@ _NEGATED: dict[type[exp.Expr], type[exp.Expr]] = {exp.GT: exp.LTE, exp.GTE: exp.
 _OPPOSITE: dict[type[exp.Expr], type[exp.Expr]] = {**_NEGATED, exp.EQ: exp.NEQ, exp.NEQ: exp.EQ}
 
 
-def _boxes(node: exp.Expr, numbers, names) -> tuple[tuple[tuple[dict[str, Range], dict[str, frozenset]], ...],
-                                                   tuple[tuple[ColumnComparison, ...], ...]]:
+def _boxes(node: exp.Expr, numbers, names, copy: bool = True) -> tuple[tuple[tuple[dict[str, Range],
+                                                                               dict[str, frozenset]], ...],
+                                                                   tuple[tuple[ColumnComparison, ...], ...]]:
     """A WHERE with OR / NOT as a union of boxes: NOT pushed down to the predicates (De Morgan;
     NOT BETWEEN and <> become two ranges, NOT of a comparison of two columns the opposite
     comparison), then the disjunctive normal form, each conjunction a box (ranges, members) as
     :func:`_add_predicate` makes them, and its comparisons of two columns; boxes that are empty on
-    their face (a low end above the high end) are left out.
+    their face (a low end above the high end) are left out.  Each conjunction's AND is made of copies of
+    its predicates unless not ``copy`` (``node`` is the caller's own: they are re-parented, which nothing
+    here reads).
 
     Returns
     -------
@@ -665,8 +670,8 @@ def _boxes(node: exp.Expr, numbers, names) -> tuple[tuple[tuple[dict[str, Range]
     for conjunction in _disjuncts(node, False):
         ranges: dict[str, Range] = {}
         members: dict[str, frozenset] = {}
-        pairs, rest = split_comparisons(exp.and_(*conjunction), lambda n: _column(n, "WHERE", names)
-                                        if _is_column(n) else None)
+        pairs, rest = split_comparisons(exp.and_(*conjunction, copy=copy), lambda n: _column(n, "WHERE", names)
+                                        if _is_column(n) else None, copy=False)
         for predicate in conjuncts(rest) if rest is not None else ():
             _add_predicate(predicate, ranges, members, numbers, names)
         first = first or ((ranges, members), pairs)
