@@ -428,3 +428,46 @@ def test_sub_queries_from_the_tree_are_the_parses_of_their_sql(sql):
             text.set("where", exp.Where(this=exp.and_(*parts)))
         assert query == parse(text.sql(dialect="duckdb"))
     assert composite.tree.sql(dialect="duckdb") == before
+
+
+def test_row_terms_filter_read_from_the_domain_selection_is_the_codes_test(engine):
+    """_RowTerms' categorical filter: where the sub-query's domain selection tests the same codes (an IN
+    list outside the synopsis's GROUP BY) it is read from the selection's rows; it is 1.0 exactly on the
+    sampled rows whose value is listed, as the per-code test on the strata column gives it too."""
+    from parzen.aqp import domains, ratios
+
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    categories = synopsis.categories
+    composite = split("SELECT SUM(CASE WHEN h IN ('p', 'r') THEN w ELSE 0 END) / SUM(w) AS s FROM t "
+                      "WHERE x BETWEEN 8 AND 12")
+    query = engine._resolved(composite.subqueries[1][0])
+    assert list(query.members) == ["h"] and not query.group_by and domains.needed(query, synopsis)
+    got = ratios._categorical_filter(query, synopsis, layout)
+    values = np.asarray(categories.values["h"], dtype=object)[categories.codes["h"]]
+    np.testing.assert_array_equal(got, np.isin(values, ["p", "r"]).astype(np.float64))
+    on_strata = engine._resolved(split("SELECT SUM(CASE WHEN g = 'b' THEN w ELSE 0 END) / SUM(w) AS s FROM t")
+                                 .subqueries[1][0])
+    strata = np.array([key[0] for key in layout.keys], dtype=object)[layout.stratum_of_row]
+    np.testing.assert_array_equal(ratios._categorical_filter(on_strata, synopsis, layout),
+                                  (strata == "b").astype(np.float64))
+
+
+@pytest.mark.parametrize("group_by", ["", "g, "])
+def test_round_off_widened_on_the_arrays_is_cover_rounding_of_the_frame(engine, group_by):
+    """ratios.approximate with rounding_rows widens the intervals by the same floats as
+    contract.cover_rounding widens its frame (what the engine did after it)."""
+    from parzen.aqp import contract, ratios
+    from parzen.aqp.subquery_passes import SubqueryPasses
+
+    composite = split(f"SELECT {group_by}SUM(CASE WHEN h = 'p' THEN w ELSE 0 END) / SUM(w) AS s FROM t "
+                      f"WHERE x BETWEEN 8 AND 12{' GROUP BY g' if group_by else ''}")
+    subqueries = [engine._resolved(q) for q, _ in composite.subqueries]
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    passes = SubqueryPasses(synopsis, layout, with_bias=False)
+    plain, form = ratios.approximate(composite, subqueries, synopsis, layout, passes.answer, 1.96)
+    assert form != "totals"
+    widened, _ = ratios.approximate(composite, subqueries, synopsis, layout, passes.answer, 1.96,
+                                    rounding_rows=10 ** 9)
+    expected = contract.cover_rounding(plain.copy(), ["s"], 10 ** 9)
+    pd.testing.assert_frame_equal(widened, expected, check_exact=True)
+    assert (widened["s low"] < plain["s low"]).all() and (widened["s high"] > plain["s high"]).all()

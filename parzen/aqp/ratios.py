@@ -56,7 +56,7 @@ from .answers import _column_index
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
 from .cube_answers import Totals
-from .domains import BOUNDED_GROUPS, domain_spread
+from .domains import BOUNDED_GROUPS, domain_selection, domain_spread, needed
 from .sql import AggregateQuery
 from .strata import Layout
 from .synopsis import Synopsis
@@ -73,7 +73,8 @@ _TEXT = pd.StringDtype(na_value=np.nan)
 
 
 def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], synopsis: Synopsis, layout: Layout,
-                answer: Answerer, z: float | None, placement: list | None = None) -> tuple[pd.DataFrame, str]:
+                answer: Answerer, z: float | None, placement: list | None = None,
+                rounding_rows: int | None = None) -> tuple[pd.DataFrame, str]:
     """The answer to a :class:`~parzen.aqp.case_aggregates.Composite` query (see the module).
 
     Parameters
@@ -93,6 +94,11 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
     placement : list, optional
         Filled with the answer's number of rows and, per sub-query, where each row of its answer goes
         among them (-1: none), for :func:`bias_runs`.
+    rounding_rows : int, optional
+        With ``z``: the table's rows, and the intervals of an answer not of the form "totals" are
+        widened on both sides by :func:`parzen.aqp.contract.rounding_bound` of each value (what
+        :func:`parzen.aqp.contract.cover_rounding` does to the frame, here on the arrays it is made of:
+        the same floats).
 
     Returns
     -------
@@ -103,11 +109,12 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
         The least exact form among the sub-queries' ("totals", "grid", "sample").
     """
     with shared_terms():  # the sub-queries' answers and the per-row terms share the sample's kernel terms
-        return _approximate(composite, subqueries, synopsis, layout, answer, z, placement)
+        return _approximate(composite, subqueries, synopsis, layout, answer, z, placement, rounding_rows)
 
 
 def _approximate(composite: Composite, subqueries: Sequence[AggregateQuery], synopsis: Synopsis, layout: Layout,
-                 answer: Answerer, z: float | None, placement: list | None) -> tuple[pd.DataFrame, str]:
+                 answer: Answerer, z: float | None, placement: list | None,
+                 rounding_rows: int | None) -> tuple[pd.DataFrame, str]:
     """:func:`approximate`'s work, within :func:`parzen.aqp._kept.shared_terms`."""
     frames, forms = zip(*(answer(q, synopsis, z) for q in subqueries))
     keys, leaf_values, leaf_half, bounded, placed = _leaf_table(composite, frames, z is not None)
@@ -144,6 +151,10 @@ def _approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syn
                 low[output.name] = np.fmin(value, plain) - half
                 high[output.name] = np.fmax(value, plain) + half
     form = max(forms, key=_FORMS.index)
+    if rounding_rows is not None and low is not None and high is not None and form != "totals":
+        for name, value in values.items():  # float64 round-off against DuckDB's own sums
+            bound = rounding_bound(value, rounding_rows)
+            low[name], high[name] = low[name] - bound, high[name] + bound
     return _frame(composite, keys, values, low, high), form
 
 
@@ -479,8 +490,16 @@ def _row_values(column: str, synopsis: Synopsis, layout: Layout) -> tuple[np.nda
 def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> np.ndarray | None:
     """1 for the sampled rows whose categorical values pass the query's IN / = and ranges on
     categorical columns, else 0; None where the query has none (every row passes: a product with 1.0
-    would change no term)."""
+    would change no term).  Where the sub-query was answered by domain estimation on the same tests
+    (its :func:`parzen.aqp.domains.domain_selection`, kept, reads the same codes: no GROUP BY, no
+    comparison of columns, no range filtered by codes, columns outside the synopsis's GROUP BY), its
+    rows' mask is read as 1.0 / 0.0 (the same floats, without a pass over every row's codes)."""
     columns = [*query.members, *(c for c in query.ranges if c not in synopsis.models)]
+    if columns and not query.group_by and not query.compared and needed(query, synopsis) and \
+            all(c not in synopsis.group_by for c in columns):
+        selected = domain_selection(query, synopsis, layout)
+        if not selected.discrete:
+            return selected.keep.astype(np.float64)
     keep = None  # the product of each column's 1.0 / 0.0 (exact: the AND of its tests)
     for column in dict.fromkeys(columns):
         codes, values = _row_values(column, synopsis, layout)
