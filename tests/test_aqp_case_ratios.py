@@ -471,3 +471,28 @@ def test_round_off_widened_on_the_arrays_is_cover_rounding_of_the_frame(engine, 
     expected = contract.cover_rounding(plain.copy(), ["s"], 10 ** 9)
     pd.testing.assert_frame_equal(widened, expected, check_exact=True)
     assert (widened["s low"] < plain["s low"]).all() and (widened["s high"] > plain["s high"]).all()
+
+
+def test_domain_polynomial_terms_within_shared_terms_are_those_made_alone(engine):
+    """domains._polynomial_terms: a SUM's kept rows' terms read from the whole sample's (within
+    shared_terms, a ratio's sub-query) are the floats made for the kept rows alone, and the domain
+    answer is the same frame; AVG keeps its COUNT terms."""
+    from parzen.aqp import _kept, domains
+    from parzen.aqp.sql import parse
+
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    query = engine._resolved(parse("SELECT SUM(w * (1 - x / 100)) AS s, AVG(w * y) AS a FROM t "
+                                   "WHERE h IN ('p', 'q') AND x BETWEEN 8 AND 12"))
+    assert domains.needed(query, synopsis)
+    selected = domains.domain_selection(query, synopsis, layout)
+    ranges = domains._smoothed_ranges(query, synopsis, selected)
+    polynomials = [a for a in query.aggregates if a.polynomial]
+    alone = domains._polynomial_terms(query, synopsis, layout, ranges, polynomials, selected.keep, selected.kept)
+    with _kept.shared_terms():
+        shared = domains._polynomial_terms(query, synopsis, layout, ranges, polynomials, selected.keep, selected.kept)
+        shared_frame, _ = domains.approximate(query, synopsis, layout, 1.96)
+    assert set(shared) == {"sum s", "sum a", "count a"} and set(alone) == {"sum s", "count s", "sum a", "count a"}
+    for name, terms in shared.items():
+        np.testing.assert_array_equal(terms, alone[name])
+    assert np.count_nonzero(shared["sum s"]) > 100
+    pd.testing.assert_frame_equal(shared_frame, domains.approximate(query, synopsis, layout, 1.96)[0], check_exact=True)

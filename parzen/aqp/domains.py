@@ -181,8 +181,10 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
         if plain else {}
     polynomials = [a for a in query.aggregates if a.polynomial]
     dense = _polynomial_terms(query, synopsis, layout, ranges, polynomials, keep, kept) if polynomials else {}
+    read = {f"sum {a.name}" for a in polynomials} | {f"count {a.name}" for a in polynomials if a.func == "avg"}
     for name, values in dense.items():
-        totals[name] = np.bincount(group, weights=weight * values, minlength=sizes)
+        if name in read or name in totals:  # a SUM's COUNT terms: no total reads them
+            totals[name] = np.bincount(group, weights=weight * values, minlength=sizes)
     sampled_rows = float(size_estimate.sum())
     terms = None if z is None else \
         {**(_dense_terms(synopsis, layout, ranges, aggregated, keep, kept) if plain else {}), **dense}
@@ -229,7 +231,8 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
     counted = {a.name for a in query.aggregates if a.func == "count"}
     held = {a.name: _column_range(synopsis, a.column) for a in query.aggregates if a.plain}
     unsampled = size_estimate <= 0
-    factors = None if z is None or not poisson else garwood_factors(np.bincount(group, minlength=sizes), z)
+    factors = None if z is None or not poisson else \
+        garwood_factors(np.bincount(group, minlength=sizes) if sizes != 1 else np.array([group.size]), z)
     bound, guess = (None, None) if found is None else _candidate_sizes(found, selected.keys, sampled_rows)
     if bound is not None and guess is not None and z is not None:  # more rows: unsampled with chance <= alpha
         bound = np.minimum(bound, unsampled_rows_bound(layout, z))
@@ -792,19 +795,26 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
                       keep: np.ndarray, kept: np.ndarray) -> dict[str, np.ndarray]:
     """Per kept sampled row, for each SUM / AVG of a polynomial: its SUM term ("sum <name>": the
     polynomial's kernel moments, :class:`parzen.aqp.aggregates._SampleTerms`) and, for AVG, its
-    COUNT term ("count <name>": the masses of the rows where no input is NULL).  Within
+    COUNT term ("count <name>": the masses of the rows where no input is NULL; for SUM too outside
+    :func:`parzen.aqp._kept.shared_terms`, where no total reads it).  Within
     :func:`parzen.aqp._kept.shared_terms` (a ratio's sub-query, whose per-row terms read
     every candidate row) the terms of all candidate rows are made once and the kept ones read from
-    them; otherwise only the kept rows' are made (the same floats: each row's terms are its own)."""
+    them (a SUM's from :meth:`~parzen.aqp.aggregates._SampleTerms.polynomial_every_row`, which the
+    per-row terms read too); otherwise only the kept rows' are made (the same floats: each row's terms
+    are its own)."""
     from ._kept import sharing
     from .aggregates import _SampleTerms, sample_terms
 
     every_row = np.zeros(len(layout.keys), dtype=np.intp)
-    sample = sample_terms(query, synopsis, layout, ranges, every_row, 1) if sharing() else \
+    shared = sharing()
+    sample = sample_terms(query, synopsis, layout, ranges, every_row, 1) if shared else \
         _SampleTerms(query, synopsis, layout, ranges, every_row, 1, within=keep)
     rows, kept = np.ascontiguousarray(sample.rows, dtype=np.intp), np.ascontiguousarray(kept, dtype=np.intp)
     out = {}
     for a in polynomials:
+        if shared and a.func != "avg":  # a SUM: the kept rows' terms read from the whole sample's, kept with it
+            out[f"sum {a.name}"] = sample.polynomial_every_row(a)[kept]
+            continue
         terms, valid = sample.polynomial(a)
         out[f"sum {a.name}"], out[f"count {a.name}"] = terms_of_kept(rows, keep, kept, terms, sample.p, valid)
     return out
