@@ -432,7 +432,7 @@ def test_sub_queries_from_the_tree_are_the_parses_of_their_sql(sql):
 
 def test_row_terms_filter_read_from_the_domain_selection_is_the_codes_test(engine):
     """_RowTerms' categorical filter: where the sub-query's domain selection tests the same codes (an IN
-    list outside the synopsis's GROUP BY) it is read from the selection's rows; it is 1.0 exactly on the
+    list outside the synopsis's GROUP BY) it is read from the selection's rows; it holds exactly on the
     sampled rows whose value is listed, as the per-code test on the strata column gives it too."""
     from parzen.aqp import domains, ratios
 
@@ -444,12 +444,13 @@ def test_row_terms_filter_read_from_the_domain_selection_is_the_codes_test(engin
     assert list(query.members) == ["h"] and not query.group_by and domains.needed(query, synopsis)
     got = ratios._categorical_filter(query, synopsis, layout)
     values = np.asarray(categories.values["h"], dtype=object)[categories.codes["h"]]
-    np.testing.assert_array_equal(got, np.isin(values, ["p", "r"]).astype(np.float64))
+    np.testing.assert_array_equal(got, np.isin(values, ["p", "r"]))
+    assert got.dtype == bool
     on_strata = engine._resolved(split("SELECT SUM(CASE WHEN g = 'b' THEN w ELSE 0 END) / SUM(w) AS s FROM t")
                                  .subqueries[1][0])
     strata = np.array([key[0] for key in layout.keys], dtype=object)[layout.stratum_of_row]
     np.testing.assert_array_equal(ratios._categorical_filter(on_strata, synopsis, layout),
-                                  (strata == "b").astype(np.float64))
+                                  strata == "b")
 
 
 @pytest.mark.parametrize("group_by", ["", "g, "])

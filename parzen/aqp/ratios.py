@@ -49,7 +49,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ._cell_sums import add_scaled
+from ._cell_sums import add_scaled, add_scaled_kept
 from ._kept import shared_terms
 from .aggregates import sample_terms
 from .answers import _column_index
@@ -407,12 +407,14 @@ class _RowTerms:
                  layout: Layout, keys: list[tuple]) -> None:
         self.synopsis, self.layout = synopsis, layout
         self.size = synopsis.sample_size
-        group = _row_groups(composite.group_by and subqueries[0].group_by, synopsis, layout, keys)
-        inside = None if (group >= 0).all() else group >= 0  # None: every sampled row (no copy made)
+        grouped = composite.group_by and subqueries[0].group_by
+        group = _row_groups(grouped, synopsis, layout, keys)
+        inside = None if not grouped or (group >= 0).all() else group >= 0  # None: every sampled row (no copy made)
         self.group = group if inside is None else group[inside]
         self.stratum = layout.stratum_of_row if inside is None else layout.stratum_of_row[inside]
         self.groups = len(keys)
         self.terms: dict[int, np.ndarray] = {}
+        self.keeps: dict[int, np.ndarray | None] = {}  # per leaf: its rows' categorical filter (None: every row)
         self._totals: dict[int, np.ndarray] = {}
         samples: dict[tuple, object] = {}  # per set of ranges on the numeric columns, its rows and masses
         for query, (_, indices) in zip(subqueries, composite.subqueries):
@@ -425,8 +427,8 @@ class _RowTerms:
             for k in indices:
                 aggregate = next(a for a in query.aggregates if a.name == f"{LEAF}{k}")
                 term = _leaf_terms(aggregate, synopsis, sample)
-                term = term if keep is None else term * keep
                 self.terms[k] = term if inside is None else term[inside]
+                self.keeps[k] = keep if keep is None or inside is None else keep[inside]
 
     @functools.cached_property
     def weight(self) -> np.ndarray:
@@ -436,7 +438,9 @@ class _RowTerms:
     def total(self, k: int) -> np.ndarray:
         """The plain stratified total of leaf k per answer row (made once per leaf)."""
         if k not in self._totals:
-            self._totals[k] = np.bincount(self.group, weights=self.weight * self.terms[k], minlength=self.groups)
+            keep = self.keeps[k]
+            term = self.terms[k] if keep is None else self.terms[k] * keep
+            self._totals[k] = np.bincount(self.group, weights=self.weight * term, minlength=self.groups)
         return self._totals[k]
 
     def variance(self, gradient: dict[int, np.ndarray],
@@ -447,7 +451,12 @@ class _RowTerms:
         group = np.ascontiguousarray(self.group, dtype=np.intp)
         for k, d in gradient.items():
             factor = np.where(exact[k], 0.0, np.nan_to_num(d, nan=0.0, posinf=0.0, neginf=0.0))
-            add_scaled(z, np.ascontiguousarray(factor, dtype=np.float64), group, self.terms[k])
+            factor = np.ascontiguousarray(factor, dtype=np.float64)
+            keep = self.keeps[k]
+            if keep is None:
+                add_scaled(z, factor, group, self.terms[k])
+            else:  # the term times 1.0 / 0.0, as the product would be
+                add_scaled_kept(z, factor, group, self.terms[k], keep)
         return domain_spread(z, self.stratum, self.group, self.layout, len(self.layout.keys), self.groups)
 
 
@@ -488,19 +497,20 @@ def _row_values(column: str, synopsis: Synopsis, layout: Layout) -> tuple[np.nda
 
 
 def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> np.ndarray | None:
-    """1 for the sampled rows whose categorical values pass the query's IN / = and ranges on
-    categorical columns, else 0; None where the query has none (every row passes: a product with 1.0
-    would change no term).  Where the sub-query was answered by domain estimation on the same tests
-    (its :func:`parzen.aqp.domains.domain_selection`, kept, reads the same codes: no GROUP BY, no
-    comparison of columns, no range filtered by codes, columns outside the synopsis's GROUP BY), its
-    rows' mask is read as 1.0 / 0.0 (the same floats, without a pass over every row's codes)."""
+    """True for the sampled rows whose categorical values pass the query's IN / = and ranges on
+    categorical columns (a leaf's term counts there, times 1.0, and is multiplied by 0.0 elsewhere);
+    None where the query has none (every row passes: a product with 1.0 would change no term).  Where
+    the sub-query was answered by domain estimation on the same tests (its
+    :func:`parzen.aqp.domains.domain_selection`, kept, reads the same codes: no GROUP BY, no comparison
+    of columns, no range filtered by codes, columns outside the synopsis's GROUP BY), it is that
+    selection's mask (read only), without a pass over every row's codes."""
     columns = [*query.members, *(c for c in query.ranges if c not in synopsis.models)]
     if columns and not query.group_by and not query.compared and needed(query, synopsis) and \
             all(c not in synopsis.group_by for c in columns):
         selected = domain_selection(query, synopsis, layout)
         if not selected.discrete:
-            return selected.keep.astype(np.float64)
-    keep = None  # the product of each column's 1.0 / 0.0 (exact: the AND of its tests)
+            return selected.keep
+    keep = None  # the AND of each column's tests
     for column in dict.fromkeys(columns):
         codes, values = _row_values(column, synopsis, layout)
         allowed = np.ones(len(values), dtype=bool)
@@ -510,8 +520,8 @@ def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layou
             r = query.ranges[column]
             allowed &= np.array([v is not None and not isinstance(v, str) and r.contains(float(v)) for v in values],
                                 dtype=bool)
-        passed = allowed.astype(np.float64)[codes]
-        keep = passed if keep is None else keep * passed
+        passed = allowed[codes]
+        keep = passed if keep is None else keep & passed
     return keep
 
 
