@@ -330,12 +330,12 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
             name = f"{LEAF}{k}"
             v = np.zeros(len(keys))
             v[rows_array[found]] = read(name)[found]
-            values[k] = np.nan_to_num(v)  # SUM over no row: 0 in a sum of totals
+            values[k] = v if np.isfinite(v).all() else np.nan_to_num(v)  # SUM over no row: 0 in a sum of totals
             h = np.zeros(len(keys))
             if with_error:
                 column = read(name)[found]
                 h[rows_array[found]] = np.fmax(column - read(f"{name} low")[found], read(f"{name} high")[found] - column)
-            half[k] = np.nan_to_num(h, nan=np.inf)
+            half[k] = h if np.isfinite(h).all() else np.nan_to_num(h, nan=np.inf)
     return keys, values, half, bounded, placed
 
 
@@ -450,7 +450,7 @@ class _RowTerms:
         z = np.zeros(self.group.size)
         group = np.ascontiguousarray(self.group, dtype=np.intp)
         for k, d in gradient.items():
-            factor = np.where(exact[k], 0.0, np.nan_to_num(d, nan=0.0, posinf=0.0, neginf=0.0))
+            factor = np.where(exact[k] | ~np.isfinite(d), 0.0, d)  # NaN and infinite slopes: 0
             factor = np.ascontiguousarray(factor, dtype=np.float64)
             keep = self.keeps[k]
             if keep is None:
