@@ -497,3 +497,20 @@ def test_domain_polynomial_terms_within_shared_terms_are_those_made_alone(engine
         np.testing.assert_array_equal(terms, alone[name])
     assert np.count_nonzero(shared["sum s"]) > 100
     pd.testing.assert_frame_equal(shared_frame, domains.approximate(query, synopsis, layout, 1.96)[0], check_exact=True)
+
+
+@pytest.mark.parametrize("listed", [("p",), ("p", "q", "r"), ("s", "q")])
+def test_domain_selection_mask_is_its_rows(engine, listed):
+    """A domain selection's mask (made on the way where the rows were marked or tested by masks) holds on
+    exactly its admitted rows, the sampled rows whose value is listed."""
+    from parzen.aqp import domains
+    from parzen.aqp.sql import parse
+
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    members = ", ".join(f"'{v}'" for v in listed)
+    query = engine._resolved(parse(f"SELECT SUM(w * y) AS s FROM t WHERE h IN ({members}) AND x > 7.5"))
+    selected = domains.domain_selection(query, synopsis, layout)
+    categories = synopsis.categories
+    want = np.isin(np.asarray(categories.values["h"], dtype=object)[categories.codes["h"]], list(listed))
+    np.testing.assert_array_equal(selected.keep, want)
+    np.testing.assert_array_equal(selected.kept, np.flatnonzero(want))

@@ -582,11 +582,12 @@ def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) 
     read = list(dict.fromkeys([*query.group_by, *query.members,
                                *(c for c in query.ranges if c not in synopsis.models or c in discrete)]))
     allowed = {c: _allowed_codes(query, categories, c) for c in read}
-    kept = _admitted_rows(categories, allowed, synopsis.sample_size)
+    kept, keep = _admitted_rows(categories, allowed, synopsis.sample_size)
     if query.compared:  # comparisons of two columns: 1[pred] per row, no exact domain sizes (parzen.aqp.row_predicates)
-        kept = kept[row_mask(query.compared, synopsis, layout, kept)]  # tested on the admitted rows only
-    keep = np.zeros(synopsis.sample_size, dtype=bool)
-    keep[kept] = True
+        kept, keep = kept[row_mask(query.compared, synopsis, layout, kept)], None  # tested on the admitted rows only
+    if keep is None:
+        keep = np.zeros(synopsis.sample_size, dtype=bool)
+        keep[kept] = True
     radix = [len(categories.values[g]) for g in query.group_by]
     exact = None if query.compared else _exact_groups(query, categories, allowed, radix)
     listing = None if exact is not None or not query.group_by or query.compared else \
@@ -629,25 +630,28 @@ def _allowed_codes(query: AggregateQuery, categories: Categories, column: str) -
     return ok
 
 
-def _admitted_rows(categories: Categories, allowed: dict[str, np.ndarray], size: int) -> np.ndarray:
+def _admitted_rows(categories: Categories, allowed: dict[str, np.ndarray],
+                   size: int) -> tuple[np.ndarray, np.ndarray | None]:
     """The sampled rows (ascending) whose codes every column's ``allowed`` admits: from the rows of
     the admitted codes of the most selective column (:meth:`Categories.code_rows`), then the other
-    columns' tests on those rows only; one pass of masks when no column keeps few rows."""
+    columns' tests on those rows only; one pass of masks when no column keeps few rows.  With them,
+    per sampled row whether it is admitted where that mask was made on the way (else None)."""
     filters = {c: ok for c, ok in allowed.items() if not ok.all()}
     if not filters:
-        return np.arange(size)
+        return np.arange(size), None
     counts = {c: int(categories.code_counts(c)[ok].sum()) for c, ok in filters.items()}
     first = min(filters, key=counts.__getitem__)
     if 4 * counts[first] > size:  # every filter keeps much: one pass of masks
         keep = np.ones(size, dtype=bool)
         for c, ok in filters.items():
             keep &= ok[categories.codes[c]]
-        return np.flatnonzero(keep)
+        return np.flatnonzero(keep), keep
     order, starts, count = categories.code_rows(first)
     codes = np.flatnonzero(filters[first])
     lengths = count[codes]
     offsets = np.repeat(starts[codes] - (np.cumsum(lengths) - lengths), lengths)
     rows = order[offsets + np.arange(int(lengths.sum()))]
+    marked = None
     if 16 * rows.size < size:  # few: sorted
         rows = np.sort(rows)
     else:  # many: marked and listed, in O(sample) without a sort
@@ -656,8 +660,8 @@ def _admitted_rows(categories: Categories, allowed: dict[str, np.ndarray], size:
         rows = np.flatnonzero(marked)
     for c, ok in filters.items():
         if c != first:
-            rows = rows[ok[categories.codes[c][rows]]]
-    return rows
+            rows, marked = rows[ok[categories.codes[c][rows]]], None
+    return rows, marked
 
 
 def _mixed_radix(codes: list[np.ndarray], radix: list[int], n: int) -> np.ndarray:
@@ -757,8 +761,12 @@ def _exact_groups(query: AggregateQuery, categories: Categories, allowed: dict[s
     admitted = np.ones(table.rows.size, dtype=bool)
     for c, ok in allowed.items():
         admitted &= ok[table.codes[:, position[c]]]
-    keys = _mixed_radix([table.codes[admitted, position[g]] for g in query.group_by], radix, int(admitted.sum()))
-    unique, inverse = np.unique(keys, return_inverse=True)
+    if query.group_by:
+        keys = _mixed_radix([table.codes[admitted, position[g]] for g in query.group_by], radix, int(admitted.sum()))
+        unique, inverse = np.unique(keys, return_inverse=True)
+    else:  # one key, 0, where some row is admitted (what np.unique of the zeros gives)
+        inverse = np.zeros(int(admitted.sum()), dtype=np.intp)
+        unique = np.zeros(min(inverse.size, 1), dtype=np.int64)
     rows = np.bincount(inverse, weights=table.rows[admitted].astype(np.float64), minlength=unique.size)
     return unique.astype(np.int64), rows
 
