@@ -218,7 +218,11 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
         if terms is not None and z is not None:
             with np.errstate(invalid="ignore", divide="ignore"):
                 mean = np.where(size_estimate > 0, t / size_estimate, 0.0)
-            error = share * half_width(np.where(known[group], terms[name] - mean[group], terms[name]))
+            if sizes == 1:  # one domain: its mean off every row's term where its size is known (no gathers)
+                centred = terms[name] - mean[0] if known[0] else terms[name]
+            else:
+                centred = np.where(known[group], terms[name] - mean[group], terms[name])
+            error = share * half_width(centred)
         if a.func == "count" and a.column is None and not ranges:  # the domain's exact rows, where known (not a product that rounds)
             value = np.where(known, exact_rows, value)
             error = None if error is None else np.where(known, 0.0, error)
