@@ -428,3 +428,89 @@ def test_sub_queries_from_the_tree_are_the_parses_of_their_sql(sql):
             text.set("where", exp.Where(this=exp.and_(*parts)))
         assert query == parse(text.sql(dialect="duckdb"))
     assert composite.tree.sql(dialect="duckdb") == before
+
+
+def test_row_terms_filter_read_from_the_domain_selection_is_the_codes_test(engine):
+    """_RowTerms' categorical filter: where the sub-query's domain selection tests the same codes (an IN
+    list outside the synopsis's GROUP BY) it is read from the selection's rows; it holds exactly on the
+    sampled rows whose value is listed, as the per-code test on the strata column gives it too."""
+    from parzen.aqp import domains, ratios
+
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    categories = synopsis.categories
+    composite = split("SELECT SUM(CASE WHEN h IN ('p', 'r') THEN w ELSE 0 END) / SUM(w) AS s FROM t "
+                      "WHERE x BETWEEN 8 AND 12")
+    query = engine._resolved(composite.subqueries[1][0])
+    assert list(query.members) == ["h"] and not query.group_by and domains.needed(query, synopsis)
+    got = ratios._categorical_filter(query, synopsis, layout)
+    values = np.asarray(categories.values["h"], dtype=object)[categories.codes["h"]]
+    np.testing.assert_array_equal(got, np.isin(values, ["p", "r"]))
+    assert got.dtype == bool
+    on_strata = engine._resolved(split("SELECT SUM(CASE WHEN g = 'b' THEN w ELSE 0 END) / SUM(w) AS s FROM t")
+                                 .subqueries[1][0])
+    strata = np.array([key[0] for key in layout.keys], dtype=object)[layout.stratum_of_row]
+    np.testing.assert_array_equal(ratios._categorical_filter(on_strata, synopsis, layout),
+                                  strata == "b")
+
+
+@pytest.mark.parametrize("group_by", ["", "g, "])
+def test_round_off_widened_on_the_arrays_is_cover_rounding_of_the_frame(engine, group_by):
+    """ratios.approximate with rounding_rows widens the intervals by the same floats as
+    contract.cover_rounding widens its frame (what the engine did after it)."""
+    from parzen.aqp import contract, ratios
+    from parzen.aqp.subquery_passes import SubqueryPasses
+
+    composite = split(f"SELECT {group_by}SUM(CASE WHEN h = 'p' THEN w ELSE 0 END) / SUM(w) AS s FROM t "
+                      f"WHERE x BETWEEN 8 AND 12{' GROUP BY g' if group_by else ''}")
+    subqueries = [engine._resolved(q) for q, _ in composite.subqueries]
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    passes = SubqueryPasses(synopsis, layout, with_bias=False)
+    plain, form = ratios.approximate(composite, subqueries, synopsis, layout, passes.answer, 1.96)
+    assert form != "totals"
+    widened, _ = ratios.approximate(composite, subqueries, synopsis, layout, passes.answer, 1.96,
+                                    rounding_rows=10 ** 9)
+    expected = contract.cover_rounding(plain.copy(), ["s"], 10 ** 9)
+    pd.testing.assert_frame_equal(widened, expected, check_exact=True)
+    assert (widened["s low"] < plain["s low"]).all() and (widened["s high"] > plain["s high"]).all()
+
+
+def test_domain_polynomial_terms_within_shared_terms_are_those_made_alone(engine):
+    """domains._polynomial_terms: a SUM's kept rows' terms read from the whole sample's (within
+    shared_terms, a ratio's sub-query) are the floats made for the kept rows alone, and the domain
+    answer is the same frame; AVG keeps its COUNT terms."""
+    from parzen.aqp import _kept, domains
+    from parzen.aqp.sql import parse
+
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    query = engine._resolved(parse("SELECT SUM(w * (1 - x / 100)) AS s, AVG(w * y) AS a FROM t "
+                                   "WHERE h IN ('p', 'q') AND x BETWEEN 8 AND 12"))
+    assert domains.needed(query, synopsis)
+    selected = domains.domain_selection(query, synopsis, layout)
+    ranges = domains._smoothed_ranges(query, synopsis, selected)
+    polynomials = [a for a in query.aggregates if a.polynomial]
+    alone = domains._polynomial_terms(query, synopsis, layout, ranges, polynomials, selected.keep, selected.kept)
+    with _kept.shared_terms():
+        shared = domains._polynomial_terms(query, synopsis, layout, ranges, polynomials, selected.keep, selected.kept)
+        shared_frame, _ = domains.approximate(query, synopsis, layout, 1.96)
+    assert set(shared) == {"sum s", "sum a", "count a"} and set(alone) == {"sum s", "count s", "sum a", "count a"}
+    for name, terms in shared.items():
+        np.testing.assert_array_equal(terms, alone[name])
+    assert np.count_nonzero(shared["sum s"]) > 100
+    pd.testing.assert_frame_equal(shared_frame, domains.approximate(query, synopsis, layout, 1.96)[0], check_exact=True)
+
+
+@pytest.mark.parametrize("listed", [("p",), ("p", "q", "r"), ("s", "q")])
+def test_domain_selection_mask_is_its_rows(engine, listed):
+    """A domain selection's mask (made on the way where the rows were marked or tested by masks) holds on
+    exactly its admitted rows, the sampled rows whose value is listed."""
+    from parzen.aqp import domains
+    from parzen.aqp.sql import parse
+
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    members = ", ".join(f"'{v}'" for v in listed)
+    query = engine._resolved(parse(f"SELECT SUM(w * y) AS s FROM t WHERE h IN ({members}) AND x > 7.5"))
+    selected = domains.domain_selection(query, synopsis, layout)
+    categories = synopsis.categories
+    want = np.isin(np.asarray(categories.values["h"], dtype=object)[categories.codes["h"]], list(listed))
+    np.testing.assert_array_equal(selected.keep, want)
+    np.testing.assert_array_equal(selected.kept, np.flatnonzero(want))

@@ -68,6 +68,16 @@ def test_add_scaled_and_terms_of_kept_are_numpys():
     expected += factor[group] * term
     add_scaled(z, factor, group, term)
     np.testing.assert_array_equal(z, expected)
+    from parzen.aqp._cell_sums import add_scaled_kept
+
+    mask = rng.random(1000) < 0.4
+    term[3], term[5] = np.nan, -np.inf  # NaN or inf times 0.0 stays NaN, as in the product
+    mask[3], mask[5] = False, False
+    with np.errstate(invalid="ignore"):
+        expected += factor[group] * (term * mask.astype(np.float64))
+    add_scaled_kept(z, factor, group, term, mask)
+    np.testing.assert_array_equal(z, expected)
+    assert np.isnan(z[3]) and np.isnan(z[5])
 
     keep = rng.random(1000) < 0.3
     kept = np.flatnonzero(keep).astype(np.intp)

@@ -269,3 +269,33 @@ def test_the_conversion_splits_its_own_copy_of_the_where_and_leaves_the_tree(sql
     query = sql_module._query(tree, [])
     assert tree.sql() == text and all(node.parent is parent for node, parent in parents)
     assert query == parse(sql) and (query.compared or query.box_compared)
+
+
+def test_separated_join_conditions_are_kept_per_synopsis_and_read_again_as_made():
+    """row_predicates.separate_filters keeps, per synopsis and list of joins, what a query's join
+    conditions separate into: a second query with the same conditions (and its own comparisons) gets
+    what a fresh synopsis makes; new joins are separated anew."""
+    from types import SimpleNamespace
+
+    from parzen.aqp.row_predicates import separate_filters
+    from parzen.aqp.sql import parse
+
+    def synopsis():
+        return SimpleNamespace(joins=[
+            {"child": "sales", "column": "cust", "parent": "customer", "key": "c_id", "columns": ["c_nation"]},
+            {"child": "sales", "column": "shop", "parent": "store", "key": "s_id", "columns": ["s_nation"]}])
+
+    first = parse("SELECT COUNT(*) FROM sales, customer, store WHERE cust = c_id AND shop = s_id "
+                  "AND c_nation = s_nation")
+    second = parse("SELECT SUM(x) FROM sales, customer, store WHERE cust = c_id AND shop = s_id "
+                   "AND c_nation = s_nation AND x < y")
+    assert first.join_on == second.join_on and second.compared and not first.compared
+    kept = synopsis()
+    separated = separate_filters(first, kept)
+    assert len(separated.join_on) == 2 and len(separated.compared) == 1  # c_nation = s_nation filters rows
+    assert separated == separate_filters(first, synopsis())
+    assert separate_filters(second, kept) == separate_filters(second, synopsis())  # read from what was kept
+    assert len(kept._separations) == 1
+    kept.joins = kept.joins[:1]  # another list of joins: separated again
+    assert separate_filters(first, kept) == separate_filters(first, SimpleNamespace(joins=kept.joins))
+    assert separate_filters(first, kept).join_on != separated.join_on

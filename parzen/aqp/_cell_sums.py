@@ -6,8 +6,8 @@ variances of :func:`parzen.aqp.domains.domain_spread`) and their effective degre
 v, v^2 and v^4 of the rows' terms v, and the rows whose term is not 0.  Each comes from one loop over
 the rows here, instead of one ``np.bincount`` (and one temporary array) per sum; the sums add the
 rows in the same order as ``np.bincount`` does (row by row, from 0.0), so they are the same floats.
-:func:`add_scaled` builds the linear combination z_i of a ratio's variance (:mod:`parzen.aqp.ratios`)
-and :func:`terms_of_kept` reads a domain's rows' terms (:mod:`parzen.aqp.domains`), each in one loop
+:func:`add_scaled` and :func:`add_scaled_kept` build the linear combination z_i of a ratio's variance
+(:mod:`parzen.aqp.ratios`) and :func:`terms_of_kept` reads a domain's rows' terms (:mod:`parzen.aqp.domains`), each in one loop
 over the rows with the arithmetic of the NumPy expressions they replace.
 """
 
@@ -129,6 +129,28 @@ def add_scaled(z, factor, group, term):
     """
     for i in range(z.size):
         z[i] = z[i] + factor[group[i]] * term[i]
+
+
+@njit(cache=True, nogil=True)
+def add_scaled_kept(z, factor, group, term, keep):
+    """z_i += factor[group_i] (term_i keep_i) in place, as NumPy's ``z += factor[group] * (term * keep)``
+    with ``keep`` as 1.0 / 0.0 (the same floats, without the product's array).
+
+    Parameters
+    ----------
+    z : numpy.ndarray of float64
+        Per row, the sum so far (written).
+    factor : numpy.ndarray of float64
+        Per group, the factor.
+    group : numpy.ndarray of int
+        Per row, its group.
+    term : numpy.ndarray of float64
+        Per row, the term.
+    keep : numpy.ndarray of bool
+        Per row, whether its term counts (else it is multiplied by 0.0).
+    """
+    for i in range(z.size):
+        z[i] = z[i] + factor[group[i]] * (term[i] * (1.0 if keep[i] else 0.0))
 
 
 @njit(cache=True, nogil=True)

@@ -181,8 +181,10 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
         if plain else {}
     polynomials = [a for a in query.aggregates if a.polynomial]
     dense = _polynomial_terms(query, synopsis, layout, ranges, polynomials, keep, kept) if polynomials else {}
+    read = {f"sum {a.name}" for a in polynomials} | {f"count {a.name}" for a in polynomials if a.func == "avg"}
     for name, values in dense.items():
-        totals[name] = np.bincount(group, weights=weight * values, minlength=sizes)
+        if name in read or name in totals:  # a SUM's COUNT terms: no total reads them
+            totals[name] = np.bincount(group, weights=weight * values, minlength=sizes)
     sampled_rows = float(size_estimate.sum())
     terms = None if z is None else \
         {**(_dense_terms(synopsis, layout, ranges, aggregated, keep, kept) if plain else {}), **dense}
@@ -216,7 +218,11 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
         if terms is not None and z is not None:
             with np.errstate(invalid="ignore", divide="ignore"):
                 mean = np.where(size_estimate > 0, t / size_estimate, 0.0)
-            error = share * half_width(np.where(known[group], terms[name] - mean[group], terms[name]))
+            if sizes == 1:  # one domain: its mean off every row's term where its size is known (no gathers)
+                centred = terms[name] - mean[0] if known[0] else terms[name]
+            else:
+                centred = np.where(known[group], terms[name] - mean[group], terms[name])
+            error = share * half_width(centred)
         if a.func == "count" and a.column is None and not ranges:  # the domain's exact rows, where known (not a product that rounds)
             value = np.where(known, exact_rows, value)
             error = None if error is None else np.where(known, 0.0, error)
@@ -229,7 +235,8 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
     counted = {a.name for a in query.aggregates if a.func == "count"}
     held = {a.name: _column_range(synopsis, a.column) for a in query.aggregates if a.plain}
     unsampled = size_estimate <= 0
-    factors = None if z is None or not poisson else garwood_factors(np.bincount(group, minlength=sizes), z)
+    factors = None if z is None or not poisson else \
+        garwood_factors(np.bincount(group, minlength=sizes) if sizes != 1 else np.array([group.size]), z)
     bound, guess = (None, None) if found is None else _candidate_sizes(found, selected.keys, sampled_rows)
     if bound is not None and guess is not None and z is not None:  # more rows: unsampled with chance <= alpha
         bound = np.minimum(bound, unsampled_rows_bound(layout, z))
@@ -579,11 +586,12 @@ def domain_selection(query: AggregateQuery, synopsis: Synopsis, layout: Layout) 
     read = list(dict.fromkeys([*query.group_by, *query.members,
                                *(c for c in query.ranges if c not in synopsis.models or c in discrete)]))
     allowed = {c: _allowed_codes(query, categories, c) for c in read}
-    kept = _admitted_rows(categories, allowed, synopsis.sample_size)
+    kept, keep = _admitted_rows(categories, allowed, synopsis.sample_size)
     if query.compared:  # comparisons of two columns: 1[pred] per row, no exact domain sizes (parzen.aqp.row_predicates)
-        kept = kept[row_mask(query.compared, synopsis, layout, kept)]  # tested on the admitted rows only
-    keep = np.zeros(synopsis.sample_size, dtype=bool)
-    keep[kept] = True
+        kept, keep = kept[row_mask(query.compared, synopsis, layout, kept)], None  # tested on the admitted rows only
+    if keep is None:
+        keep = np.zeros(synopsis.sample_size, dtype=bool)
+        keep[kept] = True
     radix = [len(categories.values[g]) for g in query.group_by]
     exact = None if query.compared else _exact_groups(query, categories, allowed, radix)
     listing = None if exact is not None or not query.group_by or query.compared else \
@@ -626,25 +634,28 @@ def _allowed_codes(query: AggregateQuery, categories: Categories, column: str) -
     return ok
 
 
-def _admitted_rows(categories: Categories, allowed: dict[str, np.ndarray], size: int) -> np.ndarray:
+def _admitted_rows(categories: Categories, allowed: dict[str, np.ndarray],
+                   size: int) -> tuple[np.ndarray, np.ndarray | None]:
     """The sampled rows (ascending) whose codes every column's ``allowed`` admits: from the rows of
     the admitted codes of the most selective column (:meth:`Categories.code_rows`), then the other
-    columns' tests on those rows only; one pass of masks when no column keeps few rows."""
+    columns' tests on those rows only; one pass of masks when no column keeps few rows.  With them,
+    per sampled row whether it is admitted where that mask was made on the way (else None)."""
     filters = {c: ok for c, ok in allowed.items() if not ok.all()}
     if not filters:
-        return np.arange(size)
+        return np.arange(size), None
     counts = {c: int(categories.code_counts(c)[ok].sum()) for c, ok in filters.items()}
     first = min(filters, key=counts.__getitem__)
     if 4 * counts[first] > size:  # every filter keeps much: one pass of masks
         keep = np.ones(size, dtype=bool)
         for c, ok in filters.items():
             keep &= ok[categories.codes[c]]
-        return np.flatnonzero(keep)
+        return np.flatnonzero(keep), keep
     order, starts, count = categories.code_rows(first)
     codes = np.flatnonzero(filters[first])
     lengths = count[codes]
     offsets = np.repeat(starts[codes] - (np.cumsum(lengths) - lengths), lengths)
     rows = order[offsets + np.arange(int(lengths.sum()))]
+    marked = None
     if 16 * rows.size < size:  # few: sorted
         rows = np.sort(rows)
     else:  # many: marked and listed, in O(sample) without a sort
@@ -653,8 +664,8 @@ def _admitted_rows(categories: Categories, allowed: dict[str, np.ndarray], size:
         rows = np.flatnonzero(marked)
     for c, ok in filters.items():
         if c != first:
-            rows = rows[ok[categories.codes[c][rows]]]
-    return rows
+            rows, marked = rows[ok[categories.codes[c][rows]]], None
+    return rows, marked
 
 
 def _mixed_radix(codes: list[np.ndarray], radix: list[int], n: int) -> np.ndarray:
@@ -754,8 +765,12 @@ def _exact_groups(query: AggregateQuery, categories: Categories, allowed: dict[s
     admitted = np.ones(table.rows.size, dtype=bool)
     for c, ok in allowed.items():
         admitted &= ok[table.codes[:, position[c]]]
-    keys = _mixed_radix([table.codes[admitted, position[g]] for g in query.group_by], radix, int(admitted.sum()))
-    unique, inverse = np.unique(keys, return_inverse=True)
+    if query.group_by:
+        keys = _mixed_radix([table.codes[admitted, position[g]] for g in query.group_by], radix, int(admitted.sum()))
+        unique, inverse = np.unique(keys, return_inverse=True)
+    else:  # one key, 0, where some row is admitted (what np.unique of the zeros gives)
+        inverse = np.zeros(int(admitted.sum()), dtype=np.intp)
+        unique = np.zeros(min(inverse.size, 1), dtype=np.int64)
     rows = np.bincount(inverse, weights=table.rows[admitted].astype(np.float64), minlength=unique.size)
     return unique.astype(np.int64), rows
 
@@ -792,19 +807,26 @@ def _polynomial_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
                       keep: np.ndarray, kept: np.ndarray) -> dict[str, np.ndarray]:
     """Per kept sampled row, for each SUM / AVG of a polynomial: its SUM term ("sum <name>": the
     polynomial's kernel moments, :class:`parzen.aqp.aggregates._SampleTerms`) and, for AVG, its
-    COUNT term ("count <name>": the masses of the rows where no input is NULL).  Within
+    COUNT term ("count <name>": the masses of the rows where no input is NULL; for SUM too outside
+    :func:`parzen.aqp._kept.shared_terms`, where no total reads it).  Within
     :func:`parzen.aqp._kept.shared_terms` (a ratio's sub-query, whose per-row terms read
     every candidate row) the terms of all candidate rows are made once and the kept ones read from
-    them; otherwise only the kept rows' are made (the same floats: each row's terms are its own)."""
+    them (a SUM's from :meth:`~parzen.aqp.aggregates._SampleTerms.polynomial_every_row`, which the
+    per-row terms read too); otherwise only the kept rows' are made (the same floats: each row's terms
+    are its own)."""
     from ._kept import sharing
     from .aggregates import _SampleTerms, sample_terms
 
     every_row = np.zeros(len(layout.keys), dtype=np.intp)
-    sample = sample_terms(query, synopsis, layout, ranges, every_row, 1) if sharing() else \
+    shared = sharing()
+    sample = sample_terms(query, synopsis, layout, ranges, every_row, 1) if shared else \
         _SampleTerms(query, synopsis, layout, ranges, every_row, 1, within=keep)
     rows, kept = np.ascontiguousarray(sample.rows, dtype=np.intp), np.ascontiguousarray(kept, dtype=np.intp)
     out = {}
     for a in polynomials:
+        if shared and a.func != "avg":  # a SUM: the kept rows' terms read from the whole sample's, kept with it
+            out[f"sum {a.name}"] = sample.polynomial_every_row(a)[kept]
+            continue
         terms, valid = sample.polynomial(a)
         out[f"sum {a.name}"], out[f"count {a.name}"] = terms_of_kept(rows, keep, kept, terms, sample.p, valid)
     return out

@@ -942,15 +942,16 @@ class Engine:
         passes = subquery_passes.SubqueryPasses(synopsis, layout, smoothed)  # the bias runs share the answer's passes
         placement: list = []
         result, form = ratios.approximate(composite, subqueries, synopsis, layout, passes.answer,
-                                          z if with_error else None, placement)
+                                          z if with_error else None, placement,  # no bias: round-off widened there
+                                          None if smoothed else synopsis.row_count)
         if smoothed:
             keys = _selected_groups(composite)
             result = contract.cover_bias(
                 result, lambda s: ratios.approximate(composite, subqueries, s, layout, passes.answer, None)[0],
                 synopsis, [o.name for o in composite.outputs], keys,
                 answers_at=lambda ss: ratios.bias_runs(composite, subqueries, placement, ss, passes.runs))
-        if with_error and form != "totals":  # float64 round-off against DuckDB's own sums (parzen.aqp.contract)
-            result = contract.cover_rounding(result, [o.name for o in composite.outputs], synopsis.row_count)
+            if form != "totals":  # float64 round-off against DuckDB's own sums (parzen.aqp.contract)
+                result = contract.cover_rounding(result, [o.name for o in composite.outputs], synopsis.row_count)
         return result, form
 
     def _exact_of(self, query: AggregateQuery, binned: histogram.HistogramQuery | None = None) -> pd.DataFrame:

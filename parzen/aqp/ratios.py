@@ -49,14 +49,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ._cell_sums import add_scaled
+from ._cell_sums import add_scaled, add_scaled_kept
 from ._kept import shared_terms
 from .aggregates import sample_terms
 from .answers import _column_index
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
 from .cube_answers import Totals
-from .domains import BOUNDED_GROUPS, domain_spread
+from .domains import BOUNDED_GROUPS, domain_selection, domain_spread, needed
 from .sql import AggregateQuery
 from .strata import Layout
 from .synopsis import Synopsis
@@ -73,7 +73,8 @@ _TEXT = pd.StringDtype(na_value=np.nan)
 
 
 def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], synopsis: Synopsis, layout: Layout,
-                answer: Answerer, z: float | None, placement: list | None = None) -> tuple[pd.DataFrame, str]:
+                answer: Answerer, z: float | None, placement: list | None = None,
+                rounding_rows: int | None = None) -> tuple[pd.DataFrame, str]:
     """The answer to a :class:`~parzen.aqp.case_aggregates.Composite` query (see the module).
 
     Parameters
@@ -93,6 +94,11 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
     placement : list, optional
         Filled with the answer's number of rows and, per sub-query, where each row of its answer goes
         among them (-1: none), for :func:`bias_runs`.
+    rounding_rows : int, optional
+        With ``z``: the table's rows, and the intervals of an answer not of the form "totals" are
+        widened on both sides by :func:`parzen.aqp.contract.rounding_bound` of each value (what
+        :func:`parzen.aqp.contract.cover_rounding` does to the frame, here on the arrays it is made of:
+        the same floats).
 
     Returns
     -------
@@ -103,11 +109,12 @@ def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syno
         The least exact form among the sub-queries' ("totals", "grid", "sample").
     """
     with shared_terms():  # the sub-queries' answers and the per-row terms share the sample's kernel terms
-        return _approximate(composite, subqueries, synopsis, layout, answer, z, placement)
+        return _approximate(composite, subqueries, synopsis, layout, answer, z, placement, rounding_rows)
 
 
 def _approximate(composite: Composite, subqueries: Sequence[AggregateQuery], synopsis: Synopsis, layout: Layout,
-                 answer: Answerer, z: float | None, placement: list | None) -> tuple[pd.DataFrame, str]:
+                 answer: Answerer, z: float | None, placement: list | None,
+                 rounding_rows: int | None) -> tuple[pd.DataFrame, str]:
     """:func:`approximate`'s work, within :func:`parzen.aqp._kept.shared_terms`."""
     frames, forms = zip(*(answer(q, synopsis, z) for q in subqueries))
     keys, leaf_values, leaf_half, bounded, placed = _leaf_table(composite, frames, z is not None)
@@ -144,6 +151,10 @@ def _approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syn
                 low[output.name] = np.fmin(value, plain) - half
                 high[output.name] = np.fmax(value, plain) + half
     form = max(forms, key=_FORMS.index)
+    if rounding_rows is not None and low is not None and high is not None and form != "totals":
+        for name, value in values.items():  # float64 round-off against DuckDB's own sums
+            bound = rounding_bound(value, rounding_rows)
+            low[name], high[name] = low[name] - bound, high[name] + bound
     return _frame(composite, keys, values, low, high), form
 
 
@@ -319,12 +330,12 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
             name = f"{LEAF}{k}"
             v = np.zeros(len(keys))
             v[rows_array[found]] = read(name)[found]
-            values[k] = np.nan_to_num(v)  # SUM over no row: 0 in a sum of totals
+            values[k] = v if np.isfinite(v).all() else np.nan_to_num(v)  # SUM over no row: 0 in a sum of totals
             h = np.zeros(len(keys))
             if with_error:
                 column = read(name)[found]
                 h[rows_array[found]] = np.fmax(column - read(f"{name} low")[found], read(f"{name} high")[found] - column)
-            half[k] = np.nan_to_num(h, nan=np.inf)
+            half[k] = h if np.isfinite(h).all() else np.nan_to_num(h, nan=np.inf)
     return keys, values, half, bounded, placed
 
 
@@ -396,12 +407,14 @@ class _RowTerms:
                  layout: Layout, keys: list[tuple]) -> None:
         self.synopsis, self.layout = synopsis, layout
         self.size = synopsis.sample_size
-        group = _row_groups(composite.group_by and subqueries[0].group_by, synopsis, layout, keys)
-        inside = None if (group >= 0).all() else group >= 0  # None: every sampled row (no copy made)
+        grouped = composite.group_by and subqueries[0].group_by
+        group = _row_groups(grouped, synopsis, layout, keys)
+        inside = None if not grouped or (group >= 0).all() else group >= 0  # None: every sampled row (no copy made)
         self.group = group if inside is None else group[inside]
         self.stratum = layout.stratum_of_row if inside is None else layout.stratum_of_row[inside]
         self.groups = len(keys)
         self.terms: dict[int, np.ndarray] = {}
+        self.keeps: dict[int, np.ndarray | None] = {}  # per leaf: its rows' categorical filter (None: every row)
         self._totals: dict[int, np.ndarray] = {}
         samples: dict[tuple, object] = {}  # per set of ranges on the numeric columns, its rows and masses
         for query, (_, indices) in zip(subqueries, composite.subqueries):
@@ -414,8 +427,8 @@ class _RowTerms:
             for k in indices:
                 aggregate = next(a for a in query.aggregates if a.name == f"{LEAF}{k}")
                 term = _leaf_terms(aggregate, synopsis, sample)
-                term = term if keep is None else term * keep
                 self.terms[k] = term if inside is None else term[inside]
+                self.keeps[k] = keep if keep is None or inside is None else keep[inside]
 
     @functools.cached_property
     def weight(self) -> np.ndarray:
@@ -425,7 +438,9 @@ class _RowTerms:
     def total(self, k: int) -> np.ndarray:
         """The plain stratified total of leaf k per answer row (made once per leaf)."""
         if k not in self._totals:
-            self._totals[k] = np.bincount(self.group, weights=self.weight * self.terms[k], minlength=self.groups)
+            keep = self.keeps[k]
+            term = self.terms[k] if keep is None else self.terms[k] * keep
+            self._totals[k] = np.bincount(self.group, weights=self.weight * term, minlength=self.groups)
         return self._totals[k]
 
     def variance(self, gradient: dict[int, np.ndarray],
@@ -435,8 +450,13 @@ class _RowTerms:
         z = np.zeros(self.group.size)
         group = np.ascontiguousarray(self.group, dtype=np.intp)
         for k, d in gradient.items():
-            factor = np.where(exact[k], 0.0, np.nan_to_num(d, nan=0.0, posinf=0.0, neginf=0.0))
-            add_scaled(z, np.ascontiguousarray(factor, dtype=np.float64), group, self.terms[k])
+            factor = np.where(exact[k] | ~np.isfinite(d), 0.0, d)  # NaN and infinite slopes: 0
+            factor = np.ascontiguousarray(factor, dtype=np.float64)
+            keep = self.keeps[k]
+            if keep is None:
+                add_scaled(z, factor, group, self.terms[k])
+            else:  # the term times 1.0 / 0.0, as the product would be
+                add_scaled_kept(z, factor, group, self.terms[k], keep)
         return domain_spread(z, self.stratum, self.group, self.layout, len(self.layout.keys), self.groups)
 
 
@@ -477,11 +497,20 @@ def _row_values(column: str, synopsis: Synopsis, layout: Layout) -> tuple[np.nda
 
 
 def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layout) -> np.ndarray | None:
-    """1 for the sampled rows whose categorical values pass the query's IN / = and ranges on
-    categorical columns, else 0; None where the query has none (every row passes: a product with 1.0
-    would change no term)."""
+    """True for the sampled rows whose categorical values pass the query's IN / = and ranges on
+    categorical columns (a leaf's term counts there, times 1.0, and is multiplied by 0.0 elsewhere);
+    None where the query has none (every row passes: a product with 1.0 would change no term).  Where
+    the sub-query was answered by domain estimation on the same tests (its
+    :func:`parzen.aqp.domains.domain_selection`, kept, reads the same codes: no GROUP BY, no comparison
+    of columns, no range filtered by codes, columns outside the synopsis's GROUP BY), it is that
+    selection's mask (read only), without a pass over every row's codes."""
     columns = [*query.members, *(c for c in query.ranges if c not in synopsis.models)]
-    keep = None  # the product of each column's 1.0 / 0.0 (exact: the AND of its tests)
+    if columns and not query.group_by and not query.compared and needed(query, synopsis) and \
+            all(c not in synopsis.group_by for c in columns):
+        selected = domain_selection(query, synopsis, layout)
+        if not selected.discrete:
+            return selected.keep
+    keep = None  # the AND of each column's tests
     for column in dict.fromkeys(columns):
         codes, values = _row_values(column, synopsis, layout)
         allowed = np.ones(len(values), dtype=bool)
@@ -491,8 +520,8 @@ def _categorical_filter(query: AggregateQuery, synopsis: Synopsis, layout: Layou
             r = query.ranges[column]
             allowed &= np.array([v is not None and not isinstance(v, str) and r.contains(float(v)) for v in values],
                                 dtype=bool)
-        passed = allowed.astype(np.float64)[codes]
-        keep = passed if keep is None else keep * passed
+        passed = allowed[codes]
+        keep = passed if keep is None else keep & passed
     return keep
 
 

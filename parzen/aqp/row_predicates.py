@@ -152,6 +152,24 @@ def separate_filters(query, synopsis):
     """
     if not query.join_on:
         return query
+    kept = synopsis.__dict__.setdefault("_separations", {})  # per join_on: (the synopsis's joins, the result)
+    found = kept.get(query.join_on)
+    if found is None or found[0] is not synopsis.joins:
+        if len(kept) >= _SEPARATIONS_KEPT:
+            kept.clear()
+        found = kept[query.join_on] = (synopsis.joins, *_separation(query.join_on, synopsis.joins))
+    _, join_on, compared = found
+    return replace(query, join_on=join_on, compared=tuple(dict.fromkeys([*query.compared, *compared])))
+
+
+#: The join conditions whose separation a synopsis keeps (:func:`separate_filters`), the last ones.
+_SEPARATIONS_KEPT = 64
+
+
+def _separation(written_on: tuple, joins: list[dict]) -> tuple[tuple, list[ColumnComparison]]:
+    """:func:`separate_filters`'s work on a query's join conditions ``written_on`` and a synopsis's
+    ``joins``: the foreign keys met (and the conditions that stay as written), and the equalities of
+    columns that filter the joined rows, in order (they depend on nothing else)."""
     parent: dict[str, str] = {}
 
     def find(c: str) -> str:
@@ -162,12 +180,12 @@ def separate_filters(query, synopsis):
         return c
 
     written: dict[str, str] = {}
-    for pair in query.join_on:
+    for pair in written_on:
         a, b = (column.casefold() for _, column in pair)
         written.setdefault(a, pair[0][1])
         written.setdefault(b, pair[1][1])
         parent[find(a)] = find(b)
-    met = [e for e in synopsis.joins if e["column"].casefold() in parent and e["key"].casefold() in parent
+    met = [e for e in joins if e["column"].casefold() in parent and e["key"].casefold() in parent
            and find(e["column"].casefold()) == find(e["key"].casefold())]
     joined: dict[str, str] = {c: c for c in parent}  # components of the met joins alone
 
@@ -178,23 +196,23 @@ def separate_filters(query, synopsis):
 
     for e in met:
         joined[component(e["key"].casefold())] = component(e["column"].casefold())
-    key_of = {e["key"].casefold(): e["column"] for e in synopsis.joins}
+    key_of = {e["key"].casefold(): e["column"] for e in joins}
     # a class with the key of a foreign key it does not meet stays a join condition: joins.covered names it
-    unmet = {find(e["key"].casefold()) for e in synopsis.joins if e not in met and e["key"].casefold() in parent}
+    unmet = {find(e["key"].casefold()) for e in joins if e not in met and e["key"].casefold() in parent}
     representative: dict[tuple[str, str], str] = {}  # (class, component) -> a column the sample carries
     for c in sorted(parent, key=lambda c: (c in key_of, c)):
         if find(c) not in unmet:
             representative.setdefault((find(c), component(c)), key_of.get(c, written[c]))
     first: dict[str, str] = {}
-    compared = list(query.compared)
+    compared: list[ColumnComparison] = []
     for (cls, _), column in representative.items():
         if cls in first:
             compared.append(ColumnComparison(first[cls], "=", column))
         else:
             first[cls] = column
     join_on = tuple(((e["child"], e["column"]), (e["parent"], e["key"])) for e in met)
-    join_on += tuple(pair for pair in query.join_on if find(pair[0][1].casefold()) in unmet)
-    return replace(query, join_on=join_on, compared=tuple(dict.fromkeys(compared)))
+    join_on += tuple(pair for pair in written_on if find(pair[0][1].casefold()) in unmet)
+    return join_on, compared
 
 
 def check_answerable(query, synopsis) -> None:
