@@ -86,13 +86,18 @@ class Totals:
     totals: dict[str, np.ndarray]
 
 
-def _totals(query: AggregateQuery, cube: Cube, categories: Categories) -> Totals | None:
-    """:func:`answer`'s totals per group, before they are decoded into a frame (None: as :func:`answer`)."""
-    compared = _comparison_filters(query, cube)
+def _totals(query: AggregateQuery, cube: Cube, categories: Categories, masks: dict | None = None) -> Totals | None:
+    """:func:`answer`'s totals per group, before they are decoded into a frame (None: as :func:`answer`).
+
+    ``masks`` keeps, per filter (its kind, column and literals or range), the mask of codes it admits, for
+    the next query that has the same filter (:func:`answer_each`'s sub-queries share their WHERE); each
+    mask is a function of its key only, and none is written to."""
+    masks = {} if masks is None else masks
+    compared = _comparison_filters(query, cube, masks)
     if query.boxes or compared is None:
         return None
     values = cube.values_with(categories.values)  # the numeric dimensions' too (parzen.aqp.cube_dimensions)
-    query = _by_months(query, cube)
+    query = _by_months(query, cube, masks)
     filtered = [*query.members, *query.ranges, *compared]
     if any(c not in values for c in [*filtered, *query.group_by]) or not _dimensions_usable(query, cube):
         return None
@@ -111,13 +116,13 @@ def _totals(query: AggregateQuery, cube: Cube, categories: Categories) -> Totals
         return (rolled[column], cube.dependencies[(rolled[column], column)]) if column in rolled else (column, None)
 
     allowed: dict[str, np.ndarray] = {}  # per column of the table, the codes its filters admit
-    for column, mask in [*_filters(query, values, cube), *compared.items()]:
+    for column, mask in [*_filters(query, values, cube, masks), *compared.items()]:
         if mask is None:
             return None
         source, mapping = source_of(column)
         admitted = mask if mapping is None else mask[mapping]
         allowed[source] = allowed[source] & admitted if source in allowed else admitted
-    cells = _passing(cube, table, allowed)
+    cells = _passing(cube, table, allowed, masks)
 
     def codes_of(column: str) -> np.ndarray:  # the passing cells' codes of ``column``
         source, mapping = source_of(column)
@@ -170,8 +175,9 @@ def answer_each(queries: Sequence[AggregateQuery], cube: Cube,
         per query its totals.
     """
     out = []
+    masks: dict = {}  # the filters' masks, made once for the sub-queries' shared WHERE
     for query in queries:
-        found = _totals(query, cube, categories)
+        found = _totals(query, cube, categories, masks)
         if found is None:
             return None
         out.append(found)
@@ -224,41 +230,61 @@ def _inputs(a: Aggregate, cube: Cube, values: dict[str, list]) -> set[str] | Non
     return None
 
 
-def _filters(query: AggregateQuery, values: dict[str, list], cube: Cube):
+def _filters(query: AggregateQuery, values: dict[str, list], cube: Cube, masks: dict):
     """Per filter of ``query``, its column and the mask of the column's codes it admits (None: a range
     over values that are no numbers); a range on a numeric dimension compares in its exact scale
-    (:meth:`parzen.aqp.cube_dimensions.NumericDimension.range_mask`)."""
+    (:meth:`parzen.aqp.cube_dimensions.NumericDimension.range_mask`).  ``masks``: as :func:`_totals`'."""
     for column, literals in query.members.items():
-        yield column, member_mask(values[column], literals)
+        key = ("in", column, literals)
+        if key not in masks:
+            masks[key] = member_mask(values[column], literals)
+        yield column, masks[key]
     for column, r in query.ranges.items():
+        yield column, _range_of(column, r, values, cube, masks)
+
+
+def _range_of(column: str, r: Range, values: dict[str, list], cube: Cube, masks: dict) -> np.ndarray | None:
+    """The mask of ``column``'s codes in range ``r`` (:func:`_filters`), kept in ``masks``."""
+    key = ("range", column, r)
+    if key not in masks:
         dimension = cube.dimensions.get(column)
-        yield column, _range_mask(values[column], r) if dimension is None else dimension.range_mask(r)
+        masks[key] = _range_mask(values[column], r) if dimension is None else dimension.range_mask(r)
+    return masks[key]
 
 
-def _comparison_filters(query: AggregateQuery, cube: Cube) -> dict[str, np.ndarray] | None:
+def _comparison_filters(query: AggregateQuery, cube: Cube, masks: dict | None = None) -> dict[str, np.ndarray] | None:
     """Per comparison dimension deciding a comparison of two columns of ``query``, the mask of its codes
     that the comparisons admit (:func:`parzen.aqp.cube_comparisons.comparison_mask`); None when a
-    comparison has no such dimension."""
-    masks: dict[str, np.ndarray] = {}
+    comparison has no such dimension.  ``masks``: as :func:`_totals`'."""
+    masks = {} if masks is None else masks
+    admitted: dict[str, np.ndarray] = {}
     for c in query.compared:
-        found = comparison_mask(cube.dimensions, c.left, c.op, c.right)
+        key = ("compared", c)
+        if key not in masks:
+            masks[key] = comparison_mask(cube.dimensions, c.left, c.op, c.right)
+        found = masks[key]
         if found is None:
             return None
         name, mask = found
-        masks[name] = masks[name] & mask if name in masks else mask
-    return masks
+        admitted[name] = admitted[name] & mask if name in admitted else mask
+    return admitted
 
 
-def _by_months(query: AggregateQuery, cube: Cube) -> AggregateQuery:
+def _by_months(query: AggregateQuery, cube: Cube, masks: dict | None = None) -> AggregateQuery:
     """``query`` with each range on a DATE column that cuts no month read as the same range on the
     column's month dimension (:mod:`parzen.aqp.cube_dimensions`): a table on the months answers it,
-    and so does one on the days (they determine the months)."""
+    and so does one on the days (they determine the months).  ``masks``: as :func:`_totals`' (the
+    month dimension's mask is the one :func:`_filters` reads next)."""
     if not any(d.source is not None for d in cube.dimensions.values()):
         return query
+    masks = {} if masks is None else masks
     ranges = {}
     for column, r in query.ranges.items():
-        months = cube.dimensions.get(MONTH.format(column=column))
-        ranges[MONTH.format(column=column) if months is not None and months.range_mask(r) is not None else column] = r
+        month = MONTH.format(column=column)
+        months = cube.dimensions.get(month)
+        if months is not None and ("range", month, r) not in masks:
+            masks[("range", month, r)] = months.range_mask(r)
+        ranges[month if months is not None and masks[("range", month, r)] is not None else column] = r
     return query if list(ranges) == list(query.ranges) else replace(query, ranges=ranges)
 
 
@@ -285,17 +311,32 @@ def _dimensions_usable(query: AggregateQuery, cube: Cube) -> bool:
     return not any(numbers_read(a) & dates for a in query.aggregates)
 
 
-def _passing(cube: Cube, table: CubeTable, allowed: dict[str, np.ndarray]) -> np.ndarray:
+def _passing(cube: Cube, table: CubeTable, allowed: dict[str, np.ndarray], masks: dict) -> np.ndarray:
     """The cells of ``table`` whose codes every filter admits (``allowed``: per column, the admitted codes).
 
     The column admitting the fewest cells is read through its index (cells by code,
     :meth:`parzen.aqp.cubes.Cube.index`), the others only on those cells: the work follows the
-    cells that pass, not the table's size."""
+    cells that pass, not the table's size.
+
+    ``masks`` (:func:`_totals`') keeps the table's last passing cells: where they were read the same way
+    (the same first column, by its index both times or by every cell both times) under filters that
+    ``allowed`` only narrows (every column of theirs filtered here by the same mask object, or by one
+    admitting no code theirs did not), ``allowed``'s cells are those of them that pass ``allowed``'s other
+    filters, in the same order: the sub-queries of a CASE / ratio query share their WHERE's cells."""
     if not allowed:
         return np.arange(table.rows.size)
     counts = {c: int(cube.cells_per_code(table, c, mask.size)[mask].sum()) for c, mask in allowed.items()}
     first = min(counts, key=counts.__getitem__)
-    if 4 * counts[first] > table.rows.size:  # most cells pass: one look-up per cell
+    scan = 4 * counts[first] > table.rows.size  # most cells pass: one look-up per cell
+    kept = masks.get(("cells", id(table)))
+    if kept is not None and kept[0] is table and kept[2] == first and kept[3] == scan and \
+            all(c in allowed and (allowed[c] is m or not (allowed[c] & ~m).any()) for c, m in kept[1].items()):
+        cells = kept[4]
+        for column, mask in allowed.items():
+            if kept[1].get(column) is not mask and cells.size:
+                cells = cells[mask[cube.column(table, column)[cells]]]
+        return cells
+    if scan:
         cells = np.flatnonzero(allowed[first][cube.column(table, first)])
     else:
         order, starts = cube.index(table, first, allowed[first].size)
@@ -304,6 +345,7 @@ def _passing(cube: Cube, table: CubeTable, allowed: dict[str, np.ndarray]) -> np
     for column, mask in allowed.items():
         if column != first and cells.size:
             cells = cells[mask[cube.column(table, column)[cells]]]
+    masks[("cells", id(table))] = (table, allowed, first, scan, cells)
     return cells
 
 
