@@ -193,6 +193,28 @@ def test_case_aggregates_and_ratios_from_the_tables_equal_duckdbs(listed, sql):
         assert np.all((low[finite] <= want[finite]) & (want[finite] <= high[finite]))
 
 
+def test_the_sub_queries_sharing_their_cells_total_as_each_alone(listed, monkeypatch):
+    """answer_each's sub-queries read the masks and passing cells they share once: every total is the same
+    float64 array as the sub-query's own totals made alone (the same cells in the same order)."""
+    from parzen.aqp import cube_answers
+
+    seen, original, reused = [], cube_answers.answer_each, []
+    monkeypatch.setattr(cube_answers, "answer_each", lambda *a: seen.append(a) or original(*a))
+    narrowed = cube_answers._passing
+    monkeypatch.setattr(cube_answers, "_passing", lambda cube, table, allowed, masks: reused.append(
+        masks.get(("cells", id(table))) is not None) or narrowed(cube, table, allowed, masks))
+    for sql in CASE_EXACT:
+        listed.query(sql, with_error=True)
+    assert len(seen) == len(CASE_EXACT) and any(reused)
+    for queries, cube, categories in seen:
+        _, together = original(queries, cube, categories)
+        for query, totals in zip(queries, together):
+            alone = cube_answers._totals(query, cube, categories)
+            assert np.array_equal(alone.keys, totals.keys)
+            for name, value in alone.totals.items():
+                assert np.array_equal(value, totals.totals[name], equal_nan=True)
+
+
 def test_a_case_condition_on_a_numeric_column_falls_through_to_the_synopsis(listed):
     sql = (f"SELECT c_region, SUM(CASE WHEN lo_cost > 100 THEN lo_revenue ELSE 0 END) / SUM(lo_revenue) AS share "
            f"{FROM} GROUP BY c_region")
