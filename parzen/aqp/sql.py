@@ -522,8 +522,8 @@ def _shown(node: exp.Expr, names, numbers) -> str:
             return exp.Literal.number(numbers[int(n.name.removeprefix("parzen_"))])
         return n
     if names or numbers:  # the transform made a copy: the generator may change it
-        return node.transform(back).sql(dialect="duckdb", copy=False)
-    return node.sql(dialect="duckdb")
+        return _DUCKDB.generate(node.transform(back), copy=False)
+    return _DUCKDB.generate(node)  # node.sql(dialect="duckdb"), without looking the dialect up
 
 
 class _Shown:

@@ -25,8 +25,11 @@ from dataclasses import dataclass, replace
 from typing import Self
 
 from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
 
 from . import dates
+
+_DUCKDB = DuckDB()  # node.sql(dialect="duckdb") looks the dialect up and makes a new one per call
 
 #: Tests on a string: (operator, operands); operators "<", "<=", ">", ">=", "between", "like",
 #: "not like", "<>", "not in".
@@ -114,7 +117,7 @@ def text_test(node: exp.Expr, column_side, literal_text) -> ValuesWhere | None:
     is none: a comparison or BETWEEN with string literals, LIKE, NOT LIKE, ``<>`` a string and NOT IN
     strings.  ``literal_text(node)`` is a string literal's text or None."""
     def made(operator: str, operands) -> ValuesWhere:
-        return ValuesWhere((TextTest(operator, tuple(operands), node.sql(dialect="duckdb")),))
+        return ValuesWhere((TextTest(operator, tuple(operands), _DUCKDB.generate(node)),))
 
     negated = isinstance(node, exp.Not)
     inner = node.this.unnest() if negated else node
