@@ -118,6 +118,11 @@ ATTACKS = [
     "SELECT * FROM t; ROLLBACK; DROP TABLE t",
     "SELECT 1 -- */ ; SELECT * FROM read_text('s.csv')\n; SELECT * FROM read_text('s.csv')",
     "SELECT 1 /* ; */ ; SELECT * FROM read_text('s.csv')",
+    # CASE / ratio queries (split into sub-queries from their parsed tree) and ORs read term by term
+    "SELECT SUM(CASE WHEN a IN (SELECT 1 FROM read_csv('s.csv')) THEN b ELSE 0 END) FROM t",
+    "SELECT SUM(CASE WHEN a > 1 THEN b ELSE 0 END) / SUM(b) FROM t, read_text('s.csv')",
+    "SELECT SUM(CASE WHEN a > 1 THEN b ELSE 0 END) FROM t WHERE a = 1 OR a = (SELECT 2 FROM 's.csv')",
+    "SELECT SUM(CASE WHEN a > 1 THEN b ELSE 0 END) AS x FROM t; DROP TABLE t",
     # a view or a macro over a file: the parse layer lets their names through, DuckDB refuses the read
     "SELECT * FROM v",
     "SELECT * FROM t JOIN v ON true",
@@ -375,3 +380,28 @@ def test_comparison_dimension_names_are_never_sql(name):
     with pytest.raises(ValueError):
         Engine(con).build("t", group_by=["g"], sample=200, seed=1, cube=[["g", name]])
     assert con.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 500
+
+
+@pytest.mark.parametrize("sql", [*ATTACKS[:8], "SELECT * FROM 's.csv'", "SELECT COUNT(*) FROM t; DROP TABLE t",
+                                 "SELECT SUM(CASE WHEN a IN (SELECT 1 FROM read_csv('s.csv')) THEN b ELSE 0 END) FROM t",
+                                 "SELECT SUM(b) FROM t WHERE a < (SELECT length(content) FROM read_text('s.csv'))"])
+def test_workload_queries_choose_tables_and_are_never_run(folder, sql):
+    """build(workload=[...]) reads its example queries with parzen's parser only: a query that would read a
+    file or change the database is refused by name or skipped with a warning, the secret never appears,
+    and the table is unchanged (the tables are built from the synopsis's own columns)."""
+    import warnings
+
+    path = folder / "workload.duckdb"
+    if not path.exists():
+        _make_database(path).close()
+    engine = Engine(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            engine.build("t", workload=[sql, "SELECT SUM(b) FROM t WHERE a < 10"], sample=40, seed=1)
+        except ValueError as error:
+            assert SECRET not in str(error)
+        else:  # built: the hostile query skipped and named by the build's warning
+            assert any("workload:" in str(w.message) for w in caught)
+    assert all(SECRET not in str(w.message) for w in caught)
+    assert engine.query("SELECT COUNT(*) AS n FROM t", exact=True)["n"][0] == 50
