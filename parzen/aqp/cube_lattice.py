@@ -27,7 +27,7 @@ values, at most the table's rows.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import combinations
 
 import numpy as np
@@ -185,13 +185,45 @@ def select_views(columns: Sequence[str], cardinality: dict[str, int], dependenci
     def per_byte(i: int) -> float:
         return float(np.maximum(cost[covered[i]] - size[i], 0.0).sum()) / nbytes[i]
 
-    heap = [(-per_byte(i), i) for i in range(len(sets))]  # lazy greedy: benefits only fall as views are chosen
+    def take(i: int) -> None:
+        cost[covered[i]] = np.minimum(cost[covered[i]], size[i])
+
+    kept_prior = set(prior)
+    return [sets[i] for i in lazy_greedy(per_byte, nbytes, budget, take,
+                                         [i for i in range(len(sets)) if sets[i] not in kept_prior])]
+
+
+def lazy_greedy(per_byte: Callable[[int], float], nbytes: np.ndarray, budget: float,
+                take: Callable[[int], None], candidates: Sequence[int]) -> list[int]:
+    """HRU's greedy with benefit per unit space (their section 4.3), evaluated lazily: a candidate's
+    benefit only falls as others are chosen, so the heap's top is re-evaluated and chosen only when it
+    still beats the next stale benefit (Minoux's accelerated greedy).
+
+    Parameters
+    ----------
+    per_byte : callable
+        A candidate's benefit per byte now, given its index.
+    nbytes : numpy.ndarray
+        Per candidate, its bytes.
+    budget : float
+        Bytes the chosen candidates may take in all.
+    take : callable
+        Called with each chosen index, before the next step (it updates what ``per_byte`` reads).
+    candidates : sequence of int
+        The indices that may be chosen.
+
+    Returns
+    -------
+    list of int
+        The chosen indices, in the order chosen.
+    """
+    heap = [(-per_byte(i), i) for i in candidates]
     heapq.heapify(heap)
-    chosen: list[tuple[str, ...]] = []
+    chosen: list[int] = []
     left = float(budget)
     while heap:
         _, i = heapq.heappop(heap)
-        if nbytes[i] > left or sets[i] in prior:
+        if nbytes[i] > left:
             continue
         now = per_byte(i)
         if now <= 0.0:
@@ -199,9 +231,9 @@ def select_views(columns: Sequence[str], cardinality: dict[str, int], dependenci
         if heap and now < -heap[0][0]:
             heapq.heappush(heap, (-now, i))
             continue
-        chosen.append(sets[i])
+        chosen.append(i)
         left -= nbytes[i]
-        cost[covered[i]] = np.minimum(cost[covered[i]], size[i])
+        take(i)
     return chosen
 
 

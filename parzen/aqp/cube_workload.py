@@ -35,7 +35,6 @@ budget always holds.
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import combinations
@@ -44,7 +43,7 @@ import numpy as np
 
 from . import cube_answers, cube_comparisons
 from .cube_dimensions import NumericDimension, read_as_numbers
-from .cube_lattice import MAX_VIEW_COLUMNS
+from .cube_lattice import MAX_VIEW_COLUMNS, lazy_greedy
 from .cubes import Cube
 from .sql import AggregateQuery
 
@@ -206,24 +205,11 @@ def select_for_workload(needs: Sequence[tuple[str, ...]], cardinality: dict[str,
     def per_byte(i: int) -> float:
         return float((weight[covered[i]] * np.maximum(cost[covered[i]] - cells[i], 0.0)).sum()) / max(nbytes[i], 1.0)
 
-    heap = [(-per_byte(i), i) for i in range(len(candidates)) if nbytes[i] <= budget]
-    heapq.heapify(heap)  # lazy greedy: benefits only fall as views are chosen
-    chosen: list[tuple[str, ...]] = []
-    left = float(budget)
-    while heap:
-        _, i = heapq.heappop(heap)
-        if nbytes[i] > left:
-            continue
-        now = per_byte(i)
-        if now <= 0.0:
-            continue
-        if heap and now < -heap[0][0]:
-            heapq.heappush(heap, (-now, i))
-            continue
-        chosen.append(tuple(sorted(candidates[i])))
-        left -= nbytes[i]
+    def take(i: int) -> None:
         cost[covered[i]] = np.minimum(cost[covered[i]], cells[i])
-    return chosen
+
+    fitting = [i for i in range(len(candidates)) if nbytes[i] <= budget]
+    return [tuple(sorted(candidates[i])) for i in lazy_greedy(per_byte, nbytes, budget, take, fitting)]
 
 
 def choose(con, table: str, needs: Sequence[tuple[str, ...]], cardinality: dict[str, int], dependencies, rows: int,
