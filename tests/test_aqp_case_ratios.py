@@ -401,6 +401,16 @@ def test_a_case_query_gets_the_plain_subsets_verdict_from_one_parse(engine):
     ("SELECT 100.00 * SUM(CASE WHEN p_type LIKE 'PROMO%' THEN l_extendedprice * (1 - l_discount) ELSE 0 END) "
     "/ SUM(l_extendedprice * (1 - l_discount)) AS promo FROM lineitem JOIN part ON l_partkey = p_partkey"),
     "SELECT SUM(CASE WHEN x > 1 THEN w END) AS s FROM t",
+    # conditions read alone on the WHERE read once (sql.narrowed), and those converted whole
+    ("SELECT l_shipmode, SUM(CASE WHEN o_orderpriority = '1-URGENT' OR o_orderpriority = '2-HIGH' THEN 1 ELSE 0 END) "
+    "AS high, SUM(CASE WHEN o_orderpriority <> '1-URGENT' AND '2-HIGH' <> o_orderpriority THEN 1 ELSE 0 END) AS low "
+    "FROM orders, lineitem WHERE o_orderkey = l_orderkey AND l_shipmode IN ('MAIL', 'SHIP') "
+    "AND l_shipdate < l_commitdate AND l_receiptdate < DATE '1995-01-01' GROUP BY l_shipmode"),
+    ("SELECT SUM(CASE WHEN l_shipdate = l_commitdate THEN 1 WHEN l_quantity <> 3 THEN 2 ELSE 0 END) AS s, "
+    "COUNT(CASE WHEN YEAR(l_shipdate) = 1995 OR NOT l_tax > 1 THEN 1 END) AS n "
+    "FROM lineitem JOIN orders ON l_orderkey = o_orderkey WHERE o_orderpriority <> '1-URGENT' AND l_quantity < 30"),
+    "SELECT g, SUM(CASE WHEN x = y THEN w WHEN h <> 'p' THEN 1 ELSE 0 END) / SUM(w) AS s FROM t WHERE g <> 'c' GROUP BY g",
+    "SELECT SUM(CASE WHEN t.x > 1 THEN w END) / COUNT(*) AS s FROM t WHERE x BETWEEN 1 AND 9",
 ])
 def test_sub_queries_from_the_tree_are_the_parses_of_their_sql(sql):
     """The sub-queries built from the query's tree (sharing its nodes) are what parse() makes of their SQL
@@ -429,6 +439,27 @@ def test_sub_queries_from_the_tree_are_the_parses_of_their_sql(sql):
         assert query == parse(text.sql(dialect="duckdb"))
     assert composite.tree.sql(dialect="duckdb") == before
 
+
+
+def test_a_split_reads_the_where_shared_by_its_sub_queries_once():
+    """The WHERE that every sub-query of a split shares is read once (sql.shared_clauses), each sub-query
+    reading only its SELECT list and its conditions (sql.narrowed); parse() reads ``column <> 'text'``
+    as a term of the conjunction, the box that the OR / NOT path makes of it."""
+    from unittest import mock
+
+    from parzen.aqp import sql
+
+    text = ("SELECT g, SUM(CASE WHEN h = 'p' THEN w ELSE 0 END) AS p, SUM(CASE WHEN h <> 'p' AND h <> 'q' THEN w "
+            "ELSE 0 END) AS o FROM t WHERE x BETWEEN 8 AND 12 AND y < 3 AND g IN ('a', 'b') GROUP BY g")
+    with mock.patch.object(sql, "_add_predicate", wraps=sql._add_predicate) as read:
+        composite = split(text)
+    assert len(composite.subqueries) == 3
+    shown = [call.args[0].sql(dialect="duckdb") for call in read.call_args_list]
+    assert shown.count("x BETWEEN 8 AND 12") == shown.count("y < 3") == shown.count("g IN ('a', 'b')") == 1
+    assert shown.count("h = 'p'") == shown.count("h <> 'p'") == shown.count("h <> 'q'") == 1
+    plain = "SELECT COUNT(*) FROM t WHERE x > 1 AND {} AND y < 2"
+    assert sql.parse(plain.format("h <> 'p'")) == sql.parse(plain.format("NOT h = 'p'")) != \
+        sql.parse(plain.format("h = 'p'"))
 
 def test_row_terms_filter_read_from_the_domain_selection_is_the_codes_test(engine):
     """_RowTerms' categorical filter: where the sub-query's domain selection tests the same codes (an IN

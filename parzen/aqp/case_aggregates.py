@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from .sql import _DUCKDB, AggregateQuery, UnsupportedQuery, _query
+from .sql import _DUCKDB, AggregateQuery, SharedClauses, UnsupportedQuery, _query, _select, narrowed, shared_clauses
 
 #: Most WHEN branches of one CASE (the ELSE branch expands to 2^m conjunctions).
 MAX_WHENS = 3
@@ -133,7 +133,7 @@ def split(sql: str) -> Composite | None:
         A CASE or an arithmetic of aggregates outside the forms in the module's notes, named.
     """
     tree = composite_tree(sql)
-    return None if tree is None else _split(tree)
+    return None if tree is None else _split(tree, shared_clauses(tree))
 
 
 def composite_tree(sql: str) -> exp.Select | None:
@@ -192,15 +192,19 @@ def split_refused(tree: exp.Select) -> Composite | None:
     ValueError
         As :func:`parzen.aqp.sql.parse` (a literal that is no finite number, say).
     """
+    shared = shared_clauses(tree)  # read once, for the sub-queries too
     try:
-        _query(_unowned(exp.Select, {**tree.args, "where": None}), [])
+        if shared is None:
+            _query(_unowned(exp.Select, {**tree.args, "where": None}), [])
+        else:  # its clauses read without an error: what is left of the conversion is the SELECT list's
+            _select(tree.expressions, shared.group_by)
     except UnsupportedQuery:
-        return _split(tree)
+        return _split(tree, shared)
     return None
 
 
-def _split(tree: exp.Select) -> Composite:
-    """:func:`split` of a :func:`composite_tree`."""
+def _split(tree: exp.Select, shared: SharedClauses | None) -> Composite:
+    """:func:`split` of a :func:`composite_tree`, whose clauses ``shared`` read (:func:`parzen.aqp.sql.shared_clauses`)."""
     items = [(item.this if isinstance(item, exp.Alias) else item) for item in tree.expressions]
     group_nodes = list(tree.args["group"].expressions) if tree.args.get("group") else []
     group_by = tuple(g.name if isinstance(g, exp.Column) else g.sql(dialect="duckdb") for g in group_nodes)
@@ -218,8 +222,8 @@ def _split(tree: exp.Select) -> Composite:
         shown = _Shown(node)
         expression = translator.arithmetic(node, shown)
         select.append(Output(alias or str(shown), expression))
-    return Composite(tuple(select), group_by, tuple(translator.leaves), _subqueries(tree, group_nodes, translator),
-                     tree)
+    return Composite(tuple(select), group_by, tuple(translator.leaves),
+                     _subqueries(tree, group_nodes, translator, shared), tree)
 
 
 class _Shown:
@@ -426,14 +430,16 @@ def _count_star() -> exp.Expr:
     return exp.Count(this=exp.Star())
 
 
-def _subqueries(tree: exp.Select, group_nodes: list[exp.Expr],
-                translator: _Translator) -> tuple[tuple[AggregateQuery, tuple[int, ...]], ...]:
-    """One sub-query per distinct conjunction (the empty one first, with :data:`ROWS`), converted from a
-    tree that shares ``tree``'s FROM, joins, WHERE, GROUP BY and condition nodes (:func:`_unowned`)."""
+def _subqueries(tree: exp.Select, group_nodes: list[exp.Expr], translator: _Translator,
+                shared: SharedClauses | None) -> tuple[tuple[AggregateQuery, tuple[int, ...]], ...]:
+    """One sub-query per distinct conjunction (the empty one first, with :data:`ROWS`): its SELECT list and
+    conditions read on ``tree``'s clauses as ``shared`` read them once (:func:`parzen.aqp.sql.narrowed`), or
+    where that does not apply converted whole, from a tree that shares ``tree``'s FROM, joins, WHERE, GROUP
+    BY and condition nodes (:func:`_unowned`)."""
     by_conditions: dict[tuple[str, ...], list[int]] = {(): []}
     for leaf, index in translator.leaves.items():
         by_conditions.setdefault(leaf.conditions, []).append(index)
-    shared = {key: value for key, value in tree.args.items() if key != "expressions"}
+    clauses = {key: value for key, value in tree.args.items() if key != "expressions"}
     where = tree.args.get("where")
     out = []
     for conditions, indices in by_conditions.items():
@@ -442,7 +448,11 @@ def _subqueries(tree: exp.Select, group_nodes: list[exp.Expr],
             items.append(exp.alias_(_count_star(), ROWS, quoted=True, copy=False))
         items += [_unowned(exp.Alias, {"this": translator.aggregates[index],
                                        "alias": exp.to_identifier(f"{LEAF}{index}", quoted=True)}) for index in indices]
-        args = {**shared, "expressions": items}
+        query = None if shared is None else narrowed(shared, items, [translator.conditions[c] for c in conditions])
+        if query is not None:
+            out.append((query, tuple(indices)))
+            continue
+        args = {**clauses, "expressions": items}
         if conditions:  # (WHERE) AND (c_1) AND ...: the tree of that text, as exp.and_ nests it
             parts = ([where.this] if where is not None else []) + [translator.conditions[c] for c in conditions]
             conjunction = _unowned(exp.Paren, {"this": parts[0]})

@@ -245,32 +245,17 @@ def _tree(sql: str) -> exp.Expr:
 def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
     """The query of a parsed statement; ``numbers[k]`` is the text of placeholder ``:parzen_k``,
     ``names[k]`` the column name of ``:parzen_ck``."""
-    if not isinstance(tree, exp.Select):
-        raise UnsupportedQuery(f"{tree.sql(dialect='duckdb')!r} (not a SELECT statement)")
-    for arg, construct in (("having", "HAVING"), ("order", "ORDER BY"), ("limit", "LIMIT"),
-                           ("offset", "OFFSET"), ("distinct", "SELECT DISTINCT"), ("with_", "WITH"),
-                           ("qualify", "QUALIFY"), ("windows", "WINDOW")):
-        if tree.args.get(arg):
-            raise UnsupportedQuery(construct)
-    tree, tables, join_on, terms, where, owned = _joined(tree, names)
+    tree, tables, join_on, terms, where, owned = _joined(_check_clauses(tree), names)
     table, joined = tables[0], tuple(tables[1:])
-    group_by = tuple(_column(g, "GROUP BY", names)
-                     for g in (tree.args["group"].expressions if tree.args.get("group") else ()))
-    select = tuple(_select_item(item, group_by, names, numbers) for item in tree.expressions)
-    if not any(isinstance(item, Aggregate) for item in select):
-        raise UnsupportedQuery("a SELECT without an aggregate")
+    group_by = _group_by(tree, names)
+    select = _select(tree.expressions, group_by, names, numbers)
     ranges: dict[str, Range] = {}
     members: dict[str, frozenset] = {}
     compared: tuple[ColumnComparison, ...] = ()
     column_of = lambda node: _column(node, "WHERE", names) if _is_column(node) else None
-    plain = bool(terms) and not any(t.find(exp.Not, exp.NEQ, *dates.DATE_PARTS) for t in terms)
-    read = [_collapsed(t, column_of) for t in terms] if plain else []
-    if plain and not any(t.find(exp.Or) for t in read):
-        # a conjunction whose ORs (if any) are equalities on one column made IN, term by term (as _rewritten
-        # makes them in the whole condition): the terms are read as they are, no AND made of copies of them
-        compared, rest = split_terms(read, column_of)
-        for predicate in rest:
-            _add_predicate(predicate, ranges, members, numbers, names)
+    read = _read_alone(terms, column_of) if terms else None
+    if read is not None:
+        compared = _add_terms(read, ranges, members, column_of, numbers, names)
         return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on,
                               compared=compared)
     condition = _conjunction(terms, where, owned)
@@ -291,6 +276,150 @@ def _query(tree: exp.Expr, numbers: list[str], names=()) -> AggregateQuery:
         _add_predicate(predicate, ranges, members, numbers, names)
     return AggregateQuery(table, select, ranges, members, group_by, joined=joined, join_on=join_on, compared=compared)
 
+
+def _check_clauses(tree: exp.Expr) -> exp.Select:
+    """``tree``, refused where it is no SELECT or has a clause outside the subset."""
+    if not isinstance(tree, exp.Select):
+        raise UnsupportedQuery(f"{tree.sql(dialect='duckdb')!r} (not a SELECT statement)")
+    for arg, construct in (("having", "HAVING"), ("order", "ORDER BY"), ("limit", "LIMIT"),
+                           ("offset", "OFFSET"), ("distinct", "SELECT DISTINCT"), ("with_", "WITH"),
+                           ("qualify", "QUALIFY"), ("windows", "WINDOW")):
+        if tree.args.get(arg):
+            raise UnsupportedQuery(construct)
+    return tree
+
+
+def _group_by(tree: exp.Select, names) -> tuple[str, ...]:
+    return tuple(_column(g, "GROUP BY", names) for g in (tree.args["group"].expressions if tree.args.get("group") else ()))
+
+
+def _select(items, group_by: tuple[str, ...], names=(), numbers=()) -> tuple[str | Aggregate, ...]:
+    """The SELECT list ``items`` read (group columns and :class:`Aggregate`), refused without an aggregate."""
+    select = tuple(_select_item(item, group_by, names, numbers) for item in items)
+    if not any(isinstance(item, Aggregate) for item in select):
+        raise UnsupportedQuery("a SELECT without an aggregate")
+    return select
+
+
+def _read_alone(terms: list[exp.Expr], column_of) -> list[exp.Expr] | None:
+    """WHERE's terms (AND-ed) with their ORs of equalities on one column made IN, term by term (as
+    :func:`_rewritten` makes them in the whole condition), when each is then read alone
+    (:func:`_add_terms`): no OR, NOT or dates' parts left, and ``<>`` only as a term ``column <> 'text'``
+    (a text test, of which the OR / NOT path, :func:`_boxes`, makes the same one box).  None otherwise:
+    the whole condition is rewritten, and read as a union of boxes where it has OR / NOT."""
+    for t in terms:
+        if t.find(exp.Not, *dates.DATE_PARTS) is not None or \
+                (t.find(exp.NEQ) is not None and not _is_text_inequality(t)):
+            return None
+    read = [_collapsed(t, column_of) for t in terms]
+    return None if any(t.find(exp.Or) is not None for t in read) else read
+
+
+def _is_text_inequality(node: exp.Expr) -> bool:
+    """``column <> 'text'`` (either way round)."""
+    if not isinstance(node, exp.NEQ):
+        return False
+    sides = (node.this, node.expression)
+    return any(_is_column(a) and _string(b) is not None for a, b in (sides, sides[::-1]))
+
+
+def _add_terms(read: list[exp.Expr], ranges: dict[str, Range], members: dict[str, frozenset], column_of,
+               numbers, names) -> tuple[ColumnComparison, ...]:
+    """Add the terms of :func:`_read_alone` to a box (the terms are read as they are, no AND made of copies of
+    them); returns their comparisons of two columns."""
+    compared, rest = split_terms(read, column_of)
+    for predicate in rest:
+        _add_predicate(predicate, ranges, members, numbers, names)
+    return compared
+
+
+
+@dataclass(frozen=True)
+class SharedClauses:
+    """The clauses that queries differing only in their SELECT list and in conditions AND-ed to the WHERE
+    share, read once (:func:`shared_clauses`): tables, join conditions, GROUP BY, and the WHERE's
+    comparisons of two columns and box (read only; :func:`narrowed` copies it)."""
+
+    table: str
+    joined: tuple[str, ...]
+    join_on: tuple[tuple[tuple[str | None, str], tuple[str | None, str]], ...]
+    group_by: tuple[str, ...]
+    compared: tuple[ColumnComparison, ...]
+    ranges: dict[str, Range]
+    members: dict[str, frozenset]
+
+
+def shared_clauses(tree: exp.Select) -> SharedClauses | None:
+    """The clauses of ``tree`` (its SELECT list aside) as :func:`_query` reads them, for :func:`narrowed`;
+    None where a query over them may be read otherwise than term after term: a qualified column anywhere
+    in ``tree`` (read on a copy), a WHERE that :func:`_read_alone` leaves to the OR / NOT path, or any
+    error (the query's own conversion then raises it in its place).
+
+    Parameters
+    ----------
+    tree : sqlglot.exp.Select
+        A parsed query without placeholders (read, never changed).
+
+    Returns
+    -------
+    SharedClauses or None
+    """
+    column_of = lambda node: _column(node, "WHERE") if _is_column(node) else None
+    try:
+        tree, tables, join_on, terms, _, owned = _joined(_check_clauses(tree), ())
+        if owned:
+            return None
+        group_by = _group_by(tree, ())
+        read = _read_alone(terms, column_of)
+        if read is None:
+            return None
+        ranges: dict[str, Range] = {}
+        members: dict[str, frozenset] = {}
+        compared = _add_terms(read, ranges, members, column_of, [], ())
+    except (UnsupportedQuery, ValueError):
+        return None
+    return SharedClauses(tables[0], tuple(tables[1:]), join_on, group_by, compared, ranges, members)
+
+
+def narrowed(shared: SharedClauses, items: list[exp.Expr], conditions: list[exp.Expr]) -> AggregateQuery | None:
+    """:func:`_query` of the query over ``shared``'s clauses with the SELECT list ``items`` and its WHERE
+    AND-ed with ``conditions`` (``WHERE (w) AND (c_1) AND ...``), reading only ``items`` and ``conditions``
+    (nodes of the tree ``shared`` was read from: no qualified column).  None where the conditions' terms are
+    not read alone (:func:`_read_alone`): the caller converts the whole query.
+
+    Parameters
+    ----------
+    shared : SharedClauses
+        :func:`shared_clauses` of the query's tree.
+    items : list of sqlglot.exp.Expr
+        The SELECT list.
+    conditions : list of sqlglot.exp.Expr
+        Conditions AND-ed to the WHERE, in order.
+
+    Returns
+    -------
+    AggregateQuery or None
+
+    Raises
+    ------
+    UnsupportedQuery, ValueError
+        As :func:`_query` of that query (its items and conditions are read in its order).
+    """
+    select = _select(items, shared.group_by)
+    column_of = lambda node: _column(node, "WHERE") if _is_column(node) else None
+    join_on, terms = list(shared.join_on), []
+    for node in (node for condition in conditions for node in conjuncts(condition)):
+        if shared.joined and isinstance(node, exp.EQ) and _is_column(node.left) and _is_column(node.right):
+            join_on.append((_qualified(node.left, {}, ()), _qualified(node.right, {}, ())))  # as _joined: unqualified
+        else:
+            terms.append(node)
+    read = _read_alone(terms, column_of)
+    if read is None:
+        return None
+    ranges, members = dict(shared.ranges), dict(shared.members)
+    compared = shared.compared + _add_terms(read, ranges, members, column_of, [], ())
+    return AggregateQuery(shared.table, select, ranges, members, shared.group_by, joined=shared.joined,
+                          join_on=tuple(join_on), compared=compared)
 
 def _collapsed(term: exp.Expr, column_of) -> exp.Expr:
     """A WHERE term with its ORs of equalities on one column made one IN
