@@ -461,6 +461,24 @@ def test_a_split_reads_the_where_shared_by_its_sub_queries_once():
     assert sql.parse(plain.format("h <> 'p'")) == sql.parse(plain.format("NOT h = 'p'")) != \
         sql.parse(plain.format("h = 'p'"))
 
+
+def test_a_leafs_aggregate_text_is_generated_once_per_node():
+    """The ELSE branch's value is a leaf under every subset of the earlier conditions: its SUM's text is
+    generated once (per node of the query), and COUNT(*)'s never (a constant); the leaves are as before."""
+    from unittest import mock
+
+    from parzen.aqp import case_aggregates
+
+    text = "SELECT SUM(CASE WHEN a > 1 THEN 1 WHEN b = 'k' THEN 2 ELSE y END) AS s FROM t"
+    with mock.patch.object(case_aggregates._DUCKDB, "generate", wraps=case_aggregates._DUCKDB.generate) as made:
+        composite = split(text)
+    generated = [call.args[0].sql(dialect="duckdb") for call in made.call_args_list]
+    assert generated.count("SUM(y)") == 1 and "COUNT(*)" not in generated
+    assert set(composite.leaves) == {Leaf("COUNT(*)", ("a > 1",)), Leaf("COUNT(*)", ("b = 'k'",)),
+                                     Leaf("COUNT(*)", ("a > 1", "b = 'k'")), Leaf("SUM(y)", ()),
+                                     Leaf("SUM(y)", ("a > 1",)), Leaf("SUM(y)", ("b = 'k'",)),
+                                     Leaf("SUM(y)", ("a > 1", "b = 'k'"))}
+
 def test_row_terms_filter_read_from_the_domain_selection_is_the_codes_test(engine):
     """_RowTerms' categorical filter: where the sub-query's domain selection tests the same codes (an IN
     list outside the synopsis's GROUP BY) it is read from the selection's rows; it holds exactly on the

@@ -55,6 +55,8 @@ MAX_WHENS = 3
 ROWS = "__parzen_rows"
 #: Prefix of the leaves' names in the sub-queries.
 LEAF = "__parzen_leaf_"
+#: DuckDB's text of COUNT(*) (:func:`_count_star`), the aggregate of most CASE leaves (never generated).
+_COUNT_STAR = "COUNT(*)"
 
 #: An arithmetic expression of leaves: ("leaf", k) | ("number", v) | ("+" | "-" | "*" | "/", a, b) |
 #: ("null_if_none", a, n): a, NULL where the count n is known to be 0 (SUM of a CASE that can be NULL).
@@ -259,6 +261,7 @@ class _Translator:
         self.aggregates: list[exp.Expr] = []
         self.conditions: dict[str, exp.Expr] = {}
         self.shown: _Shown | str = ""
+        self.texts: dict[tuple[type, int], str] = {}  # (SUM or COUNT, id of its argument's node) -> text
 
     def arithmetic(self, node: exp.Expr, shown: _Shown | None = None) -> Expression:
         """The expression of the select item ``node`` (shown as ``shown`` in messages), or of a node of it."""
@@ -385,7 +388,13 @@ class _Translator:
                     yield (-1) ** size, tuple(sorted(set(own + subset))), value
 
     def leaf(self, aggregate: exp.Expr, conditions: tuple[str, ...]) -> Expression:
-        key = Leaf(_DUCKDB.generate(aggregate), conditions)
+        """The leaf of ``aggregate`` (COUNT(*), or SUM / COUNT of a node of the query's tree) under ``conditions``;
+        an aggregate's text is generated once per node (a branch's value is under several conjunctions)."""
+        argument = aggregate.this
+        text = _COUNT_STAR if isinstance(argument, exp.Star) else self.texts.get((type(aggregate), id(argument)))
+        if text is None:
+            text = self.texts[type(aggregate), id(argument)] = _DUCKDB.generate(aggregate)
+        key = Leaf(text, conditions)
         index = self.leaves.setdefault(key, len(self.leaves))
         if index == len(self.aggregates):
             self.aggregates.append(aggregate)

@@ -307,12 +307,18 @@ def _read_alone(terms: list[exp.Expr], column_of) -> list[exp.Expr] | None:
     (:func:`_add_terms`): no OR, NOT or dates' parts left, and ``<>`` only as a term ``column <> 'text'``
     (a text test, of which the OR / NOT path, :func:`_boxes`, makes the same one box).  None otherwise:
     the whole condition is rewritten, and read as a union of boxes where it has OR / NOT."""
+    read = []
     for t in terms:
+        if t.find(exp.Or, exp.Not, exp.NEQ, *dates.DATE_PARTS) is None:  # most terms: one walk of the term
+            read.append(t)
+            continue
         if t.find(exp.Not, *dates.DATE_PARTS) is not None or \
                 (t.find(exp.NEQ) is not None and not _is_text_inequality(t)):
             return None
-    read = [_collapsed(t, column_of) for t in terms]
-    return None if any(t.find(exp.Or) is not None for t in read) else read
+        read.append(_collapsed(t, column_of))
+        if read[-1].find(exp.Or) is not None:
+            return None
+    return read
 
 
 def _is_text_inequality(node: exp.Expr) -> bool:
