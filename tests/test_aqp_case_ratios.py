@@ -479,6 +479,21 @@ def test_a_leafs_aggregate_text_is_generated_once_per_node():
                                      Leaf("SUM(y)", ("a > 1",)), Leaf("SUM(y)", ("b = 'k'",)),
                                      Leaf("SUM(y)", ("a > 1", "b = 'k'"))}
 
+
+def test_resolving_text_tests_reads_the_synopsis_names_kept_on_it(engine):
+    """resolve_query (every sub-query of a CASE / ratio query) reads the synopsis's casefolded names made once
+    and kept on the synopsis; a synopsis whose columns are replaced gets them anew."""
+    import copy
+
+    from parzen.aqp.string_predicates import _folded_names
+
+    synopsis = engine.synopsis("t")
+    folded = _folded_names(synopsis)
+    assert _folded_names(synopsis) is folded and folded["g"] == "g" and folded["x"] == "x" and "extra" not in folded
+    replaced = copy.copy(synopsis)
+    replaced.group_by = [*synopsis.group_by, "Extra"]
+    assert _folded_names(replaced)["extra"] == "Extra" and "extra" not in _folded_names(synopsis)
+
 def test_row_terms_filter_read_from_the_domain_selection_is_the_codes_test(engine):
     """_RowTerms' categorical filter: where the sub-query's domain selection tests the same codes (an IN
     list outside the synopsis's GROUP BY) it is read from the selection's rows; it holds exactly on the

@@ -319,6 +319,19 @@ def _date_ranges(column: str, values: frozenset) -> list:
 _DATE_AGGREGATES = ("count", "min", "max", "quantile", "count_distinct")
 
 
+def _folded_names(synopsis) -> dict[str, str]:
+    """The synopsis's column names (modelled, group, categorical) by their casefolded spelling, made once per
+    synopsis and kept on it until its columns are replaced (every sub-query of a CASE / ratio query, every
+    answer, reads them)."""
+    sources = (synopsis.models, synopsis.group_by, synopsis.categories)
+    kept = synopsis.__dict__.get("_folded_names")
+    if kept is None or any(a is not b for a, b in zip(kept[0], sources)):
+        folded = {name.casefold(): name for name in [*synopsis.models, *synopsis.group_by,
+                                                     *(synopsis.categories.values if synopsis.categories else ())]}
+        kept = synopsis.__dict__["_folded_names"] = (sources, folded)
+    return kept[1]
+
+
 def resolve_query(query, synopsis):
     """``query`` (a parsed :class:`parzen.aqp.sql.AggregateQuery`) with every box made concrete for
     ``synopsis`` by :func:`resolve_box`; an aggregate of a DATE / TIMESTAMP column other than COUNT,
@@ -342,8 +355,7 @@ def resolve_query(query, synopsis):
     boxes = [(query.ranges, query.members), *query.boxes]
     if not temporal and not any(isinstance(v, ValuesWhere) for _, members in boxes for v in members.values()):
         return query
-    folded = {name.casefold(): name for name in [*synopsis.models, *synopsis.group_by,
-                                                 *(synopsis.categories.values if synopsis.categories else ())]}
+    folded = _folded_names(synopsis)
 
     def stored(name: str) -> str:
         return folded.get(name.casefold(), name)
