@@ -176,7 +176,8 @@ def split_refused(tree: exp.Select) -> Composite | None:
     conversions of a refused text.  The conversion reads the tree without its WHERE: it raises at the
     first such item, before it reads the WHERE, and what it reads before (clauses, tables, join
     conditions, GROUP BY, the items before) raises nothing but refusals, or parse's own error of an
-    item (:class:`ValueError`), which stands.
+    item (:class:`ValueError`), which stands.  Where :func:`parzen.aqp.sql.shared_clauses` reads the
+    clauses without an error (for the sub-queries too), only the SELECT list is left to read.
 
     Parameters
     ----------

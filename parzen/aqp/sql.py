@@ -290,6 +290,7 @@ def _check_clauses(tree: exp.Expr) -> exp.Select:
 
 
 def _group_by(tree: exp.Select, names) -> tuple[str, ...]:
+    """The GROUP BY's column names."""
     return tuple(_column(g, "GROUP BY", names) for g in (tree.args["group"].expressions if tree.args.get("group") else ()))
 
 
@@ -337,7 +338,6 @@ def _add_terms(read: list[exp.Expr], ranges: dict[str, Range], members: dict[str
     for predicate in rest:
         _add_predicate(predicate, ranges, members, numbers, names)
     return compared
-
 
 
 @dataclass(frozen=True)
