@@ -514,3 +514,41 @@ def test_domain_selection_mask_is_its_rows(engine, listed):
     want = np.isin(np.asarray(categories.values["h"], dtype=object)[categories.codes["h"]], list(listed))
     np.testing.assert_array_equal(selected.keep, want)
     np.testing.assert_array_equal(selected.kept, np.flatnonzero(want))
+
+
+@pytest.mark.parametrize("sql", [
+    ("SELECT SUM(CASE WHEN h IN ('p', 'r') THEN w * (1 - y / 100) ELSE 0 END) / SUM(w * (1 - y / 100)) AS s FROM t "
+     "WHERE x BETWEEN 8 AND 12"),
+    "SELECT 100.0 * SUM(CASE WHEN h = 'q' THEN w ELSE 0 END) / SUM(w) AS s, COUNT(*) AS n FROM t WHERE x < 9",
+    "SELECT SUM(CASE WHEN x > 11 THEN w ELSE 0 END) / SUM(CASE WHEN x < 9 THEN v ELSE 0 END) AS s FROM t",
+    "SELECT SUM(CASE WHEN h = 'q' THEN w ELSE 0 END) / SUM(w) AS s FROM t",
+])
+def test_ratio_variance_on_the_reached_rows_is_that_over_every_row(engine, sql):
+    """_RowTerms.variance without GROUP BY sums z over the rows the kernels reach only (z is +0.0 elsewhere):
+    the variance and degrees of freedom are the floats of the pass over every sampled row, with one set of
+    kernel terms, with sub-queries whose kernels reach other rows (their union), and without ranges."""
+    from parzen.aqp import _kept, ratios
+    from parzen.aqp.subquery_passes import SubqueryPasses
+
+    composite = split(sql)
+    subqueries = [engine._resolved(q) for q, _ in composite.subqueries]
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    np.testing.assert_array_equal(layout.drawn, np.bincount(layout.stratum_of_row, minlength=len(layout.keys)))
+    captured = []
+    with _kept.shared_terms():
+        passes = SubqueryPasses(synopsis, layout, with_bias=False)
+        frames = [passes.answer(q, synopsis, 1.96)[0] for q in subqueries]
+        _, leaves, half, _, _ = ratios._leaf_table(composite, frames, True)
+        rows = ratios._RowTerms(composite, subqueries, synopsis, layout, [()])
+        assert rows.support is not None and np.all(np.diff(rows.support) > 0)
+        exact = {k: h == 0.0 for k, h in half.items()}
+        for output in composite.outputs:
+            gradient = ratios._evaluate(output.expression, leaves)[1]
+            on_support = rows.variance(gradient, exact)
+            support, rows.support = rows.support, None
+            everywhere = rows.variance(gradient, exact)
+            rows.support = support
+            captured.append(on_support[0])
+            for a, b in zip(on_support, everywhere):
+                np.testing.assert_array_equal(a.view(np.int64), b.view(np.int64))
+    assert all(np.isfinite(v).all() and (v > 0).all() for v in captured)

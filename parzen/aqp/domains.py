@@ -844,7 +844,13 @@ def _cell_variances(values, stratum, group, layout: Layout,
     stratum then domain: each cell's domain, stratum s's term rows_s^2 (1 - f_s) S^2_{s,d} / drawn_s of
     the domain variance (no (strata, domains) table is made), and each cell's rows, sum of the squared
     values and sum of their squares (:func:`_cell_sums`)."""
-    ids, rows, s1, s2, s4 = _cell_sums(values, stratum, group, layout.drawn.size, groups)
+    return _variances_of_cells(_cell_sums(values, stratum, group, layout.drawn.size, groups), layout, groups)
+
+
+def _variances_of_cells(sums: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], layout: Layout,
+                        groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_cell_variances` from the cells' sums (:func:`_cell_sums`'s ids, rows, s1, s2, s4)."""
+    ids, rows, s1, s2, s4 = sums
     stratum_of_cell, group_of_cell = np.divmod(ids, groups)
     n, drawn_rows = layout.drawn[stratum_of_cell], layout.rows[stratum_of_cell]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -904,7 +910,29 @@ def domain_spread(values, stratum, group, layout: Layout, strata: int, groups: i
     variance, degrees_of_freedom : numpy.ndarray
         Per domain (inf degrees of freedom where the variance is 0).
     """
-    group_of_cell, contribution, rows, square, fourth = _cell_variances(values, stratum, group, layout, groups)
+    return domain_spread_of_cells(_cell_sums(values, stratum, group, layout.drawn.size, groups), layout, groups)
+
+
+def domain_spread_of_cells(sums: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], layout: Layout,
+                           groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`domain_spread` from the sums of the (stratum, domain) cells that hold rows.
+
+    Parameters
+    ----------
+    sums : tuple of numpy.ndarray
+        The cells (``stratum * groups + group``, ascending) and per cell its rows and the sums of the
+        values, their squares and their fourth powers (:func:`parzen.aqp._cell_sums.domain_cell_sums`'s).
+    layout : Layout
+        The synopsis's strata.
+    groups : int
+        The domains.
+
+    Returns
+    -------
+    variance, degrees_of_freedom : numpy.ndarray
+        Per domain, as :func:`domain_spread` gives them.
+    """
+    group_of_cell, contribution, rows, square, fourth = _variances_of_cells(sums, layout, groups)
     return (np.bincount(group_of_cell, weights=contribution, minlength=groups),
             effective_df_of_cells(group_of_cell, groups, contribution, rows, square, fourth))
 
