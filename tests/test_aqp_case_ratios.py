@@ -552,3 +552,23 @@ def test_ratio_variance_on_the_reached_rows_is_that_over_every_row(engine, sql):
             for a, b in zip(on_support, everywhere):
                 np.testing.assert_array_equal(a.view(np.int64), b.view(np.int64))
     assert all(np.isfinite(v).all() and (v > 0).all() for v in captured)
+
+
+def test_garwood_factors_are_made_only_for_domains_of_unknown_size(engine, monkeypatch):
+    """A domain answer widens only the domains of unknown size by Garwood's factors: where every domain's
+    rows are known (an IN list on a categorical column) none are computed (np.where of no widened domain keeps
+    each end); a comparison of two columns (no exact domain size) computes them."""
+    from parzen.aqp import domains
+    from parzen.aqp.sql import parse
+
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    known = engine._resolved(parse("SELECT SUM(w) AS s, COUNT(*) AS n FROM t WHERE h IN ('p', 'q') AND x > 8"))
+    unknown = engine._resolved(parse("SELECT SUM(w) AS s FROM t WHERE h = 'p' AND x > y"))
+    calls = []
+    made = domains.garwood_factors
+    monkeypatch.setattr(domains, "garwood_factors", lambda k, z: calls.append(k) or made(k, z))
+    answer = domains.approximate(known, synopsis, layout, 1.96)[0]
+    assert calls == [] and (answer["s low"] < answer["s"]).all()
+    assert domains.domain_selection(known, synopsis, layout).known.all()
+    domains.approximate(unknown, synopsis, layout, 1.96)
+    assert len(calls) == 1

@@ -235,7 +235,7 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
     counted = {a.name for a in query.aggregates if a.func == "count"}
     held = {a.name: _column_range(synopsis, a.column) for a in query.aggregates if a.plain}
     unsampled = size_estimate <= 0
-    factors = None if z is None or not poisson else \
+    factors = None if z is None or not poisson or known.all() else \
         garwood_factors(np.bincount(group, minlength=sizes) if sizes != 1 else np.array([group.size]), z)
     bound, guess = (None, None) if found is None else _candidate_sizes(found, selected.keys, sampled_rows)
     if bound is not None and guess is not None and z is not None:  # more rows: unsampled with chance <= alpha
@@ -252,7 +252,7 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
             else:
                 half = np.asarray(e, dtype=np.float64)
                 low, high = value - half, value + half
-            if name in poisson and factors is not None:  # hold value x Garwood's factors too
+            if name in poisson and factors is not None:  # hold value x Garwood's factors too (None: no group to widen)
                 widen = poisson[name]
                 ends = (value * factors[0], value * factors[1])
                 low, high = np.where(widen, _least(low, *ends), low), np.where(widen, _greatest(high, *ends), high)
