@@ -9,7 +9,7 @@ rows in the same order as ``np.bincount`` does (row by row, from 0.0), so they a
 :func:`add_scaled` and :func:`add_scaled_kept` build the linear combination z_i of a ratio's variance
 (:mod:`parzen.aqp.ratios`) and :func:`terms_of_kept` reads a domain's rows' terms (:mod:`parzen.aqp.domains`), each in one loop
 over the rows with the arithmetic of the NumPy expressions they replace.  :func:`add_scaled_rows`,
-:func:`add_scaled_kept_rows` and :func:`stratum_sums_of_rows` do the same for one answer row over the rows
+:func:`add_scaled_kept_rows` and :func:`stratum_sums_of_runs` do the same for one answer row over the rows
 where z may be other than 0 (a ratio's terms are 0 where its kernels reach no row): adding a term +0.0
 leaves every sum as it was (a sum from +0.0 is never -0.0), so the sums are those over every row.
 """
@@ -238,38 +238,30 @@ def add_scaled_kept_rows(z, factor, term, keep, rows):
 
 
 @njit(cache=True, nogil=True)
-def stratum_sums_of_rows(values, rows, stratum_of_row, strata):
-    """Per stratum, the sums of v, v^2 and (v^2)^2 over the rows ``rows`` (ascending), added in row order
-    from 0.0 (:func:`domain_cell_sums`'s sums of one group, over these rows only).
+def stratum_sums_of_runs(values, bounds):
+    """Per stratum s, the sums of v, v^2 and (v^2)^2 over ``values[bounds[s]:bounds[s + 1]]``, added in
+    order from 0.0 (:func:`domain_cell_sums`'s sums of one group where each stratum's rows are one run:
+    the sample's strata, ``Synopsis.strata``, on rows taken in ascending order).
 
     Parameters
     ----------
     values : numpy.ndarray of float64
-        Per row of ``rows``, its term v.
-    rows : numpy.ndarray of int
-        The rows, ascending.
-    stratum_of_row : numpy.ndarray of int
-        Per sampled row, its stratum.
-    strata : int
-        The strata.
+        Per row, its term v, the rows of each stratum one run.
+    bounds : numpy.ndarray of int
+        Where each stratum's run starts, and after the last one where it ends.
 
     Returns
     -------
     s1, s2, s4 : numpy.ndarray of float64
         Per stratum.
     """
+    strata = bounds.size - 1
     s1 = np.zeros(strata)
     s2 = np.zeros(strata)
     s4 = np.zeros(strata)
-    if values.size:  # runs of one stratum add in registers, as in cell_sums
-        c = stratum_of_row[rows[0]]
+    for c in range(strata):
         a1, a2, a4 = s1[c], s2[c], s4[c]
-        for j in range(values.size):
-            d = stratum_of_row[rows[j]]
-            if d != c:
-                s1[c], s2[c], s4[c] = a1, a2, a4
-                c = d
-                a1, a2, a4 = s1[c], s2[c], s4[c]
+        for j in range(bounds[c], bounds[c + 1]):
             v = values[j]
             square = v * v
             a1 += v

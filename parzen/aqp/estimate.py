@@ -286,7 +286,7 @@ def warm_up() -> None:
         add_scaled_rows,
         cell_sums,
         domain_cell_sums,
-        stratum_sums_of_rows,
+        stratum_sums_of_runs,
         terms_of_kept,
     )
 
@@ -297,7 +297,7 @@ def warm_up() -> None:
     terms_of_kept(one, np.ones(1, dtype=np.bool_), one, np.ones(1), np.ones(1), np.ones(1))
     add_scaled_rows(np.zeros(1), 1.0, np.ones(1), one)
     add_scaled_kept_rows(np.zeros(1), 1.0, np.ones(1), np.ones(1, dtype=np.bool_), one)
-    stratum_sums_of_rows(np.zeros(1), one, one, 1)
+    stratum_sums_of_runs(np.zeros(1), np.array([0, 1], dtype=np.intp))
     from ._row_polynomials import polynomial_rows  # SUM / AVG of arithmetic of columns
 
     polynomial_rows(one, np.zeros((1, 1)), one, np.ones(1), np.ones((1, 1)), one, np.array([0, 1]), one, one + 1,

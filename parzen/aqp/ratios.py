@@ -49,7 +49,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ._cell_sums import add_scaled, add_scaled_kept, add_scaled_kept_rows, add_scaled_rows, stratum_sums_of_rows
+from ._cell_sums import add_scaled, add_scaled_kept, add_scaled_kept_rows, add_scaled_rows, stratum_sums_of_runs
 from ._kept import shared_terms
 from .aggregates import sample_terms
 from .answers import _column_index
@@ -485,7 +485,8 @@ class _RowTerms:
             else:  # the term times 1.0 / 0.0, as the product would be
                 add_scaled_kept_rows(z, factor, self.terms[k], keep, rows)
         layout = self.layout
-        s1, s2, s4 = stratum_sums_of_rows(z, rows, layout.stratum_of_row, len(layout.keys))
+        runs = np.concatenate([[0], np.cumsum(layout.drawn.astype(np.intp))])  # each stratum's rows: one run
+        s1, s2, s4 = stratum_sums_of_runs(z, np.searchsorted(rows, runs))
         held = np.flatnonzero(layout.drawn)  # the strata that hold sampled rows: the cells of one domain
         return domain_spread_of_cells((held, layout.drawn[held], s1[held], s2[held], s4[held]), layout, 1)
 
