@@ -572,3 +572,22 @@ def test_garwood_factors_are_made_only_for_domains_of_unknown_size(engine, monke
     assert domains.domain_selection(known, synopsis, layout).known.all()
     domains.approximate(unknown, synopsis, layout, 1.96)
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("where", ["h IN ('p', 'q') AND x > 8", "h = 's'", "h = 'p' AND x > y", "g = 'c' AND h = 'r'"])
+def test_one_domain_spread_is_domain_spread(engine, where):
+    """A domain answer of one domain sums each stratum over its run of the admitted rows (ascending): the
+    variance and degrees of freedom are domain_spread's floats over each row's stratum and domain."""
+    from parzen.aqp import domains
+    from parzen.aqp.sql import parse
+
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    query = engine._resolved(parse(f"SELECT SUM(w) AS s FROM t WHERE {where}"))
+    selected = domains.domain_selection(query, synopsis, layout)
+    assert selected.sizes == 1 and np.all(np.diff(selected.kept) > 0)
+    values = np.random.default_rng(7).standard_t(3, selected.kept.size) * 1e3
+    values[::5] = 0.0
+    runs = domains.one_domain_spread(values, selected.kept, layout)
+    spread = domains.domain_spread(values, selected.stratum, selected.group, layout, len(layout.keys), 1)
+    for a, b in zip(runs, spread):
+        np.testing.assert_array_equal(a.view(np.int64), b.view(np.int64))

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ._box import box_sums
-from ._cell_sums import domain_cell_sums, terms_of_kept
+from ._cell_sums import domain_cell_sums, stratum_sums_of_runs, terms_of_kept
 from .categories import Categories
 from .estimate import _REACH, Estimate, row_terms
 from .group_candidates import LISTED, Candidates, candidates
@@ -191,7 +191,8 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
     strata = len(layout.keys)
 
     def half_width(values):  # z se, with Student's t of the variance's degrees of freedom for z
-        variance, df = domain_spread(values, stratum, group, layout, strata, sizes)
+        variance, df = domain_spread(values, stratum, group, layout, strata, sizes) if sizes != 1 else \
+            one_domain_spread(values, kept, layout)
         return t_quantiles(z, df) * np.sqrt(variance)
 
     overall: dict[str, float] = {}  # per aggregate: the whole query's rate per row (AVG: its average)
@@ -935,6 +936,49 @@ def domain_spread_of_cells(sums: tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     group_of_cell, contribution, rows, square, fourth = _variances_of_cells(sums, layout, groups)
     return (np.bincount(group_of_cell, weights=contribution, minlength=groups),
             effective_df_of_cells(group_of_cell, groups, contribution, rows, square, fourth))
+
+
+def stratum_runs(layout: Layout) -> np.ndarray:
+    """Where each stratum's sampled rows start, and after the last where they end: the strata are runs of
+    the sample (``Synopsis.strata``), so rows taken in ascending order split into the strata's runs at
+    ``np.searchsorted(rows, stratum_runs(layout))``.
+
+    Parameters
+    ----------
+    layout : Layout
+        The synopsis's strata.
+
+    Returns
+    -------
+    numpy.ndarray of int
+    """
+    return np.concatenate([[0], np.cumsum(layout.drawn.astype(np.intp))])
+
+
+def one_domain_spread(values: np.ndarray, rows: np.ndarray, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`domain_spread` of one domain whose admitted rows are ``rows`` (ascending): each stratum's
+    sums over its run of them (:func:`parzen.aqp._cell_sums.stratum_sums_of_runs`), not over each row's
+    stratum and domain: the same floats (a stratum's rows in the same order).
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Per admitted row, its term.
+    rows : numpy.ndarray of int
+        The admitted rows, ascending.
+    layout : Layout
+        The synopsis's strata.
+
+    Returns
+    -------
+    variance, degrees_of_freedom : numpy.ndarray
+        Of the one domain, as :func:`domain_spread` gives them.
+    """
+    bounds = np.searchsorted(rows, stratum_runs(layout))
+    s1, s2, s4 = stratum_sums_of_runs(np.ascontiguousarray(values, dtype=np.float64), bounds)
+    counts = np.diff(bounds).astype(np.float64)
+    held = np.flatnonzero(counts)  # the strata that hold admitted rows: the cells of the domain
+    return domain_spread_of_cells((held, counts[held], s1[held], s2[held], s4[held]), layout, 1)
 
 
 def _unsampled(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, float], rows: np.ndarray, ranged: bool,

@@ -56,7 +56,7 @@ from .answers import _column_index
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
 from .cube_answers import Totals
-from .domains import BOUNDED_GROUPS, domain_selection, domain_spread, domain_spread_of_cells, needed
+from .domains import BOUNDED_GROUPS, domain_selection, domain_spread, domain_spread_of_cells, needed, stratum_runs
 from .sql import AggregateQuery
 from .strata import Layout
 from .synopsis import Synopsis
@@ -485,8 +485,7 @@ class _RowTerms:
             else:  # the term times 1.0 / 0.0, as the product would be
                 add_scaled_kept_rows(z, factor, self.terms[k], keep, rows)
         layout = self.layout
-        runs = np.concatenate([[0], np.cumsum(layout.drawn.astype(np.intp))])  # each stratum's rows: one run
-        s1, s2, s4 = stratum_sums_of_runs(z, np.searchsorted(rows, runs))
+        s1, s2, s4 = stratum_sums_of_runs(z, np.searchsorted(rows, stratum_runs(layout)))
         held = np.flatnonzero(layout.drawn)  # the strata that hold sampled rows: the cells of one domain
         return domain_spread_of_cells((held, layout.drawn[held], s1[held], s2[held], s4[held]), layout, 1)
 
