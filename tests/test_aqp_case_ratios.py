@@ -578,3 +578,80 @@ def test_domain_selection_mask_is_its_rows(engine, listed):
     want = np.isin(np.asarray(categories.values["h"], dtype=object)[categories.codes["h"]], list(listed))
     np.testing.assert_array_equal(selected.keep, want)
     np.testing.assert_array_equal(selected.kept, np.flatnonzero(want))
+
+
+@pytest.mark.parametrize("sql", [
+    ("SELECT SUM(CASE WHEN h IN ('p', 'r') THEN w * (1 - y / 100) ELSE 0 END) / SUM(w * (1 - y / 100)) AS s FROM t "
+     "WHERE x BETWEEN 8 AND 12"),
+    "SELECT 100.0 * SUM(CASE WHEN h = 'q' THEN w ELSE 0 END) / SUM(w) AS s, COUNT(*) AS n FROM t WHERE x < 9",
+    "SELECT SUM(CASE WHEN x > 11 THEN w ELSE 0 END) / SUM(CASE WHEN x < 9 THEN v ELSE 0 END) AS s FROM t",
+    "SELECT SUM(CASE WHEN h = 'q' THEN w ELSE 0 END) / SUM(w) AS s FROM t",
+])
+def test_ratio_variance_on_the_reached_rows_is_that_over_every_row(engine, sql):
+    """_RowTerms.variance without GROUP BY sums z over the rows the kernels reach only (z is +0.0 elsewhere):
+    the variance and degrees of freedom are the floats of the pass over every sampled row, with one set of
+    kernel terms, with sub-queries whose kernels reach other rows (their union), and without ranges."""
+    from parzen.aqp import _kept, ratios
+    from parzen.aqp.subquery_passes import SubqueryPasses
+
+    composite = split(sql)
+    subqueries = [engine._resolved(q) for q, _ in composite.subqueries]
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    np.testing.assert_array_equal(layout.drawn, np.bincount(layout.stratum_of_row, minlength=len(layout.keys)))
+    captured = []
+    with _kept.shared_terms():
+        passes = SubqueryPasses(synopsis, layout, with_bias=False)
+        frames = [passes.answer(q, synopsis, 1.96)[0] for q in subqueries]
+        _, leaves, half, _, _ = ratios._leaf_table(composite, frames, True)
+        rows = ratios._RowTerms(composite, subqueries, synopsis, layout, [()])
+        assert rows.support is not None and np.all(np.diff(rows.support) > 0)
+        exact = {k: h == 0.0 for k, h in half.items()}
+        for output in composite.outputs:
+            gradient = ratios._evaluate(output.expression, leaves)[1]
+            on_support = rows.variance(gradient, exact)
+            support, rows.support = rows.support, None
+            everywhere = rows.variance(gradient, exact)
+            rows.support = support
+            captured.append(on_support[0])
+            for a, b in zip(on_support, everywhere):
+                np.testing.assert_array_equal(a.view(np.int64), b.view(np.int64))
+    assert all(np.isfinite(v).all() and (v > 0).all() for v in captured)
+
+
+def test_garwood_factors_are_made_only_for_domains_of_unknown_size(engine, monkeypatch):
+    """A domain answer widens only the domains of unknown size by Garwood's factors: where every domain's
+    rows are known (an IN list on a categorical column) none are computed (np.where of no widened domain keeps
+    each end); a comparison of two columns (no exact domain size) computes them."""
+    from parzen.aqp import domains
+    from parzen.aqp.sql import parse
+
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    known = engine._resolved(parse("SELECT SUM(w) AS s, COUNT(*) AS n FROM t WHERE h IN ('p', 'q') AND x > 8"))
+    unknown = engine._resolved(parse("SELECT SUM(w) AS s FROM t WHERE h = 'p' AND x > y"))
+    calls = []
+    made = domains.garwood_factors
+    monkeypatch.setattr(domains, "garwood_factors", lambda k, z: calls.append(k) or made(k, z))
+    answer = domains.approximate(known, synopsis, layout, 1.96)[0]
+    assert calls == [] and (answer["s low"] < answer["s"]).all()
+    assert domains.domain_selection(known, synopsis, layout).known.all()
+    domains.approximate(unknown, synopsis, layout, 1.96)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("where", ["h IN ('p', 'q') AND x > 8", "h = 's'", "h = 'p' AND x > y", "g = 'c' AND h = 'r'"])
+def test_one_domain_spread_is_domain_spread(engine, where):
+    """A domain answer of one domain sums each stratum over its run of the admitted rows (ascending): the
+    variance and degrees of freedom are domain_spread's floats over each row's stratum and domain."""
+    from parzen.aqp import domains
+    from parzen.aqp.sql import parse
+
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    query = engine._resolved(parse(f"SELECT SUM(w) AS s FROM t WHERE {where}"))
+    selected = domains.domain_selection(query, synopsis, layout)
+    assert selected.sizes == 1 and np.all(np.diff(selected.kept) > 0)
+    values = np.random.default_rng(7).standard_t(3, selected.kept.size) * 1e3
+    values[::5] = 0.0
+    runs = domains.one_domain_spread(values, selected.kept, layout)
+    spread = domains.domain_spread(values, selected.stratum, selected.group, layout, len(layout.keys), 1)
+    for a, b in zip(runs, spread):
+        np.testing.assert_array_equal(a.view(np.int64), b.view(np.int64))

@@ -90,3 +90,41 @@ def test_add_scaled_and_terms_of_kept_are_numpys():
     got_terms, got_counts = terms_of_kept(rows, keep, kept, terms, masses, valid)
     np.testing.assert_array_equal(got_terms, want_terms)
     np.testing.assert_array_equal(got_counts, want_counts)
+
+
+def test_sums_on_the_rows_where_z_may_not_be_zero_are_those_over_every_row():
+    """z built on some rows only (add_scaled_rows / add_scaled_kept_rows: z is +0.0 on the others) and its
+    per-stratum sums over those rows taken in ascending order as runs (stratum_sums_of_runs) are the floats
+    of add_scaled / add_scaled_kept and domain_cell_sums over every row."""
+    from parzen.aqp._cell_sums import (
+        add_scaled,
+        add_scaled_kept,
+        add_scaled_kept_rows,
+        add_scaled_rows,
+        stratum_sums_of_runs,
+    )
+
+    rng = np.random.default_rng(6)
+    n, strata = 3000, 9
+    stratum = np.sort(rng.integers(0, strata, n)).astype(np.intp)  # runs, as Synopsis.strata has them
+    stratum[stratum == 4] = 5  # a stratum without rows
+    rows = np.flatnonzero(rng.random(n) < 0.45).astype(np.intp)
+    first, second = np.zeros(n), np.zeros(n)
+    first[rows], second[rows] = rng.standard_t(3, rows.size) * 1e3, rng.standard_normal(rows.size)
+    second[rows[7]] = np.nan
+    mask = rng.random(n) < 0.3
+    z = np.zeros(n)
+    add_scaled(z, np.array([-1.7]), np.zeros(n, dtype=np.intp), first)
+    add_scaled_kept(z, np.array([0.3]), np.zeros(n, dtype=np.intp), second, mask)
+    on_rows = np.zeros(rows.size)
+    add_scaled_rows(on_rows, -1.7, first, rows)
+    add_scaled_kept_rows(on_rows, 0.3, second, mask, rows)
+    np.testing.assert_array_equal(on_rows, z[rows])
+    assert (z[np.setdiff1d(np.arange(n), rows)] == 0.0).all()
+    ids, counts, s1, s2, s4 = domain_cell_sums(z, stratum, np.zeros(n, dtype=np.intp), 1, strata)
+    runs = np.searchsorted(rows, np.concatenate([[0], np.cumsum(np.bincount(stratum, minlength=strata))]))
+    sums = stratum_sums_of_runs(on_rows, runs)
+    np.testing.assert_array_equal(ids, np.flatnonzero(np.bincount(stratum, minlength=strata)))
+    np.testing.assert_array_equal(counts, np.bincount(stratum)[ids])  # each stratum's rows: its drawn rows
+    for got, want in zip(sums, (s1, s2, s4)):
+        np.testing.assert_array_equal(got[ids], want)

@@ -88,6 +88,7 @@ def test_no_query_compiles_after_the_engine_loads_a_synopsis():
     engine.synopsis("t")
     compiled = [_box._box_sums, _box.sorted_mass, _box.box_masses, _box.box_terms, _cell_sums.cell_sums,
                 _cell_sums.domain_cell_sums, _cell_sums.add_scaled, _cell_sums.add_scaled_kept, _cell_sums.terms_of_kept,
+                _cell_sums.add_scaled_rows, _cell_sums.add_scaled_kept_rows, _cell_sums.stratum_sums_of_runs,
                 _row_polynomials.polynomial_rows]
     assert all(type(f._cache).__name__ == "FunctionCache" for f in compiled)  # cache=True: on disk
     before = [list(f.signatures) for f in compiled]

@@ -8,7 +8,10 @@ the rows here, instead of one ``np.bincount`` (and one temporary array) per sum;
 rows in the same order as ``np.bincount`` does (row by row, from 0.0), so they are the same floats.
 :func:`add_scaled` and :func:`add_scaled_kept` build the linear combination z_i of a ratio's variance
 (:mod:`parzen.aqp.ratios`) and :func:`terms_of_kept` reads a domain's rows' terms (:mod:`parzen.aqp.domains`), each in one loop
-over the rows with the arithmetic of the NumPy expressions they replace.
+over the rows with the arithmetic of the NumPy expressions they replace.  :func:`add_scaled_rows`,
+:func:`add_scaled_kept_rows` and :func:`stratum_sums_of_runs` do the same for one answer row over the rows
+where z may be other than 0 (a ratio's terms are 0 where its kernels reach no row): adding a term +0.0
+leaves every sum as it was (a sum from +0.0 is never -0.0), so the sums are those over every row.
 """
 
 from __future__ import annotations
@@ -189,3 +192,80 @@ def terms_of_kept(rows, keep, kept, terms, masses, valid):
             kept_terms[j] = terms[i]
             kept_counts[j] = masses[i] * valid[i]
     return kept_terms, kept_counts
+
+
+@njit(cache=True, nogil=True)
+def add_scaled_rows(z, factor, term, rows):
+    """z_j += factor term[rows_j] in place: :func:`add_scaled` of one group on the rows ``rows`` only
+    (z_j is row rows_j's sum so far).
+
+    Parameters
+    ----------
+    z : numpy.ndarray of float64
+        Per row of ``rows``, the sum so far (written).
+    factor : float
+        The factor.
+    term : numpy.ndarray of float64
+        Per sampled row, the term.
+    rows : numpy.ndarray of int
+        The rows.
+    """
+    for j in range(z.size):
+        z[j] = z[j] + factor * term[rows[j]]
+
+
+@njit(cache=True, nogil=True)
+def add_scaled_kept_rows(z, factor, term, keep, rows):
+    """z_j += factor (term[rows_j] keep[rows_j]) in place: :func:`add_scaled_kept` of one group on the rows
+    ``rows`` only (``keep`` as 1.0 / 0.0).
+
+    Parameters
+    ----------
+    z : numpy.ndarray of float64
+        Per row of ``rows``, the sum so far (written).
+    factor : float
+        The factor.
+    term : numpy.ndarray of float64
+        Per sampled row, the term.
+    keep : numpy.ndarray of bool
+        Per sampled row, whether its term counts (else it is multiplied by 0.0).
+    rows : numpy.ndarray of int
+        The rows.
+    """
+    for j in range(z.size):
+        r = rows[j]
+        z[j] = z[j] + factor * (term[r] * (1.0 if keep[r] else 0.0))
+
+
+@njit(cache=True, nogil=True)
+def stratum_sums_of_runs(values, bounds):
+    """Per stratum s, the sums of v, v^2 and (v^2)^2 over ``values[bounds[s]:bounds[s + 1]]``, added in
+    order from 0.0 (:func:`domain_cell_sums`'s sums of one group where each stratum's rows are one run:
+    the sample's strata, ``Synopsis.strata``, on rows taken in ascending order).
+
+    Parameters
+    ----------
+    values : numpy.ndarray of float64
+        Per row, its term v, the rows of each stratum one run.
+    bounds : numpy.ndarray of int
+        Where each stratum's run starts, and after the last one where it ends.
+
+    Returns
+    -------
+    s1, s2, s4 : numpy.ndarray of float64
+        Per stratum.
+    """
+    strata = bounds.size - 1
+    s1 = np.zeros(strata)
+    s2 = np.zeros(strata)
+    s4 = np.zeros(strata)
+    for c in range(strata):
+        a1, a2, a4 = s1[c], s2[c], s4[c]
+        for j in range(bounds[c], bounds[c + 1]):
+            v = values[j]
+            square = v * v
+            a1 += v
+            a2 += square
+            a4 += square * square
+        s1[c], s2[c], s4[c] = a1, a2, a4
+    return s1, s2, s4

@@ -536,6 +536,14 @@ class _SampleTerms:
         return self._every_row[key]
 
     @functools.cached_property
+    def ascending_rows(self) -> np.ndarray:
+        """:attr:`rows` in ascending order (the row order of passes over the whole sample), made once
+        (the terms are kept between queries, :func:`sample_terms`) by marking them, in O(sample)."""
+        marked = np.zeros(self.layout.view.size, dtype=bool)
+        marked[self.rows] = True
+        return np.flatnonzero(marked)
+
+    @functools.cached_property
     def mass_total(self) -> np.ndarray:
         """Per answer row: the :meth:`total` of the rows' masses (the sample's own COUNT(*))."""
         return self.total(self.p)

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ._box import box_sums
-from ._cell_sums import domain_cell_sums, terms_of_kept
+from ._cell_sums import domain_cell_sums, stratum_sums_of_runs, terms_of_kept
 from .categories import Categories
 from .estimate import _REACH, Estimate, row_terms
 from .group_candidates import LISTED, Candidates, candidates
@@ -191,7 +191,8 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
     strata = len(layout.keys)
 
     def half_width(values):  # z se, with Student's t of the variance's degrees of freedom for z
-        variance, df = domain_spread(values, stratum, group, layout, strata, sizes)
+        variance, df = domain_spread(values, stratum, group, layout, strata, sizes) if sizes != 1 else \
+            one_domain_spread(values, kept, layout)
         return t_quantiles(z, df) * np.sqrt(variance)
 
     overall: dict[str, float] = {}  # per aggregate: the whole query's rate per row (AVG: its average)
@@ -235,7 +236,7 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
     counted = {a.name for a in query.aggregates if a.func == "count"}
     held = {a.name: _column_range(synopsis, a.column) for a in query.aggregates if a.plain}
     unsampled = size_estimate <= 0
-    factors = None if z is None or not poisson else \
+    factors = None if z is None or not poisson or known.all() else \
         garwood_factors(np.bincount(group, minlength=sizes) if sizes != 1 else np.array([group.size]), z)
     bound, guess = (None, None) if found is None else _candidate_sizes(found, selected.keys, sampled_rows)
     if bound is not None and guess is not None and z is not None:  # more rows: unsampled with chance <= alpha
@@ -252,7 +253,7 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
             else:
                 half = np.asarray(e, dtype=np.float64)
                 low, high = value - half, value + half
-            if name in poisson and factors is not None:  # hold value x Garwood's factors too
+            if name in poisson and factors is not None:  # hold value x Garwood's factors too (None: no group to widen)
                 widen = poisson[name]
                 ends = (value * factors[0], value * factors[1])
                 low, high = np.where(widen, _least(low, *ends), low), np.where(widen, _greatest(high, *ends), high)
@@ -844,7 +845,13 @@ def _cell_variances(values, stratum, group, layout: Layout,
     stratum then domain: each cell's domain, stratum s's term rows_s^2 (1 - f_s) S^2_{s,d} / drawn_s of
     the domain variance (no (strata, domains) table is made), and each cell's rows, sum of the squared
     values and sum of their squares (:func:`_cell_sums`)."""
-    ids, rows, s1, s2, s4 = _cell_sums(values, stratum, group, layout.drawn.size, groups)
+    return _variances_of_cells(_cell_sums(values, stratum, group, layout.drawn.size, groups), layout, groups)
+
+
+def _variances_of_cells(sums: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], layout: Layout,
+                        groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_cell_variances` from the cells' sums (:func:`_cell_sums`'s ids, rows, s1, s2, s4)."""
+    ids, rows, s1, s2, s4 = sums
     stratum_of_cell, group_of_cell = np.divmod(ids, groups)
     n, drawn_rows = layout.drawn[stratum_of_cell], layout.rows[stratum_of_cell]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -904,9 +911,74 @@ def domain_spread(values, stratum, group, layout: Layout, strata: int, groups: i
     variance, degrees_of_freedom : numpy.ndarray
         Per domain (inf degrees of freedom where the variance is 0).
     """
-    group_of_cell, contribution, rows, square, fourth = _cell_variances(values, stratum, group, layout, groups)
+    return domain_spread_of_cells(_cell_sums(values, stratum, group, layout.drawn.size, groups), layout, groups)
+
+
+def domain_spread_of_cells(sums: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], layout: Layout,
+                           groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`domain_spread` from the sums of the (stratum, domain) cells that hold rows.
+
+    Parameters
+    ----------
+    sums : tuple of numpy.ndarray
+        The cells (``stratum * groups + group``, ascending) and per cell its rows and the sums of the
+        values, their squares and their fourth powers (:func:`parzen.aqp._cell_sums.domain_cell_sums`'s).
+    layout : Layout
+        The synopsis's strata.
+    groups : int
+        The domains.
+
+    Returns
+    -------
+    variance, degrees_of_freedom : numpy.ndarray
+        Per domain, as :func:`domain_spread` gives them.
+    """
+    group_of_cell, contribution, rows, square, fourth = _variances_of_cells(sums, layout, groups)
     return (np.bincount(group_of_cell, weights=contribution, minlength=groups),
             effective_df_of_cells(group_of_cell, groups, contribution, rows, square, fourth))
+
+
+def stratum_runs(layout: Layout) -> np.ndarray:
+    """Where each stratum's sampled rows start, and after the last where they end: the strata are runs of
+    the sample (``Synopsis.strata``), so rows taken in ascending order split into the strata's runs at
+    ``np.searchsorted(rows, stratum_runs(layout))``.
+
+    Parameters
+    ----------
+    layout : Layout
+        The synopsis's strata.
+
+    Returns
+    -------
+    numpy.ndarray of int
+    """
+    return np.concatenate([[0], np.cumsum(layout.drawn.astype(np.intp))])
+
+
+def one_domain_spread(values: np.ndarray, rows: np.ndarray, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`domain_spread` of one domain whose admitted rows are ``rows`` (ascending): each stratum's
+    sums over its run of them (:func:`parzen.aqp._cell_sums.stratum_sums_of_runs`), not over each row's
+    stratum and domain: the same floats (a stratum's rows in the same order).
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Per admitted row, its term.
+    rows : numpy.ndarray of int
+        The admitted rows, ascending.
+    layout : Layout
+        The synopsis's strata.
+
+    Returns
+    -------
+    variance, degrees_of_freedom : numpy.ndarray
+        Of the one domain, as :func:`domain_spread` gives them.
+    """
+    bounds = np.searchsorted(rows, stratum_runs(layout))
+    s1, s2, s4 = stratum_sums_of_runs(np.ascontiguousarray(values, dtype=np.float64), bounds)
+    counts = np.diff(bounds).astype(np.float64)
+    held = np.flatnonzero(counts)  # the strata that hold admitted rows: the cells of the domain
+    return domain_spread_of_cells((held, counts[held], s1[held], s2[held], s4[held]), layout, 1)
 
 
 def _unsampled(query: AggregateQuery, synopsis: Synopsis, overall: dict[str, float], rows: np.ndarray, ranged: bool,

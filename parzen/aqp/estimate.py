@@ -279,13 +279,25 @@ def warm_up() -> None:
                       groups=1, aggregated=one, constrained=one - 1, reach=_REACH, moments=np.zeros(1, dtype=np.bool_),
                       repeats=np.ones(1, dtype=np.bool_)))
     sorted_mass(np.zeros(1), np.ones(1), np.zeros(2), 0.0, 1.0, 1.0, 0.0, True, _REACH)
-    from ._cell_sums import add_scaled, add_scaled_kept, cell_sums, domain_cell_sums, terms_of_kept  # variances' sums
+    from ._cell_sums import (  # variances' sums
+        add_scaled,
+        add_scaled_kept,
+        add_scaled_kept_rows,
+        add_scaled_rows,
+        cell_sums,
+        domain_cell_sums,
+        stratum_sums_of_runs,
+        terms_of_kept,
+    )
 
     cell_sums(np.zeros(1), one, 1)
     domain_cell_sums(np.zeros(1), one, one, 1, 1)
     add_scaled(np.zeros(1), np.ones(1), one, np.ones(1))
     add_scaled_kept(np.zeros(1), np.ones(1), one, np.ones(1), np.ones(1, dtype=np.bool_))
     terms_of_kept(one, np.ones(1, dtype=np.bool_), one, np.ones(1), np.ones(1), np.ones(1))
+    add_scaled_rows(np.zeros(1), 1.0, np.ones(1), one)
+    add_scaled_kept_rows(np.zeros(1), 1.0, np.ones(1), np.ones(1, dtype=np.bool_), one)
+    stratum_sums_of_runs(np.zeros(1), np.array([0, 1], dtype=np.intp))
     from ._row_polynomials import polynomial_rows  # SUM / AVG of arithmetic of columns
 
     polynomial_rows(one, np.zeros((1, 1)), one, np.ones(1), np.ones((1, 1)), one, np.array([0, 1]), one, one + 1,

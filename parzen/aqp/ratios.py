@@ -49,14 +49,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ._cell_sums import add_scaled, add_scaled_kept
+from ._cell_sums import add_scaled, add_scaled_kept, add_scaled_kept_rows, add_scaled_rows, stratum_sums_of_runs
 from ._kept import shared_terms
 from .aggregates import sample_terms
 from .answers import _column_index
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
 from .cube_answers import Totals
-from .domains import BOUNDED_GROUPS, domain_selection, domain_spread, needed
+from .domains import BOUNDED_GROUPS, domain_selection, domain_spread, domain_spread_of_cells, needed, stratum_runs
 from .sql import AggregateQuery
 from .strata import Layout
 from .synopsis import Synopsis
@@ -408,9 +408,9 @@ class _RowTerms:
         self.synopsis, self.layout = synopsis, layout
         self.size = synopsis.sample_size
         grouped = composite.group_by and subqueries[0].group_by
-        group = _row_groups(grouped, synopsis, layout, keys)
-        inside = None if not grouped or (group >= 0).all() else group >= 0  # None: every sampled row (no copy made)
-        self.group = group if inside is None else group[inside]
+        group = _row_groups(grouped, synopsis, layout, keys) if grouped else None  # None: every row in answer row 0
+        inside = None if group is None or (group >= 0).all() else group >= 0  # None: every sampled row (no copy made)
+        self._group = group if group is None or inside is None else group[inside]
         self.stratum = layout.stratum_of_row if inside is None else layout.stratum_of_row[inside]
         self.groups = len(keys)
         self.terms: dict[int, np.ndarray] = {}
@@ -429,6 +429,14 @@ class _RowTerms:
                 term = _leaf_terms(aggregate, synopsis, sample)
                 self.terms[k] = term if inside is None else term[inside]
                 self.keeps[k] = keep if keep is None or inside is None else keep[inside]
+        #: one answer row: the sampled rows, ascending, outside which every leaf's term is 0 (those its
+        #: kernels reach), so z is 0 there too; None: every row (self.group's)
+        self.support = _reached_rows(list(samples.values())) if group is None else None
+
+    @functools.cached_property
+    def group(self) -> np.ndarray:
+        """Per row, its answer row (:func:`_row_groups`; without GROUP BY 0, made where it is read)."""
+        return np.zeros(self.size, dtype=np.intp) if self._group is None else self._group
 
     @functools.cached_property
     def weight(self) -> np.ndarray:
@@ -447,6 +455,8 @@ class _RowTerms:
                  exact: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Var of g per answer row: the domain variance of z_i = sum_k dg/dL_k t_{k,i} (exact leaves left
         out), and that estimate's effective degrees of freedom (:func:`parzen.aqp.domains.domain_spread`)."""
+        if self.support is not None:
+            return self._variance_on_support(gradient, exact)
         z = np.zeros(self.group.size)
         group = np.ascontiguousarray(self.group, dtype=np.intp)
         for k, d in gradient.items():
@@ -459,12 +469,46 @@ class _RowTerms:
                 add_scaled_kept(z, factor, group, self.terms[k], keep)
         return domain_spread(z, self.stratum, self.group, self.layout, len(self.layout.keys), self.groups)
 
+    def _variance_on_support(self, gradient: dict[int, np.ndarray],
+                             exact: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`variance` of one answer row from z on :attr:`support` only: the same floats (z is +0.0
+        elsewhere, which adds nothing to a sum from +0.0), each stratum's rows its drawn rows (the strata
+        are runs of the sample, ``Synopsis.strata``), in passes over the rows the kernels reach."""
+        rows = self.support
+        assert rows is not None
+        z = np.zeros(rows.size)
+        for k, d in gradient.items():
+            factor = float(np.where(exact[k] | ~np.isfinite(d), 0.0, d)[0])  # NaN and infinite slopes: 0
+            keep = self.keeps[k]
+            if keep is None:
+                add_scaled_rows(z, factor, self.terms[k], rows)
+            else:  # the term times 1.0 / 0.0, as the product would be
+                add_scaled_kept_rows(z, factor, self.terms[k], keep, rows)
+        layout = self.layout
+        s1, s2, s4 = stratum_sums_of_runs(z, np.searchsorted(rows, stratum_runs(layout)))
+        held = np.flatnonzero(layout.drawn)  # the strata that hold sampled rows: the cells of one domain
+        return domain_spread_of_cells((held, layout.drawn[held], s1[held], s2[held], s4[held]), layout, 1)
+
 
 def _sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout):
     """The :class:`parzen.aqp.aggregates._SampleTerms` of ``query``'s ranges on the numeric columns, one
     answer row."""
     ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
     return sample_terms(query, synopsis, layout, ranges, np.zeros(len(layout.keys), dtype=np.intp), 1)
+
+
+def _reached_rows(samples: list) -> np.ndarray:
+    """The sampled rows, ascending, that the kernels of any of ``samples`` (:func:`_sample_terms`) reach:
+    every leaf's term is 0 on the others (one sample's rows where all reach the same ones, as the
+    sub-queries of TPC-H Q14's ratio do)."""
+    rows = [sample.ascending_rows for sample in samples]
+    first = rows[0]
+    if all(r is first or np.array_equal(r, first) for r in rows[1:]):
+        return first
+    marked = np.zeros(samples[0].layout.view.size, dtype=bool)
+    for r in rows:
+        marked[r] = True
+    return np.flatnonzero(marked)
 
 
 def _leaf_terms(aggregate, synopsis: Synopsis, sample) -> np.ndarray:
