@@ -333,7 +333,7 @@ def _floats(frame: pd.DataFrame, names: Sequence[str]) -> dict[str, np.ndarray]:
     making the Series where the column is one float64 numpy array under a label held once (a Series costs
     13 us under pandas 3's string column labels, and the first look-up of a label in a new frame builds
     the labels' hash table, 30-50 us)."""
-    labels = frame.columns.tolist()
+    labels = _labels(frame)
     out = {}
     for name in names:
         if labels.count(name) == 1:
@@ -623,7 +623,7 @@ def interval_names(frame: pd.DataFrame) -> list[str]:
     -------
     list of str
     """
-    labels = frame.columns.tolist()  # read once: each pass over pandas 3's string labels converts them anew
+    labels = _labels(frame)
     held = set(labels)
     return [c for c in labels if f"{c} low" in held and f"{c} high" in held]
 
@@ -642,7 +642,7 @@ def without_intervals(frame: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame
     pandas.DataFrame
     """
     ends = {f"{name} {end}" for name in names for end in ("low", "high")}
-    labels = frame.columns.tolist()
+    labels = _labels(frame)
     kept = [i for i, column in enumerate(labels) if column not in ends]
     # the kept columns' arrays as they are, in one frame (as cube_answers makes its answers): DataFrame.drop
     # or iloc cost 0.15-0.25 ms here, a tenth of an answer from the exact tables
@@ -655,6 +655,25 @@ def without_intervals(frame: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame
                                         index=frame.index, verify_integrity=False)
     dropped.attrs = dict(frame.attrs)
     return dropped
+
+
+def _labels(frame: pd.DataFrame) -> list:
+    """``frame.columns.tolist()``, read once per index of labels while it lives: answers share theirs (the
+    exact tables' kept labels, :func:`_labels_index`'s), and reading pandas 3's string labels converts
+    them anew each time (10-25 us for a few)."""
+    index = frame.columns
+    kept = _LISTS.get(id(index))
+    if kept is not None and kept[0]() is index:  # the same index (alive, so its id is its own)
+        return list(kept[1])
+    labels = index.tolist()
+    if len(_LISTS) >= _LABELS_KEPT:
+        _LISTS.clear()
+    _LISTS[id(index)] = (weakref.ref(index), tuple(labels))
+    return labels
+
+
+#: :func:`_labels`' label lists, by the id of their index (with a weak reference to it: an id is reused).
+_LISTS: dict[int, tuple[weakref.ref, tuple]] = {}
 
 
 def _labels_index(names: tuple, like: pd.Index) -> pd.Index:
