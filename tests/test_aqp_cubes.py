@@ -258,6 +258,11 @@ def test_exact_case_answers_share_their_labels_and_group_texts_and_stay_apart(li
     first.iloc[0, 1] = -1.0
     pd.testing.assert_frame_equal(second, want)
     pd.testing.assert_frame_equal(listed.query(sql, with_error=True), want)
+    for text in (sql, EXACT[0]):  # a name set on one answer's shared labels is not another answer's
+        listed.query(text, with_error=True).columns.name = "named"
+        assert listed.query(text, with_error=True).columns.name is None
+        listed.query(text, max_rel_error=0.5).columns.name = "named"
+        assert listed.query(text, max_rel_error=0.5).columns.name is None
 
 
 def test_a_case_condition_on_a_numeric_column_falls_through_to_the_synopsis(listed):

@@ -679,10 +679,10 @@ _LISTS: dict[int, tuple[weakref.ref, tuple]] = {}
 def _labels_index(names: tuple, like: pd.Index) -> pd.Index:
     """``names`` as an index of ``like``'s dtype and name, made once per names, dtype and name and kept
     (labels only, no answer's values: an index is immutable, so frames share it), the last
-    :data:`_LABELS_KEPT`."""
+    :data:`_LABELS_KEPT`; one whose name was set since (``df.columns.name = ...``) is made anew."""
     key = (names, like.dtype, like.name)
     found = _LABELS.get(key)
-    if found is None:
+    if found is None or found.name != like.name:
         if len(_LABELS) >= _LABELS_KEPT:
             _LABELS.clear()
         found = _LABELS[key] = pd.Index(list(names), dtype=like.dtype, name=like.name)

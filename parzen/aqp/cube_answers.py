@@ -545,10 +545,11 @@ def _column_index(cube: Cube, names: tuple[str, ...]) -> pd.Index:
     per list of names and kept on ``cube`` (keyed by the answer's columns, never by a query's text:
     queries that select the same columns share it; an index is immutable, so frames share it; making one
     costs 25-60 us, 20 more reading the dtype's name, :data:`_TEXT`, read once), the last
-    :data:`_LABELS_KEPT` lists."""
+    :data:`_LABELS_KEPT` lists.  Its name is the one thing an answer's owner can set in place
+    (``df.columns.name = ...``): one so named is made anew."""
     kept = cube._labels
     found = kept.get(names)
-    if found is None:
+    if found is None or found.name is not None:
         if len(kept) >= _LABELS_KEPT:
             kept.clear()
         found = kept[names] = pd.Index(list(names), dtype=_TEXT)
