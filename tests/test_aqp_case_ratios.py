@@ -135,6 +135,35 @@ def test_group_with_zero_case_total_is_returned(engine):
     assert (approx["s"].iloc[1:] == 0.0).all() and (exact["s"].iloc[1:] == 0.0).all()
 
 
+def test_exact_leaves_place_each_sub_querys_totals_among_the_first_ones_groups():
+    """The exact tables' leaves: a sub-query's totals at the row of their group among the first sub-query's
+    groups, 0 where it has none, NaN (a SUM over no row) as 0 and infinities as the largest floats, the same
+    floats whether or not every sub-query has the first one's groups."""
+    from types import SimpleNamespace
+
+    from parzen.aqp.case_aggregates import LEAF
+    from parzen.aqp.cube_answers import Totals
+    from parzen.aqp.ratios import _exact_leaves
+
+    rng = np.random.default_rng(2)
+    groups = np.array([[0, 1], [0, 3], [2, 0], [4, 4]])
+    for _ in range(200):
+        totals, expected = [], {}
+        for k in range(3):
+            kept = np.sort(rng.choice(len(groups), size=int(rng.integers(0, len(groups) + 1)), replace=False)) \
+                if k and rng.random() < 0.5 else np.arange(len(groups))
+            value = rng.normal(size=kept.size) * 1e3
+            value[rng.random(kept.size) < 0.2] = rng.choice([np.nan, np.inf, -np.inf, -0.0])
+            totals.append(Totals(groups[kept], {f"{LEAF}{k}": value}))
+            want = np.zeros(len(groups))
+            want[kept] = np.nan_to_num(value)
+            expected[k] = want
+        leaves = _exact_leaves(SimpleNamespace(subqueries=[(None, (k,)) for k in range(3)]), totals)
+        for k, want in expected.items():
+            assert leaves[k].tobytes() == want.tobytes()
+            assert leaves[k] is not totals[k].totals[f"{LEAF}{k}"]
+
+
 def test_ratio_coverage_over_random_ranges(engine):
     rng = np.random.default_rng(11)
     covered = 0

@@ -344,6 +344,53 @@ def test_relative_half_width_of_zeros_and_nulls():
     assert contract.relative_half_width(frame.assign(v=[math.nan, 2.0]), ["v"]) == math.inf
 
 
+def test_relative_half_width_of_several_aggregates_is_the_largest_of_each_alone():
+    """Every aggregate's values and ends read at once give the largest of the per-aggregate ratios, the same
+    float, whatever the NaN, infinite, zero and negative values among them."""
+    rng = np.random.default_rng(5)
+    specials = [0.0, -0.0, math.nan, math.inf, -math.inf, -3.0, 1e-300]
+    for _ in range(300):
+        rows, names = int(rng.integers(0, 4)), [f"a{k}" for k in range(int(rng.integers(1, 4)))]
+        columns = {}
+        for name in names:
+            value = rng.normal(size=rows) * 10.0 ** rng.integers(-3, 4)
+            spread = np.abs(rng.normal(size=(2, rows)))
+            low, high = value - spread[0] * (rng.random() < 0.7), value + spread[1] * (rng.random() < 0.7)
+            for array in (value, low, high):
+                if rows and rng.random() < 0.3:
+                    array[rng.integers(rows)] = specials[rng.integers(len(specials))]
+            columns.update({name: value, f"{name} low": low, f"{name} high": high})
+        frame = pd.DataFrame(columns)
+        alone = [contract.relative_half_width(frame, [name]) for name in names]
+        assert contract.relative_half_width(frame, names) == max(alone)
+    assert contract.relative_half_width(pd.DataFrame({"g": ["x"]}), []) == 0.0
+
+
+def test_without_intervals_keeps_the_values_and_shares_the_labels_it_makes():
+    frame = pd.DataFrame({"g": ["x", "y"], "a": [1.0, 2.0], "a low": [0.5, 1.5], "a high": [1.5, 2.5],
+                          "b": [3.0, 4.0], "b low": [2.0, 3.0], "b high": [4.0, 5.0]})
+    frame.attrs["form"] = "exact table"
+    first, second = (contract.without_intervals(frame, ["a", "b"]) for _ in range(2))
+    pd.testing.assert_frame_equal(first, frame.drop(columns=["a low", "a high", "b low", "b high"]))
+    assert first.attrs == {"form": "exact table"} and first.columns.dtype == frame.columns.dtype
+    assert first.columns is second.columns  # made once: an index is immutable
+
+
+def test_answers_sharing_their_labels_have_them_read_once(monkeypatch):
+    labels = pd.Index(["a", "a low", "a high"], dtype="str")
+    frames = [pd.DataFrame(np.full((1, 3), float(k)), columns=labels) for k in range(3)]
+    read = []
+    tolist = pd.Index.tolist
+    monkeypatch.setattr(pd.Index, "tolist", lambda self: read.append(self) or tolist(self))
+    for frame in frames:
+        assert contract.interval_names(frame) == ["a"]
+        assert contract.relative_half_width(frame, ["a"]) == 0.0
+        assert list(contract.without_intervals(frame, ["a"]).columns) == ["a"]
+    assert read == [labels]
+    other = pd.DataFrame(np.zeros((1, 3)), columns=pd.Index(["b", "b low", "b high"], dtype="str"))
+    assert contract.interval_names(other) == ["b"] and len(read) == 2
+
+
 def test_quantile_intervals_of_a_discrete_column_hold():
     """Quantiles of a column of point masses (a step distribution function) under a range: Woodruff's
     interval holds DuckDB's answer in 39 of 40 random queries (fixed seed), where the linearised

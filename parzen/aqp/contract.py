@@ -333,7 +333,7 @@ def _floats(frame: pd.DataFrame, names: Sequence[str]) -> dict[str, np.ndarray]:
     making the Series where the column is one float64 numpy array under a label held once (a Series costs
     13 us under pandas 3's string column labels, and the first look-up of a label in a new frame builds
     the labels' hash table, 30-50 us)."""
-    labels = list(frame.columns)
+    labels = _labels(frame)
     out = {}
     for name in names:
         if labels.count(name) == 1:
@@ -581,16 +581,14 @@ def relative_half_width(frame: pd.DataFrame, names: Sequence[str]) -> float:
     -------
     float
     """
-    worst = 0.0
+    if not names:
+        return 0.0
     columns = _floats(frame, [f"{name}{end}" for name in names for end in ("", " low", " high")])
-    for name in names:
-        value = columns[name]
-        half = np.maximum(value - columns[f"{name} low"], columns[f"{name} high"] - value)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = np.where(half == 0.0, 0.0, half / np.abs(value))
-        ratio = np.where(np.isnan(ratio), np.inf, ratio)
-        worst = max(worst, float(ratio.max(initial=0.0)))
-    return worst
+    value, low, high = (np.concatenate([columns[f"{name}{end}"].ravel() for name in names]) for end in ("", " low", " high"))
+    with np.errstate(invalid="ignore", divide="ignore"):  # every aggregate at once: the largest ratio is the same
+        half = np.maximum(value - low, high - value)
+        ratio = np.where(half == 0.0, 0.0, half / np.abs(value))
+    return float(np.where(np.isnan(ratio), np.inf, ratio).max(initial=0.0))
 
 
 def meets(frame: pd.DataFrame, names: Sequence[str], max_rel_error: float) -> bool:
@@ -625,7 +623,7 @@ def interval_names(frame: pd.DataFrame) -> list[str]:
     -------
     list of str
     """
-    labels = list(frame.columns)  # read once: each pass over pandas 3's string labels converts them anew
+    labels = _labels(frame)
     held = set(labels)
     return [c for c in labels if f"{c} low" in held and f"{c} high" in held]
 
@@ -644,18 +642,57 @@ def without_intervals(frame: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame
     pandas.DataFrame
     """
     ends = {f"{name} {end}" for name in names for end in ("low", "high")}
-    labels = list(frame.columns)
+    labels = _labels(frame)
     kept = [i for i, column in enumerate(labels) if column not in ends]
     # the kept columns' arrays as they are, in one frame (as cube_answers makes its answers): DataFrame.drop
     # or iloc cost 0.15-0.25 ms here, a tenth of an answer from the exact tables
     # the labels as a slice where the kept columns are one run (the answer's values before its intervals), else
-    # made from the list: Index.take of pandas 3's string labels costs 55 us
+    # the index of those labels made once (Index.take of pandas 3's string labels costs 55 us, one made from
+    # the list 50)
     labels = frame.columns[kept[0]:kept[-1] + 1] if kept and kept[-1] - kept[0] == len(kept) - 1 else \
-        pd.Index([labels[i] for i in kept], dtype=frame.columns.dtype, name=frame.columns.name)
+        _labels_index(tuple(labels[i] for i in kept), frame.columns)
     dropped = pd.DataFrame._from_arrays([frame._get_column_array(i) for i in kept], columns=labels,
                                         index=frame.index, verify_integrity=False)
     dropped.attrs = dict(frame.attrs)
     return dropped
+
+
+def _labels(frame: pd.DataFrame) -> list:
+    """``frame.columns.tolist()``, read once per index of labels while it lives: answers share theirs (the
+    exact tables' kept labels, :func:`_labels_index`'s), and reading pandas 3's string labels converts
+    them anew each time (10-25 us for a few)."""
+    index = frame.columns
+    kept = _LISTS.get(id(index))
+    if kept is not None and kept[0]() is index:  # the same index (alive, so its id is its own)
+        return list(kept[1])
+    labels = index.tolist()
+    if len(_LISTS) >= _LABELS_KEPT:
+        _LISTS.clear()
+    _LISTS[id(index)] = (weakref.ref(index), tuple(labels))
+    return labels
+
+
+#: :func:`_labels`' label lists, by the id of their index (with a weak reference to it: an id is reused).
+_LISTS: dict[int, tuple[weakref.ref, tuple]] = {}
+
+
+def _labels_index(names: tuple, like: pd.Index) -> pd.Index:
+    """``names`` as an index of ``like``'s dtype and name, made once per names, dtype and name and kept
+    (labels only, no answer's values: an index is immutable, so frames share it), the last
+    :data:`_LABELS_KEPT`; one whose name was set since (``df.columns.name = ...``) is made anew."""
+    key = (names, like.dtype, like.name)
+    found = _LABELS.get(key)
+    if found is None or found.name != like.name:
+        if len(_LABELS) >= _LABELS_KEPT:
+            _LABELS.clear()
+        found = _LABELS[key] = pd.Index(list(names), dtype=like.dtype, name=like.name)
+    return found
+
+
+#: :func:`_labels_index`'s indexes, by names, dtype and name.
+_LABELS: dict[tuple, pd.Index] = {}
+#: How many indexes of labels :data:`_LABELS` keeps.
+_LABELS_KEPT = 256
 
 
 def with_exact_intervals(frame: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:

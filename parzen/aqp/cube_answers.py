@@ -97,8 +97,8 @@ def _totals(query: AggregateQuery, cube: Cube, categories: Categories, masks: di
     if query.boxes or compared is None:
         return None
     values = cube.values_with(categories.values)  # the numeric dimensions' too (parzen.aqp.cube_dimensions)
-    query = _by_months(query, cube, masks)
-    filtered = [*query.members, *query.ranges, *compared]
+    ranges = _month_ranges(query, cube, masks)
+    filtered = [*query.members, *ranges, *compared]
     if any(c not in values for c in [*filtered, *query.group_by]) or not _dimensions_usable(query, cube):
         return None
     factors: set[str] = set()
@@ -107,7 +107,7 @@ def _totals(query: AggregateQuery, cube: Cube, categories: Categories, masks: di
         if needs is None:
             return None
         factors |= needs
-    found = cube.covering([*dict.fromkeys([*query.group_by, *filtered, *factors])])
+    found = _covering(cube, (*dict.fromkeys([*query.group_by, *filtered, *factors]),), masks)
     if found is None:
         return None
     table, rolled = found
@@ -116,7 +116,7 @@ def _totals(query: AggregateQuery, cube: Cube, categories: Categories, masks: di
         return (rolled[column], cube.dependencies[(rolled[column], column)]) if column in rolled else (column, None)
 
     allowed: dict[str, np.ndarray] = {}  # per column of the table, the codes its filters admit
-    for column, mask in [*_filters(query, values, cube, masks), *compared.items()]:
+    for column, mask in [*_filters(query.members, ranges, values, cube, masks), *compared.items()]:
         if mask is None:
             return None
         source, mapping = source_of(column)
@@ -196,7 +196,26 @@ def _texts(cube: Cube, column: str, column_values: list, codes: np.ndarray):
     strings = cube.strings(column, column_values)
     if strings is None or not codes.size or strings[1][codes].all():
         return None
-    return strings[0].take(codes)
+    return _taken(cube, column, strings[0], codes)
+
+
+def _taken(cube: Cube, column: str, strings: pd.api.extensions.ExtensionArray,
+           codes: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """``strings.take(codes)`` (``strings``: text column ``column``'s values, :meth:`parzen.aqp.cubes.Cube.strings`),
+    made once per column and codes and kept on ``cube``, the last :data:`_TEXTS_KEPT` lists of at most
+    :data:`_TEXTS_SHORT` codes (the texts of a list of codes, no answer's values): each answer gets a copy,
+    which shares the immutable Arrow array (2 us; a take of a few costs 30-40), so that an answer's frame
+    written to leaves the kept one as it was."""
+    if codes.size > _TEXTS_SHORT:
+        return strings.take(codes)
+    kept = cube._texts
+    key = (column, codes.tobytes())
+    found = kept.get(key)
+    if found is None:
+        if len(kept) >= _TEXTS_KEPT:
+            kept.clear()
+        found = kept[key] = strings.take(codes)
+    return found.copy()
 
 def _inputs(a: Aggregate, cube: Cube, values: dict[str, list]) -> set[str] | None:
     """The categorical columns aggregate ``a`` multiplies by (None: the tables cannot answer it)."""
@@ -230,16 +249,18 @@ def _inputs(a: Aggregate, cube: Cube, values: dict[str, list]) -> set[str] | Non
     return None
 
 
-def _filters(query: AggregateQuery, values: dict[str, list], cube: Cube, masks: dict):
-    """Per filter of ``query``, its column and the mask of the column's codes it admits (None: a range
-    over values that are no numbers); a range on a numeric dimension compares in its exact scale
+def _filters(members: dict[str, frozenset], ranges: dict[str, Range], values: dict[str, list], cube: Cube,
+             masks: dict):
+    """Per filter of a query (its IN / = ``members`` and its ``ranges``, :func:`_by_months`'), its column and
+    the mask of the column's codes it admits (None: a range over values that are no numbers); a range on a
+    numeric dimension compares in its exact scale
     (:meth:`parzen.aqp.cube_dimensions.NumericDimension.range_mask`).  ``masks``: as :func:`_totals`'."""
-    for column, literals in query.members.items():
+    for column, literals in members.items():
         key = ("in", column, literals)
         if key not in masks:
             masks[key] = member_mask(values[column], literals)
         yield column, masks[key]
-    for column, r in query.ranges.items():
+    for column, r in ranges.items():
         yield column, _range_of(column, r, values, cube, masks)
 
 
@@ -275,17 +296,41 @@ def _by_months(query: AggregateQuery, cube: Cube, masks: dict | None = None) -> 
     column's month dimension (:mod:`parzen.aqp.cube_dimensions`): a table on the months answers it,
     and so does one on the days (they determine the months).  ``masks``: as :func:`_totals`' (the
     month dimension's mask is the one :func:`_filters` reads next)."""
+    ranges = _month_ranges(query, cube, {} if masks is None else masks)
+    return query if ranges is query.ranges else replace(query, ranges=ranges)
+
+
+def _month_ranges(query: AggregateQuery, cube: Cube, masks: dict) -> dict[str, Range]:
+    """:func:`_by_months`' ranges (``query.ranges`` itself where none is read on months), kept in ``masks``
+    for the next query of the same ranges: the sub-queries of a CASE / ratio query share their WHERE's."""
+    key = ("months", *query.ranges.items())
+    if key not in masks:
+        masks[key] = _on_months(query.ranges, cube, masks)
+    found = masks[key]
+    return query.ranges if found is None else found
+
+
+def _on_months(query_ranges: dict[str, Range], cube: Cube, masks: dict) -> dict[str, Range] | None:
+    """:func:`_month_ranges`' ranges read anew (None: none is read on months)."""
     if not any(d.source is not None for d in cube.dimensions.values()):
-        return query
-    masks = {} if masks is None else masks
+        return None
     ranges = {}
-    for column, r in query.ranges.items():
+    for column, r in query_ranges.items():
         month = MONTH.format(column=column)
         months = cube.dimensions.get(month)
         if months is not None and ("range", month, r) not in masks:
             masks[("range", month, r)] = months.range_mask(r)
         ranges[month if months is not None and masks[("range", month, r)] is not None else column] = r
-    return query if list(ranges) == list(query.ranges) else replace(query, ranges=ranges)
+    return None if list(ranges) == list(query_ranges) else ranges
+
+
+def _covering(cube: Cube, columns: tuple[str, ...], masks: dict):
+    """:meth:`parzen.aqp.cubes.Cube.covering` of ``columns``, kept in ``masks`` (:func:`_totals`') for the next
+    query of the same columns (a CASE / ratio query's sub-queries mostly differ in filters only)."""
+    key = ("covering", columns)
+    if key not in masks:
+        masks[key] = cube.covering(columns)
+    return masks[key]
 
 
 def _dimensions_usable(query: AggregateQuery, cube: Cube) -> bool:
@@ -325,7 +370,7 @@ def _passing(cube: Cube, table: CubeTable, allowed: dict[str, np.ndarray], masks
     filters, in the same order: the sub-queries of a CASE / ratio query share their WHERE's cells."""
     if not allowed:
         return np.arange(table.rows.size)
-    counts = {c: int(cube.cells_per_code(table, c, mask.size)[mask].sum()) for c, mask in allowed.items()}
+    counts = {c: _cells_admitted(cube, table, c, mask, masks) for c, mask in allowed.items()}
     first = min(counts, key=counts.__getitem__)
     scan = 4 * counts[first] > table.rows.size  # most cells pass: one look-up per cell
     kept = masks.get(("cells", id(table)))
@@ -347,6 +392,17 @@ def _passing(cube: Cube, table: CubeTable, allowed: dict[str, np.ndarray], masks
             cells = cells[mask[cube.column(table, column)[cells]]]
     masks[("cells", id(table))] = (table, allowed, first, scan, cells)
     return cells
+
+
+def _cells_admitted(cube: Cube, table: CubeTable, column: str, mask: np.ndarray, masks: dict) -> int:
+    """How many cells of ``table`` have a code of ``column`` that ``mask`` admits, kept in ``masks``
+    (:func:`_totals`') with the mask for the next query filtering the column by the same mask object (it
+    is held there, so no other array takes its id)."""
+    key = ("admitted", id(table), column)
+    kept = masks.get(key)
+    if kept is None or kept[0] is not mask:
+        kept = masks[key] = (mask, int(cube.cells_per_code(table, column, mask.size)[mask].sum()))
+    return kept[1]
 
 
 def _split(columns: tuple[str, ...], cube: Cube, values: dict[str, list]) -> tuple[str | None, list[str]] | None:
@@ -467,7 +523,7 @@ def _frame(query: AggregateQuery, keys: np.ndarray, cube: Cube, values: dict[str
             strings = cube.strings(item, values[item])
             columns[item] = cube.decoder(item, values[item])[codes]
             if strings is not None and codes.size and not strings[1][codes].all():
-                texts[item] = strings[0].take(codes)
+                texts[item] = _taken(cube, item, strings[0], codes)
             elif strings is not None or cube.stays_object(item, values[item]):  # NULLs only, no rows, or numbers
                 texts[item] = columns[item]
             continue
@@ -489,10 +545,11 @@ def _column_index(cube: Cube, names: tuple[str, ...]) -> pd.Index:
     per list of names and kept on ``cube`` (keyed by the answer's columns, never by a query's text:
     queries that select the same columns share it; an index is immutable, so frames share it; making one
     costs 25-60 us, 20 more reading the dtype's name, :data:`_TEXT`, read once), the last
-    :data:`_LABELS_KEPT` lists."""
+    :data:`_LABELS_KEPT` lists.  Its name is the one thing an answer's owner can set in place
+    (``df.columns.name = ...``): one so named is made anew."""
     kept = cube._labels
     found = kept.get(names)
-    if found is None:
+    if found is None or found.name is not None:
         if len(kept) >= _LABELS_KEPT:
             kept.clear()
         found = kept[names] = pd.Index(list(names), dtype=_TEXT)
@@ -501,6 +558,10 @@ def _column_index(cube: Cube, names: tuple[str, ...]) -> pd.Index:
 
 #: How many lists of column labels a cube keeps (:func:`_column_index`).
 _LABELS_KEPT = 256
+
+#: How many lists of a text column's values a cube keeps (:func:`_taken`), and the most values of one.
+_TEXTS_KEPT = 256
+_TEXTS_SHORT = 1024
 
 
 #: The dtype of ``pd.Index(..., dtype="str")`` (pandas' text labels), read once.

@@ -96,6 +96,8 @@ class Cube:
     _indexes: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False,
                                                                           compare=False)
     _labels: dict[tuple[str, ...], pd.Index] = field(default_factory=dict, repr=False, compare=False)
+    _texts: dict[tuple[str, bytes], pd.api.extensions.ExtensionArray] = field(default_factory=dict, repr=False,
+                                                                              compare=False)
     _sizes: dict[tuple[int, str], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def column(self, table: CubeTable, column: str) -> np.ndarray:

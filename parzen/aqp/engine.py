@@ -936,7 +936,7 @@ class Engine:
                 q.compared or domains.needed(q, synopsis) or not answers.answered_exactly(q, synopsis)
                 for q in subqueries) and \
                 (found := cube_answers.answer_each(subqueries, synopsis.cube, synopsis.categories)) is not None:
-            return ratios.exact(composite, *found, synopsis.row_count, with_error), cube_answers.FORM  # exact tables
+            return ratios.exact(composite, *found, synopsis.row_count, with_error, synopsis.cube), cube_answers.FORM
         layout = self._layouts[synopsis.table]
         smoothed = with_error and any(contract.reads_bandwidths(q, synopsis) for q in subqueries)  # else no bias
         passes = subquery_passes.SubqueryPasses(synopsis, layout, smoothed)  # the bias runs share the answer's passes

@@ -56,6 +56,8 @@ from .answers import _column_index
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
 from .cube_answers import Totals
+from .cube_answers import _column_index as _table_labels
+from .cubes import Cube
 from .domains import BOUNDED_GROUPS, domain_selection, domain_spread, domain_spread_of_cells, needed, stratum_runs
 from .sql import AggregateQuery
 from .strata import Layout
@@ -160,7 +162,7 @@ def _approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syn
 
 
 def exact(composite: Composite, groups: Sequence[Sequence], totals: Sequence[Totals], rows: int,
-          with_error: bool) -> pd.DataFrame:
+          with_error: bool, cube: Cube) -> pd.DataFrame:
     """The answer to a :class:`~parzen.aqp.case_aggregates.Composite` query from exact answers to its
     sub-queries (the exact aggregate tables', :func:`parzen.aqp.cube_answers.answer_each`): g(L) per group.
 
@@ -190,6 +192,9 @@ def exact(composite: Composite, groups: Sequence[Sequence], totals: Sequence[Tot
         The table's rows (the terms of each total).
     with_error : bool
         Whether to add ``<name> low`` / ``<name> high``.
+    cube : Cube
+        The exact aggregate tables that gave the totals (they keep the answers' column labels,
+        :func:`parzen.aqp.cube_answers._column_index`).
 
     Returns
     -------
@@ -212,13 +217,39 @@ def exact(composite: Composite, groups: Sequence[Sequence], totals: Sequence[Tot
             half = sum((np.where(leaf_bounds[k] > 0.0, np.abs(d) * leaf_bounds[k], 0.0) for k, d in gradient.items()),
                        rounding_bound(value, _operations(output.expression)))
         low[output.name], high[output.name] = value - half, value + half
-    return _exact_frame(composite, groups, size, values, low, high)
+    return _exact_frame(composite, groups, size, values, low, high, cube)
 
 
 def _exact_leaves(composite: Composite, totals: Sequence[Totals]) -> dict[int, np.ndarray]:
     """:func:`_leaf_table`'s leaf values from exact totals, over the first sub-query's groups: each
     sub-query's groups placed among them by their codes (rows sorted lexicographically by code in both),
-    0 where it has none."""
+    0 where it has none.  A sub-query with the first one's groups (every one where each CASE branch has
+    rows in each group, as TPC-H Q12's) gives its totals as they are, without numbering the codes."""
+    codes = totals[0].keys
+    placements = _placements(totals) if any(not np.array_equal(t.keys, codes) for t in totals[1:]) else None
+    values: dict[int, np.ndarray] = {}
+    for j, (found, (_, indices)) in enumerate(zip(totals, composite.subqueries)):
+        for k in indices:
+            total = np.asarray(found.totals[f"{LEAF}{k}"], dtype=np.float64)
+            if placements is None:
+                values[k] = _finite(np.array(total))
+                continue
+            rows, placed = placements[j]
+            v = np.zeros(len(codes))
+            v[rows[placed]] = total[placed]
+            values[k] = _finite(v)
+    return values
+
+
+def _finite(v: np.ndarray) -> np.ndarray:
+    """``np.nan_to_num(v)`` in place (SUM over no row: 0 in a sum of totals), read once where every value is
+    finite (its own checks cost 10 us a call)."""
+    return v if np.isfinite(v).all() else np.nan_to_num(v, copy=False)
+
+
+def _placements(totals: Sequence[Totals]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per sub-query's totals, the row of each of its groups among the first sub-query's groups and
+    whether it is there (:func:`_exact_leaves`)."""
     codes = totals[0].keys
     radix = np.max([t.keys.max(axis=0, initial=0) for t in totals], axis=0) + 1
     weights = np.cumprod(np.concatenate([[1], radix[:0:-1]]))[::-1]  # code j weighs the radices after it
@@ -227,16 +258,12 @@ def _exact_leaves(composite: Composite, totals: Sequence[Totals]) -> dict[int, n
         return k @ weights if radix.size else np.zeros(len(k), dtype=np.int64)
 
     numbers = numbered(codes)
-    values: dict[int, np.ndarray] = {}
-    for found, (_, indices) in zip(totals, composite.subqueries):
+    out = []
+    for found in totals:
         mine = numbered(found.keys)
         rows = np.minimum(np.searchsorted(numbers, mine), max(len(numbers) - 1, 0))
-        placed = numbers[rows] == mine if len(numbers) else np.zeros(len(mine), dtype=bool)
-        for k in indices:
-            v = np.zeros(len(codes))
-            v[rows[placed]] = np.asarray(found.totals[f"{LEAF}{k}"], dtype=np.float64)[placed]
-            values[k] = np.nan_to_num(v)  # SUM over no row: 0 in a sum of totals
-    return values
+        out.append((rows, numbers[rows] == mine if len(numbers) else np.zeros(len(mine), dtype=bool)))
+    return out
 
 
 def _operations(expression: Expression) -> int:
@@ -621,12 +648,13 @@ def _frame(composite: Composite, keys: list[tuple], values, low, high) -> pd.Dat
     return pd.DataFrame(columns, index=pd.RangeIndex(len(keys)))
 
 
-def _exact_frame(composite: Composite, groups: Sequence[Sequence], size: int, values, low, high) -> pd.DataFrame:
+def _exact_frame(composite: Composite, groups: Sequence[Sequence], size: int, values, low, high,
+                 cube: Cube) -> pd.DataFrame:
     """:func:`_frame` of an exact answer, ``size`` rows: per group column (GROUP BY order) its values
     ``groups`` (:func:`parzen.aqp.cube_answers.answer_each`).  Where every group column is pandas' string
     array and every other a float64 array (the exact tables' text groups) the frame is made at once from
     them, as :func:`parzen.aqp.cube_answers.answer` makes its frames (the dtypes a DataFrame of a dict
-    infers, without its checks)."""
+    infers, without its checks), under the column labels ``cube`` keeps for these columns."""
     columns: dict[str, object] = {}
     for item in composite.select:
         if isinstance(item, str):
@@ -640,13 +668,7 @@ def _exact_frame(composite: Composite, groups: Sequence[Sequence], size: int, va
     index = pd.RangeIndex(size)
     if all(isinstance(c, np.ndarray) and c.dtype == np.float64 and c.ndim == 1 or
            isinstance(c, pd.api.extensions.ExtensionArray) and c.dtype == _TEXT for c in columns.values()):
-        return pd.DataFrame._from_arrays(list(columns.values()), columns=_exact_labels(tuple(columns)), index=index,
+        return pd.DataFrame._from_arrays(list(columns.values()), columns=_table_labels(cube, tuple(columns)), index=index,
                                          verify_integrity=False)
     return pd.DataFrame(columns, index=index)
 
-
-@functools.lru_cache(maxsize=256)
-def _exact_labels(names: tuple[str, ...]) -> pd.Index:
-    """An exact answer's column labels as pandas' index of text (the dtype a DataFrame of a dict gets),
-    made once per list of names (an index is immutable, so answers share it)."""
-    return pd.Index(list(names), dtype="str")
