@@ -123,6 +123,12 @@ ATTACKS = [
     "SELECT SUM(CASE WHEN a > 1 THEN b ELSE 0 END) / SUM(b) FROM t, read_text('s.csv')",
     "SELECT SUM(CASE WHEN a > 1 THEN b ELSE 0 END) FROM t WHERE a = 1 OR a = (SELECT 2 FROM 's.csv')",
     "SELECT SUM(CASE WHEN a > 1 THEN b ELSE 0 END) AS x FROM t; DROP TABLE t",
+    # the split's shared clauses, read once for every sub-query (sql.shared_clauses): a file read in a
+    # shared WHERE term, a `<>` term, the GROUP BY, or a table function joined beside the table
+    "SELECT SUM(CASE WHEN a > 1 THEN 1 ELSE 0 END), SUM(b) FROM t WHERE b < (SELECT 1 FROM read_csv('s.csv'))",
+    "SELECT SUM(CASE WHEN a <> 1 THEN b ELSE 0 END) / SUM(b) FROM t WHERE a <> (SELECT 1 FROM 's.csv')",
+    "SELECT g, SUM(CASE WHEN a > 1 THEN 1 ELSE 0 END) FROM t GROUP BY g, (SELECT 1 FROM read_text('s.csv'))",
+    "SELECT SUM(CASE WHEN a > 1 THEN b ELSE 0 END) / SUM(b) FROM t JOIN read_csv('s.csv') AS f ON t.a = f.a",
     # a view or a macro over a file: the parse layer lets their names through, DuckDB refuses the read
     "SELECT * FROM v",
     "SELECT * FROM t JOIN v ON true",
