@@ -89,13 +89,15 @@ def test_binned_scv_H_is_within_the_tolerance_of_the_exact(tolerance):
 @pytest.mark.parametrize("selector", [bw.plugin_H, bw.plugin_diag, bw.scv_H])
 def test_frequency_weights_give_the_replicated_datas_binned_matrix(selector):
     """Linear binning is linear in the weights, so counts of integer weights are the replicated
-    rows' counts: the binned path is exactly equivalent (1e-10 of H's norm; SCV's cancelling
-    criterion leaves 1.5e-10 on its smallest entry)."""
+    rows' counts up to summation order: the binned path is equivalent to 1e-10 of H's norm. SCV's
+    cancelling pair sums round at about 1e-11 of its value, which moves BFGS's central-difference
+    gradients (step 1e-5) by about its stopping tolerance 1e-6, so its H agrees to 1e-8 (1.1e-9
+    seen with OpenBLAS 0.3.31); binning that was not linear in the weights would move H by 1e-3."""
     X = DATA["faithful"]
     counts = _rng.integers(1, 4, size=len(X))
     weighted = selector(X, weights=counts, weight_kind="frequency", method="binned")
     replicated = selector(np.repeat(X, counts, axis=0), method="binned")
-    assert relative(weighted, replicated) <= 1e-10
+    assert relative(weighted, replicated) <= (1e-8 if selector is bw.scv_H else 1e-10)
 
 
 def test_probability_weights_binned_within_the_tolerance_of_exact_weighted():
