@@ -684,3 +684,40 @@ def test_one_domain_spread_is_domain_spread(engine, where):
     spread = domains.domain_spread(values, selected.stratum, selected.group, layout, len(layout.keys), 1)
     for a, b in zip(runs, spread):
         np.testing.assert_array_equal(a.view(np.int64), b.view(np.int64))
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT SUM(CASE WHEN h = 'q' THEN w ELSE 0 END) / SUM(w) AS s FROM t WHERE x < 9",
+    "SELECT SUM(CASE WHEN h = 'q' THEN w * y ELSE 0 END) / SUM(w * (1 - y)) AS s FROM t WHERE x < 9",
+    "SELECT SUM(CASE WHEN x > 11 THEN w ELSE 0 END) / COUNT(*) AS s, AVG(v) AS a FROM t",
+])
+def test_sub_query_rows_hold_the_floats_of_their_frames(engine, sql):
+    """Without GROUP BY, SubqueryPasses.answer gives a sub-query's answer as its answers.Row (no DataFrame made
+    only to be read back): its frame is bit for bit the separate path's (answers / domains .approximate),
+    attrs included, its columns read as that frame's, and its bias runs are those of the separate passes."""
+    from parzen.aqp import answers, domains
+    from parzen.aqp.subquery_passes import SubqueryPasses
+
+    composite = split(sql)
+    subqueries = [engine._resolved(q) for q, _ in composite.subqueries]
+    synopsis, layout = engine.synopsis("t"), engine._layouts["t"]
+    for with_bias in (True, False):
+        passes = SubqueryPasses(synopsis, layout, with_bias=with_bias)
+        for q in subqueries:
+            path = domains if domains.needed(q, synopsis) else answers
+            for z in (None, 1.96):
+                row, form = passes.answer(q, synopsis, z)
+                separate, separate_form = path.approximate(q, synopsis, layout, z)
+                assert isinstance(row, answers.Row) and form == separate_form and len(row) == len(separate)
+                pd.testing.assert_frame_equal(row.frame(), separate, check_exact=True)
+                assert row.frame().attrs == separate.attrs
+                for label in separate.columns:
+                    np.testing.assert_array_equal(row.column(label), separate[label].to_numpy(dtype=np.float64))
+            if with_bias:
+                for shared, own in zip(passes.runs(q, passes.scaled), path.bias_runs(q, passes.scaled, layout)):
+                    if isinstance(own, pd.DataFrame):
+                        pd.testing.assert_frame_equal(shared, own, check_exact=True)
+                        continue
+                    assert shared.keys() == own.keys()
+                    for name in own:
+                        np.testing.assert_array_equal(shared[name], own[name])

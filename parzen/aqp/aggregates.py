@@ -91,6 +91,45 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
         COUNT(DISTINCT) under a range, or a synopsis without the column summary or sketches an
         aggregate needs.
     """
+    keys, rows, bounds, form = _estimates(query, synopsis, layout, z)
+    result = answers.frame(query, dict(zip(keys, rows)), z is not None)
+    result.attrs["bounds"] = bounds
+    return result, form
+
+
+def approximate_row(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
+                    z: float | None) -> tuple[answers.Row, str]:
+    """:func:`approximate`'s answer to a query without GROUP BY as its :class:`parzen.aqp.answers.Row`
+    (the same floats, labels and ``attrs``).
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query without GROUP BY (names spelled as in the synopsis).
+    synopsis : Synopsis
+        Its synopsis.
+    layout : Layout
+        The synopsis's strata.
+    z : float or None
+        The intervals' normal quantile; None: no intervals.
+
+    Returns
+    -------
+    row : parzen.aqp.answers.Row
+    form : str
+        As :func:`approximate`.
+    """
+    keys, rows, bounds, form = _estimates(query, synopsis, layout, z)
+    ((_, estimates),) = dict(zip(keys, rows)).items()  # answers.frame's check: one answer row
+    row = answers.one_row(query, estimates, z is not None)
+    row.attrs["bounds"] = bounds
+    return row, form
+
+
+def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout,
+               z: float | None) -> tuple[list[tuple], list[dict[str, Estimate]], list[str], str]:
+    """:func:`approximate`'s work but the frame: the answer rows' keys, each row's estimates, the names
+    of the answers that are bounds, and the form."""
     ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
     parts: dict[Aggregate, Aggregate] = {}  # plain parts of sums of aggregates, under names of their own
     for a in query.aggregates:
@@ -114,9 +153,7 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
         for g in range(len(keys)):
             rows[g][a.name] = Estimate(float(value[g])) if z is None else Estimate(float(value[g]), float(low[g]),
                                                                                  float(high[g]))
-    result = answers.frame(query, dict(zip(keys, rows)), z is not None)
-    result.attrs["bounds"] = bounds
-    return result, "sample" if solver.sampled else form
+    return keys, rows, bounds, "sample" if solver.sampled else form
 
 
 class _Solver:

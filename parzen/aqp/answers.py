@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -122,11 +122,79 @@ def approximate_with_bias_runs(query: AggregateQuery, synopsis: Synopsis, layout
     return answer, form, _in_row_order(keys, runs)
 
 
+def approximate_row(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: float | None,
+                    scaled: list[Synopsis] | None = None) -> tuple[Row, str, list | None]:
+    """:func:`approximate`'s answer to a query without GROUP BY or OR as its :class:`Row` (the same floats),
+    and with ``scaled`` :func:`bias_runs`'s values from them, as :func:`approximate_with_bias_runs` makes them.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        A parsed query without GROUP BY or boxes of OR, names spelled as in the synopsis.
+    synopsis : Synopsis
+        The synopsis that answers it.
+    layout : Layout
+        Its strata.
+    z : float or None
+        The normal quantile of the intervals; None: none.
+    scaled : list of Synopsis, optional
+        The synopsis with its bandwidths scaled (:func:`parzen.aqp.contract.with_bandwidths_scaled`).
+
+    Returns
+    -------
+    row : Row
+        :func:`approximate`'s frame's row, labels and ``attrs``.
+    form : str
+        As :func:`approximate`.
+    runs : list or None
+        As :func:`bias_runs` of ``scaled``; None without ``scaled``.
+    """
+    if query.group_by or query.boxes:
+        raise ValueError("approximate_row answers a query without GROUP BY or OR")
+    if not all(a.plain for a in query.aggregates):
+        from . import aggregates  # it builds on this module's forms
+        row, form = aggregates.approximate_row(query, synopsis, layout, z)
+        return row, form, None if scaled is None else bias_runs(query, scaled, layout)
+    ranges = {c: r for c, r in query.ranges.items() if c in synopsis.models}
+    form, keys, output_of_stratum, (values, *runs) = _point_answers_at(query, [synopsis, *(scaled or [])], layout, ranges)
+    value, low, high = _answer_columns(query, synopsis, layout, z, ranges, form, keys, output_of_stratum, values)
+    return _answer_row(query, z, keys, value, low, high), form, None if scaled is None else _in_row_order(keys, runs)
+
+
 def _answer_frame(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: float | None, ranges: dict[str, Range],
                   form: str, keys: list[tuple], output_of_stratum: np.ndarray, values: Values) -> pd.DataFrame:
     """:func:`approximate`'s frame from the point answers ``values`` (and intervals at ``z``), its columns
-    made as arrays, without an :class:`Estimate` per row: value -+ the half width, or where the interval
-    spans the plain estimate p too [min(value, p) - half, max(value, p) + half] (p NaN: value -+ half)."""
+    made as arrays (:func:`_answer_columns`), without an :class:`Estimate` per row but without GROUP BY."""
+    value, low, high = _answer_columns(query, synopsis, layout, z, ranges, form, keys, output_of_stratum, values)
+    if not query.group_by:
+        return _answer_row(query, z, keys, value, low, high).frame()
+    order = sorted(range(len(keys)), key=lambda g: _row_order(keys[g]))  # frame's row order
+    columns: dict[str, object] = {}
+    for item in query.select:
+        if isinstance(item, str):
+            position = query.group_by.index(item)
+            columns[item] = [keys[g][position] for g in order]
+            continue
+        columns[item.name] = value[item.name][order]
+        if z is not None:
+            columns[f"{item.name} low"], columns[f"{item.name} high"] = low[item.name][order], high[item.name][order]
+    return pd.DataFrame(columns)
+
+
+def _answer_row(query: AggregateQuery, z: float | None, keys: list[tuple], value: dict[str, np.ndarray],
+                low: dict[str, np.ndarray], high: dict[str, np.ndarray]) -> Row:
+    """The answer without GROUP BY (one key) as its :class:`Row`, from :func:`_answer_columns`."""
+    ((g, _),) = enumerate(keys)  # frame's check: one answer row
+    return one_row(query, {name: Estimate(float(v[g]), float(low[name][g]), float(high[name][g]))
+                           for name, v in value.items()}, z is not None)
+
+
+def _answer_columns(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: float | None,
+                    ranges: dict[str, Range], form: str, keys: list[tuple], output_of_stratum: np.ndarray,
+                    values: Values) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Per aggregate, its values, low and high ends per answer row (NaN ends without ``z``) from the point
+    answers ``values``: value -+ the half width, or where the interval spans the plain estimate p too
+    [min(value, p) - half, max(value, p) + half] (p NaN: value -+ half)."""
     value = {name: np.asarray(v, dtype=np.float64) for name, v in values.items()}
     nothing = np.full(len(keys), math.nan)
     low, high = dict.fromkeys(value, nothing), dict.fromkeys(value, nothing)
@@ -143,20 +211,7 @@ def _answer_frame(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: 
         half_widths = _half_widths(query, synopsis, layout, ranges, output_of_stratum, len(keys), z)
         for name, v in value.items():
             low[name], high[name] = v - half_widths[name], v + half_widths[name]
-    if not query.group_by:
-        return frame(query, {key: {name: Estimate(float(v[g]), float(low[name][g]), float(high[name][g]))
-                                   for name, v in value.items()} for g, key in enumerate(keys)}, z is not None)
-    order = sorted(range(len(keys)), key=lambda g: _row_order(keys[g]))  # frame's row order
-    columns: dict[str, object] = {}
-    for item in query.select:
-        if isinstance(item, str):
-            position = query.group_by.index(item)
-            columns[item] = [keys[g][position] for g in order]
-            continue
-        columns[item.name] = value[item.name][order]
-        if z is not None:
-            columns[f"{item.name} low"], columns[f"{item.name} high"] = low[item.name][order], high[item.name][order]
-    return pd.DataFrame(columns)
+    return value, low, high
 
 
 def _half_widths(query: AggregateQuery, synopsis: Synopsis, layout: Layout, ranges: dict[str, Range],
@@ -815,6 +870,92 @@ def _in_row_order(keys: list[tuple], runs: list[Values]) -> list[dict[str, np.nd
 
 def _one_row(query: AggregateQuery, answers: dict[str, Estimate], with_error: bool) -> pd.DataFrame:
     """The answer without GROUP BY: one row of floats, one array, column names made once per query shape."""
+    return one_row(query, answers, with_error).frame()
+
+
+@dataclass(frozen=True)
+class Row:
+    """An answer without GROUP BY as the floats its DataFrame is made of (:func:`frame`'s one row), for a
+    caller that only reads them back (a ratio's sub-queries, :mod:`parzen.aqp.ratios`): no DataFrame and
+    no column labels are made (a few tens of microseconds each) unless :meth:`frame` asks for them.
+
+    Attributes
+    ----------
+    names : tuple of str
+        The aggregates' names, in SELECT order.
+    values : numpy.ndarray of float64, shape (1, columns)
+        The row: per aggregate its value (and its low and high end when ``with_error``).
+    with_error : bool
+        Whether the row holds the intervals' ends.
+    attrs : dict
+        What the DataFrame's ``attrs`` hold.
+    """
+
+    names: tuple[str, ...]
+    values: np.ndarray
+    with_error: bool
+    attrs: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        """Its rows: 1."""
+        return len(self.values)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Its column labels, as the DataFrame's."""
+        return _column_labels(self.names, self.with_error)
+
+    def column(self, label: str) -> np.ndarray:
+        """The column ``label`` (an aggregate's name, or it with " low" / " high"), one float64, read only.
+
+        Parameters
+        ----------
+        label : str
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (1,)
+        """
+        return self.values[:, self._position[label]]
+
+    @functools.cached_property
+    def _position(self) -> dict[str, int]:
+        """Each column label's position in the row (the last of equal labels, as a frame's labels are looked up)."""
+        return {label: j for j, label in enumerate(self.columns)}
+
+    def frame(self) -> pd.DataFrame:
+        """The answer's DataFrame (:func:`frame`'s), ``attrs`` included.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        out = pd.DataFrame(self.values, columns=_column_index(self.names, self.with_error), index=_ONE_ROW, copy=False)
+        out.attrs.update(self.attrs)
+        return out
+
+
+def one_row(query: AggregateQuery, answers: dict[str, Estimate], with_error: bool) -> Row:
+    """:func:`frame`'s answer without GROUP BY as a :class:`Row`.
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        The query (its SELECT list names the columns).
+    answers : dict of str to Estimate
+        Per aggregate name, the estimate.
+    with_error : bool
+        Whether to hold each aggregate's low and high end after its value.
+
+    Returns
+    -------
+    Row
+
+    Raises
+    ------
+    ValueError
+        A query that selects a column.
+    """
     aggregates = query.aggregates
     if len(aggregates) != len(query.select):
         raise ValueError("a query without GROUP BY selects aggregates only")
@@ -822,9 +963,7 @@ def _one_row(query: AggregateQuery, answers: dict[str, Estimate], with_error: bo
     for agg in aggregates:
         e = answers[agg.name]
         values += [e.value, e.low, e.high] if with_error else [e.value]
-    names = tuple(agg.name for agg in aggregates)
-    return pd.DataFrame(np.array([values], dtype=np.float64), columns=_column_index(names, with_error),
-                        index=_ONE_ROW, copy=False)
+    return Row(tuple(agg.name for agg in aggregates), np.array([values], dtype=np.float64), with_error)
 
 
 _ONE_ROW = pd.RangeIndex(1)
@@ -835,6 +974,10 @@ _NO_SCALE = np.zeros(0)
 @functools.lru_cache(maxsize=1024)
 def _column_index(names: tuple[str, ...], with_error: bool) -> pd.Index:
     """The answer's column names (an Index is immutable, so answers of one query shape share it)."""
-    if with_error:
-        names = tuple(n for name in names for n in (name, f"{name} low", f"{name} high"))
-    return pd.Index(names)
+    return pd.Index(_column_labels(names, with_error))
+
+
+def _column_labels(names: tuple[str, ...], with_error: bool) -> tuple[str, ...]:
+    """The answer's column labels: each aggregate's name, and after it ``<name> low`` / ``<name> high``
+    when ``with_error``."""
+    return tuple(n for name in names for n in (name, f"{name} low", f"{name} high")) if with_error else names

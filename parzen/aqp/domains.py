@@ -102,11 +102,54 @@ def approximate(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: fl
     """
     selected, estimates = _estimates(query, synopsis, layout, z)
     out = _frame(query, synopsis, selected, estimates, z is not None)
-    #: the groups without a sampled row: their intervals are bounds that hold (no bias term widens them)
-    out.attrs[BOUNDED_GROUPS] = [selected.decoded[g] for g in np.flatnonzero(selected.size_estimate <= 0)]
-    out.attrs[LISTED] = "exact" if selected.exact_list or not query.group_by else \
-        "superset" if selected.found is not None else "sampled"
+    out.attrs.update(_attrs(query, selected))
     return out, "sample"
+
+
+def approximate_row(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: float | None):
+    """:func:`approximate`'s answer to a query without GROUP BY as its :class:`parzen.aqp.answers.Row`
+    (the same floats, labels and ``attrs``).
+
+    Parameters
+    ----------
+    query : AggregateQuery
+        COUNT / SUM / AVG with AND-ed predicates, without GROUP BY, names spelled as in the synopsis.
+    synopsis : Synopsis
+        Its synopsis, with :attr:`~parzen.aqp.synopsis.Synopsis.categories`.
+    layout : Layout
+        The synopsis's strata.
+    z : float or None
+        The normal quantile of the intervals; None: none.
+
+    Returns
+    -------
+    row : parzen.aqp.answers.Row
+    form : str
+        "sample".
+
+    Raises
+    ------
+    UnsupportedQuery
+        As :func:`approximate`.
+    """
+    from .answers import one_row  # answers dispatches here
+
+    if query.group_by:
+        raise ValueError("approximate_row answers a query without GROUP BY")
+    selected, estimates = _estimates(query, synopsis, layout, z)
+    ((g, _),) = enumerate(selected.decoded)  # answers.frame's check: one answer row
+    out = one_row(query, {name: Estimate(value[g], low[g], high[g]) if low is not None and high is not None
+                          else Estimate(value[g]) for name, (value, low, high) in estimates.items()}, z is not None)
+    out.attrs.update(_attrs(query, selected))
+    return out, "sample"
+
+
+def _attrs(query: AggregateQuery, selected: DomainSelection) -> dict:
+    """The ``attrs`` of :func:`approximate`'s answer."""
+    #: the groups without a sampled row: their intervals are bounds that hold (no bias term widens them)
+    return {BOUNDED_GROUPS: [selected.decoded[g] for g in np.flatnonzero(selected.size_estimate <= 0)],
+            LISTED: "exact" if selected.exact_list or not query.group_by else
+            "superset" if selected.found is not None else "sampled"}
 
 
 def bias_runs(query: AggregateQuery, synopses: list[Synopsis], layout: Layout) -> list[dict[str, np.ndarray]]:

@@ -52,7 +52,7 @@ import pandas as pd
 from ._cell_sums import add_scaled, add_scaled_kept, add_scaled_kept_rows, add_scaled_rows, stratum_sums_of_runs
 from ._kept import shared_terms
 from .aggregates import sample_terms
-from .answers import _column_index
+from .answers import Row, _column_index
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .contract import rounding_bound
 from .cube_answers import Totals
@@ -65,8 +65,9 @@ from .synopsis import Synopsis
 from .tails import t_quantiles
 from .value_index import member_mask
 
-#: Answers one parsed sub-query from a synopsis: (frame, form), intervals at z when z is given.
-Answerer = Callable[[AggregateQuery, Synopsis, "float | None"], "tuple[pd.DataFrame, str]"]
+#: Answers one parsed sub-query from a synopsis: (frame, form), intervals at z when z is given (without
+#: GROUP BY the frame may be its :class:`parzen.aqp.answers.Row`, the floats it would be made of).
+Answerer = Callable[[AggregateQuery, Synopsis, "float | None"], "tuple[pd.DataFrame | Row, str]"]
 #: Forms, most exact first: a composite answer names the least exact of its sub-queries'.
 _FORMS = ("totals", "grid", "sample")
 
@@ -323,7 +324,8 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
     """The groups (those of the first sub-query, which has no condition), each leaf's value and half
     width per group (0 and 0 where its sub-query has no such group: no row), the groups that some
     sub-query answered without a sampled row (:data:`parzen.aqp.domains.BOUNDED_GROUPS`), and per
-    sub-query where each row of its answer goes among the groups (-1: none)."""
+    sub-query where each row of its answer goes among the groups (-1: none).  ``frames`` are the
+    sub-queries' answers: DataFrames, or without GROUP BY their :class:`parzen.aqp.answers.Row`."""
     group_by = list(composite.group_by)
     base = frames[0]
     if group_by:
@@ -366,9 +368,12 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
     return keys, values, half, bounded, placed
 
 
-def _float_columns(frame: pd.DataFrame, grouped: bool) -> Callable[[str], np.ndarray]:
-    """Reads a column of ``frame`` as float64: without GROUP BY (every column a number) from the frame's
-    values read once as one array, else column by column."""
+def _float_columns(frame: pd.DataFrame | Row, grouped: bool) -> Callable[[str], np.ndarray]:
+    """Reads a column of ``frame`` as float64: from a :class:`parzen.aqp.answers.Row` as it holds them;
+    without GROUP BY (every column a number) from the frame's values read once as one array, else column
+    by column."""
+    if isinstance(frame, Row):
+        return frame.column
     if grouped:
         return lambda name: frame[name].to_numpy(dtype=np.float64)
     block = frame.to_numpy(dtype=np.float64)

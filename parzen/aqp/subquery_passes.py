@@ -47,8 +47,11 @@ class SubqueryPasses:
         self.scaled = [with_bandwidths_scaled(synopsis, c) for c in BIAS_STEPS] if with_bias else []
         self._runs: dict[int, tuple[AggregateQuery, list]] = {}  # per sub-query (by id), its runs at ``scaled``
 
-    def answer(self, query: AggregateQuery, synopsis: Synopsis, z: float | None) -> tuple[pd.DataFrame, str]:
-        """The sub-query's answer from ``synopsis`` (intervals at ``z``; None: none) and its form.
+    def answer(self, query: AggregateQuery, synopsis: Synopsis,
+               z: float | None) -> tuple[pd.DataFrame | answers.Row, str]:
+        """The sub-query's answer from ``synopsis`` (intervals at ``z``; None: none) and its form: without
+        GROUP BY or OR its :class:`parzen.aqp.answers.Row`, the floats that :func:`parzen.aqp.ratios.approximate`
+        reads (no DataFrame is made to be read back), else its DataFrame.
 
         Parameters
         ----------
@@ -61,11 +64,19 @@ class SubqueryPasses:
 
         Returns
         -------
-        frame : pandas.DataFrame
+        answer : pandas.DataFrame or parzen.aqp.answers.Row
         form : str
         """
+        one_row = not query.group_by and not query.boxes
         if domains.needed(query, synopsis):
-            return domains.approximate(query, synopsis, self.layout, z)
+            return domains.approximate_row(query, synopsis, self.layout, z) if one_row else \
+                domains.approximate(query, synopsis, self.layout, z)
+        if one_row:
+            scaled = self.scaled if synopsis is self.synopsis and self.scaled else None
+            row, form, runs = answers.approximate_row(query, synopsis, self.layout, z, scaled)
+            if runs is not None:
+                self._runs[id(query)] = (query, runs)
+            return row, form
         if synopsis is self.synopsis and self.scaled:
             frame, form, runs = answers.approximate_with_bias_runs(query, synopsis, self.layout, z, self.scaled)
             self._runs[id(query)] = (query, runs)
