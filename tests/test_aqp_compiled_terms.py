@@ -128,3 +128,78 @@ def test_sums_on_the_rows_where_z_may_not_be_zero_are_those_over_every_row():
     np.testing.assert_array_equal(counts, np.bincount(stratum)[ids])  # each stratum's rows: its drawn rows
     for got, want in zip(sums, (s1, s2, s4)):
         np.testing.assert_array_equal(got[ids], want)
+
+
+def test_one_domains_spread_is_the_numpy_expressions():
+    """The variance and effective degrees of freedom of one domain (domain_spread_of_cells with groups=1,
+    compiled: _cell_sums.one_domain_cells / one_domain_df) are the floats of the NumPy path
+    (_variances_of_cells, np.bincount, tails.effective_df_of_cells): strata drawn whole or of one row, cells
+    without a spread, huge terms whose contributions overflow, NaN and infinite sums, more than 8 shown
+    cells (NumPy's pairwise sum of the kurtosis terms) and none."""
+    from types import SimpleNamespace
+
+    from parzen.aqp import domains
+    from parzen.aqp.tails import effective_df_of_cells
+
+    rng = np.random.default_rng(11)
+
+    def numpy_path(sums, layout):
+        group_of_cell, contribution, rows, square, fourth = domains._variances_of_cells(sums, layout, 1)
+        return (np.bincount(group_of_cell, weights=contribution, minlength=1),
+                effective_df_of_cells(group_of_cell, 1, contribution, rows, square, fourth))
+
+    cases = 0
+    for strata in (1, 3, 8, 21, 40, 300):
+        for kind in ("plain", "edges", "none shown", "overflow"):
+            drawn = rng.integers(1, 50, strata).astype(np.float64)
+            drawn[rng.random(strata) < 0.2] = 1.0
+            table_rows = drawn * rng.integers(1, 100, strata)
+            whole = rng.random(strata) < 0.2
+            table_rows[whole] = drawn[whole]  # strata drawn whole: no contribution
+            ids = np.flatnonzero(rng.random(strata) < 0.8)
+            rows = np.minimum(drawn[ids], rng.integers(0, 50, ids.size)).astype(np.float64)
+            s1 = rng.normal(0.0, 1e3, ids.size) * rows
+            s2 = s1 * s1 / np.maximum(rows, 1.0) + rng.gamma(1.0, 1e5, ids.size) * rows
+            s4 = s2 * s2 * rng.uniform(1.0, 9.0, ids.size)
+            if kind == "edges" and ids.size > 2:
+                s2[0], s1[1], s4[2] = 0.0, np.nan, np.inf
+            if kind == "none shown":
+                s2[:] = 0.0
+            with np.errstate(over="ignore"):
+                if kind == "overflow":
+                    s1, s2, s4 = s1 * 1e150, s2 * 1e300, s4 * 1e300
+            layout = SimpleNamespace(drawn=drawn, rows=table_rows)
+            sums = (ids, rows, s1, s2, s4)
+            with np.errstate(all="ignore"):
+                expected = numpy_path(sums, layout)
+                got = domains._one_domain_spread_of_cells(sums, layout) if ids.size else \
+                    domains.domain_spread_of_cells(sums, layout, 1)
+            for a, b in zip(got, expected):
+                assert a.dtype == b.dtype and a.shape == b.shape == (1,)
+                np.testing.assert_array_equal(a, b)
+                assert np.signbit(a) == np.signbit(b)
+            cases += 1
+    assert cases == 24
+    nothing = (np.zeros(0, dtype=np.intp), *(np.zeros(0) for _ in range(4)))  # no cell: NumPy's integer zeros
+    layout = SimpleNamespace(drawn=np.ones(2), rows=np.ones(2))
+    for a, b in zip(domains.domain_spread_of_cells(nothing, layout, 1), numpy_path(nothing, layout)):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+def test_weighted_total_is_one_groups_bincount():
+    """_cell_sums.weighted_total (a one-domain answer's total, domains._estimates) is np.bincount's sum of the
+    rounded products of one group, bit for bit: NaN and infinite terms, -0.0, and large and tiny magnitudes."""
+    from parzen.aqp._cell_sums import weighted_total
+
+    rng = np.random.default_rng(5)
+    for size in (1, 7, 8, 9, 1000, 16_764):
+        weight = rng.uniform(1.0, 400.0, size)
+        values = rng.standard_normal(size) * 10.0 ** rng.integers(-200, 200, size)
+        for special in ((), (np.nan,), (np.inf,), (-0.0,)):
+            v = values.copy()
+            v[: len(special)] = special
+            expected = np.bincount(np.zeros(size, dtype=np.intp), weights=weight * v, minlength=1)
+            got = np.array([weighted_total(weight, v)])
+            np.testing.assert_array_equal(got, expected)
+            assert np.signbit(got) == np.signbit(expected)

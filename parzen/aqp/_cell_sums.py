@@ -269,3 +269,113 @@ def stratum_sums_of_runs(values, bounds):
             a4 += square * square
         s1[c], s2[c], s4[c] = a1, a2, a4
     return s1, s2, s4
+
+
+@njit(cache=True, nogil=True, error_model="numpy")  # x / 0 as NumPy's (inf, NaN), not an exception
+def one_domain_cells(drawn, table_rows, rows, s1, s2, s4):
+    """The cells (strata) of one domain's variance: each cell's term of it, their sum, and the kurtosis
+    terms that :func:`parzen.aqp.tails.effective_df_of_cells` averages, in one loop over the cells with
+    the arithmetic of the NumPy expressions of :func:`parzen.aqp.domains._variances_of_cells` and
+    ``effective_df_of_cells`` (the same floats: each element's operations in their order; the sum added
+    in cell order from 0.0, as ``np.bincount`` adds).
+
+    Parameters
+    ----------
+    drawn, table_rows : numpy.ndarray of float64
+        Per cell: its stratum's drawn rows n and table rows N.
+    rows : numpy.ndarray of float64
+        Per cell: the sampled rows m whose terms enter it.
+    s1, s2, s4 : numpy.ndarray of float64
+        Per cell: the sums of its terms v, of v^2 and of v^4.
+
+    Returns
+    -------
+    contribution : numpy.ndarray of float64
+        Per cell, N^2 S^2 / n (1 - n / N) (0 where n <= 1; NaN as 0.0 and +-inf as the largest floats, as
+        ``np.nan_to_num``), S^2 = max(s2 - s1^2 / n, 0) / (n - 1).
+    variance : float
+        The contributions' sum.
+    weighted, counted : numpy.ndarray of float64
+        Over the cells whose s2 is above 0, in cell order: m kappa_c (kappa_c = m s4 / s2^2) and m, whose
+        sums (``ndarray.sum``) give the borrowed kurtosis.
+    """
+    largest = np.finfo(np.float64).max
+    cells = drawn.size
+    contribution = np.zeros(cells)
+    weighted = np.zeros(cells)
+    counted = np.zeros(cells)
+    variance = 0.0
+    shown = 0
+    for c in range(cells):
+        n, total = drawn[c], table_rows[c]
+        spread = s2[c] - s1[c] * s1[c] / n
+        spread = spread if np.isnan(spread) or spread > 0.0 else 0.0  # np.maximum(spread, 0.0): NaN stays
+        var = spread / (n - 1) if n > 1 else 0.0
+        share = 1.0 - n / total
+        share = share if np.isnan(share) or share > 0.0 else 0.0  # np.maximum(0.0, share)
+        v = total * total * var / n * share
+        if np.isnan(v):
+            v = 0.0
+        elif v == np.inf:
+            v = largest
+        elif v == -np.inf:
+            v = -largest
+        contribution[c] = v
+        variance += v
+        if s2[c] > 0.0:
+            weighted[shown] = rows[c] * (rows[c] * s4[c] / (s2[c] * s2[c]))
+            counted[shown] = rows[c]
+            shown += 1
+    return contribution, variance, weighted[:shown], counted[:shown]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def one_domain_df(contribution, rows, kappa):
+    """:func:`parzen.aqp.tails.effective_df_of_cells` of one answer row from its cells' contributions
+    V_s and rows m_s and the borrowed kurtosis ``kappa``: Satterthwaite's (sum V_s)^2 / sum V_s^2 / d_s,
+    d_s = 2 m_s / kappa, over the cells with a finite V_s > 0 and d_s > 0, the sums added in cell order
+    from 0.0 (``np.bincount``'s floats); inf where that sum is not above 0 or a V_s is not finite.
+
+    Parameters
+    ----------
+    contribution, rows : numpy.ndarray of float64
+        Per cell, V_s and m_s.
+    kappa : float
+        The kurtosis.
+
+    Returns
+    -------
+    float
+    """
+    variance = 0.0
+    spread = 0.0
+    finite = True
+    for c in range(contribution.size):
+        v = contribution[c]
+        cell_df = 2.0 * rows[c] / kappa
+        if not np.isfinite(v):
+            finite = False
+        elif v > 0.0 and cell_df > 0.0:
+            variance += v
+            spread += v * v / cell_df
+    return variance * variance / spread if spread > 0.0 and finite else np.inf
+
+
+@njit(cache=True, nogil=True)
+def weighted_total(weight, values):
+    """sum_i weight_i values_i, each product rounded and added in row order from 0.0: the floats of
+    ``np.bincount(group, weights=weight * values)`` of one group.
+
+    Parameters
+    ----------
+    weight, values : numpy.ndarray of float64
+        Per row.
+
+    Returns
+    -------
+    float
+    """
+    total = 0.0
+    for i in range(values.size):
+        total += weight[i] * values[i]
+    return total

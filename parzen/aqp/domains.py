@@ -37,7 +37,14 @@ import numpy as np
 import pandas as pd
 
 from ._box import box_sums
-from ._cell_sums import domain_cell_sums, stratum_sums_of_runs, terms_of_kept
+from ._cell_sums import (
+    domain_cell_sums,
+    one_domain_cells,
+    one_domain_df,
+    stratum_sums_of_runs,
+    terms_of_kept,
+    weighted_total,
+)
 from .categories import Categories
 from .estimate import _REACH, Estimate, row_terms
 from .group_candidates import LISTED, Candidates, candidates
@@ -227,7 +234,9 @@ def _estimates(query: AggregateQuery, synopsis: Synopsis, layout: Layout, z: flo
     read = {f"sum {a.name}" for a in polynomials} | {f"count {a.name}" for a in polynomials if a.func == "avg"}
     for name, values in dense.items():
         if name in read or name in totals:  # a SUM's COUNT terms: no total reads them
-            totals[name] = np.bincount(group, weights=weight * values, minlength=sizes)
+            totals[name] = np.array([weighted_total(np.ascontiguousarray(weight, dtype=np.float64),
+                                                    np.ascontiguousarray(values, dtype=np.float64))]) \
+                if sizes == 1 and group.size else np.bincount(group, weights=weight * values, minlength=sizes)
     sampled_rows = float(size_estimate.sum())
     terms = None if z is None else \
         {**(_dense_terms(synopsis, layout, ranges, aggregated, keep, kept) if plain else {}), **dense}
@@ -976,9 +985,27 @@ def domain_spread_of_cells(sums: tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     variance, degrees_of_freedom : numpy.ndarray
         Per domain, as :func:`domain_spread` gives them.
     """
+    if groups == 1 and len(sums[0]):  # (no cell: NumPy's integer sums of nothing, kept as they are)
+        return _one_domain_spread_of_cells(sums, layout)
     group_of_cell, contribution, rows, square, fourth = _variances_of_cells(sums, layout, groups)
     return (np.bincount(group_of_cell, weights=contribution, minlength=groups),
             effective_df_of_cells(group_of_cell, groups, contribution, rows, square, fourth))
+
+
+def _one_domain_spread_of_cells(sums: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                                layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`domain_spread_of_cells` of one domain (the cells are strata): the same floats from two compiled
+    loops over the cells (:func:`parzen.aqp._cell_sums.one_domain_cells`, ``one_domain_df``) and NumPy's sums
+    of the kurtosis terms, instead of some thirty NumPy calls on arrays of a few strata."""
+    ids, rows, s1, s2, s4 = sums
+    f64 = np.float64
+    contribution, variance, weighted, counted = one_domain_cells(
+        np.ascontiguousarray(layout.drawn[ids], dtype=f64), np.ascontiguousarray(layout.rows[ids], dtype=f64),
+        np.ascontiguousarray(rows, dtype=f64), np.ascontiguousarray(s1, dtype=f64), np.ascontiguousarray(s2, dtype=f64),
+        np.ascontiguousarray(s4, dtype=f64))
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # effective_df_of_cells's kurtosis
+        kappa = max(float(weighted.sum() / counted.sum()), 1.0) if counted.size else 1.0
+    return np.array([variance]), np.array([one_domain_df(contribution, np.ascontiguousarray(rows, dtype=f64), kappa)])
 
 
 def stratum_runs(layout: Layout) -> np.ndarray:

@@ -286,8 +286,11 @@ def warm_up() -> None:
         add_scaled_rows,
         cell_sums,
         domain_cell_sums,
+        one_domain_cells,
+        one_domain_df,
         stratum_sums_of_runs,
         terms_of_kept,
+        weighted_total,
     )
 
     cell_sums(np.zeros(1), one, 1)
@@ -298,6 +301,9 @@ def warm_up() -> None:
     add_scaled_rows(np.zeros(1), 1.0, np.ones(1), one)
     add_scaled_kept_rows(np.zeros(1), 1.0, np.ones(1), np.ones(1, dtype=np.bool_), one)
     stratum_sums_of_runs(np.zeros(1), np.array([0, 1], dtype=np.intp))
+    one_domain_cells(np.ones(1), np.ones(1), np.ones(1), np.zeros(1), np.zeros(1), np.zeros(1))
+    one_domain_df(np.zeros(1), np.ones(1), 1.0)
+    weighted_total(np.ones(1), np.ones(1))
     from ._row_polynomials import polynomial_rows  # SUM / AVG of arithmetic of columns
 
     polynomial_rows(one, np.zeros((1, 1)), one, np.ones(1), np.ones((1, 1)), one, np.array([0, 1]), one, one + 1,
