@@ -165,3 +165,18 @@ def test_domain_spread_reads_only_the_cells_that_hold_rows():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 8 * 3000 * 3000 / 4
+
+
+def test_t_quantile_of_one_answer_row_is_the_arrays():
+    """t_quantiles of one degrees of freedom (one answer row: Python floats) is bit for bit its value in an
+    array of several (NumPy's path): many rows, few (SciPy's inverse), at the expansion's edge, and inf, NaN,
+    0 and negative degrees of freedom (z itself)."""
+    from parzen.aqp.tails import EXPANDED_FROM
+
+    for z in (1.959963984540054, 2.5758293035489004, 1.0):
+        for d in (EXPANDED_FROM, np.nextafter(EXPANDED_FROM, 0.0), 30.5, 45.25, 1e3, 123456.7, 1e300, 3.5, 0.5,
+                  np.inf, np.nan, 0.0, -2.0):
+            one = t_quantiles(z, np.array([d]))
+            several = t_quantiles(z, np.array([d, 7.0, np.inf]))
+            assert one.shape == (1,) and one.dtype == np.float64
+            np.testing.assert_array_equal(one, several[:1])

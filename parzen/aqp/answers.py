@@ -967,14 +967,17 @@ def one_row(query: AggregateQuery, answers: dict[str, Estimate], with_error: boo
 
 
 _ONE_ROW = pd.RangeIndex(1)
+#: The dtype of an Index of column names as pandas infers it (its text dtype from pandas 3, object before).
+_LABELS = pd.Index(["label"]).dtype
 #: :func:`box_sums`'s "every bandwidth factor is 1" (whole-table answers read no per-row factors).
 _NO_SCALE = np.zeros(0)
 
 
 @functools.lru_cache(maxsize=1024)
 def _column_index(names: tuple[str, ...], with_error: bool) -> pd.Index:
-    """The answer's column names (an Index is immutable, so answers of one query shape share it)."""
-    return pd.Index(_column_labels(names, with_error))
+    """The answer's column names (an Index is immutable, so answers of one query shape share it), of the
+    dtype pandas gives labels it infers (given, not inferred again: half the time)."""
+    return pd.Index(_column_labels(names, with_error), dtype=_LABELS)
 
 
 def _column_labels(names: tuple[str, ...], with_error: bool) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ over boxes", and docs/aqp.md, "Error contract", give the measured coverage.
 
 from __future__ import annotations
 
+import math
 from statistics import NormalDist
 
 import numpy as np
@@ -120,13 +121,13 @@ def t_quantiles(z: float, df: np.ndarray) -> np.ndarray:
     numpy.ndarray
     """
     df = np.asarray(df, dtype=np.float64)
+    x = float(z)
+    if df.shape == (1,) and not 0.0 < df[0] < EXPANDED_FROM:  # one answer row: Python floats, NumPy's operations
+        d = float(df[0])
+        return np.array([_expansion(x, d) if math.isfinite(d) and d > 0.0 else x])
     finite = np.isfinite(df) & (df > 0.0)
     v = np.where(finite, df, 1.0)
-    x = float(z)
-    expanded = x + ((x**3 + x) / 4 + ((5 * x**5 + 16 * x**3 + 3 * x) / 96
-                                      + ((3 * x**7 + 19 * x**5 + 17 * x**3 - 15 * x) / 384
-                                         + (79 * x**9 + 776 * x**7 + 1482 * x**5 - 1920 * x**3 - 945 * x) / 92160 / v)
-                                      / v) / v) / v
+    expanded = _expansion(x, v)
     out = np.where(finite, expanded, x)
     few = finite & (df < EXPANDED_FROM)
     if few.any():
@@ -134,3 +135,12 @@ def t_quantiles(z: float, df: np.ndarray) -> np.ndarray:
 
         out[few] = special.stdtrit(df[few], NormalDist().cdf(x))
     return out
+
+
+def _expansion(x: float, v):
+    """The Cornish-Fisher expansion of :func:`t_quantiles` at the normal quantile ``x`` and ``v`` degrees of
+    freedom (a float or an array: the same operations, each correctly rounded)."""
+    return x + ((x**3 + x) / 4 + ((5 * x**5 + 16 * x**3 + 3 * x) / 96
+                                  + ((3 * x**7 + 19 * x**5 + 17 * x**3 - 15 * x) / 384
+                                     + (79 * x**9 + 776 * x**7 + 1482 * x**5 - 1920 * x**3 - 945 * x) / 92160 / v)
+                                  / v) / v) / v
