@@ -873,7 +873,7 @@ def _one_row(query: AggregateQuery, answers: dict[str, Estimate], with_error: bo
     return one_row(query, answers, with_error).frame()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: == of its arrays has no single truth value
 class Row:
     """An answer without GROUP BY as the floats its DataFrame is made of (:func:`frame`'s one row), for a
     caller that only reads them back (a ratio's sub-queries, :mod:`parzen.aqp.ratios`): no DataFrame and
