@@ -3,6 +3,7 @@ coverage over random queries, and answers held to a relative error bound with Du
 
 from __future__ import annotations
 
+import itertools
 import math
 from unittest import mock
 
@@ -366,6 +367,26 @@ def test_relative_half_width_of_several_aggregates_is_the_largest_of_each_alone(
     assert contract.relative_half_width(pd.DataFrame({"g": ["x"]}), []) == 0.0
 
 
+def test_relative_half_width_of_a_few_values_is_numpys(monkeypatch):
+    """A few values are read as Python floats (:data:`parzen.aqp.contract._FEW_VALUES`): the same float as the
+    arrays' arithmetic gives, for every NaN, infinite, zero, tiny and negative value, end and half width."""
+    specials = [0.0, -0.0, 1.0, -2.5, 5e-324, 1e-300, 1e300, -1e308, math.inf, -math.inf, math.nan]
+    triples = np.array(list(itertools.product(specials, repeat=3)))
+    rng = np.random.default_rng(3)
+    frames = [pd.DataFrame({"v": [v], "v low": [low], "v high": [high]}) for v, low, high in triples]
+    for _ in range(200):
+        rows = int(rng.integers(1, 8))
+        value = rng.normal(size=rows) * 10.0 ** rng.integers(-3, 4)
+        spread = np.abs(rng.normal(size=(2, rows))) * rng.choice([0.0, 1e-16, 1e-3, 1.0])
+        frames.append(pd.DataFrame({"g": ["x"] * rows, "v": value, "v low": value - spread[0], "v high": value + spread[1],
+                                    "w": -value, "w low": -value - spread[1], "w high": -value + spread[0]}))
+    few = [contract.relative_half_width(f, [c for c in ("v", "w") if c in f]) for f in frames]
+    monkeypatch.setattr(contract, "_FEW_VALUES", -1)  # every frame by numpy's arrays
+    with np.errstate(over="ignore"):  # 1e300 / 5e-324
+        arrays = [contract.relative_half_width(f, [c for c in ("v", "w") if c in f]) for f in frames]
+    assert all(a == b and math.copysign(1.0, a) == math.copysign(1.0, b) for a, b in zip(few, arrays))
+
+
 def test_without_intervals_keeps_the_values_and_shares_the_labels_it_makes():
     frame = pd.DataFrame({"g": ["x", "y"], "a": [1.0, 2.0], "a low": [0.5, 1.5], "a high": [1.5, 2.5],
                           "b": [3.0, 4.0], "b low": [2.0, 3.0], "b high": [4.0, 5.0]})
@@ -374,6 +395,12 @@ def test_without_intervals_keeps_the_values_and_shares_the_labels_it_makes():
     pd.testing.assert_frame_equal(first, frame.drop(columns=["a low", "a high", "b low", "b high"]))
     assert first.attrs == {"form": "exact table"} and first.columns.dtype == frame.columns.dtype
     assert first.columns is second.columns  # made once: an index is immutable
+    frame.columns.name = "named"  # the kept labels are made anew under the index's name
+    assert contract.without_intervals(frame, ["a", "b"]).columns.name == "named"
+    runs = pd.DataFrame({"a": [1.0], "b": [2.0], "a low": [0.5], "a high": [1.5], "b low": [2.0], "b high": [2.0]})
+    assert contract.without_intervals(runs, ["a", "b"]).columns is contract.without_intervals(runs, ["a", "b"]).columns
+    runs.columns.name = "named"
+    assert contract.without_intervals(runs, ["a", "b"]).columns.name == "named"
 
 
 def test_answers_sharing_their_labels_have_them_read_once(monkeypatch):

@@ -583,12 +583,42 @@ def relative_half_width(frame: pd.DataFrame, names: Sequence[str]) -> float:
     """
     if not names:
         return 0.0
-    columns = _floats(frame, [f"{name}{end}" for name in names for end in ("", " low", " high")])
+    labels = [f"{name}{end}" for name in names for end in ("", " low", " high")]
+    columns = _floats(frame, labels)
+    if len(frame) * len(names) <= _FEW_VALUES and all(column.ndim == 1 for column in columns.values()):
+        return _largest_ratio_of_few([columns[label].tolist() for label in labels])
     value, low, high = (np.concatenate([columns[f"{name}{end}"].ravel() for name in names]) for end in ("", " low", " high"))
     with np.errstate(invalid="ignore", divide="ignore"):  # every aggregate at once: the largest ratio is the same
         half = np.maximum(value - low, high - value)
         ratio = np.where(half == 0.0, 0.0, half / np.abs(value))
     return float(np.where(np.isnan(ratio), np.inf, ratio).max(initial=0.0))
+
+
+#: Up to how many values (rows x aggregates) :func:`relative_half_width` reads them as Python floats.
+_FEW_VALUES = 64
+
+
+def _largest_ratio_of_few(columns: list[list[float]]) -> float:
+    """:func:`relative_half_width`'s largest ratio, value by value in Python floats: ``columns`` holds per
+    aggregate its values, lows and highs, in turn.  The float64 operations are numpy's (IEEE 754: the same
+    differences, quotients and so the same largest one), without the dozen numpy calls that cost 20-40 us on a
+    few values (the contract's check on a small answer); as there, a NaN or inf / inf ratio is inf, a half width
+    of 0 a ratio of 0, and a negative ratio stays below the initial 0."""
+    worst = 0.0
+    for k in range(0, len(columns), 3):
+        for value, low, high in zip(columns[k], columns[k + 1], columns[k + 2]):
+            below, above = value - low, high - value
+            if math.isnan(below) or math.isnan(above):  # a NULL value or end: nothing bounds it
+                return math.inf
+            half = max(below, above)
+            size = abs(value)
+            if half == 0.0 or (size == 0.0 and half < 0.0):  # a ratio of 0, or -inf
+                continue
+            ratio = half / size if size > 0.0 else math.inf
+            if math.isnan(ratio):  # inf / inf
+                return math.inf
+            worst = max(worst, ratio)
+    return worst
 
 
 def meets(frame: pd.DataFrame, names: Sequence[str], max_rel_error: float) -> bool:
@@ -623,9 +653,13 @@ def interval_names(frame: pd.DataFrame) -> list[str]:
     -------
     list of str
     """
-    labels = _labels(frame)
-    held = set(labels)
-    return [c for c in labels if f"{c} low" in held and f"{c} high" in held]
+    facts = _facts(frame.columns)
+    names = facts.get(_INTERVAL_NAMES)
+    if names is None:
+        labels = _labels(frame)
+        held = set(labels)
+        names = facts[_INTERVAL_NAMES] = tuple(c for c in labels if f"{c} low" in held and f"{c} high" in held)
+    return list(names)
 
 
 def without_intervals(frame: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
@@ -641,39 +675,67 @@ def without_intervals(frame: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame
     -------
     pandas.DataFrame
     """
-    ends = {f"{name} {end}" for name in names for end in ("low", "high")}
-    labels = _labels(frame)
-    kept = [i for i, column in enumerate(labels) if column not in ends]
+    kept, labels = _kept_columns(frame, tuple(names))
     # the kept columns' arrays as they are, in one frame (as cube_answers makes its answers): DataFrame.drop
     # or iloc cost 0.15-0.25 ms here, a tenth of an answer from the exact tables
-    # the labels as a slice where the kept columns are one run (the answer's values before its intervals), else
-    # the index of those labels made once (Index.take of pandas 3's string labels costs 55 us, one made from
-    # the list 50)
-    labels = frame.columns[kept[0]:kept[-1] + 1] if kept and kept[-1] - kept[0] == len(kept) - 1 else \
-        _labels_index(tuple(labels[i] for i in kept), frame.columns)
     dropped = pd.DataFrame._from_arrays([frame._get_column_array(i) for i in kept], columns=labels,
                                         index=frame.index, verify_integrity=False)
     dropped.attrs = dict(frame.attrs)
     return dropped
 
 
-def _labels(frame: pd.DataFrame) -> list:
-    """``frame.columns.tolist()``, read once per index of labels while it lives: answers share theirs (the
-    exact tables' kept labels, :func:`_labels_index`'s), and reading pandas 3's string labels converts
-    them anew each time (10-25 us for a few)."""
+def _kept_columns(frame: pd.DataFrame, names: tuple) -> tuple[tuple[int, ...], pd.Index]:
+    """The positions and labels of ``frame``'s columns other than the ``<name> low`` / ``<name> high`` of
+    ``names`` (:func:`without_intervals`), found once per index of labels and names (:func:`_facts`); the
+    labels made anew where their name is no longer the index's (``df.columns.name = ...``)."""
     index = frame.columns
-    kept = _LISTS.get(id(index))
-    if kept is not None and kept[0]() is index:  # the same index (alive, so its id is its own)
-        return list(kept[1])
-    labels = index.tolist()
-    if len(_LISTS) >= _LABELS_KEPT:
-        _LISTS.clear()
-    _LISTS[id(index)] = (weakref.ref(index), tuple(labels))
-    return labels
+    facts = _facts(index)
+    found = facts.get(names)
+    if found is not None and found[1].name == index.name:
+        return found
+    ends = {f"{name} {end}" for name in names for end in ("low", "high")}
+    labels = _labels(frame)
+    kept = tuple(i for i, column in enumerate(labels) if column not in ends)
+    # the labels as a slice where the kept columns are one run (the answer's values before its intervals), else
+    # the index of those labels made once (Index.take of pandas 3's string labels costs 55 us, one made from
+    # the list 50)
+    kept_labels = index[kept[0]:kept[-1] + 1] if kept and kept[-1] - kept[0] == len(kept) - 1 else \
+        _labels_index(tuple(labels[i] for i in kept), index)
+    facts[names] = kept, kept_labels
+    return kept, kept_labels
 
 
-#: :func:`_labels`' label lists, by the id of their index (with a weak reference to it: an id is reused).
-_LISTS: dict[int, tuple[weakref.ref, tuple]] = {}
+def _labels(frame: pd.DataFrame) -> list:
+    """``frame.columns.tolist()``, read once per index of labels (:func:`_facts`): reading pandas 3's string
+    labels converts them anew each time (10-25 us for a few)."""
+    facts = _facts(frame.columns)
+    labels = facts.get(_LABEL_LIST)
+    if labels is None:
+        labels = facts[_LABEL_LIST] = tuple(frame.columns.tolist())
+    return list(labels)
+
+
+def _facts(index: pd.Index) -> dict:
+    """What this module has read off ``index``, an answer's column labels, kept while the index lives: its
+    labels (:func:`_labels`), the names that carry intervals (:func:`interval_names`) and, per tuple of
+    names, the columns :func:`without_intervals` keeps.  Answers share their index (the exact tables' kept
+    labels, :func:`_labels_index`'s), so that the contract's check of an answer reads them once; the last
+    :data:`_LABELS_KEPT` indexes are kept, labels only, no answer's values (an index is immutable)."""
+    found = _FACTS.get(id(index))
+    if found is not None and found[0]() is index:  # the same index (alive, so its id is its own)
+        return found[1]
+    if len(_FACTS) >= _LABELS_KEPT:
+        _FACTS.clear()
+    facts: dict = {}
+    _FACTS[id(index)] = (weakref.ref(index), facts)
+    return facts
+
+
+#: :func:`_facts`' dicts, by the id of their index (with a weak reference to it: an id is reused).
+_FACTS: dict[int, tuple[weakref.ref, dict]] = {}
+#: The keys of an index's labels and of its names that carry intervals in :func:`_facts`' dicts (the other keys are
+#: tuples of names).
+_LABEL_LIST, _INTERVAL_NAMES = "labels", "interval names"
 
 
 def _labels_index(names: tuple, like: pd.Index) -> pd.Index:
