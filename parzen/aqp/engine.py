@@ -1408,7 +1408,7 @@ def _check_columns(query: AggregateQuery, synopsis: Synopsis, categorical: bool 
     allowed = set(synopsis.group_by)
     if categorical and synopsis.categories is not None:
         allowed |= set(synopsis.categories.values)
-    for column in set(query.group_by) | set(query.members):
+    for column in dict.fromkeys([*query.group_by, *query.members]):  # the first one written is named
         if column not in allowed:
             known = ", ".join(sorted(allowed)) or "none"
             raise UnsupportedQuery(
