@@ -509,6 +509,28 @@ def test_a_leafs_aggregate_text_is_generated_once_per_node():
                                      Leaf("SUM(y)", ("a > 1", "b = 'k'"))}
 
 
+def test_the_plain_subsets_refusal_of_a_split_query_writes_no_message():
+    """split_refused reads the plain subset's verdict on the SELECT list and discards its refusal: the
+    message, which quotes the item's SQL, is written only when read (str, repr, pickling), as before."""
+    import pickle
+    from unittest import mock
+
+    from parzen.aqp import case_aggregates, sql
+
+    for text in ("SELECT 100.00 * SUM(CASE WHEN h = 'p' THEN w ELSE 0 END) / SUM(w) AS r FROM t",
+                 "SELECT g, SUM(CASE WHEN h = 'p' THEN 1 ELSE 0 END) AS n FROM t GROUP BY g"):
+        with mock.patch.object(sql, "_shown", wraps=sql._shown) as shown:
+            assert case_aggregates.split_refused(case_aggregates.composite_tree(text)) is not None
+        assert shown.call_count == 0
+    with pytest.raises(UnsupportedQuery) as refused:
+        sql.parse("SELECT SUM(CASE WHEN h = 'p' THEN w ELSE 0 END) AS s FROM t")
+    message = ("CASE WHEN h = 'p' THEN w ELSE 0 END in SUM(CASE WHEN h = 'p' THEN w ELSE 0 END) (SUM / AVG of "
+               "columns and numbers joined by +, -, * and / by a number) is not supported by the approximate engine")
+    assert str(refused.value).startswith(message) and refused.value.args == (refused.value.construct,)
+    again = pickle.loads(pickle.dumps(refused.value))
+    assert str(again) == str(refused.value) and repr(again) == repr(refused.value)
+
+
 def test_resolving_text_tests_reads_the_synopsis_names_kept_on_it(engine):
     """resolve_query (every sub-query of a CASE / ratio query) reads the synopsis's casefolded names made once
     and kept on the synopsis; a synopsis whose columns are replaced gets them anew."""

@@ -360,6 +360,23 @@ def test_sums_of_arithmetic_grouped_by_a_dimension_column(engine):
         engine.query(f"SELECT n_region, MAX(s_price) {JOIN} JOIN nation ON c_nationkey = n_nationkey GROUP BY n_region")
 
 
+def test_a_refused_group_column_is_the_first_one_written():
+    """Of several columns the synopsis has no categories for, the refusal names the first in the query's
+    GROUP BY (then its IN / = filters), whatever the string hash seed (a set's order named any of them)."""
+    from types import SimpleNamespace
+
+    from parzen.aqp.engine import _check_columns
+    from parzen.aqp.sql import Aggregate, AggregateQuery
+
+    synopsis = SimpleNamespace(group_by=[], categories=None, models={}, table="t")
+    group_by = tuple(f"g{k}" for k in range(30))
+    query = AggregateQuery("t", (Aggregate("count", None, "n"),), members={"m": frozenset({"x"})}, group_by=group_by)
+    with pytest.raises(UnsupportedQuery, match="on 'g0', which"):
+        _check_columns(query, synopsis)
+    with pytest.raises(UnsupportedQuery, match="on 'm', which"):
+        _check_columns(AggregateQuery("t", query.select, members={"m": frozenset({"x"}), "g0": frozenset({1})}), synopsis)
+
+
 def test_pair_tables_are_dependent_pairs_first_then_the_smallest_products_within_the_cap(monkeypatch):
     """Dependent pairs (hierarchies: segment and region both follow the customer key mod 3, nation
     gives region) come first, by smallest product; without a sample to judge, smallest products."""

@@ -978,8 +978,11 @@ class Engine:
             query = join_synopses.inner_rows(query, synopsis)
         query = resolve_query(query, synopsis)  # text tests and dates (parzen.aqp.string_predicates)
         has, folded = _names_held(synopsis)
-        if table == query.table and query.columns <= has:
-            return query
+        if query.columns <= has:  # names as stored: only the FROM table may differ (FROM orders, lineitem)
+            if table == query.table:
+                return query
+            return replace(query, table=table, joined=tuple(t for t in (query.table, *query.joined)
+                                                            if t.casefold() != table.casefold()))
 
         def stored(name: str) -> str:
             return name if name in has else folded.get(name.casefold(), name)
@@ -1405,7 +1408,7 @@ def _check_columns(query: AggregateQuery, synopsis: Synopsis, categorical: bool 
     allowed = set(synopsis.group_by)
     if categorical and synopsis.categories is not None:
         allowed |= set(synopsis.categories.values)
-    for column in set(query.group_by) | set(query.members):
+    for column in dict.fromkeys([*query.group_by, *query.members]):  # the first one written is named
         if column not in allowed:
             known = ", ".join(sorted(allowed)) or "none"
             raise UnsupportedQuery(
