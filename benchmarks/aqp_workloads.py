@@ -47,6 +47,7 @@ import argparse
 import inspect
 import json
 import math
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -629,7 +630,8 @@ def overview(folder: Path) -> str:
               "TPC-DS set; on joins median error <= 1 %, p95 <= 5 %, coverage >= 93 %, 100 % of groups, "
               ">= 100x faster than DuckDB at SF10; latency <= 2 ms; faster than PilotDB at the same bound. "
               "Latencies on the 2-core machine; whether it was quiet or shared is said in each workload's file. The SF1 files (`aqp_workload_*_sf1*.md`: development "
-              "runs on single branches) and the choices of exact tables compared (`*_listed_tables`, `*_workload_tables`) "
+              "runs on single branches), the choices of exact tables compared (`*_listed_tables`, `*_workload_tables`) "
+              "and one session's runs of several codes side by side (`*_s<session>_*`, e.g. `aqp_workload_tpch_sf10_s12_new.md`) "
               "are not listed."), "",
              ("Two lines per family: *plain* is `query(sql, with_error=True)` (always from the synopsis); *at the "
               "bound* is `query(sql, max_rel_error=bound)`, the error contract at PilotDB's bound (from the synopsis "
@@ -639,8 +641,9 @@ def overview(folder: Path) -> str:
               "| exact ms | speed-up | PilotDB err (median) | PilotDB ms | targets missed |"),
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for path in sorted(folder.glob("aqp_workload_*.json")):
-        if "_sf1" in path.stem.replace("_sf10", "") or path.stem.endswith("_tables"):  # SF1 development runs and the
-            continue  # choices of exact tables compared (their own files); the targets are on the synopses benchmarked
+        if "_sf1" in path.stem.replace("_sf10", "") or path.stem.endswith("_tables") or \
+                re.search(r"_s\d+_", path.stem):  # SF1 development runs, the choices of exact tables compared and
+            continue  # one session's runs of codes side by side (their own files): not the workloads' own records
         result = json.loads(path.read_text())
         scale = f" SF{result['scale']}" if result["scale"] else ""
         for s in result["summary"]:
