@@ -35,7 +35,9 @@ import duckdb
 TPCDS_TABLES = ("store_sales", "store", "web_sales")
 TPCH_TABLES = ("lineitem", "orders", "customer", "supplier", "part", "partsupp", "nation", "region")
 
-#: The SSB tables from the TPC-H ones (the SSB specification's mapping; see the module's docstring).
+#: The SSB tables from the TPC-H ones (the SSB specification's mapping; see the module's docstring).  The tables
+#: made by joins are ordered by their keys: a join's output order varies between runs (DuckDB's threads), and the
+#: synopsis's sample is keyed on the rowid, so two builds of SSB would otherwise sample different rows.
 SSB_FROM_TPCH = {
     "dates": """
         SELECT CAST(strftime(d, '%Y%m%d') AS INTEGER) AS d_datekey, strftime(d, '%B %-d, %Y') AS d_date,
@@ -48,12 +50,14 @@ SSB_FROM_TPCH = {
         SELECT c_custkey, c_name, c_address,
                rpad(left(n_name, 9), 9, ' ') || CAST(c_custkey % 10 AS VARCHAR) AS c_city,
                n_name AS c_nation, r_name AS c_region, c_phone, c_mktsegment
-        FROM tpch.customer JOIN tpch.nation ON c_nationkey = n_nationkey JOIN tpch.region ON n_regionkey = r_regionkey""",
+        FROM tpch.customer JOIN tpch.nation ON c_nationkey = n_nationkey JOIN tpch.region ON n_regionkey = r_regionkey
+        ORDER BY c_custkey""",
     "supplier": """
         SELECT s_suppkey, s_name, s_address,
                rpad(left(n_name, 9), 9, ' ') || CAST(s_suppkey % 10 AS VARCHAR) AS s_city,
                n_name AS s_nation, r_name AS s_region, s_phone
-        FROM tpch.supplier JOIN tpch.nation ON s_nationkey = n_nationkey JOIN tpch.region ON n_regionkey = r_regionkey""",
+        FROM tpch.supplier JOIN tpch.nation ON s_nationkey = n_nationkey JOIN tpch.region ON n_regionkey = r_regionkey
+        ORDER BY s_suppkey""",
     "part": """
         SELECT p_partkey, p_name, 'MFGR#' || substr(p_brand, 7, 1) AS p_mfgr,
                'MFGR#' || substr(p_brand, 7, 2) AS p_category,
@@ -70,7 +74,8 @@ SSB_FROM_TPCH = {
                CAST(round(l_tax * 100) AS INTEGER) AS lo_tax,
                CAST(strftime(l_commitdate, '%Y%m%d') AS INTEGER) AS lo_commitdate, l_shipmode AS lo_shipmode
         FROM tpch.lineitem JOIN tpch.orders ON l_orderkey = o_orderkey
-             JOIN tpch.partsupp ON l_partkey = ps_partkey AND l_suppkey = ps_suppkey""",
+             JOIN tpch.partsupp ON l_partkey = ps_partkey AND l_suppkey = ps_suppkey
+        ORDER BY l_orderkey, l_linenumber""",
 }
 
 
