@@ -7,8 +7,10 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,27 @@ def machine() -> str:
     except OSError:
         pass
     return f"{model}, {os.cpu_count()} logical cores, {platform.system()}"
+
+
+def host_steadiness(repeats: int = 300) -> dict:
+    """How steady this machine's CPU is now: a fixed pure-Python loop (20000 additions of squares),
+    timed ``repeats`` times; ``{"median ms", "best ms", "ratio"}``.  On a quiet, steady host the ratio
+    is near 1; on a shared virtual machine it reaches 1.5 or more, and every latency measured in the
+    same period is inflated over its best-of by about as much."""
+
+    def loop() -> int:
+        total = 0
+        for i in range(20000):
+            total += i * i
+        return total
+
+    seconds = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        loop()
+        seconds.append(time.perf_counter() - started)
+    median, best = statistics.median(seconds), min(seconds)
+    return {"median ms": 1e3 * median, "best ms": 1e3 * best, "ratio": median / best}
 
 
 def run_rscript(script: str, data: np.ndarray, *args: object) -> list[float] | str:

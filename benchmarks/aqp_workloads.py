@@ -56,7 +56,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import sqlglot
-from _common import machine
+from _common import host_steadiness, machine
 from sqlglot import exp
 from workload_queries import dbest_tpcds, flights, ssb, tpch_joins
 
@@ -450,6 +450,7 @@ def run(args) -> dict:
     passes = ["parzen", *(["parzen_contract"] if contract else [])]
     options = {"parzen": {"with_error": True}, "parzen_contract": {"max_rel_error": args.bound}}
     outcomes: dict[str, list[dict]] = {}
+    steadiness = {"before": host_steadiness()}
     if args.order == "block":  # every parzen answer first, then DuckDB's exact answers: no DuckDB query in between
         for method in passes:
             rounds = []
@@ -457,6 +458,7 @@ def run(args) -> dict:
                 forget_parses()
                 rounds.append([answer_parzen(engine, sql, **options[method]) for _, sql in texts])
             outcomes[method] = [_first_of_rounds([r[i] for r in rounds]) for i in range(len(texts))]
+    steadiness["after"] = host_steadiness()
     records, exacts = [], []
     for i, (family, sql) in enumerate(texts):
         keys = group_columns(sql)
@@ -481,7 +483,8 @@ def run(args) -> dict:
     families = list(dict.fromkeys(r["family"] for r in records))
     summary = [summarise(family, [r for r in records if r["family"] == family], methods) for family in families]
     return {"workload": args.workload, "scale": args.scale if args.workload != "flights" else None,
-            "bound": args.bound, "machine": machine() + f" ({args.machine_note})", "order": args.order, "rounds": args.rounds if args.order == "block" else 1,
+            "bound": args.bound, "machine": machine() + f" ({args.machine_note})",
+            "host steadiness": steadiness, "order": args.order, "rounds": args.rounds if args.order == "block" else 1,
             "duckdb": duckdb.__version__, "pilotdb": pilotdb_status,
             "contract": "query(max_rel_error=) present" if contract else "query(max_rel_error=) absent in this parzen",
             "synopses": built, "summary": summary, "queries": records}
@@ -515,6 +518,7 @@ def summarise(family: str, records: list[dict], methods: list[str]) -> dict:
             if method.startswith("parzen"):
                 stats["forms"] = {k: int(v) for k, v in pd.Series([a["form"] for _, a in answered]).value_counts().items()}
                 stats["repeated median ms"] = float(np.median([a["repeated_ms"] for _, a in answered]))
+                stats["best-pass median ms"] = float(np.median([min(a.get("first_ms", [a["ms"]])) for _, a in answered]))
             if method == "pilotdb":
                 stats["within bound"] = sum(a["within_bound"] for _, a in answered) / len(answered)
         out[method] = stats
@@ -529,11 +533,21 @@ def _ms(x) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
 
 
+def _steadiness(steadiness: dict) -> str:
+    """The markdown sentence on how steady the host was around parzen's passes (``host_steadiness``)."""
+    said = "; ".join(f"{when} parzen's passes median {t['median ms']:.3f} ms, best {t['best ms']:.3f} ms "
+                     f"(ratio {t['ratio']:.2f})" for when, t in steadiness.items())
+    return ("Host steadiness (a fixed pure-Python loop timed 300 times; a ratio near 1 is a steady host, and "
+            f"parzen's medians are inflated over their best passes by about the ratio): {said}.")
+
+
 def markdown(result: dict) -> str:
     scale = f" at SF{result['scale']}" if result["scale"] else ""
     lines = [f"# AQP workload: {result['workload']}{scale}", "",
              (f"Machine: {result['machine']}; DuckDB {result['duckdb']}. PilotDB: {result['pilotdb']} "
              f"(error bound {result['bound']:g}, failure probability 0.05). Contract: {result['contract']}."), ""]
+    if result.get("host steadiness"):
+        lines += [_steadiness(result["host steadiness"]), ""]
     for table, info in result["synopses"].items():
         joins = f", joins {info['joins']}" if info["joins"] else (f" ({info['joins_note']})" if info["joins_note"] else "")
         lines.append(f"- `{table}`: {info['rows']} rows; synopsis {info['bytes'] / 1e6:.2f} MB built in "
@@ -554,11 +568,13 @@ def markdown(result: dict) -> str:
                              "plain pass's parse)")}.get(result.get("order", "interleaved"))
     lines += ["", ("Latencies in ms on the machine above; speed-up is the median over queries of exact / method. "
               f"Order: {order}. "
+              "best-pass ms (parzen only): the median over queries of each query's fastest first answer over the "
+              "passes, what the code costs with the host's interference least; the targets are judged on median ms. "
               "A query's error is the median over its groups and aggregates (a missed group counts 100 %); "
               "coverage counts the 95 % intervals (all cells) holding the exact value."), "",
               ("| family | method | answered / refused / failed | median err | p95 err | max err | coverage | "
-              "half-width | groups returned | median ms | exact median ms | speed-up |"),
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "half-width | groups returned | median ms | best-pass ms | exact median ms | speed-up |"),
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for s in result["summary"]:
         for method in ("parzen", "parzen_contract", "sample", "pilotdb"):
             if method not in s:
@@ -568,9 +584,9 @@ def markdown(result: dict) -> str:
             lines.append(f"| {s['family']} ({s['queries']}) | {method} | {counts} | {_pct(m.get('median error'))} "
                          f"| {_pct(m.get('p95 error'))} | {_pct(m.get('max error'))} | {_pct(m.get('coverage'))} "
                          f"| {_pct(m.get('median half-width'))} | {_pct(m.get('groups returned'))} "
-                         f"| {_ms(m.get('median ms'))} | {_ms(s['exact median ms'])} "
+                         f"| {_ms(m.get('median ms'))} | {_ms(m.get('best-pass median ms'))} | {_ms(s['exact median ms'])} "
                          f"| {m['speed-up']:.3g}x |" if m["answered"] else
-                         f"| {s['family']} ({s['queries']}) | {method} | {counts} | - | - | - | - | - | - | - "
+                         f"| {s['family']} ({s['queries']}) | {method} | {counts} | - | - | - | - | - | - | - | - "
                          f"| {_ms(s['exact median ms'])} | - |")
     lines += ["", "Refused by name (parzen's `UnsupportedQuery`) and failures:", ""]
     for s in result["summary"]:
