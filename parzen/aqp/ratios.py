@@ -49,7 +49,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ._cell_sums import add_scaled, add_scaled_kept, add_scaled_kept_rows, add_scaled_rows, stratum_sums_of_runs
+from ._cell_sums import (
+    add_scaled,
+    add_scaled_kept,
+    add_scaled_kept_rows,
+    add_scaled_rows,
+    stratum_sums_of_last_scaled,
+    stratum_sums_of_runs,
+)
 from ._kept import shared_terms
 from .aggregates import sample_terms
 from .answers import Row, _column_index
@@ -73,6 +80,8 @@ _FORMS = ("totals", "grid", "sample")
 
 #: pandas' dtype of text (what a DataFrame infers from strings, NULL as NaN).
 _TEXT = pd.StringDtype(na_value=np.nan)
+#: :func:`parzen.aqp._cell_sums.stratum_sums_of_last_scaled`'s ``keep`` of a leaf without a categorical filter (not read).
+_NO_KEEP = np.zeros(0, dtype=np.bool_)
 
 
 def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], synopsis: Synopsis, layout: Layout,
@@ -508,18 +517,29 @@ class _RowTerms:
         are runs of the sample, ``Synopsis.strata``), in passes over the rows the kernels reach."""
         rows = self.support
         assert rows is not None
-        z = np.zeros(rows.size)
-        for k, d in gradient.items():
-            factor = float(np.where(exact[k] | ~np.isfinite(d), 0.0, d)[0])  # NaN and infinite slopes: 0
-            keep = self.keeps[k]
-            if keep is None:
-                add_scaled_rows(z, factor, self.terms[k], rows)
-            else:  # the term times 1.0 / 0.0, as the product would be
-                add_scaled_kept_rows(z, factor, self.terms[k], keep, rows)
         layout = self.layout
-        s1, s2, s4 = stratum_sums_of_runs(z, np.searchsorted(rows, stratum_runs(layout)))
+        bounds = np.searchsorted(rows, stratum_runs(layout))
+        leaves = [(_factor(d, exact[k]), self.terms[k], self.keeps[k]) for k, d in gradient.items()]
+        z = np.zeros(rows.size)
+        for factor, term, keep in leaves[:-1]:
+            if keep is None:
+                add_scaled_rows(z, factor, term, rows)
+            else:  # the term times 1.0 / 0.0, as the product would be
+                add_scaled_kept_rows(z, factor, term, keep, rows)
+        if leaves:  # the last leaf added in the sums' pass (one pass less over the rows)
+            factor, term, keep = leaves[-1]
+            s1, s2, s4 = stratum_sums_of_last_scaled(z, factor, term, _NO_KEEP if keep is None else keep,
+                                                     keep is not None, rows, bounds)
+        else:  # no leaf: z is 0
+            s1, s2, s4 = stratum_sums_of_runs(z, bounds)
         held = np.flatnonzero(layout.drawn)  # the strata that hold sampled rows: the cells of one domain
         return domain_spread_of_cells((held, layout.drawn[held], s1[held], s2[held], s4[held]), layout, 1)
+
+
+def _factor(slope: np.ndarray, exact: np.ndarray) -> float:
+    """A leaf's factor in z of one answer row (:meth:`_RowTerms.variance`): its slope, 0 where the leaf is
+    exact or the slope NaN or infinite."""
+    return float(np.where(exact | ~np.isfinite(slope), 0.0, slope)[0])
 
 
 def _sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout):
