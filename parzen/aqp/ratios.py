@@ -43,6 +43,7 @@ the same terms.
 from __future__ import annotations
 
 import functools
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -362,8 +363,12 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
             bounded[0] |= bool(held)
         rows_array = np.asarray(rows, dtype=np.intp)
         placed.append(rows_array)
-        found = rows_array >= 0
         read = _float_columns(frame, bool(group_by))
+        if not group_by and len(frame) == 1:  # its one row is group 0's
+            for k in indices:
+                values[k], half[k] = _one_row_leaf(read, f"{LEAF}{k}", with_error)
+            continue
+        found = rows_array >= 0
         for k in indices:
             name = f"{LEAF}{k}"
             v = np.zeros(len(keys))
@@ -375,6 +380,16 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
                 h[rows_array[found]] = np.fmax(column - read(f"{name} low")[found], read(f"{name} high")[found] - column)
             half[k] = h if np.isfinite(h).all() else np.nan_to_num(h, nan=np.inf)
     return keys, values, half, bounded, placed
+
+
+def _one_row_leaf(read: Callable[[str], np.ndarray], name: str, with_error: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_leaf_table`'s value and half width of leaf ``name`` from its sub-query's one row (no GROUP BY;
+    ``read``: :func:`_float_columns`): the floats of the general path, without its gathers and scatters
+    (a dozen NumPy calls on arrays of one element, 25 us a sub-query)."""
+    value = np.array(read(name), dtype=np.float64)
+    half = np.fmax(value - read(f"{name} low"), read(f"{name} high") - value) if with_error else np.zeros(1)
+    return value if math.isfinite(value[0]) else np.nan_to_num(value), \
+        half if math.isfinite(half[0]) else np.nan_to_num(half, nan=np.inf)
 
 
 def _float_columns(frame: pd.DataFrame | Row, grouped: bool) -> Callable[[str], np.ndarray]:
