@@ -773,3 +773,25 @@ def test_leaf_table_of_one_row_answers_is_the_numpy_expressions(value, low, high
             assert half[k].tobytes() == want_half.tobytes() and half[k].shape == (1,)
     _, values, half, _, _ = ratios._leaf_table(composite, frames, False)
     assert all(h.tobytes() == np.zeros(1).tobytes() for h in half.values())
+
+
+def test_reached_rows_put_in_order_once_where_the_sub_queries_reach_the_same_rows():
+    """_reached_rows compares the samples' rows as found: where they are equal only the first sample's are put in
+    order (an O(sample) pass each); else the union of every sample's rows, ascending."""
+    from types import SimpleNamespace
+
+    from parzen.aqp import ratios
+
+    class Sample:
+        def __init__(self, rows):
+            self.rows, self.layout, self.ordered = np.asarray(rows), SimpleNamespace(view=np.zeros(10)), 0
+
+        @property
+        def ascending_rows(self):
+            self.ordered += 1
+            return np.sort(self.rows)
+
+    same = [Sample([7, 2, 5]), Sample([7, 2, 5])]
+    assert ratios._reached_rows(same).tolist() == [2, 5, 7] and [s.ordered for s in same] == [1, 0]
+    other = [Sample([7, 2, 5]), Sample([2, 9])]
+    assert ratios._reached_rows(other).tolist() == [2, 5, 7, 9]
