@@ -743,3 +743,55 @@ def test_sub_query_rows_hold_the_floats_of_their_frames(engine, sql):
                     assert shared.keys() == own.keys()
                     for name in own:
                         np.testing.assert_array_equal(shared[name], own[name])
+
+
+@pytest.mark.parametrize("value, low, high", [(3.5, 1.25, 6.0), (np.nan, 1.0, 2.0), (2.0, -np.inf, 3.0),
+                                              (np.inf, 1.0, np.inf), (-0.0, -0.0, 0.0), (1.0, np.nan, np.nan)])
+def test_leaf_table_of_one_row_answers_is_the_numpy_expressions(value, low, high):
+    """Without GROUP BY, _leaf_table reads each leaf from its sub-query's one row (no gathers): its value and
+    half width are the floats of the general path's NumPy expressions, NaN and infinities included (a SUM over
+    no row: 0; a NaN half width: infinite)."""
+    from parzen.aqp import ratios
+    from parzen.aqp.answers import Row
+
+    composite = split("SELECT SUM(CASE WHEN h = 'q' THEN w ELSE 0 END) / SUM(w) AS s FROM t WHERE x < 9")
+    frames = []
+    for j, (_, indices) in enumerate(composite.subqueries):
+        names = tuple(f"__parzen_leaf_{k}" for k in indices)
+        row = [f for k in indices for f in ((value, low, high) if k == 0 else (2.0 * j + 1.0, 0.5, 4.0))]
+        frames.append(Row(names, np.array([row], dtype=np.float64), True))
+    with np.errstate(invalid="ignore"):  # inf - inf, as the general path's subtraction warns
+        keys, values, half, bounded, placed = ratios._leaf_table(composite, frames, True)
+    assert keys == [()] and not bounded.any() and all(p.tolist() == [0] for p in placed)
+    for frame, (_, indices) in zip(frames, composite.subqueries):
+        for k in indices:
+            v, lo, hi = (frame.column(f"__parzen_leaf_{k}{end}") for end in ("", " low", " high"))
+            want_value = np.nan_to_num(v)
+            with np.errstate(invalid="ignore"):
+                want_half = np.nan_to_num(np.fmax(v - lo, hi - v), nan=np.inf)
+            assert values[k].tobytes() == want_value.tobytes() and values[k].shape == (1,)
+            assert half[k].tobytes() == want_half.tobytes() and half[k].shape == (1,)
+    _, values, half, _, _ = ratios._leaf_table(composite, frames, False)
+    assert all(h.tobytes() == np.zeros(1).tobytes() for h in half.values())
+
+
+def test_reached_rows_put_in_order_once_where_the_sub_queries_reach_the_same_rows():
+    """_reached_rows compares the samples' rows as found: where they are equal only the first sample's are put in
+    order (an O(sample) pass each); else the union of every sample's rows, ascending."""
+    from types import SimpleNamespace
+
+    from parzen.aqp import ratios
+
+    class Sample:
+        def __init__(self, rows):
+            self.rows, self.layout, self.ordered = np.asarray(rows), SimpleNamespace(view=np.zeros(10)), 0
+
+        @property
+        def ascending_rows(self):
+            self.ordered += 1
+            return np.sort(self.rows)
+
+    same = [Sample([7, 2, 5]), Sample([7, 2, 5])]
+    assert ratios._reached_rows(same).tolist() == [2, 5, 7] and [s.ordered for s in same] == [1, 0]
+    other = [Sample([7, 2, 5]), Sample([2, 9])]
+    assert ratios._reached_rows(other).tolist() == [2, 5, 7, 9]

@@ -130,6 +130,42 @@ def test_sums_on_the_rows_where_z_may_not_be_zero_are_those_over_every_row():
         np.testing.assert_array_equal(got[ids], want)
 
 
+def test_the_last_leaf_added_in_the_sums_pass_gives_the_sums_of_z():
+    """stratum_sums_of_last_scaled (the last leaf of z added in the pass that sums z per stratum) gives the
+    floats of add_scaled_rows / add_scaled_kept_rows of that leaf followed by stratum_sums_of_runs, with and
+    without a categorical filter, NaN and -0.0 terms included."""
+    from parzen.aqp._cell_sums import (
+        add_scaled_kept_rows,
+        add_scaled_rows,
+        stratum_sums_of_last_scaled,
+        stratum_sums_of_runs,
+    )
+
+    rng = np.random.default_rng(7)
+    n, strata = 3000, 9
+    stratum = np.sort(rng.integers(0, strata, n)).astype(np.intp)
+    stratum[stratum == 4] = 5  # a stratum without rows
+    rows = np.flatnonzero(rng.random(n) < 0.45).astype(np.intp)
+    runs = np.searchsorted(rows, np.concatenate([[0], np.cumsum(np.bincount(stratum, minlength=strata))]))
+    first, last = np.zeros(n), np.zeros(n)
+    first[rows], last[rows] = rng.standard_t(3, rows.size) * 1e3, rng.standard_normal(rows.size) * 1e-3
+    last[rows[7]], last[rows[11]], first[rows[11]] = np.nan, -0.0, 0.0
+    mask = rng.random(n) < 0.3
+    for keep in (None, mask):
+        z = np.zeros(rows.size)
+        add_scaled_rows(z, -1.7, first, rows)
+        before = z.copy()
+        got = stratum_sums_of_last_scaled(z, 0.3, last, np.zeros(0, dtype=bool) if keep is None else keep,
+                                          keep is not None, rows, runs)
+        np.testing.assert_array_equal(z, before)  # z is read only
+        if keep is None:
+            add_scaled_rows(z, 0.3, last, rows)
+        else:
+            add_scaled_kept_rows(z, 0.3, last, keep, rows)
+        for g, w in zip(got, stratum_sums_of_runs(z, runs)):
+            assert g.tobytes() == w.tobytes()
+
+
 def test_one_domains_spread_is_the_numpy_expressions():
     """The variance and effective degrees of freedom of one domain (domain_spread_of_cells with groups=1,
     compiled: _cell_sums.one_domain_cells / one_domain_df) are the floats of the NumPy path

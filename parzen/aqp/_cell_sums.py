@@ -11,7 +11,8 @@ rows in the same order as ``np.bincount`` does (row by row, from 0.0), so they a
 over the rows with the arithmetic of the NumPy expressions they replace.  :func:`add_scaled_rows`,
 :func:`add_scaled_kept_rows` and :func:`stratum_sums_of_runs` do the same for one answer row over the rows
 where z may be other than 0 (a ratio's terms are 0 where its kernels reach no row): adding a term +0.0
-leaves every sum as it was (a sum from +0.0 is never -0.0), so the sums are those over every row.
+leaves every sum as it was (a sum from +0.0 is never -0.0), so the sums are those over every row;
+:func:`stratum_sums_of_last_scaled` adds the last leaf and sums in the same pass.
 """
 
 from __future__ import annotations
@@ -263,6 +264,53 @@ def stratum_sums_of_runs(values, bounds):
         a1, a2, a4 = s1[c], s2[c], s4[c]
         for j in range(bounds[c], bounds[c + 1]):
             v = values[j]
+            square = v * v
+            a1 += v
+            a2 += square
+            a4 += square * square
+        s1[c], s2[c], s4[c] = a1, a2, a4
+    return s1, s2, s4
+
+
+@njit(cache=True, nogil=True)
+def stratum_sums_of_last_scaled(z, factor, term, keep, kept, rows, bounds):
+    """:func:`stratum_sums_of_runs` of z + factor term (times 1.0 / 0.0 by ``keep`` where ``kept``) on the
+    rows ``rows``, in one pass: :func:`add_scaled_rows` (or :func:`add_scaled_kept_rows`) of a ratio's
+    last leaf and the sums of the result, each row's z_j made as those make it and added to its
+    stratum's sums as that adds them (the same floats), without writing z back.
+
+    Parameters
+    ----------
+    z : numpy.ndarray of float64
+        Per row of ``rows``, the sum of the other leaves' scaled terms (read only).
+    factor : float
+        The last leaf's factor.
+    term : numpy.ndarray of float64
+        Per sampled row, its term.
+    keep : numpy.ndarray of bool
+        Per sampled row, whether its term counts (else it is multiplied by 0.0); read only where ``kept``.
+    kept : bool
+        Whether the leaf has a categorical filter (``keep``).
+    rows : numpy.ndarray of int
+        The rows, ascending.
+    bounds : numpy.ndarray of int
+        Where each stratum's run of ``rows`` starts, and after the last one where it ends.
+
+    Returns
+    -------
+    s1, s2, s4 : numpy.ndarray of float64
+        Per stratum.
+    """
+    strata = bounds.size - 1
+    s1 = np.zeros(strata)
+    s2 = np.zeros(strata)
+    s4 = np.zeros(strata)
+    for c in range(strata):
+        a1, a2, a4 = s1[c], s2[c], s4[c]
+        for j in range(bounds[c], bounds[c + 1]):
+            r = rows[j]
+            t = term[r] * (1.0 if keep[r] else 0.0) if kept else term[r]
+            v = z[j] + factor * t
             square = v * v
             a1 += v
             a2 += square

@@ -288,6 +288,7 @@ def warm_up() -> None:
         domain_cell_sums,
         one_domain_cells,
         one_domain_df,
+        stratum_sums_of_last_scaled,
         stratum_sums_of_runs,
         terms_of_kept,
         weighted_total,
@@ -301,6 +302,8 @@ def warm_up() -> None:
     add_scaled_rows(np.zeros(1), 1.0, np.ones(1), one)
     add_scaled_kept_rows(np.zeros(1), 1.0, np.ones(1), np.ones(1, dtype=np.bool_), one)
     stratum_sums_of_runs(np.zeros(1), np.array([0, 1], dtype=np.intp))
+    stratum_sums_of_last_scaled(np.zeros(1), 1.0, np.ones(1), np.ones(1, dtype=np.bool_), True, one,
+                                np.array([0, 1], dtype=np.intp))
     one_domain_cells(np.ones(1), np.ones(1), np.ones(1), np.zeros(1), np.zeros(1), np.zeros(1))
     one_domain_df(np.zeros(1), np.ones(1), 1.0)
     weighted_total(np.ones(1), np.ones(1))

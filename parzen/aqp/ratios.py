@@ -43,13 +43,21 @@ the same terms.
 from __future__ import annotations
 
 import functools
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ._cell_sums import add_scaled, add_scaled_kept, add_scaled_kept_rows, add_scaled_rows, stratum_sums_of_runs
+from ._cell_sums import (
+    add_scaled,
+    add_scaled_kept,
+    add_scaled_kept_rows,
+    add_scaled_rows,
+    stratum_sums_of_last_scaled,
+    stratum_sums_of_runs,
+)
 from ._kept import shared_terms
 from .aggregates import sample_terms
 from .answers import Row, _column_index
@@ -73,6 +81,8 @@ _FORMS = ("totals", "grid", "sample")
 
 #: pandas' dtype of text (what a DataFrame infers from strings, NULL as NaN).
 _TEXT = pd.StringDtype(na_value=np.nan)
+#: :func:`parzen.aqp._cell_sums.stratum_sums_of_last_scaled`'s ``keep`` of a leaf without a categorical filter (not read).
+_NO_KEEP = np.zeros(0, dtype=np.bool_)
 
 
 def approximate(composite: Composite, subqueries: Sequence[AggregateQuery], synopsis: Synopsis, layout: Layout,
@@ -353,8 +363,12 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
             bounded[0] |= bool(held)
         rows_array = np.asarray(rows, dtype=np.intp)
         placed.append(rows_array)
-        found = rows_array >= 0
         read = _float_columns(frame, bool(group_by))
+        if not group_by and len(frame) == 1:  # its one row is group 0's
+            for k in indices:
+                values[k], half[k] = _one_row_leaf(read, f"{LEAF}{k}", with_error)
+            continue
+        found = rows_array >= 0
         for k in indices:
             name = f"{LEAF}{k}"
             v = np.zeros(len(keys))
@@ -366,6 +380,16 @@ def _leaf_table(composite: Composite, frames, with_error: bool):
                 h[rows_array[found]] = np.fmax(column - read(f"{name} low")[found], read(f"{name} high")[found] - column)
             half[k] = h if np.isfinite(h).all() else np.nan_to_num(h, nan=np.inf)
     return keys, values, half, bounded, placed
+
+
+def _one_row_leaf(read: Callable[[str], np.ndarray], name: str, with_error: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_leaf_table`'s value and half width of leaf ``name`` from its sub-query's one row (no GROUP BY;
+    ``read``: :func:`_float_columns`): the floats of the general path, without its gathers and scatters
+    (a dozen NumPy calls on arrays of one element: 10 us a sub-query less)."""
+    value = np.array(read(name), dtype=np.float64)
+    half = np.fmax(value - read(f"{name} low"), read(f"{name} high") - value) if with_error else np.zeros(1)
+    return value if math.isfinite(value[0]) else np.nan_to_num(value), \
+        half if math.isfinite(half[0]) else np.nan_to_num(half, nan=np.inf)
 
 
 def _float_columns(frame: pd.DataFrame | Row, grouped: bool) -> Callable[[str], np.ndarray]:
@@ -392,6 +416,13 @@ def _evaluate(expression: Expression, leaves: dict[int, np.ndarray],
     """The expression's value per group and its gradient (leaf -> d value / d leaf), forward mode.
     ``("null_if_none", a, n)`` is a, NULL (NaN) in the groups where n is 0 and every leaf of n is
     exact there (``known``: leaf -> per group; None: none is, so a stays)."""
+    with np.errstate(invalid="ignore", divide="ignore"):  # set once for the whole tree (5 us a node)
+        return _evaluated(expression, leaves, known)
+
+
+def _evaluated(expression: Expression, leaves: dict[int, np.ndarray],
+               known: dict[int, np.ndarray] | None) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """:func:`_evaluate`'s recursion, within its ``np.errstate``."""
     kind = expression[0]
     size = len(next(iter(leaves.values()))) if leaves else 1
     if kind == "number":
@@ -399,36 +430,35 @@ def _evaluate(expression: Expression, leaves: dict[int, np.ndarray],
     if kind == "leaf":
         return leaves[expression[1]].astype(np.float64), {expression[1]: np.ones(size)}
     if kind == "null_if_none":
-        value, slopes = _evaluate(expression[1], leaves, known)
+        value, slopes = _evaluated(expression[1], leaves, known)
         if known is None:
             return value, slopes
-        count, counted = _evaluate(expression[2], leaves, known)
+        count, counted = _evaluated(expression[2], leaves, known)
         none = (count == 0.0) & np.logical_and.reduce([known[k] for k in counted] + [np.ones(size, dtype=bool)])
         return np.where(none, np.nan, value), slopes
-    (a, da), (b, db) = _evaluate(expression[1], leaves, known), _evaluate(expression[2], leaves, known)
+    (a, da), (b, db) = _evaluated(expression[1], leaves, known), _evaluated(expression[2], leaves, known)
     gradient: dict[int, np.ndarray] = {}
 
     def add(d: dict[int, np.ndarray], factor) -> None:
         for k, v in d.items():
             gradient[k] = gradient.get(k, 0.0) + factor * v
 
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if kind == "+":
-            add(da, 1.0)
-            add(db, 1.0)
-            return a + b, gradient
-        if kind == "-":
-            add(da, 1.0)
-            add(db, -1.0)
-            return a - b, gradient
-        if kind == "*":
-            add(da, b)
-            add(db, a)
-            return a * b, gradient
-        value = np.where(b != 0.0, a / np.where(b != 0.0, b, 1.0), np.nan)  # x / 0: NULL
-        add(da, 1.0 / b)
-        add(db, -a / (b * b))
-        return value, gradient
+    if kind == "+":
+        add(da, 1.0)
+        add(db, 1.0)
+        return a + b, gradient
+    if kind == "-":
+        add(da, 1.0)
+        add(db, -1.0)
+        return a - b, gradient
+    if kind == "*":
+        add(da, b)
+        add(db, a)
+        return a * b, gradient
+    value = np.where(b != 0.0, a / np.where(b != 0.0, b, 1.0), np.nan)  # x / 0: NULL
+    add(da, 1.0 / b)
+    add(db, -a / (b * b))
+    return value, gradient
 
 
 class _RowTerms:
@@ -508,18 +538,29 @@ class _RowTerms:
         are runs of the sample, ``Synopsis.strata``), in passes over the rows the kernels reach."""
         rows = self.support
         assert rows is not None
-        z = np.zeros(rows.size)
-        for k, d in gradient.items():
-            factor = float(np.where(exact[k] | ~np.isfinite(d), 0.0, d)[0])  # NaN and infinite slopes: 0
-            keep = self.keeps[k]
-            if keep is None:
-                add_scaled_rows(z, factor, self.terms[k], rows)
-            else:  # the term times 1.0 / 0.0, as the product would be
-                add_scaled_kept_rows(z, factor, self.terms[k], keep, rows)
         layout = self.layout
-        s1, s2, s4 = stratum_sums_of_runs(z, np.searchsorted(rows, stratum_runs(layout)))
+        bounds = np.searchsorted(rows, stratum_runs(layout))
+        leaves = [(_factor(d, exact[k]), self.terms[k], self.keeps[k]) for k, d in gradient.items()]
+        z = np.zeros(rows.size)
+        for factor, term, keep in leaves[:-1]:
+            if keep is None:
+                add_scaled_rows(z, factor, term, rows)
+            else:  # the term times 1.0 / 0.0, as the product would be
+                add_scaled_kept_rows(z, factor, term, keep, rows)
+        if leaves:  # the last leaf added in the sums' pass (one pass less over the rows)
+            factor, term, keep = leaves[-1]
+            s1, s2, s4 = stratum_sums_of_last_scaled(z, factor, term, _NO_KEEP if keep is None else keep,
+                                                     keep is not None, rows, bounds)
+        else:  # no leaf: z is 0
+            s1, s2, s4 = stratum_sums_of_runs(z, bounds)
         held = np.flatnonzero(layout.drawn)  # the strata that hold sampled rows: the cells of one domain
         return domain_spread_of_cells((held, layout.drawn[held], s1[held], s2[held], s4[held]), layout, 1)
+
+
+def _factor(slope: np.ndarray, exact: np.ndarray) -> float:
+    """A leaf's factor in z of one answer row (:meth:`_RowTerms.variance`): its slope, 0 where the leaf is
+    exact or the slope NaN or infinite."""
+    return float(np.where(exact | ~np.isfinite(slope), 0.0, slope)[0])
 
 
 def _sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout):
@@ -532,14 +573,15 @@ def _sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout):
 def _reached_rows(samples: list) -> np.ndarray:
     """The sampled rows, ascending, that the kernels of any of ``samples`` (:func:`_sample_terms`) reach:
     every leaf's term is 0 on the others (one sample's rows where all reach the same ones, as the
-    sub-queries of TPC-H Q14's ratio do)."""
-    rows = [sample.ascending_rows for sample in samples]
-    first = rows[0]
-    if all(r is first or np.array_equal(r, first) for r in rows[1:]):
-        return first
-    marked = np.zeros(samples[0].layout.view.size, dtype=bool)
-    for r in rows:
-        marked[r] = True
+    sub-queries of TPC-H Q14's ratio do, with kernels of other widths: their rows are found in the same
+    order).  The samples' rows are compared as found, so that only the first one's are put in order
+    (:attr:`parzen.aqp.aggregates._SampleTerms.ascending_rows`, an O(sample) pass, 100-200 us on SF10)."""
+    first = samples[0]
+    if all(s is first or np.array_equal(s.rows, first.rows) for s in samples[1:]):
+        return first.ascending_rows
+    marked = np.zeros(first.layout.view.size, dtype=bool)
+    for sample in samples:
+        marked[sample.rows] = True
     return np.flatnonzero(marked)
 
 
