@@ -367,19 +367,14 @@ class _Translator:
         if len(ifs) > MAX_WHENS:
             raise UnsupportedQuery(f"a CASE of {len(ifs)} WHEN branches in {call.sql(dialect='duckdb')} "
                                    f"(at most {MAX_WHENS})")
+        default = case.args.get("default")
+        if any(node is not case for node in case.find_all(exp.Case, exp.AggFunc)):  # one walk of the CASE
+            _refuse_nesting(ifs, default, call)
         conditions = []
         for branch in ifs:
-            node = branch.this
-            if node.find(exp.Case) is not None or branch.args["true"].find(exp.Case) is not None:
-                raise UnsupportedQuery(f"a nested CASE in {call.sql(dialect='duckdb')}")
-            if node.find(exp.AggFunc) is not None:
-                raise UnsupportedQuery(f"an aggregate in the CASE condition {node.sql(dialect='duckdb')}")
-            text = _DUCKDB.generate(node)  # node.sql(dialect="duckdb"), without looking the dialect up
-            self.conditions.setdefault(text, node)
+            text = _DUCKDB.generate(branch.this)  # node.sql(dialect="duckdb"), without looking the dialect up
+            self.conditions.setdefault(text, branch.this)
             conditions.append(text)
-        default = case.args.get("default")
-        if default is not None and default.find(exp.Case) is not None:
-            raise UnsupportedQuery(f"a nested CASE in {call.sql(dialect='duckdb')}")
         taken = [(k, branch.args["true"]) for k, branch in enumerate(ifs)]
         taken.append((len(ifs), default if default is not None else exp.Null()))
         for k, value in taken:
@@ -400,6 +395,20 @@ class _Translator:
         if index == len(self.aggregates):
             self.aggregates.append(aggregate)
         return ("leaf", index)
+
+
+def _refuse_nesting(ifs: list[exp.Expr], default: exp.Expr | None, call: exp.Expr) -> None:
+    """Refuse, naming the first in branch order, a CASE nested in a CASE's branches (``ifs``, ``default``)
+    or an aggregate in one of its conditions; an aggregate under THEN or ELSE is refused where its
+    sub-query is read."""
+    for branch in ifs:
+        node = branch.this
+        if node.find(exp.Case) is not None or branch.args["true"].find(exp.Case) is not None:
+            raise UnsupportedQuery(f"a nested CASE in {call.sql(dialect='duckdb')}")
+        if node.find(exp.AggFunc) is not None:
+            raise UnsupportedQuery(f"an aggregate in the CASE condition {node.sql(dialect='duckdb')}")
+    if default is not None and default.find(exp.Case) is not None:
+        raise UnsupportedQuery(f"a nested CASE in {call.sql(dialect='duckdb')}")
 
 
 def _unwrapped(node):

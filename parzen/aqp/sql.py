@@ -331,15 +331,20 @@ def _read_alone(terms: list[exp.Expr], column_of) -> list[exp.Expr] | None:
     the whole condition is rewritten, and read as a union of boxes where it has OR / NOT."""
     read = []
     for t in terms:
-        if t.find(exp.Or, exp.Not, exp.NEQ, *dates.DATE_PARTS) is None:  # most terms: one walk of the term
+        found = list(t.find_all(exp.Or, exp.Not, exp.NEQ, *dates.DATE_PARTS))  # one walk of the term tells all
+        if not found:  # most terms
             read.append(t)
             continue
-        if t.find(exp.Not, *dates.DATE_PARTS) is not None or \
-                (t.find(exp.NEQ) is not None and not _is_text_inequality(t)):
+        if any(isinstance(n, (exp.Not, *dates.DATE_PARTS)) for n in found) or \
+                (any(isinstance(n, exp.NEQ) for n in found) and not _is_text_inequality(t)):
             return None
-        read.append(_collapsed(t, column_of))
-        if read[-1].find(exp.Or) is not None:
+        if not any(isinstance(n, exp.Or) for n in found):
+            read.append(t)
+            continue
+        collapsed = collapse_equalities(t, column_of, _string, _is_number)  # a copy, its ORs of equalities made IN
+        if collapsed.find(exp.Or) is not None:
             return None
+        read.append(collapsed)
     return read
 
 
@@ -447,12 +452,6 @@ def narrowed(shared: SharedClauses, items: list[exp.Expr], conditions: list[exp.
     compared = shared.compared + _add_terms(read, ranges, members, column_of, [], ())
     return AggregateQuery(shared.table, select, ranges, members, shared.group_by, joined=shared.joined,
                           join_on=tuple(join_on), compared=compared)
-
-def _collapsed(term: exp.Expr, column_of) -> exp.Expr:
-    """A WHERE term with its ORs of equalities on one column made one IN
-    (:func:`parzen.aqp.string_predicates.collapse_equalities`, which copies it); ``term`` itself when it
-    has no OR."""
-    return term if term.find(exp.Or) is None else collapse_equalities(term, column_of, _string, _is_number)
 
 
 def _rewritten(condition: exp.Expr, numbers, names) -> exp.Expr:
