@@ -549,6 +549,27 @@ def test_a_case_walked_once_for_nesting_is_refused_at_its_first_branch(sql, name
         split(sql)
 
 
+def test_a_split_looks_for_qualified_columns_on_the_walk_that_drops_token_positions():
+    """split_refused walks the query's tree once to drop the parser's token positions (a copy of a node then
+    costs a quarter) and to see whether a column is qualified, which the reading of the shared clauses
+    (sql._joined) then does not walk the tree again for; a qualified column sends the query through the
+    whole conversion, on a copy without the qualifiers, to the same sub-queries."""
+    from unittest import mock
+
+    from parzen.aqp import case_aggregates, sql
+
+    plain = "SELECT g, SUM(CASE WHEN h = 'p' THEN w ELSE 0 END) / SUM(w) AS r FROM t WHERE x < 3 GROUP BY g"
+    made = {}
+    for text in (plain, plain.replace("WHERE x", "WHERE t.x")):
+        tree = case_aggregates.composite_tree(text)
+        with mock.patch.object(sql, "_joined", wraps=sql._joined) as joined:
+            made[text] = case_aggregates.split_refused(tree)
+        assert all(node._meta is None for node in tree.walk())
+        assert [call.args[2:] for call in joined.call_args_list] == ([(False,)] if text == plain else [()] * 3)
+    assert [[q for q, _ in composite.subqueries] for composite in made.values()] == \
+        [[q for q, _ in made[plain].subqueries]] * 2
+
+
 @pytest.mark.parametrize("term, read", [
     ("a > 1", "a > 1"), ("a = 'x' OR a = 'y'", "a IN ('x', 'y')"), ("a <> 'x'", "a <> 'x'"),
     ("'x' <> a", "'x' <> a"), ("a = 1 OR (a = 2 OR a = 3)", "a IN (1, 2, 3)"), ("a <> 3", None),

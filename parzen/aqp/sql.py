@@ -381,7 +381,7 @@ class SharedClauses:
     members: dict[str, frozenset]
 
 
-def shared_clauses(tree: exp.Select) -> SharedClauses | None:
+def shared_clauses(tree: exp.Select, qualified: bool | None = None) -> SharedClauses | None:
     """The clauses of ``tree`` (its SELECT list aside) as :func:`_query` reads them, for :func:`narrowed`;
     None where a query over them may be read otherwise than term after term: a qualified column anywhere
     in ``tree`` (read on a copy), a WHERE that :func:`_read_alone` leaves to the OR / NOT path, or any
@@ -391,14 +391,19 @@ def shared_clauses(tree: exp.Select) -> SharedClauses | None:
     ----------
     tree : sqlglot.exp.Select
         A parsed query without placeholders (read, never changed).
+    qualified : bool, optional
+        Whether a column of ``tree`` is qualified, where the caller has walked the tree already
+        (None: looked for here, one more walk of it).
 
     Returns
     -------
     SharedClauses or None
     """
+    if qualified:
+        return None
     column_of = lambda node: _column(node, "WHERE") if _is_column(node) else None
     try:
-        tree, tables, join_on, terms, _, owned = _joined(_check_clauses(tree), ())
+        tree, tables, join_on, terms, _, owned = _joined(_check_clauses(tree), (), qualified)
         if owned:
             return None
         group_by = _group_by(tree, ())
@@ -473,7 +478,8 @@ def _string(node: exp.Expr) -> str | None:
     return node.this if isinstance(node, exp.Literal) and node.is_string else None
 
 
-def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, list[exp.Expr], exp.Where | None, bool]:
+def _joined(tree: exp.Select, names,
+            qualified: bool | None = None) -> tuple[exp.Select, list[str], tuple, list[exp.Expr], exp.Where | None, bool]:
     """The query's tables (FROM first), its join conditions and the terms of the rest of its WHERE
     (with the ON clauses' other predicates; :func:`_conjunction` makes them one condition), on a copy of
     ``tree`` whose columns lost their qualifiers (``tree`` itself when none is qualified: it is read,
@@ -485,7 +491,8 @@ def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, list
     row filters, :func:`parzen.aqp.row_predicates.separate_filters`; :func:`parzen.aqp.joins.covered`
     refuses what is left).
     A qualifier must name a table or alias of the query; a table read twice, outer, semi, anti,
-    natural, ASOF and USING joins raise :class:`UnsupportedQuery`.
+    natural, ASOF and USING joins raise :class:`UnsupportedQuery`.  ``qualified``: whether a column of
+    ``tree`` is qualified, where the caller knows it (None: looked for here, a walk of the whole tree).
     """
     first = _table(tree)
     entries = [first]
@@ -498,7 +505,8 @@ def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, list
         if j.args.get("using"):
             raise UnsupportedQuery("JOIN ... USING (write the join condition as ON fk = pk)")
         entries.append(_table_entry(j.this))
-    qualified = [c for c in tree.find_all(exp.Column) if c.table]
+    if qualified is None:
+        qualified = any(column.table for column in tree.find_all(exp.Column))
     if not joins and not qualified:
         where = tree.args.get("where")
         return tree, [first[0]], (), [] if where is None else list(conjuncts(where.this)), where, False
