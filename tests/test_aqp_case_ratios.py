@@ -531,6 +531,65 @@ def test_the_plain_subsets_refusal_of_a_split_query_writes_no_message():
     assert str(again) == str(refused.value) and repr(again) == repr(refused.value)
 
 
+@pytest.mark.parametrize("sql, named", [
+    ("SELECT SUM(CASE WHEN SUM(a) > 1 THEN 1 WHEN b > 1 THEN CASE WHEN c THEN 1 END END) AS s FROM t",
+     r"an aggregate in the CASE condition SUM\(a\) > 1"),
+    ("SELECT SUM(CASE WHEN a > 1 THEN 1 WHEN SUM(b) > 1 THEN 2 ELSE CASE WHEN c THEN 1 END END) AS s FROM t",
+     r"an aggregate in the CASE condition SUM\(b\) > 1"),
+    ("SELECT SUM(CASE WHEN a > 1 THEN 1 WHEN b > 1 THEN MAX(y) ELSE CASE WHEN c THEN 1 END END) AS s FROM t",
+     "a nested CASE in"),
+    ("SELECT SUM(CASE WHEN (CASE WHEN b THEN 1 END) > 1 THEN 2 END) AS s FROM t", "a nested CASE in"),
+    ("SELECT SUM(CASE WHEN a > 1 THEN SUM(x) ELSE 0 END) AS s FROM t", r"SUM\(x\) in SUM\(SUM\(x\)\)"),
+])
+def test_a_case_walked_once_for_nesting_is_refused_at_its_first_branch(sql, named):
+    """A CASE is walked once for nested CASEs and aggregates; where it has one, the refusal names the first
+    branch's (a CASE under WHEN or THEN, or an aggregate in its condition, before a CASE under ELSE); an
+    aggregate under THEN is left to the reading of its leaf."""
+    with pytest.raises(UnsupportedQuery, match=named):
+        split(sql)
+
+
+def test_a_split_looks_for_qualified_columns_on_the_walk_that_drops_token_positions():
+    """split_refused walks the query's tree once to drop the parser's token positions (a copy of a node then
+    costs a quarter) and to see whether a column is qualified, which the reading of the shared clauses
+    (sql._joined) then does not walk the tree again for; a qualified column sends the query through the
+    whole conversion, on a copy without the qualifiers, to the same sub-queries."""
+    from unittest import mock
+
+    from parzen.aqp import case_aggregates, sql
+
+    plain = "SELECT g, SUM(CASE WHEN h = 'p' THEN w ELSE 0 END) / SUM(w) AS r FROM t WHERE x < 3 GROUP BY g"
+    made = {}
+    for text in (plain, plain.replace("WHERE x", "WHERE t.x")):
+        tree = case_aggregates.composite_tree(text)
+        with mock.patch.object(sql, "_joined", wraps=sql._joined) as joined:
+            made[text] = case_aggregates.split_refused(tree)
+        assert all(node._meta is None for node in tree.walk())
+        assert [call.args[2:] for call in joined.call_args_list] == ([(False,)] if text == plain else [()] * 3)
+    assert [[q for q, _ in composite.subqueries] for composite in made.values()] == \
+        [[q for q, _ in made[plain].subqueries]] * 2
+
+
+@pytest.mark.parametrize("term, read", [
+    ("a > 1", "a > 1"), ("a = 'x' OR a = 'y'", "a IN ('x', 'y')"), ("a <> 'x'", "a <> 'x'"),
+    ("'x' <> a", "'x' <> a"), ("a = 1 OR (a = 2 OR a = 3)", "a IN (1, 2, 3)"), ("a <> 3", None),
+    ("NOT a = 'x'", None), ("YEAR(d) = 1994", None), ("a = 'x' OR b = 'y'", None), ("a <> 'x' OR a = 'y'", None),
+])
+def test_a_where_term_read_alone_after_one_walk(term, read):
+    """sql._read_alone reads a term from one walk of it: kept as it is, made one IN from ORs of equalities
+    on one column, or left (None) to the OR / NOT path: NOT, a date's part, ``<>`` other than ``column <>
+    'text'`` as the whole term, or an OR left after the IN is made."""
+    from sqlglot import exp
+
+    from parzen.aqp import sql
+
+    node = exp.maybe_parse(term, dialect="duckdb")
+    terms = sql._read_alone([node], lambda n: sql._column(n, "WHERE") if sql._is_column(n) else None)
+    assert (terms if terms is None else [t.sql(dialect="duckdb") for t in terms]) == (read if read is None else [read])
+    if read == term:
+        assert terms[0] is node  # read as it is, no copy
+
+
 def test_resolving_text_tests_reads_the_synopsis_names_kept_on_it(engine):
     """resolve_query (every sub-query of a CASE / ratio query) reads the synopsis's casefolded names made once
     and kept on the synopsis; a synopsis whose columns are replaced gets them anew."""

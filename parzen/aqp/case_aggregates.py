@@ -135,12 +135,12 @@ def split(sql: str) -> Composite | None:
         A CASE or an arithmetic of aggregates outside the forms in the module's notes, named.
     """
     tree = composite_tree(sql)
-    return None if tree is None else _split(tree, shared_clauses(tree))
+    return None if tree is None else _split(tree, shared_clauses(tree, _detached(tree)))
 
 
 def composite_tree(sql: str) -> exp.Select | None:
-    """``sql``'s parsed tree, without the parser's token positions, when it is one SELECT whose list has
-    CASE inside an aggregate or arithmetic of aggregates; else None.
+    """``sql``'s parsed tree when it is one SELECT whose list has CASE inside an aggregate or arithmetic of
+    aggregates; else None.
 
     Parameters
     ----------
@@ -150,7 +150,8 @@ def composite_tree(sql: str) -> exp.Select | None:
     Returns
     -------
     sqlglot.exp.Select or None
-        Its tree (read only: a :class:`Composite`'s sub-queries share its nodes).
+        Its tree (read only: a :class:`Composite`'s sub-queries share its nodes; :func:`split_refused`
+        drops the parser's token positions from it).
     """
     try:
         statements = _DUCKDB.parse(sql)
@@ -161,10 +162,20 @@ def composite_tree(sql: str) -> exp.Select | None:
     tree = statements[0]
     if not any(_is_composite(item.this if isinstance(item, exp.Alias) else item) for item in tree.expressions):
         return None
-    for node in tree.walk():  # token positions and empty comment lists: each copy of a node deep-copies them in
-        node._meta = None     # Python (4x the cost of the copy)
-        node.comments = node.comments or None
     return tree
+
+
+def _detached(tree: exp.Select) -> bool:
+    """Drop the parser's token positions and empty comment lists from every node of ``tree`` (each copy of
+    a node deep-copies them in Python: 4x the cost of the copy); whether a column of it is qualified, seen
+    on the way (:func:`parzen.aqp.sql.shared_clauses` then walks the tree no more)."""
+    qualified = False
+    for node in tree.walk():
+        node._meta = None
+        node.comments = node.comments or None
+        if isinstance(node, exp.Column) and node.table:
+            qualified = True
+    return qualified
 
 
 def split_refused(tree: exp.Select) -> Composite | None:
@@ -195,7 +206,7 @@ def split_refused(tree: exp.Select) -> Composite | None:
     ValueError
         As :func:`parzen.aqp.sql.parse` (a literal that is no finite number, say).
     """
-    shared = shared_clauses(tree)  # read once, for the sub-queries too
+    shared = shared_clauses(tree, _detached(tree))  # read once, for the sub-queries too
     try:
         if shared is None:
             _query(_unowned(exp.Select, {**tree.args, "where": None}), [])
@@ -367,19 +378,14 @@ class _Translator:
         if len(ifs) > MAX_WHENS:
             raise UnsupportedQuery(f"a CASE of {len(ifs)} WHEN branches in {call.sql(dialect='duckdb')} "
                                    f"(at most {MAX_WHENS})")
+        default = case.args.get("default")
+        if any(node is not case for node in case.find_all(exp.Case, exp.AggFunc)):  # one walk of the CASE
+            _refuse_nesting(ifs, default, call)
         conditions = []
         for branch in ifs:
-            node = branch.this
-            if node.find(exp.Case) is not None or branch.args["true"].find(exp.Case) is not None:
-                raise UnsupportedQuery(f"a nested CASE in {call.sql(dialect='duckdb')}")
-            if node.find(exp.AggFunc) is not None:
-                raise UnsupportedQuery(f"an aggregate in the CASE condition {node.sql(dialect='duckdb')}")
-            text = _DUCKDB.generate(node)  # node.sql(dialect="duckdb"), without looking the dialect up
-            self.conditions.setdefault(text, node)
+            text = _DUCKDB.generate(branch.this)  # node.sql(dialect="duckdb"), without looking the dialect up
+            self.conditions.setdefault(text, branch.this)
             conditions.append(text)
-        default = case.args.get("default")
-        if default is not None and default.find(exp.Case) is not None:
-            raise UnsupportedQuery(f"a nested CASE in {call.sql(dialect='duckdb')}")
         taken = [(k, branch.args["true"]) for k, branch in enumerate(ifs)]
         taken.append((len(ifs), default if default is not None else exp.Null()))
         for k, value in taken:
@@ -400,6 +406,20 @@ class _Translator:
         if index == len(self.aggregates):
             self.aggregates.append(aggregate)
         return ("leaf", index)
+
+
+def _refuse_nesting(ifs: list[exp.Expr], default: exp.Expr | None, call: exp.Expr) -> None:
+    """Refuse, naming the first in branch order, a CASE nested in a CASE's branches (``ifs``, ``default``)
+    or an aggregate in one of its conditions; an aggregate under THEN or ELSE is refused where its
+    sub-query is read."""
+    for branch in ifs:
+        node = branch.this
+        if node.find(exp.Case) is not None or branch.args["true"].find(exp.Case) is not None:
+            raise UnsupportedQuery(f"a nested CASE in {call.sql(dialect='duckdb')}")
+        if node.find(exp.AggFunc) is not None:
+            raise UnsupportedQuery(f"an aggregate in the CASE condition {node.sql(dialect='duckdb')}")
+    if default is not None and default.find(exp.Case) is not None:
+        raise UnsupportedQuery(f"a nested CASE in {call.sql(dialect='duckdb')}")
 
 
 def _unwrapped(node):

@@ -331,15 +331,20 @@ def _read_alone(terms: list[exp.Expr], column_of) -> list[exp.Expr] | None:
     the whole condition is rewritten, and read as a union of boxes where it has OR / NOT."""
     read = []
     for t in terms:
-        if t.find(exp.Or, exp.Not, exp.NEQ, *dates.DATE_PARTS) is None:  # most terms: one walk of the term
+        found = list(t.find_all(exp.Or, exp.Not, exp.NEQ, *dates.DATE_PARTS))  # one walk of the term tells all
+        if not found:  # most terms
             read.append(t)
             continue
-        if t.find(exp.Not, *dates.DATE_PARTS) is not None or \
-                (t.find(exp.NEQ) is not None and not _is_text_inequality(t)):
+        if any(isinstance(n, (exp.Not, *dates.DATE_PARTS)) for n in found) or \
+                (any(isinstance(n, exp.NEQ) for n in found) and not _is_text_inequality(t)):
             return None
-        read.append(_collapsed(t, column_of))
-        if read[-1].find(exp.Or) is not None:
+        if not any(isinstance(n, exp.Or) for n in found):
+            read.append(t)
+            continue
+        collapsed = collapse_equalities(t, column_of, _string, _is_number)  # a copy, its ORs of equalities made IN
+        if collapsed.find(exp.Or) is not None:
             return None
+        read.append(collapsed)
     return read
 
 
@@ -376,7 +381,7 @@ class SharedClauses:
     members: dict[str, frozenset]
 
 
-def shared_clauses(tree: exp.Select) -> SharedClauses | None:
+def shared_clauses(tree: exp.Select, qualified: bool | None = None) -> SharedClauses | None:
     """The clauses of ``tree`` (its SELECT list aside) as :func:`_query` reads them, for :func:`narrowed`;
     None where a query over them may be read otherwise than term after term: a qualified column anywhere
     in ``tree`` (read on a copy), a WHERE that :func:`_read_alone` leaves to the OR / NOT path, or any
@@ -386,14 +391,19 @@ def shared_clauses(tree: exp.Select) -> SharedClauses | None:
     ----------
     tree : sqlglot.exp.Select
         A parsed query without placeholders (read, never changed).
+    qualified : bool, optional
+        Whether a column of ``tree`` is qualified, where the caller has walked the tree already
+        (None: looked for here, one more walk of it).
 
     Returns
     -------
     SharedClauses or None
     """
+    if qualified:
+        return None
     column_of = lambda node: _column(node, "WHERE") if _is_column(node) else None
     try:
-        tree, tables, join_on, terms, _, owned = _joined(_check_clauses(tree), ())
+        tree, tables, join_on, terms, _, owned = _joined(_check_clauses(tree), (), qualified)
         if owned:
             return None
         group_by = _group_by(tree, ())
@@ -448,12 +458,6 @@ def narrowed(shared: SharedClauses, items: list[exp.Expr], conditions: list[exp.
     return AggregateQuery(shared.table, select, ranges, members, shared.group_by, joined=shared.joined,
                           join_on=tuple(join_on), compared=compared)
 
-def _collapsed(term: exp.Expr, column_of) -> exp.Expr:
-    """A WHERE term with its ORs of equalities on one column made one IN
-    (:func:`parzen.aqp.string_predicates.collapse_equalities`, which copies it); ``term`` itself when it
-    has no OR."""
-    return term if term.find(exp.Or) is None else collapse_equalities(term, column_of, _string, _is_number)
-
 
 def _rewritten(condition: exp.Expr, numbers, names) -> exp.Expr:
     """A WHERE with the years of dates compared with integers made ranges of dates
@@ -474,7 +478,8 @@ def _string(node: exp.Expr) -> str | None:
     return node.this if isinstance(node, exp.Literal) and node.is_string else None
 
 
-def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, list[exp.Expr], exp.Where | None, bool]:
+def _joined(tree: exp.Select, names,
+            qualified: bool | None = None) -> tuple[exp.Select, list[str], tuple, list[exp.Expr], exp.Where | None, bool]:
     """The query's tables (FROM first), its join conditions and the terms of the rest of its WHERE
     (with the ON clauses' other predicates; :func:`_conjunction` makes them one condition), on a copy of
     ``tree`` whose columns lost their qualifiers (``tree`` itself when none is qualified: it is read,
@@ -486,7 +491,8 @@ def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, list
     row filters, :func:`parzen.aqp.row_predicates.separate_filters`; :func:`parzen.aqp.joins.covered`
     refuses what is left).
     A qualifier must name a table or alias of the query; a table read twice, outer, semi, anti,
-    natural, ASOF and USING joins raise :class:`UnsupportedQuery`.
+    natural, ASOF and USING joins raise :class:`UnsupportedQuery`.  ``qualified``: whether a column of
+    ``tree`` is qualified, where the caller knows it (None: looked for here, a walk of the whole tree).
     """
     first = _table(tree)
     entries = [first]
@@ -499,7 +505,8 @@ def _joined(tree: exp.Select, names) -> tuple[exp.Select, list[str], tuple, list
         if j.args.get("using"):
             raise UnsupportedQuery("JOIN ... USING (write the join condition as ON fk = pk)")
         entries.append(_table_entry(j.this))
-    qualified = [c for c in tree.find_all(exp.Column) if c.table]
+    if qualified is None:
+        qualified = any(column.table for column in tree.find_all(exp.Column))
     if not joins and not qualified:
         where = tree.args.get("where")
         return tree, [first[0]], (), [] if where is None else list(conjuncts(where.this)), where, False
