@@ -126,8 +126,8 @@ def _totals(query: AggregateQuery, cube: Cube, categories: Categories, masks: di
 
     def codes_of(column: str) -> np.ndarray:  # the passing cells' codes of ``column``
         source, mapping = source_of(column)
-        codes = cube.column(table, source)[cells]
-        return codes if mapping is None else mapping[codes]
+        codes = cube.column(table, source).take(cells)
+        return codes if mapping is None else mapping.take(codes)
 
     if query.group_by:  # one number per group: its codes in mixed radix (their order is the values' order)
         key = np.zeros(cells.size, dtype=np.int64)
@@ -379,19 +379,25 @@ def _passing(cube: Cube, table: CubeTable, allowed: dict[str, np.ndarray], masks
         cells = kept[4]
         for column, mask in allowed.items():
             if kept[1].get(column) is not mask and cells.size:
-                cells = cells[mask[cube.column(table, column)[cells]]]
+                cells = _narrowed(cells, mask, cube.column(table, column))
         return cells
     if scan:
-        cells = np.flatnonzero(allowed[first][cube.column(table, first)])
+        cells = np.flatnonzero(allowed[first].take(cube.column(table, first)))
     else:
         order, starts = cube.index(table, first, allowed[first].size)
         codes = np.flatnonzero(allowed[first])
         cells = np.concatenate([order[starts[k]:starts[k + 1]] for k in codes]) if codes.size else np.zeros(0, np.intp)
     for column, mask in allowed.items():
         if column != first and cells.size:
-            cells = cells[mask[cube.column(table, column)[cells]]]
+            cells = _narrowed(cells, mask, cube.column(table, column))
     masks[("cells", id(table))] = (table, allowed, first, scan, cells)
     return cells
+
+
+def _narrowed(cells: np.ndarray, mask: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``cells[mask[codes[cells]]]``: the cells whose code (``codes``, a column of the table) ``mask`` admits, in
+    order; ``take`` and ``compress`` skip fancy indexing's checks of its index (2x faster on 10^4 cells)."""
+    return cells.compress(mask.take(codes.take(cells)))
 
 
 def _cells_admitted(cube: Cube, table: CubeTable, column: str, mask: np.ndarray, masks: dict) -> int:
@@ -428,13 +434,13 @@ def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.nda
         return sum((k * _aggregate(part, table, cube, values, cells, group_of_cell, groups, codes_of)
                     for k, part in a.parts), np.zeros(groups))
     if a.column is not None and a.column not in cube.measures and not a.polynomial and a.func == "count":
-        rows = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64))[cells]
+        rows = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64)).take(cells)
         present_value = np.array([v is not None for v in values[a.column]])[codes_of(a.column)]
         return np.bincount(group_of_cell, weights=np.where(present_value, rows, 0.0), minlength=groups)
     if a.polynomial:
         terms = a.polynomial
     elif a.column is None:
-        return np.bincount(group_of_cell, weights=cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64))[cells],
+        return np.bincount(group_of_cell, weights=cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64)).take(cells),
                            minlength=groups)
     else:
         terms = ((1.0, (a.column,)),)
@@ -449,10 +455,10 @@ def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.nda
     count: np.ndarray | None = None  # the rows per cell that COUNT / AVG count (None: the cells' rows)
     for (coefficient, _), (measure, factors) in zip(terms, split):
         if measure is None:
-            term = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64))[cells]
+            term = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64)).take(cells)
         else:
             j = cube.measures.index(measure)
-            term = cube.per_cell(table, f"sum {measure}", lambda j=j: np.ascontiguousarray(table.sums[:, j]))[cells]
+            term = cube.per_cell(table, f"sum {measure}", lambda j=j: np.ascontiguousarray(table.sums[:, j])).take(cells)
             if measure in cube.nullable:  # a one-term aggregate (_inputs): COUNT(m) is its non-NULL values
                 count = table.counts[cells, cube.nullable.index(measure)].astype(np.float64)
         if defined is None and not np.isnan(term).any():  # every cell counts
@@ -472,7 +478,7 @@ def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.nda
     if a.func == "sum":
         return np.where(present > 0, total, np.nan)
     if count is None:
-        count = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64))[cells]
+        count = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64)).take(cells)
     counted = np.bincount(group_of_cell, weights=count if defined is None else np.where(defined, count, 0.0),
                           minlength=groups)
     if a.func == "count":
