@@ -407,7 +407,7 @@ def _cells_admitted(cube: Cube, table: CubeTable, column: str, mask: np.ndarray,
     key = ("admitted", id(table), column)
     kept = masks.get(key)
     if kept is None or kept[0] is not mask:
-        kept = masks[key] = (mask, int(cube.cells_per_code(table, column, mask.size)[mask].sum()))
+        kept = masks[key] = (mask, int(cube.cells_per_code(table, column, mask.size).dot(mask)))  # 2-3x a sum of a selection
     return kept[1]
 
 
