@@ -143,19 +143,20 @@ class NumericDimension:
             inside = lows_in & highs_in  # a range is convex: both ends of a bin in it, the bin in it
             if not (inside | below | above).all():
                 return None
-        return np.concatenate([inside, np.zeros(int(self.nulls), dtype=bool)])
+        return np.concatenate([inside, np.zeros(1, dtype=bool)]) if self.nulls else inside  # a new array either way
 
     def _in_range(self, values: np.ndarray, r: Range) -> np.ndarray:
         factor = 10.0 ** self.scale
         units = np.rint(values * factor) if self.scale else values
-        mask = np.ones(values.size, dtype=bool)
+        mask = None  # each comparison makes a new array: none of ones to AND them into (3 numpy calls, not 5)
         if r.low is not None:
             low = _in_scale(r.low, factor, self.scale)
-            mask &= (units >= low) if r.low_inclusive else (units > low)
+            mask = (units >= low) if r.low_inclusive else (units > low)
         if r.high is not None:
             high = _in_scale(r.high, factor, self.scale)
-            mask &= (units <= high) if r.high_inclusive else (units < high)
-        return mask
+            below_high = (units <= high) if r.high_inclusive else (units < high)
+            mask = below_high if mask is None else mask & below_high
+        return np.ones(values.size, dtype=bool) if mask is None else mask
 
     # --- storage ------------------------------------------------------------------------------
 
