@@ -130,8 +130,8 @@ def _totals(query: AggregateQuery, cube: Cube, categories: Categories, masks: di
         return codes if mapping is None else mapping.take(codes)
 
     if query.group_by:  # one number per group: its codes in mixed radix (their order is the values' order)
-        key = np.zeros(cells.size, dtype=np.int64)
-        for c in query.group_by:
+        key = codes_of(query.group_by[0]).astype(np.int64)
+        for c in query.group_by[1:]:
             key = key * len(values[c]) + codes_of(c)
         unique_keys, group_of_cell = _groups_of(key, math.prod(len(values[c]) for c in query.group_by))
         groups = unique_keys.size
@@ -451,7 +451,8 @@ def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.nda
         if np.isnan(cube.numbers(c, values[c])).any():  # a NULL (or no number) among the column's values
             defined = ~np.isnan(per_cell) if defined is None else defined & ~np.isnan(per_cell)
     total = np.zeros(groups)
-    present = np.zeros(groups)  # per group, cells whose sum is not NULL (where every cell counts: > 0 if any)
+    present = np.zeros(groups)  # per group, cells whose sum is not NULL, of the terms where not every cell counts
+    every_cell_counted = False  # a term counted every cell: every group with a cell has a sum
     count: np.ndarray | None = None  # the rows per cell that COUNT / AVG count (None: the cells' rows)
     for (coefficient, _), (measure, factors) in zip(terms, split):
         if measure is None:
@@ -467,7 +468,7 @@ def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.nda
                 weight = weight * number[c]
             added = term if isinstance(weight, float) and weight == 1.0 else weight * term
             total += np.bincount(group_of_cell, weights=added, minlength=groups)
-            present += cells.size > 0
+            every_cell_counted = True
             continue
         weight = np.full(cells.size, float(coefficient))
         for c in factors:
@@ -475,8 +476,8 @@ def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.nda
         has = ~np.isnan(term) if defined is None else ~np.isnan(term) & defined
         total += np.bincount(group_of_cell, weights=np.where(has, weight * term, 0.0), minlength=groups)
         present += np.bincount(group_of_cell, weights=has, minlength=groups)
-    if a.func == "sum":
-        return np.where(present > 0, total, np.nan)
+    if a.func == "sum":  # every group has a cell (its key is a cell's): where a term counted them all, each has a sum
+        return total if every_cell_counted and cells.size else np.where(present > 0, total, np.nan)
     if count is None:
         count = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64)).take(cells)
     counted = np.bincount(group_of_cell, weights=count if defined is None else np.where(defined, count, 0.0),
@@ -494,7 +495,7 @@ def _groups_of(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
         return np.unique(key, return_inverse=True)
     seen = np.bincount(key, minlength=space) > 0
     rank = np.cumsum(seen) - 1
-    return np.flatnonzero(seen), rank[key]
+    return np.flatnonzero(seen), rank.take(key)
 
 
 def _range_mask(column_values: list, r: Range) -> np.ndarray | None:
