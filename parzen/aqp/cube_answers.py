@@ -434,13 +434,13 @@ def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.nda
         return sum((k * _aggregate(part, table, cube, values, cells, group_of_cell, groups, codes_of)
                     for k, part in a.parts), np.zeros(groups))
     if a.column is not None and a.column not in cube.measures and not a.polynomial and a.func == "count":
-        rows = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64)).take(cells)
+        rows = cube.rows_per_cell(table).take(cells)
         present_value = np.array([v is not None for v in values[a.column]])[codes_of(a.column)]
         return np.bincount(group_of_cell, weights=np.where(present_value, rows, 0.0), minlength=groups)
     if a.polynomial:
         terms = a.polynomial
     elif a.column is None:
-        return np.bincount(group_of_cell, weights=cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64)).take(cells),
+        return np.bincount(group_of_cell, weights=cube.rows_per_cell(table).take(cells),
                            minlength=groups)
     else:
         terms = ((1.0, (a.column,)),)
@@ -456,7 +456,7 @@ def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.nda
     count: np.ndarray | None = None  # the rows per cell that COUNT / AVG count (None: the cells' rows)
     for (coefficient, _), (measure, factors) in zip(terms, split):
         if measure is None:
-            term = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64)).take(cells)
+            term = cube.rows_per_cell(table).take(cells)
         else:
             j = cube.measures.index(measure)
             term = cube.per_cell(table, f"sum {measure}", lambda j=j: np.ascontiguousarray(table.sums[:, j])).take(cells)
@@ -479,7 +479,7 @@ def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.nda
     if a.func == "sum":  # every group has a cell (its key is a cell's): where a term counted them all, each has a sum
         return total if every_cell_counted and cells.size else np.where(present > 0, total, np.nan)
     if count is None:
-        count = cube.per_cell(table, "rows", lambda: table.rows.astype(np.float64)).take(cells)
+        count = cube.rows_per_cell(table).take(cells)
     counted = np.bincount(group_of_cell, weights=count if defined is None else np.where(defined, count, 0.0),
                           minlength=groups)
     if a.func == "count":

@@ -128,7 +128,7 @@ class Cube:
                 self.strings(column, values[column])
                 self.stays_object(column, values[column])
                 self.numbers(column, values[column])
-            self.per_cell(table, "rows", lambda t=table: t.rows.astype(np.float64))
+            self.rows_per_cell(table)
             table.sums = np.asfortranarray(table.sums)  # each measure's sums contiguous: read as views, no copies
             for j, measure in enumerate(self.measures):
                 self.per_cell(table, f"sum {measure}", lambda t=table, j=j: np.ascontiguousarray(t.sums[:, j]))
@@ -190,6 +190,10 @@ class Cube:
         if found is None:
             found = self._per_cell[key] = make()
         return found
+
+    def rows_per_cell(self, table: CubeTable) -> np.ndarray:
+        """Each cell's rows of ``table`` as float64 (:meth:`per_cell` ``"rows"``, made once)."""
+        return self.per_cell(table, "rows", lambda: table.rows.astype(np.float64))
 
     def numbers(self, column: str, values: list) -> np.ndarray:
         """``values`` (a categorical column's, in the order of its codes) as floats, made once (NaN: NULL, or a
