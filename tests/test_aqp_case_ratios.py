@@ -419,6 +419,48 @@ def test_a_case_query_gets_the_plain_subsets_verdict_from_one_parse(engine):
     assert engine.query("SELECT COUNT(*) AS n FROM t WHERE g <> 'case'", with_error=True).attrs["form"] != "exact"
 
 
+def test_texts_differing_in_quoted_texts_share_one_parse_from_the_second_on():
+    """Texts that differ only in their quoted texts share their template's parse from the second on (the
+    first is parsed as written, the second parses the template, the third none), and split as a parse of
+    each text does; a text under INTERVAL or a function (read by the parser) keeps its own parse."""
+    from unittest import mock
+
+    from parzen.aqp import case_aggregates
+
+    def texts(values):
+        return [(f"SELECT g, SUM(CASE WHEN h IN ('{a}', '{b}') THEN w ELSE 0 END) / SUM(w) AS s FROM t "
+                 f"WHERE g <> '{c}' AND x BETWEEN 8 AND 12 GROUP BY g") for a, b, c in values]
+
+    def splits(sqls):
+        return [(c.select, c.leaves, c.subqueries, c.exact_sql) for c in map(split, sqls)]
+
+    sqls = texts([("p", "q", "a"), ("r", "s", "b"), ("p", "", "c''d")])
+    each = []
+    for sql in sqls:  # each parsed as written
+        case_aggregates._sightings.cache_clear()
+        each += splits([sql])
+    case_aggregates._sightings.cache_clear()
+    case_aggregates._template.cache_clear()
+    with mock.patch.object(case_aggregates._DUCKDB, "parse", wraps=case_aggregates._DUCKDB.parse) as parses:
+        shared = splits(sqls[:2] + [sqls[0]])
+    assert parses.call_count == 2
+    assert shared == each[:2] + each[:1]
+    assert splits(sqls[2:]) == each[2:]  # a quote inside a text: parsed as written
+    for unusual in ("SELECT SUM(CASE WHEN d > DATE '1994-01-01' + INTERVAL '{}' THEN w ELSE 0 END) AS s FROM t",
+                    "SELECT SUM(CASE WHEN strftime(d, '{}') = '1994' THEN w ELSE 0 END) AS s FROM t"):
+        case_aggregates._sightings.cache_clear()
+        for value in ("1 day", "%Y", "2 month"):
+            assert composite_tree_sql(unusual.format(value)) == composite_tree_sql(unusual.format(value), parsed=True)
+
+
+def composite_tree_sql(sql, parsed=False):
+    """The DuckDB text of :func:`parzen.aqp.case_aggregates.composite_tree` of ``sql``, or of its plain parse."""
+    from parzen.aqp import case_aggregates
+
+    tree = case_aggregates._DUCKDB.parse(sql)[0] if parsed else case_aggregates.composite_tree(sql)
+    return tree.sql(dialect="duckdb")
+
+
 @pytest.mark.parametrize("sql", [
     "SELECT g, SUM(CASE WHEN h = 'p' THEN w ELSE 0 END) / SUM(w) AS s FROM t WHERE x BETWEEN 8 AND 12 GROUP BY g",
     "SELECT SUM(CASE WHEN a > 1 THEN x WHEN b = 'k' THEN 2 ELSE y END) AS s FROM t WHERE z < 3",
