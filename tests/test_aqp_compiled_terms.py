@@ -239,3 +239,47 @@ def test_weighted_total_is_one_groups_bincount():
             got = np.array([weighted_total(weight, v)])
             np.testing.assert_array_equal(got, expected)
             assert np.signbit(got) == np.signbit(expected)
+
+
+def test_two_leaves_summed_in_one_pass_give_the_sums_of_z():
+    """stratum_sums_of_two_scaled (a ratio's z of two leaves made and summed in one pass) gives the floats
+    of add_scaled_rows / add_scaled_kept_rows of the first leaf onto zeros followed by
+    stratum_sums_of_last_scaled of the second, with and without each leaf's categorical filter, NaN,
+    infinite and -0.0 terms, factors 0.0 and -0.0, one row, and no row at all."""
+    from parzen.aqp._cell_sums import (
+        add_scaled_kept_rows,
+        add_scaled_rows,
+        stratum_sums_of_last_scaled,
+        stratum_sums_of_two_scaled,
+    )
+
+    rng = np.random.default_rng(11)
+    n, strata = 3000, 9
+    stratum = np.sort(rng.integers(0, strata, n)).astype(np.intp)
+    stratum[stratum == 4] = 5  # a stratum without rows
+    starts = np.concatenate([[0], np.cumsum(np.bincount(stratum, minlength=strata))])
+    first, last = np.zeros(n), np.zeros(n)
+    every = np.arange(n)
+    first[every], last[every] = rng.standard_t(3, n) * 1e3, rng.standard_normal(n) * 1e-3
+    last[7], last[11], first[11], first[13], last[13] = np.nan, -0.0, -0.0, np.inf, -0.0
+    masks = [None, rng.random(n) < 0.3, np.zeros(n, dtype=bool)]
+    no_keep = np.zeros(0, dtype=bool)
+    row_sets = [np.flatnonzero(rng.random(n) < 0.45).astype(np.intp), np.array([11], dtype=np.intp),
+                np.array([13], dtype=np.intp), np.zeros(0, dtype=np.intp)]
+    for rows in row_sets:
+        runs = np.searchsorted(rows, starts)
+        for first_keep in masks:
+            for keep in masks:
+                for first_factor, factor in ((-1.7, 0.3), (0.0, -0.0), (-0.0, 2.5), (1e300, 1e300)):
+                    z = np.zeros(rows.size)
+                    if first_keep is None:
+                        add_scaled_rows(z, first_factor, first, rows)
+                    else:
+                        add_scaled_kept_rows(z, first_factor, first, first_keep, rows)
+                    want = stratum_sums_of_last_scaled(z, factor, last, no_keep if keep is None else keep,
+                                                       keep is not None, rows, runs)
+                    got = stratum_sums_of_two_scaled(first_factor, first, no_keep if first_keep is None else first_keep,
+                                                     first_keep is not None, factor, last,
+                                                     no_keep if keep is None else keep, keep is not None, rows, runs)
+                    for g, w in zip(got, want):
+                        assert g.tobytes() == w.tobytes()

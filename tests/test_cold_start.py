@@ -89,7 +89,7 @@ def test_no_query_compiles_after_the_engine_loads_a_synopsis():
     compiled = [_box._box_sums, _box.sorted_mass, _box.box_masses, _box.box_terms, _cell_sums.cell_sums,
                 _cell_sums.domain_cell_sums, _cell_sums.add_scaled, _cell_sums.add_scaled_kept, _cell_sums.terms_of_kept,
                 _cell_sums.add_scaled_rows, _cell_sums.add_scaled_kept_rows, _cell_sums.stratum_sums_of_runs,
-                _cell_sums.stratum_sums_of_last_scaled,
+                _cell_sums.stratum_sums_of_last_scaled, _cell_sums.stratum_sums_of_two_scaled,
                 _cell_sums.one_domain_cells, _cell_sums.one_domain_df, _cell_sums.weighted_total,
                 _row_polynomials.polynomial_rows]
     assert all(type(f._cache).__name__ == "FunctionCache" for f in compiled)  # cache=True: on disk

@@ -12,7 +12,8 @@ over the rows with the arithmetic of the NumPy expressions they replace.  :func:
 :func:`add_scaled_kept_rows` and :func:`stratum_sums_of_runs` do the same for one answer row over the rows
 where z may be other than 0 (a ratio's terms are 0 where its kernels reach no row): adding a term +0.0
 leaves every sum as it was (a sum from +0.0 is never -0.0), so the sums are those over every row;
-:func:`stratum_sums_of_last_scaled` adds the last leaf and sums in the same pass.
+:func:`stratum_sums_of_last_scaled` adds the last leaf and sums in the same pass, and
+:func:`stratum_sums_of_two_scaled` makes z of two leaves (a ratio's) and sums it in one pass.
 """
 
 from __future__ import annotations
@@ -311,6 +312,55 @@ def stratum_sums_of_last_scaled(z, factor, term, keep, kept, rows, bounds):
             r = rows[j]
             t = term[r] * (1.0 if keep[r] else 0.0) if kept else term[r]
             v = z[j] + factor * t
+            square = v * v
+            a1 += v
+            a2 += square
+            a4 += square * square
+        s1[c], s2[c], s4[c] = a1, a2, a4
+    return s1, s2, s4
+
+
+@njit(cache=True, nogil=True)
+def stratum_sums_of_two_scaled(first_factor, first_term, first_keep, first_kept, factor, term, keep, kept, rows,
+                               bounds):
+    """:func:`stratum_sums_of_last_scaled` of z = 0.0 + first_factor first_term (:func:`add_scaled_rows` or
+    :func:`add_scaled_kept_rows` of a first leaf onto zeros) and the last leaf, in one pass: z of a ratio's
+    two leaves made row by row as those make it (the same floats, +0.0 added first as they add it) and
+    summed at once, without z's array or its pass.
+
+    Parameters
+    ----------
+    first_factor : float
+        The first leaf's factor.
+    first_term : numpy.ndarray of float64
+        Per sampled row, the first leaf's term.
+    first_keep : numpy.ndarray of bool
+        Per sampled row, whether the first leaf's term counts; read only where ``first_kept``.
+    first_kept : bool
+        Whether the first leaf has a categorical filter.
+    factor, term, keep, kept
+        The last leaf's, as :func:`stratum_sums_of_last_scaled` reads them.
+    rows : numpy.ndarray of int
+        The rows, ascending.
+    bounds : numpy.ndarray of int
+        Where each stratum's run of ``rows`` starts, and after the last one where it ends.
+
+    Returns
+    -------
+    s1, s2, s4 : numpy.ndarray of float64
+        Per stratum.
+    """
+    strata = bounds.size - 1
+    s1 = np.zeros(strata)
+    s2 = np.zeros(strata)
+    s4 = np.zeros(strata)
+    for c in range(strata):
+        a1, a2, a4 = s1[c], s2[c], s4[c]
+        for j in range(bounds[c], bounds[c + 1]):
+            r = rows[j]
+            u = first_term[r] * (1.0 if first_keep[r] else 0.0) if first_kept else first_term[r]
+            t = term[r] * (1.0 if keep[r] else 0.0) if kept else term[r]
+            v = (0.0 + first_factor * u) + factor * t
             square = v * v
             a1 += v
             a2 += square

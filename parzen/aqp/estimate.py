@@ -290,6 +290,7 @@ def warm_up() -> None:
         one_domain_df,
         stratum_sums_of_last_scaled,
         stratum_sums_of_runs,
+        stratum_sums_of_two_scaled,
         terms_of_kept,
         weighted_total,
     )
@@ -304,6 +305,8 @@ def warm_up() -> None:
     stratum_sums_of_runs(np.zeros(1), np.array([0, 1], dtype=np.intp))
     stratum_sums_of_last_scaled(np.zeros(1), 1.0, np.ones(1), np.ones(1, dtype=np.bool_), True, one,
                                 np.array([0, 1], dtype=np.intp))
+    stratum_sums_of_two_scaled(1.0, np.ones(1), np.ones(1, dtype=np.bool_), True, 1.0, np.ones(1),
+                               np.ones(1, dtype=np.bool_), True, one, np.array([0, 1], dtype=np.intp))
     one_domain_cells(np.ones(1), np.ones(1), np.ones(1), np.zeros(1), np.zeros(1), np.zeros(1))
     one_domain_df(np.zeros(1), np.ones(1), 1.0)
     weighted_total(np.ones(1), np.ones(1))

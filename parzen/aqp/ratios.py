@@ -57,6 +57,7 @@ from ._cell_sums import (
     add_scaled_rows,
     stratum_sums_of_last_scaled,
     stratum_sums_of_runs,
+    stratum_sums_of_two_scaled,
 )
 from ._kept import shared_terms
 from .aggregates import sample_terms
@@ -541,6 +542,12 @@ class _RowTerms:
         layout = self.layout
         bounds = np.searchsorted(rows, stratum_runs(layout))
         leaves = [(_factor(d, exact[k]), self.terms[k], self.keeps[k]) for k, d in gradient.items()]
+        if len(leaves) == 2:  # a ratio's: z made and summed in one pass, without its array
+            (first_factor, first_term, first_keep), (factor, term, keep) = leaves
+            s1, s2, s4 = stratum_sums_of_two_scaled(first_factor, first_term, _kept_mask(first_keep),
+                                                    first_keep is not None, factor, term, _kept_mask(keep),
+                                                    keep is not None, rows, bounds)
+            return self._one_domain_spread(s1, s2, s4)
         z = np.zeros(rows.size)
         for factor, term, keep in leaves[:-1]:
             if keep is None:
@@ -549,12 +556,21 @@ class _RowTerms:
                 add_scaled_kept_rows(z, factor, term, keep, rows)
         if leaves:  # the last leaf added in the sums' pass (one pass less over the rows)
             factor, term, keep = leaves[-1]
-            s1, s2, s4 = stratum_sums_of_last_scaled(z, factor, term, _NO_KEEP if keep is None else keep,
-                                                     keep is not None, rows, bounds)
+            s1, s2, s4 = stratum_sums_of_last_scaled(z, factor, term, _kept_mask(keep), keep is not None, rows, bounds)
         else:  # no leaf: z is 0
             s1, s2, s4 = stratum_sums_of_runs(z, bounds)
+        return self._one_domain_spread(s1, s2, s4)
+
+    def _one_domain_spread(self, s1: np.ndarray, s2: np.ndarray, s4: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The variance and degrees of freedom of one answer row from its strata's sums of z, z^2 and z^4."""
+        layout = self.layout
         held = np.flatnonzero(layout.drawn)  # the strata that hold sampled rows: the cells of one domain
         return domain_spread_of_cells((held, layout.drawn[held], s1[held], s2[held], s4[held]), layout, 1)
+
+
+def _kept_mask(keep: np.ndarray | None) -> np.ndarray:
+    """A leaf's categorical filter as the compiled sums read it (:data:`_NO_KEEP` where it has none: not read)."""
+    return _NO_KEEP if keep is None else keep
 
 
 def _factor(slope: np.ndarray, exact: np.ndarray) -> float:
