@@ -896,3 +896,26 @@ def test_reached_rows_put_in_order_once_where_the_sub_queries_reach_the_same_row
     assert ratios._reached_rows(same).tolist() == [2, 5, 7] and [s.ordered for s in same] == [1, 0]
     other = [Sample([7, 2, 5]), Sample([2, 9])]
     assert ratios._reached_rows(other).tolist() == [2, 5, 7, 9]
+
+
+def test_a_leafs_factor_is_the_numpy_expression():
+    """ratios._factor (one answer row's factor in Python) is float(np.where(exact | ~np.isfinite(slope), 0.0,
+    slope)[0]) bit for bit: NaN, infinite, signed zero, huge, tiny and exact slopes."""
+    from parzen.aqp.ratios import _factor
+
+    for slope in (1.5, -2.0, 0.0, -0.0, np.nan, np.inf, -np.inf, 1e308, -5e-324, 100.0 / 3.0):
+        for exact in (False, True):
+            s, e = np.array([slope]), np.array([exact])
+            want = float(np.where(e | ~np.isfinite(s), 0.0, s)[0])
+            got = _factor(s, e)
+            assert type(got) is float and np.array([got]).tobytes() == np.array([want]).tobytes(), (slope, exact)
+
+
+def test_an_interval_about_the_value_itself_is_fmin_and_fmax_of_the_value():
+    """ratios.approximate's ends without GROUP BY are value -+ half, which are np.fmin(value, value) -+ half
+    bit for bit (fmin / fmax of a value and itself: the value), NaN, infinities and signed zeros included."""
+    value = np.array([1.5, -0.0, 0.0, np.nan, np.inf, -np.inf, 1e308, -5e-324])
+    half = np.array([0.25, 0.0, -0.0, 1.0, np.inf, np.nan, 1e308, 0.0])
+    with np.errstate(invalid="ignore", over="ignore"):
+        assert (value - half).tobytes() == (np.fmin(value, value) - half).tobytes()
+        assert (value + half).tobytes() == (np.fmax(value, value) + half).tobytes()

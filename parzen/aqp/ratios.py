@@ -147,23 +147,21 @@ def _approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syn
             else None
         for output in composite.outputs:
             value, gradient = values[output.name], gradients[output.name]
-            with np.errstate(invalid="ignore"):  # inf * 0 where an output is NULL (x / 0): NaN, as the output
-                first_order = sum((np.abs(d) * leaf_half[k] for k, d in gradient.items()), np.zeros(len(keys)))
+            plain = value  # g at the plain totals: without GROUP BY the value itself
             if per_row is None:
-                half, plain = first_order, value
+                half = _first_order(gradient, leaf_half, len(keys))
             else:
                 variance, df = per_row.variance(gradient, exact)
                 half = t_quantiles(z, df) * np.sqrt(variance)
-                half = np.where(bounded, first_order, half)
-                if composite.group_by:  # g at the plain totals (without GROUP BY the value itself)
+                if bounded.any():  # (np.where of no row would copy half as it is)
+                    half = np.where(bounded, _first_order(gradient, leaf_half, len(keys)), half)
+                if composite.group_by:
                     plain_values = {k: np.where(exact[k], leaf_values[k], per_row.total(k)) for k in leaf_values}
                     plain = _evaluate(output.expression, plain_values, known)[0]
-                else:
-                    plain = value
-                plain = np.where(np.isnan(plain) | bounded, value, plain)
-            with np.errstate(invalid="ignore"):
-                low[output.name] = np.fmin(value, plain) - half
-                high[output.name] = np.fmax(value, plain) + half
+                    plain = np.where(np.isnan(plain) | bounded, value, plain)
+            with np.errstate(invalid="ignore"):  # (fmin / fmax of the value and itself: the value)
+                low[output.name] = (value if plain is value else np.fmin(value, plain)) - half
+                high[output.name] = (value if plain is value else np.fmax(value, plain)) + half
     form = max(forms, key=_FORMS.index)
     if rounding_rows is not None and low is not None and high is not None and form != "totals":
         for name, value in values.items():  # float64 round-off against DuckDB's own sums
@@ -568,6 +566,12 @@ class _RowTerms:
         return domain_spread_of_cells((held, layout.drawn[held], s1[held], s2[held], s4[held]), layout, 1)
 
 
+def _first_order(gradient: dict[int, np.ndarray], leaf_half: dict[int, np.ndarray], groups: int) -> np.ndarray:
+    """The half width sum_k |dg / dL_k| h_k of the leaves' own half widths h_k (first order, :func:`approximate`)."""
+    with np.errstate(invalid="ignore"):  # inf * 0 where an output is NULL (x / 0): NaN, as the output
+        return sum((np.abs(d) * leaf_half[k] for k, d in gradient.items()), np.zeros(groups))
+
+
 def _kept_mask(keep: np.ndarray | None) -> np.ndarray:
     """A leaf's categorical filter as the compiled sums read it (:data:`_NO_KEEP` where it has none: not read)."""
     return _NO_KEEP if keep is None else keep
@@ -576,7 +580,8 @@ def _kept_mask(keep: np.ndarray | None) -> np.ndarray:
 def _factor(slope: np.ndarray, exact: np.ndarray) -> float:
     """A leaf's factor in z of one answer row (:meth:`_RowTerms.variance`): its slope, 0 where the leaf is
     exact or the slope NaN or infinite."""
-    return float(np.where(exact | ~np.isfinite(slope), 0.0, slope)[0])
+    value = float(slope[0])  # (a float64 as it is: np.where's 0.0 / slope on one element, in Python)
+    return 0.0 if exact[0] or not math.isfinite(value) else value
 
 
 def _sample_terms(query: AggregateQuery, synopsis: Synopsis, layout: Layout):
