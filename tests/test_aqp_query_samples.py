@@ -84,6 +84,9 @@ def test_fraction_needed():
     least = 2 * query_samples.MIN_BLOCKS * query_samples.BLOCK_ROWS / 10_000_000
     assert query_samples.fraction_needed(10_000, 10_000_000, 0.011, 0.01) == pytest.approx(least)
     assert query_samples.fraction_needed(10_000, 10_000_000, float("inf"), 0.01) == float("inf")
+    # a bound so small that (r / e)^2 overflows: no fraction draws it (the exact answer), not OverflowError
+    assert query_samples.fraction_needed(10_000, 10_000_000, 1e-8, 1e-300) == float("inf")
+    assert query_samples.redrawn_fraction(0.01, 1e-8, 1e-300) == float("inf")
 
 
 def test_plan_refuses_what_totals_do_not_give():

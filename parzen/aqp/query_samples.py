@@ -89,7 +89,7 @@ def fraction_needed(sampled_rows: int, table_rows: int, relative_half_width: flo
     if not math.isfinite(relative_half_width) or table_rows <= 0:
         return math.inf
     least = 2 * MIN_BLOCKS * BLOCK_ROWS / table_rows  # twice the fewest blocks an interval is trusted from
-    return max(SAFETY * sampled_rows * (relative_half_width / bound) ** 2 / table_rows, least)
+    return max(SAFETY * sampled_rows * _squared(relative_half_width / bound) / table_rows, least)
 
 
 def redrawn_fraction(fraction: float, relative_half_width: float, bound: float) -> float:
@@ -112,7 +112,12 @@ def redrawn_fraction(fraction: float, relative_half_width: float, bound: float) 
     """
     if not math.isfinite(relative_half_width):
         return math.inf
-    return SAFETY * fraction * (relative_half_width / bound) ** 2
+    return SAFETY * fraction * _squared(relative_half_width / bound)
+
+
+def _squared(ratio: float) -> float:
+    """ratio^2, inf where it overflows (a bound as small as 1e-300: ``**`` raises OverflowError there)."""
+    return ratio * ratio
 
 
 def plan(query: AggregateQuery | None, composite: Composite | None = None,
