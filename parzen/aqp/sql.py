@@ -272,7 +272,7 @@ def _tree(sql: str) -> exp.Expr:
 def _query(tree: exp.Expr, numbers: list[str], names=(), qualified: bool | None = None) -> AggregateQuery:
     """The query of a parsed statement; ``numbers[k]`` is the text of placeholder ``:parzen_k``,
     ``names[k]`` the column name of ``:parzen_ck``; ``qualified`` as :func:`_joined`'s."""
-    tree, tables, join_on, terms, where, owned = _joined(_check_clauses(tree), names, qualified)
+    tree, tables, join_on, terms, where, owned = _joined(_check_clauses(tree), names, qualified=qualified)
     table, joined = tables[0], tuple(tables[1:])
     group_by = _group_by(tree, names)
     select = _select(tree.expressions, group_by, names, numbers)
