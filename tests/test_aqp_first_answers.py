@@ -60,8 +60,9 @@ def test_reading_terms_leaves_the_cached_template_as_it_was():
 
 def test_the_template_tells_its_qualified_columns_in_the_walk_that_checks_its_placeholders(monkeypatch):
     """The template's one walk finds its placeholders and whether a column is qualified: the conversion of
-    a query without qualified columns walks no tree for them (``find_all`` of columns), and one with them
-    is read as before (on a copy, its qualifiers removed)."""
+    a query without qualified columns walks no tree for them (``find_all`` of columns), nor does that of a
+    text without numbers (parsed as it is) and without a dot, and one with them is read as before (on a
+    copy, its qualifiers removed)."""
     qualified_text = "SELECT u.b, SUM(t.x) FROM t JOIN u ON t.k = u.k WHERE t.a = 1 AND u.c > 2 GROUP BY u.b"
     plain_text = "SELECT b, SUM(x) FROM t JOIN u ON k = uk WHERE a = 1 AND c > 2 GROUP BY b"
     assert sql._template_tree(sql._NUMBERS.sub(_placeholders(), qualified_text), 2, 0)[1]
@@ -72,8 +73,10 @@ def test_the_template_tells_its_qualified_columns_in_the_walk_that_checks_its_pl
     find_all = type(tree).find_all
     monkeypatch.setattr(type(tree), "find_all", lambda self, *types, **kw: walked.append(types) or find_all(self, *types, **kw))
     query = sql.parse(plain_text)
-    assert exp.Column not in [t for types in walked for t in types]
-    assert query.join_on == (((None, "k"), (None, "uk")),)
+    without_numbers = sql.parse("SELECT b, COUNT(*) FROM t JOIN u ON k = uk WHERE a = 'x' GROUP BY b")  # no template
+    assert exp.Column not in [t for types in walked for t in types]  # neither a dot in the text
+    assert query.join_on == without_numbers.join_on == (((None, "k"), (None, "uk")),)
+    assert without_numbers.members == {"a": frozenset({"x"})}
     monkeypatch.undo()
     query = sql.parse(qualified_text)
     assert query.group_by == ("b",) and query.joined == ("u",) and query.join_on == ((("t", "k"), ("u", "k")),)

@@ -231,7 +231,8 @@ def parse(sql: str) -> AggregateQuery:
             return _query(read[0], numbers, names, read[1])
         except (UnsupportedQuery, ValueError):
             pass  # parsed again below, so that the message quotes the user's text
-    return _query(_tree(sql), [])
+    # a qualified column is written with a dot: a text without one needs no walk of its tree to look for one
+    return _query(_tree(sql), [], qualified=False if "." not in sql else None)
 
 
 @functools.lru_cache(maxsize=256)
