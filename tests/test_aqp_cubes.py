@@ -18,6 +18,7 @@ import pytest
 from parzen.aqp import Engine, UnsupportedQuery
 from parzen.aqp.cube_answers import FORM
 from parzen.aqp.cube_lattice import exact_dependencies, sample_dependencies, select_views
+from parzen.aqp.sql import parse
 from parzen.aqp.synopsis import Synopsis
 
 JOINS = {"lo_orderdate": "dates.d_datekey", "lo_custkey": "customer.c_custkey", "lo_partkey": "part.p_partkey"}
@@ -151,6 +152,31 @@ def test_the_tables_answer_has_the_dtypes_and_intervals_of_a_frame_of_its_values
         value = approx[name].to_numpy()
         np.testing.assert_array_equal(approx[f"{name} low"].to_numpy(), value - rounding_bound(value, rows))
         np.testing.assert_array_equal(approx[f"{name} high"].to_numpy(), value + rounding_bound(value, rows))
+
+
+@pytest.mark.parametrize("sql", EXACT)
+def test_the_contracts_answer_from_the_tables_is_checked_on_its_arrays_without_intervals(listed, sql):
+    """With ``max_rel_error`` and no ``with_error``, the tables' answer is made without its intervals, and
+    its relative half width read off the arrays is the one the frame with intervals has: the answer, its
+    attrs and the check are those of the frame with intervals, which is then dropped."""
+    from parzen.aqp import contract, cube_answers
+
+    approx = listed.query(sql, with_error=True)
+    names = contract.interval_names(approx)
+    worst = contract.relative_half_width(approx, names)
+    bounded = listed.query(sql, max_rel_error=0.05)
+    assert bounded.attrs["relative_half_width"] == worst
+    if worst <= 0.05:
+        assert bounded.attrs["form"] == FORM
+        pd.testing.assert_frame_equal(bounded, contract.without_intervals(approx, names), check_exact=True)
+    else:  # a NULL sum: nothing bounds its error, DuckDB answers
+        assert bounded.attrs["form"] == "exact"
+    query = listed._resolved(parse(sql))
+    synopsis = listed.synopsis("lineorder")
+    dropped = cube_answers.answer(query, synopsis.cube, synopsis.categories, True, synopsis.row_count,
+                                  drop_intervals=True)
+    pd.testing.assert_frame_equal(dropped, contract.without_intervals(approx, names), check_exact=True)
+    assert dropped.attrs == {"relative_half_width": worst}
 
 
 

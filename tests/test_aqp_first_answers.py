@@ -10,6 +10,7 @@ import datetime
 import itertools
 
 import pytest
+from sqlglot import exp
 
 from parzen.aqp import sql
 from parzen.aqp.strata import _member_test, _same
@@ -49,11 +50,37 @@ def test_a_conjunction_of_equalities_and_ors_parses_term_by_term(where, members,
 def test_reading_terms_leaves_the_cached_template_as_it_was():
     first = "SELECT SUM(x) FROM t, u WHERE tk = uk AND (a = 1 OR a = 2) AND b > 3 AND c < 10"  # unqualified: read as is
     sql.parse(first)
-    tree = sql._template_tree(sql._NUMBERS.sub(_placeholders(), first), 4, 0)  # the parse's cached template
+    tree, qualified = sql._template_tree(sql._NUMBERS.sub(_placeholders(), first), 4, 0)  # the parse's cached template
+    assert not qualified
     before = repr(tree), [(id(node), id(node.parent)) for node in tree.walk()]  # its nodes and their parents
     again = sql.parse("SELECT SUM(x) FROM t, u WHERE tk = uk AND (a = 5 OR a = 6) AND b > 7 AND c < 8")
     assert (repr(tree), [(id(node), id(node.parent)) for node in tree.walk()]) == before
     assert _listed(again.members["a"]) == {5, 6} and again.ranges["b"].low == 7.0 and again.ranges["c"].high == 8.0
+
+
+def test_the_template_tells_its_qualified_columns_in_the_walk_that_checks_its_placeholders(monkeypatch):
+    """The template's one walk finds its placeholders and whether a column is qualified: the conversion of
+    a query without qualified columns walks no tree for them (``find_all`` of columns), nor does that of a
+    text without numbers (parsed as it is) and without a dot, and one with them is read as before (on a
+    copy, its qualifiers removed)."""
+    qualified_text = "SELECT u.b, SUM(t.x) FROM t JOIN u ON t.k = u.k WHERE t.a = 1 AND u.c > 2 GROUP BY u.b"
+    plain_text = "SELECT b, SUM(x) FROM t JOIN u ON k = uk WHERE a = 1 AND c > 2 GROUP BY b"
+    assert sql._template_tree(sql._NUMBERS.sub(_placeholders(), qualified_text), 2, 0)[1]
+    tree, qualified = sql._template_tree(sql._NUMBERS.sub(_placeholders(), plain_text), 2, 0)
+    assert not qualified
+    sql.parse.cache_clear()
+    walked = []
+    find_all = type(tree).find_all
+    monkeypatch.setattr(type(tree), "find_all", lambda self, *types, **kw: walked.append(types) or find_all(self, *types, **kw))
+    query = sql.parse(plain_text)
+    without_numbers = sql.parse("SELECT b, COUNT(*) FROM t JOIN u ON k = uk WHERE a = 'x' GROUP BY b")  # no template
+    assert exp.Column not in [t for types in walked for t in types]  # neither a dot in the text
+    assert query.join_on == without_numbers.join_on == (((None, "k"), (None, "uk")),)
+    assert without_numbers.members == {"a": frozenset({"x"})}
+    monkeypatch.undo()
+    query = sql.parse(qualified_text)
+    assert query.group_by == ("b",) and query.joined == ("u",) and query.join_on == ((("t", "k"), ("u", "k")),)
+    assert query.ranges == {"a": sql.Range("a", 1.0, 1.0), "c": sql.Range("c", low=2.0, low_inclusive=False)}
 
 
 def _listed(values) -> set:

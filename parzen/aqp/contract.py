@@ -563,6 +563,10 @@ def check_bound(max_rel_error: float, confidence: float) -> None:
         raise ValueError(f"confidence must be a number between 0 and 1 (e.g. 0.95), got {confidence!r}")
 
 
+#: ``df.attrs`` key of an answer's largest relative half width (:func:`relative_half_width`).
+RELATIVE_HALF_WIDTH = "relative_half_width"
+
+
 def relative_half_width(frame: pd.DataFrame, names: Sequence[str]) -> float:
     """The largest half width / |value| over every returned value (0 for no rows).
 
@@ -585,9 +589,29 @@ def relative_half_width(frame: pd.DataFrame, names: Sequence[str]) -> float:
         return 0.0
     labels = [f"{name}{end}" for name in names for end in ("", " low", " high")]
     columns = _floats(frame, labels)
-    if len(frame) * len(names) <= _FEW_VALUES and all(column.ndim == 1 for column in columns.values()):
-        return _largest_ratio_of_few([columns[label].tolist() for label in labels])
-    value, low, high = (np.concatenate([columns[f"{name}{end}"].ravel() for name in names]) for end in ("", " low", " high"))
+    return relative_half_width_of([columns[label] for label in labels], len(frame))
+
+
+def relative_half_width_of(columns: Sequence[np.ndarray], rows: int) -> float:
+    """:func:`relative_half_width` of an answer's arrays before it is a frame (an answer from the exact
+    tables, whose intervals the contract drops: :func:`parzen.aqp.cube_answers.answer`).
+
+    Parameters
+    ----------
+    columns : sequence of numpy.ndarray
+        Per aggregate, its values, lows and highs in turn (float64, ``rows`` each).
+    rows : int
+        The answer's rows.
+
+    Returns
+    -------
+    float
+    """
+    if not columns:
+        return 0.0
+    if rows * (len(columns) // 3) <= _FEW_VALUES and all(column.ndim == 1 for column in columns):
+        return _largest_ratio_of_few([column.tolist() for column in columns])
+    value, low, high = (np.concatenate([column.ravel() for column in columns[k::3]]) for k in range(3))
     with np.errstate(invalid="ignore", divide="ignore"):  # every aggregate at once: the largest ratio is the same
         half = np.maximum(value - low, high - value)
         ratio = np.where(half == 0.0, 0.0, half / np.abs(value))

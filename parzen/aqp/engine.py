@@ -777,6 +777,14 @@ class Engine:
             raise ValueError(f"method must be 'density' or 'regression', got {method!r}")
         if max_rel_error is not None:
             return self._bounded(sql, max_rel_error, confidence, with_error, exact, method, started)
+        return self._answer(sql, exact, with_error, confidence, method, started)
+
+    def _answer(self, sql: str, exact: bool, with_error: bool, confidence: float, method: str, started: float,
+                drop_intervals: bool = False) -> pd.DataFrame:
+        """:meth:`query` without ``max_rel_error``; ``drop_intervals`` (with ``with_error``, for
+        :meth:`_bounded`): an answer from the exact aggregate tables comes without its intervals and with
+        their largest relative half width in ``df.attrs["relative_half_width"]``
+        (:func:`parzen.aqp.cube_answers.answer`), any other with its intervals."""
         if exact:
             if method != "density":
                 raise ValueError("exact=True runs the query in the database; it takes no method")
@@ -792,7 +800,7 @@ class Engine:
         elif (composite := _composite_of(sql)) is not None:  # CASE in aggregates, ratios (parzen.aqp.ratios)
             result, form = self._composite(composite, with_error, z_value(confidence))
         else:
-            result, form = self._approximate(self._resolved(parse(sql)), with_error, z_value(confidence))
+            result, form = self._approximate(self._resolved(parse(sql)), with_error, z_value(confidence), drop_intervals)
         result.attrs["seconds"] = time.perf_counter() - started
         result.attrs["form"] = form
         return result
@@ -836,12 +844,14 @@ class Engine:
         if exact or method != "density":
             raise ValueError("max_rel_error chooses between the synopsis's density answer and the exact one; "
                              "it takes neither exact=True nor method='regression'")
-        approx = self.query(sql, with_error=True, confidence=confidence)
-        answered = contract.interval_names(approx)
-        worst = contract.relative_half_width(approx, answered)
+        # without with_error, an answer from the exact tables comes without its intervals, checked on its arrays
+        approx = self._answer(sql, False, True, confidence, method, started, drop_intervals=not with_error)
+        dropped = not with_error and contract.RELATIVE_HALF_WIDTH in approx.attrs
+        answered = [] if dropped else contract.interval_names(approx)
+        worst = approx.attrs.pop(contract.RELATIVE_HALF_WIDTH) if dropped else contract.relative_half_width(approx, answered)
         complete = approx.attrs.get(LISTED, "exact") != "sampled"  # an existing group may be missing: exact
         if worst <= max_rel_error and complete:  # the answer's own columns suffice: the query's shape is not read
-            result = approx if with_error else contract.without_intervals(approx, answered)
+            result = approx if with_error or dropped else contract.without_intervals(approx, answered)
             result.attrs.update(seconds=time.perf_counter() - started, relative_half_width=worst,
                                 max_rel_error=max_rel_error, confidence=confidence)
             return result
@@ -1123,7 +1133,8 @@ class Engine:
             con.execute("ROLLBACK")
         return frame
 
-    def _approximate(self, query: AggregateQuery, with_error: bool, z: float) -> tuple[pd.DataFrame, str]:
+    def _approximate(self, query: AggregateQuery, with_error: bool, z: float,
+                     drop_intervals: bool = False) -> tuple[pd.DataFrame, str]:
         synopsis = self._answering(query.table)
         _check_columns(query, synopsis, categorical=True)
         # GROUP BY / IN on a categorical column outside the strata: domain estimates (parzen.aqp.domains)
@@ -1132,7 +1143,8 @@ class Engine:
         if synopsis.cube is not None and synopsis.categories is not None and (
                 in_domains or not answers.answered_exactly(query, synopsis)):  # exact aggregate tables (cubes.py)
             # with_error: the float64 round-off against DuckDB's own sums, as for exact totals (parzen.aqp.contract)
-            exact = cube_answers.answer(query, synopsis.cube, synopsis.categories, with_error, synopsis.row_count)
+            exact = cube_answers.answer(query, synopsis.cube, synopsis.categories, with_error, synopsis.row_count,
+                                        drop_intervals)
             if exact is not None:
                 if query.group_by:
                     exact.attrs[LISTED] = "exact"
