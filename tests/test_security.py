@@ -129,6 +129,14 @@ ATTACKS = [
     "SELECT SUM(CASE WHEN a <> 1 THEN b ELSE 0 END) / SUM(b) FROM t WHERE a <> (SELECT 1 FROM 's.csv')",
     "SELECT g, SUM(CASE WHEN a > 1 THEN 1 ELSE 0 END) FROM t GROUP BY g, (SELECT 1 FROM read_text('s.csv'))",
     "SELECT SUM(CASE WHEN a > 1 THEN b ELSE 0 END) / SUM(b) FROM t JOIN read_csv('s.csv') AS f ON t.a = f.a",
+    # CASE / ratio texts share a parse across their quoted texts (case_aggregates.composite_tree's template):
+    # quoted texts in a table's or a table function's place, or beside texts the template would share
+    "SELECT SUM(CASE WHEN a = 'k' THEN b ELSE 0 END) FROM 's.csv'",
+    "SELECT SUM(CASE WHEN a = 'k' THEN b ELSE 0 END) / SUM(b) FROM read_csv('s.csv')",
+    "SELECT SUM(CASE WHEN a IN ('k', 'j') THEN b ELSE 0 END) FROM t WHERE a IN (SELECT 1 FROM 's.csv')",
+    ("SELECT SUM(CASE WHEN CAST(a AS VARCHAR) LIKE 'k%' THEN b ELSE 0 END) / SUM(b) FROM t "
+     "WHERE b < (SELECT length(content) FROM read_text('s.csv'))"),
+    "SELECT SUM(CASE WHEN a = 'k' THEN b ELSE 0 END) FROM t, 'secret.parquet' AS 's.csv'",
     # a view or a macro over a file: the parse layer lets their names through, DuckDB refuses the read
     "SELECT * FROM v",
     "SELECT * FROM t JOIN v ON true",
@@ -373,6 +381,65 @@ def test_the_catalog_listing_kept_between_exact_answers_admits_no_attack(engine,
             engine.query(sql, **options)
         assert SECRET not in str(info.value)
     assert engine.query("SELECT COUNT(*) AS n FROM t", exact=True)["n"][0] == 50
+
+
+#: The CASE / ratio attacks: answered three times each, the second and third reach the shared parse of
+#: their template where one applies (case_aggregates.composite_tree).
+_COMPOSITE_ATTACKS = [sql for sql in ATTACKS if "CASE" in sql]
+
+
+@pytest.mark.parametrize("sql", _COMPOSITE_ATTACKS)
+def test_a_composite_attack_stays_refused_when_its_template_is_shared(engine, sql):
+    """A text seen again (and one that differs only in its quoted texts) takes the template's parse from the
+    second sighting on: it is refused as the first was, by every path, at any bound."""
+    from parzen.aqp import case_aggregates
+
+    variant = sql.replace("'k'", "'q'").replace("'j'", "'r'")
+    for text in (sql, sql, variant, variant):
+        for options in ({}, {"exact": True}, {"max_rel_error": 0.01}, {"max_rel_error": 1e-300}):
+            with pytest.raises(ValueError) as info:
+                engine.query(text, **options)
+            assert SECRET not in str(info.value)
+    assert case_aggregates._sightings.cache_info().hits > 0  # the template's counter was read again
+    assert engine.query("SELECT COUNT(*) AS n FROM t", exact=True)["n"][0] == 50
+
+
+def _forget_every_parse():
+    """Empty every per-text and per-template cache of :mod:`parzen.aqp` (parses, splits, templates)."""
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("parzen.aqp"):
+            for value in vars(module).values():
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
+
+
+def test_a_shared_template_answers_as_the_text_parsed_alone(tmp_path):
+    """Benign CASE / ratio texts that differ only in their quoted texts: from the second on, answered from
+    the template's tree with their own texts put back, the same answers as each text's own parse."""
+    from parzen.aqp import case_aggregates
+
+    con = duckdb.connect(str(tmp_path / "cases.duckdb"))
+    con.execute("CREATE TABLE s AS SELECT range % 7 AS x, (range % 3)::VARCHAR AS g, range * 0.25 AS y "
+                "FROM range(5000)")
+    con.close()
+    engine = Engine(tmp_path / "cases.duckdb")  # opened locked down by the Engine: exact=True answers too
+    engine.build("s", columns=["x", "y"], group_by=["g"], sample=2000, seed=1)
+    texts = [f"SELECT SUM(CASE WHEN g = '{k}' THEN y ELSE 0 END) / SUM(y) AS share FROM s WHERE g <> '{j}'"
+             for k, j in (("0", "1"), ("1", "2"), ("2", "0"), ("0", "2"))]
+    _forget_every_parse()
+    shared = [engine.query(text, with_error=True) for text in texts]
+    assert case_aggregates._template.cache_info().currsize == 1  # one template, parsed once, shared
+    alone = []
+    for text in texts:
+        _forget_every_parse()  # every text parsed as written
+        alone.append(engine.query(text, with_error=True))
+    assert case_aggregates._template.cache_info().currsize == 0
+    for one, other in zip(shared, alone):
+        pd.testing.assert_frame_equal(one, other, check_exact=True)
+    exact = [engine.query(text, exact=True)["share"][0] for text in texts]
+    assert np.allclose([one["share"][0] for one in shared], exact, rtol=1e-9)
 
 
 @pytest.mark.parametrize("name", ["cmp(a,b); DROP TABLE t", "cmp(a,b) FROM t; DROP TABLE t --",
