@@ -259,7 +259,7 @@ def test_the_sub_queries_choose_a_table_once_per_list_of_columns(listed, monkeyp
 
     chosen, counted = [], []
     covering, cells_per_code = cubes.Cube.covering, cubes.Cube.cells_per_code
-    monkeypatch.setattr(cubes.Cube, "covering", lambda self, columns, measures=(): chosen.append(tuple(columns)) or
+    monkeypatch.setattr(cubes.Cube, "covering", lambda self, columns, measures=frozenset(): chosen.append(tuple(columns)) or
                         covering(self, columns, measures))
     monkeypatch.setattr(cubes.Cube, "cells_per_code", lambda self, table, column, size: counted.append(column) or
                         cells_per_code(self, table, column, size))

@@ -58,14 +58,18 @@ class CubeTable:
     counts: np.ndarray  # (cells, nullable) int64
     measures: tuple[str, ...]
     nullable: tuple[str, ...]
+    _kept: frozenset = field(init=False, repr=False, compare=False)  # ``measures`` as a set: a query's test is a subset
+
+    def __post_init__(self) -> None:
+        self._kept = frozenset(self.measures)
 
     @property
     def nbytes(self) -> int:
         return self.codes.nbytes + self.rows.nbytes + self.sums.nbytes + self.counts.nbytes
 
-    def holds(self, measures) -> bool:
+    def holds(self, measures: frozenset) -> bool:
         """Whether the table keeps every measure of ``measures``."""
-        return all(m in self.measures for m in measures)
+        return measures <= self._kept
 
     def with_measures(self, measures: Sequence[str]) -> CubeTable:
         """The table keeping only ``measures`` (of its own, in its order): their sums and counts."""
@@ -227,7 +231,7 @@ class Cube:
         return sum(t.nbytes for t in self.tables) + sum(m.nbytes for m in self.dependencies.values()) + \
             sum(d.nbytes for d in self.dimensions.values())
 
-    def covering(self, columns, measures=()) -> tuple[CubeTable, dict[str, str]] | None:
+    def covering(self, columns, measures: frozenset = frozenset()) -> tuple[CubeTable, dict[str, str]] | None:
         """The table of fewest cells that holds or determines every column of ``columns`` and keeps every
         measure of ``measures``, with, per column it does not hold, the column of the table it is rolled
         up from (None: no table does)."""
