@@ -10,8 +10,12 @@ columns) under categorical filters need (Gray et al., "Data cube", 1997; with a 
 as in AQP++, Peng, Zhang, Wang and Pei, SIGMOD 2018).  All tables come from one GROUPING SETS pass.
 :mod:`parzen.aqp.cube_answers` answers queries from them exactly.
 
+A listed table may keep only some measures (``cube=[{"columns": [...], "measures": [...]}]``,
+:func:`listed_view`): it answers only queries that sum no other, and is rolled up only from a table
+that keeps them too.
+
 Bytes: per cell 2 (4 for a column of more than 32 766 values) per column, 8 for its rows, 8 per
-measure and 8 per measure with NULLs (:func:`cell_bytes`); besides, 8 per value of a numeric dimension and 4
+measure it keeps and 8 per kept measure with NULLs (:func:`cell_bytes`); besides, 8 per value of a numeric dimension and 4
 per value of a dependency's map, paid out of the budget before the greedy choice.
 The default budget is the bytes of the synopsis's sample (:func:`default_budget`): the tables at most
 double the synopsis.
@@ -488,8 +492,8 @@ def _dependencies(con, table, values, codes, cardinality, sources) -> dict[tuple
 def _computed(con, table: str, views: list[tuple[str, ...]], keeps: dict[tuple[str, ...], tuple[str, ...]],
               values: dict[str, list], measures: list[str], nullable: list[str],
               dependencies: dict[tuple[str, str], np.ndarray], dimensions: dict[str, NumericDimension]) -> list[CubeTable]:
-    """The tables of ``views`` (``keeps``: per view, the measures it keeps, in the synopsis's order), in
-    their order: those no other view covers (holds or determines its columns, and keeps its measures)
+    """The tables of ``views`` (``keeps``: per view, the measures it keeps, in the order of ``measures``,
+    the synopsis's; ``nullable``: those with NULLs), in their order: those no other view covers (holds or determines its columns, and keeps its measures)
     from one GROUPING SETS pass over ``table`` summing every measure one of them keeps (:func:`_aggregate`;
     each keeps its own), each other one rolled up from the smallest of those that covers it
     (:func:`rolled_up`; "smallest parent", Agarwal et al., VLDB 1996)."""
