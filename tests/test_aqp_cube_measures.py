@@ -279,3 +279,44 @@ def test_a_bad_entry_is_refused_by_rebuild_tables(revenue_only):
     with pytest.raises(ValueError, match="has the keys 'extra'"):
         revenue_only.rebuild_tables("lineorder", cube=[{"columns": ["d_year"], "measures": [], "extra": 1}])
     assert revenue_only.synopsis("lineorder").cube_views == [REVENUE_BY_CITY]  # unchanged
+
+
+WORKLOAD = [f"SELECT d_year, SUM(lo_revenue) {ON_CITIES} GROUP BY d_year",
+            f"SELECT c_nation, COUNT(*) {FROM} AND d_year = 1994 GROUP BY c_nation",
+            f"SELECT d_yearmonthnum, AVG(lo_tax) {FROM} AND c_nation = 'N2' GROUP BY d_yearmonthnum"]
+
+
+def test_tables_chosen_for_a_workload_keep_the_measures_of_the_queries_they_answer():
+    """Each table chosen for the example queries keeps the measures of those it answers (lo_cost, which
+    none sums, is kept by none); the tables are stored with their measures, so a full refresh makes
+    the same ones."""
+    con = duckdb.connect(":memory:")
+    _star(con)
+    con.execute("SET enable_external_access = false")
+    e = Engine(con)
+    synopsis = e.build("lineorder", columns=MEASURES, joins=JOINS, sample=2000, seed=3, grid=0, workload=WORKLOAD,
+                       cube_bytes=200_000)
+    kept = {t.columns: t.measures for t in synopsis.cube.tables}
+    assert kept == {("d_year", "c_nation"): (), ("d_year", "c_city"): ("lo_revenue",),
+                    ("d_yearmonthnum", "c_nation"): ("lo_tax",)}  # the last answers the COUNT query too
+    for sql in WORKLOAD:
+        _same(e, sql, [sql.split()[1].rstrip(",")])
+    assert e.query(f"SELECT d_year, SUM(lo_cost) {ON_CITIES} GROUP BY d_year").attrs["form"] != FORM
+    assert synopsis.cube_views == synopsis.cube.listed() and any(isinstance(v, dict) for v in synopsis.cube_views)
+    rebuilt = e.refresh("lineorder", full=True)
+    assert {t.columns: t.measures for t in rebuilt.cube.tables} == kept
+
+
+def test_the_workload_greedy_counts_the_bytes_of_the_measures_a_view_keeps():
+    """Two queries, on a (summing nothing) and on b (summing x): with every measure (x and y) a table
+    takes 2600 bytes and one fits 2900; keeping the measures its queries sum, 1000 and 1800: both fit."""
+    from parzen.aqp.cube_workload import select_for_workload
+
+    cardinality = {"a": 100, "b": 100}
+    needs, summed = [("a",), ("b",)], [frozenset(), frozenset({"x"})]
+
+    def size(columns, kept=None):
+        return 2 * len(columns) + 8 + 8 * (2 if kept is None else len(kept))
+
+    assert len(select_for_workload(needs, cardinality, [], 10_000, size, 2_900)) == 1
+    assert sorted(select_for_workload(needs, cardinality, [], 10_000, size, 2_900, summed=summed)) == [("a",), ("b",)]

@@ -196,7 +196,7 @@ def exact_tables(con, table: str, types: dict[str, str], synopsis: Synopsis, *, 
     budget = cubes.default_budget(synopsis.sample, codes) if cube_bytes is None else int(cube_bytes)
     dimensions = cube_dimensions.find(con, table, types, numeric, values) if budget > 0 or cube else {}
     implied = {}
-    needs = None  # with a workload: per answerable query, its columns
+    needs, summed = None, None  # with a workload: per answerable query, its columns and the measures it sums
     if cube:
         listed = [cubes.listed_view(v) for v in cube]
         compared = cube_comparisons.comparison_dimensions(con, table, types, [c for v, _ in listed for c in v])
@@ -205,8 +205,8 @@ def exact_tables(con, table: str, types: dict[str, str], synopsis: Synopsis, *, 
         cube = [v if kept is None else {"columns": v, "measures": kept} for v, (_, kept) in zip(renamed, listed)]
     elif workload is not None and budget > 0:  # the tables chosen for the example queries
         nullable = [m for m in measures if synopsis.totals[m][0] < synopsis.row_count]
-        needs, compared, skipped = cube_workload.workload_needs(con, table, types, workload, values, measures, nullable,
-                                                                dimensions)
+        needs, summed, compared, skipped = cube_workload.workload_needs(con, table, types, workload, values, measures,
+                                                                        nullable, dimensions)
         dimensions.update(compared)
         if skipped:
             warnings.warn(f"workload: no exact aggregate table can answer {len(skipped)} of the {len(workload)} "
@@ -217,7 +217,7 @@ def exact_tables(con, table: str, types: dict[str, str], synopsis: Synopsis, *, 
     built = cubes.build_cube(con, table, values, codes, measures=measures, totals=synopsis.totals,
                              rows=synopsis.row_count, budget=budget, sources=sources, views=cube,
                              dimensions=dimensions, comparisons=implied,
-                             workload=needs)
+                             workload=needs, workload_measures=summed)
     return built if built.tables else None
 
 

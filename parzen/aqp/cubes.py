@@ -256,6 +256,12 @@ class Cube:
                 break
         return best
 
+    def listed(self) -> list[list[str] | dict[str, list[str]]]:
+        """The tables as ``cube=`` lists them (:func:`listed_view`): a table keeping every measure as its
+        columns, any other as a dict of its columns and measures."""
+        return [list(t.columns) if t.measures == tuple(self.measures) else
+                {"columns": list(t.columns), "measures": list(t.measures)} for t in self.tables]
+
     # --- storage ------------------------------------------------------------------------------
 
     def meta(self) -> dict:
@@ -333,7 +339,8 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
                sources: dict[str, str], views: Sequence[Sequence[str] | Mapping[str, Sequence[str]]] | None = None,
                dimensions: dict[str, NumericDimension] | None = None,
                comparisons: dict[str, NumericDimension] | None = None,
-               workload: Sequence[tuple[str, ...]] | None = None) -> Cube:
+               workload: Sequence[tuple[str, ...]] | None = None,
+               workload_measures: Sequence[frozenset] | None = None) -> Cube:
     """The exact aggregate tables of ``table`` within ``budget`` bytes.
 
     Parameters
@@ -373,6 +380,10 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
         (:func:`parzen.aqp.cube_workload.needed_columns`): the tables are then chosen for these queries
         within the budget (:func:`parzen.aqp.cube_workload.select_for_workload`) instead of over the
         lattice.  Ignored when ``views`` are listed.
+    workload_measures : sequence of frozenset of str, optional
+        With ``workload``: per example query, the measures it sums; each table chosen keeps those of the
+        queries it answers (:func:`parzen.aqp.cube_workload.kept_measures`) and the choice counts their
+        bytes only (None: every table keeps every measure).
 
     Returns
     -------
@@ -395,8 +406,10 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
     values = {**values, **{c: d.as_list() for c, d in dimensions.items()}}  # every column a table may hold
     cardinality = {c: len(v) for c, v in values.items()}
 
-    def size(columns) -> int:
-        return cell_bytes(columns, values, len(measures), len(nullable))
+    def size(columns, kept=None) -> int:  # kept: the measures a table keeps (None: every one)
+        if kept is None:
+            return cell_bytes(columns, values, len(measures), len(nullable))
+        return cell_bytes(columns, values, len(kept), sum(m in kept for m in nullable))
 
     kept: dict[frozenset, set[str] | None] = {}  # per listed set of columns, the measures listed with it (None: all)
     if views is not None:
@@ -426,7 +439,12 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
             from . import cube_workload
 
             chosen = cube_workload.choose(con, table, workload, cardinality, cube.dependencies, rows, size, left,
-                                          dimensions)
+                                          dimensions, workload_measures)
+            if workload_measures is not None:
+                determined = cube_workload.determinants(cardinality, cube.dependencies)
+                needs = [cube_workload.reduced(n, determined) for n in workload]  # as the choice reads them
+                kept.update({frozenset(v): set(cube_workload.kept_measures(v, needs, workload_measures, determined))
+                             for v in chosen})
         else:
             chosen = cube_lattice.select_views([*lattice, *dimensions], cardinality, cube.dependencies, rows, size,
                                                left)

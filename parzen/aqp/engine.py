@@ -461,8 +461,8 @@ class Engine:
         parses = None if workload is None else self._workload_parses(synopsis, workload)
         built = exact_tables(self.con, relation, types, synopsis, cube_bytes=cube_bytes, cube=views, sources=sources,
                              workload=parses)
-        if parses is not None:  # a rebuild (refresh) makes the tables chosen; none chosen: none again
-            views = [list(t.columns) for t in built.tables] if built is not None else None
+        if parses is not None:  # a rebuild (refresh) makes the tables chosen, with their measures; none chosen: none
+            views = built.listed() if built is not None else None
             cube_bytes = cube_bytes if views else 0
         return replace(synopsis, cube=built, cube_bytes=cube_bytes, cube_views=views)
 
