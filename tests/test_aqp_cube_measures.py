@@ -215,11 +215,12 @@ def test_tables_of_every_measure_are_stored_as_before():
 
 def test_a_refresh_after_appends_keeps_each_tables_measures_and_stays_exact():
     """Appended rows, some with a NULL lo_cost (which had none): the incremental refresh adds them into
-    the tables, each keeping its measures (the table of lo_cost now counts it); a full refresh builds
-    the same tables from the stored entries."""
+    the tables, each keeping its measures (the table of lo_cost now counts it, the one of no measure
+    keeps rows only); a full refresh builds the same tables from the stored entries."""
     con = duckdb.connect(":memory:")
     cost_by_nation = {"columns": ["d_year", "c_nation"], "measures": ["lo_cost"]}
-    e = _engine([REVENUE_BY_CITY, cost_by_nation], con)
+    rows_by_month = {"columns": ["d_yearmonthnum"], "measures": []}
+    e = _engine([REVENUE_BY_CITY, cost_by_nation, rows_by_month], con)
     assert _table(e, cost_by_nation["columns"]).nullable == ()
     _insert(con, "lineorder", _facts(np.random.default_rng(7), 500, null_cost=0.2))
     with warnings.catch_warnings():
@@ -227,18 +228,20 @@ def test_a_refresh_after_appends_keeps_each_tables_measures_and_stays_exact():
         refreshed = e.refresh("lineorder")
     assert refreshed.refreshed.startswith("500 appended rows added")
     assert refreshed.cube.nullable == ["lo_cost", "lo_tax"]
-    revenue, cost = _table(e, REVENUE_BY_CITY["columns"]), _table(e, cost_by_nation["columns"])
+    revenue, cost, months = (_table(e, v["columns"]) for v in (REVENUE_BY_CITY, cost_by_nation, rows_by_month))
     assert (revenue.measures, revenue.nullable) == (("lo_revenue",), ())
     assert (cost.measures, cost.nullable) == (("lo_cost",), ("lo_cost",))
+    assert (months.measures, months.sums.shape[1], months.counts.shape[1]) == ((), 0, 0)
     queries = [(f"SELECT d_year, SUM(lo_revenue), COUNT(*) {ON_CITIES} GROUP BY d_year", ["d_year"]),
                ((f"SELECT c_nation, SUM(lo_cost), COUNT(lo_cost), AVG(lo_cost) {FROM} AND d_year = 1994 "
-                "GROUP BY c_nation"), ["c_nation"])]
+                "GROUP BY c_nation"), ["c_nation"]),
+               (f"SELECT d_yearmonthnum, COUNT(*) {FROM} GROUP BY d_yearmonthnum", ["d_yearmonthnum"])]
     for sql, keys in queries:
         _same(e, sql, keys)
     assert e.query(f"SELECT d_year, SUM(lo_tax) {FROM} GROUP BY d_year").attrs["form"] != FORM
     rebuilt = e.refresh("lineorder", full=True)
-    assert rebuilt.cube_views == [REVENUE_BY_CITY, cost_by_nation]
-    for merged in (revenue, cost):
+    assert rebuilt.cube_views == [REVENUE_BY_CITY, cost_by_nation, rows_by_month]
+    for merged in (revenue, cost, months):
         full = _table(e, merged.columns)
         assert (full.measures, full.nullable) == (merged.measures, merged.nullable)
         np.testing.assert_array_equal(full.codes, merged.codes)

@@ -511,10 +511,11 @@ def _computed(con, table: str, views: list[tuple[str, ...]], keeps: dict[tuple[s
               values: dict[str, list], measures: list[str], nullable: list[str],
               dependencies: dict[tuple[str, str], np.ndarray], dimensions: dict[str, NumericDimension]) -> list[CubeTable]:
     """The tables of ``views`` (``keeps``: per view, the measures it keeps, in the order of ``measures``,
-    the synopsis's; ``nullable``: those with NULLs), in their order: those no other view covers (holds or determines its columns, and keeps its measures)
-    from one GROUPING SETS pass over ``table`` summing every measure one of them keeps (:func:`_aggregate`;
-    each keeps its own), each other one rolled up from the smallest of those that covers it
-    (:func:`rolled_up`; "smallest parent", Agarwal et al., VLDB 1996)."""
+    the synopsis's; ``nullable``: those with NULLs), in their order: those no other view covers (holds or
+    determines its columns, and keeps its measures) from one GROUPING SETS pass over ``table`` summing
+    every measure one of them keeps (:func:`_aggregate`; each keeps its own), each other one rolled up
+    from the smallest of those that covers it (:func:`rolled_up`; "smallest parent", Agarwal et al.,
+    VLDB 1996)."""
     def covers(parent: tuple[str, ...], view: tuple[str, ...]) -> bool:
         return all(m in keeps[parent] for m in keeps[view]) and \
             all(c in parent or any((a, c) in dependencies for a in parent) for c in view)
