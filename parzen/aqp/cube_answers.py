@@ -8,10 +8,11 @@ or compares two columns whose comparison dimension ``cmp(a,b)`` a table holds
 (:mod:`parzen.aqp.cube_comparisons`: the codes of the signs the operator admits), with no OR across
 columns, and one table holds or determines (by
 an exact functional dependency, :mod:`parzen.aqp.cube_lattice`) every column it filters or groups
-by and keeps every measure it sums (:attr:`parzen.aqp.cubes.CubeTable.measures`).  Its aggregates may be COUNT(*), COUNT / SUM / AVG of a measure, SUM / AVG of a polynomial whose
-every term multiplies at most one measure by categorical columns of numeric values (SUM(a - b),
-SUM(price * discount) with discount categorical or a numeric dimension), and linear combinations of
-these (SUM(a) - SUM(b)).  A numeric dimension is never a group column here, and a date never a number.
+by and keeps every measure it sums (:attr:`parzen.aqp.cubes.CubeTable.measures`).  Its aggregates
+may be COUNT(*), COUNT / SUM / AVG of a measure, SUM / AVG of a polynomial whose every term
+multiplies at most one measure by categorical columns of numeric values (SUM(a - b), SUM(price *
+discount) with discount categorical or a numeric dimension), and linear combinations of these
+(SUM(a) - SUM(b)).  A numeric dimension is never a group column here, and a date never a number.
 The cells of the table whose codes pass the filters are added up per group (the group columns'
 codes, rolled up through the dependencies' maps):
 
