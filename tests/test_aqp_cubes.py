@@ -259,8 +259,8 @@ def test_the_sub_queries_choose_a_table_once_per_list_of_columns(listed, monkeyp
 
     chosen, counted = [], []
     covering, cells_per_code = cubes.Cube.covering, cubes.Cube.cells_per_code
-    monkeypatch.setattr(cubes.Cube, "covering", lambda self, columns: chosen.append(tuple(columns)) or
-                        covering(self, columns))
+    monkeypatch.setattr(cubes.Cube, "covering", lambda self, columns, measures=frozenset(): chosen.append(tuple(columns)) or
+                        covering(self, columns, measures))
     monkeypatch.setattr(cubes.Cube, "cells_per_code", lambda self, table, column, size: counted.append(column) or
                         cells_per_code(self, table, column, size))
     _forget_every_cache()
@@ -478,7 +478,8 @@ def test_the_appended_cells_read_as_columns_equal_the_build_pass(arrow, monkeypa
     expected = cubes._aggregate(con, "r", views, {**values, **{c: d.as_list() for c, d in dimensions.items()}},
                                 ["x", "y"], ["x", "y"], dimensions)
     cube = cubes.Cube(["x", "y"], ["x"], [cubes.CubeTable(v, np.zeros((0, len(v)), np.int16), np.zeros(0, np.int64),
-                                                          np.zeros((0, 2)), np.zeros((0, 1), np.int64)) for v in views],
+                                                          np.zeros((0, 2)), np.zeros((0, 1), np.int64), ("x", "y"),
+                                                          ("x",)) for v in views],
                       cube_dimensions.dependencies(dimensions), dimensions)
     if not arrow:
         def missing(*args):

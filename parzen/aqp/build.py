@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -102,6 +102,8 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
     categorical = categories.discover(con, table, types, [*group_by, *(c for c in categorical if c not in group_by)],
                                       modelled=numeric)
     cube = checked_views(cube, categorical)  # before the passes over the table, which take minutes at scale
+    if cube:
+        cubes.check_listed_measures(cube, [c for c in numeric if temporal_kind(types[c]) is None], categorical)
     carried = [c for c in categorical if c not in group_by]  # drawn with the sample beside the group keys
     with progress_bar(progress, f"synopsis of {table}", total=options.steps) as bar:
         rows, totals, stats, hashed, rowid_end = _totals(con, table, numeric, types,
@@ -141,7 +143,7 @@ def build_synopsis(con, table: str, *, columns=None, sample: int = 100_000, band
 
 
 def exact_tables(con, table: str, types: dict[str, str], synopsis: Synopsis, *, cube_bytes: int | None,
-                 cube: list[list[str]] | None, sources: dict[str, str],
+                 cube: list[list[str] | dict[str, list[str]]] | None, sources: dict[str, str],
                  workload: Sequence[tuple[str, Sequence[AggregateQuery]]] | None = None) -> cubes.Cube | None:
     """The exact aggregate tables of ``synopsis`` (its categorical columns, sample codes, modelled
     columns and exact totals), read from ``table`` (a join synopsis's view): the numeric dimensions
@@ -164,8 +166,9 @@ def exact_tables(con, table: str, types: dict[str, str], synopsis: Synopsis, *, 
         A synopsis of ``table`` with categorical columns.
     cube_bytes : int or None
         The byte budget (None: :func:`parzen.aqp.cubes.default_budget`; 0: none).
-    cube : list of lists of str or None
-        The tables' column sets (:func:`checked_views`), instead of the greedy choice.
+    cube : list of lists of str or of dicts, or None
+        The tables' column sets, or dicts of columns and measures (:func:`checked_views`), instead of the
+        greedy choice.
     sources : dict of str to str
         Per column of a join view, the database table it comes from.
     workload : sequence of (str, sequence of AggregateQuery), optional
@@ -193,15 +196,17 @@ def exact_tables(con, table: str, types: dict[str, str], synopsis: Synopsis, *, 
     budget = cubes.default_budget(synopsis.sample, codes) if cube_bytes is None else int(cube_bytes)
     dimensions = cube_dimensions.find(con, table, types, numeric, values) if budget > 0 or cube else {}
     implied = {}
-    needs = None  # with a workload: per answerable query, its columns
+    needs, summed = None, None  # with a workload: per answerable query, its columns and the measures it sums
     if cube:
-        compared = cube_comparisons.comparison_dimensions(con, table, types, [c for v in cube for c in v])
+        listed = [cubes.listed_view(v) for v in cube]
+        compared = cube_comparisons.comparison_dimensions(con, table, types, [c for v, _ in listed for c in v])
         dimensions.update(compared)
-        cube = cube_comparisons.renamed_views(cube, compared)
+        renamed = cube_comparisons.renamed_views([v for v, _ in listed], compared)
+        cube = [v if kept is None else {"columns": v, "measures": kept} for v, (_, kept) in zip(renamed, listed)]
     elif workload is not None and budget > 0:  # the tables chosen for the example queries
         nullable = [m for m in measures if synopsis.totals[m][0] < synopsis.row_count]
-        needs, compared, skipped = cube_workload.workload_needs(con, table, types, workload, values, measures, nullable,
-                                                                dimensions)
+        needs, summed, compared, skipped = cube_workload.workload_needs(con, table, types, workload, values, measures,
+                                                                        nullable, dimensions)
         dimensions.update(compared)
         if skipped:
             warnings.warn(f"workload: no exact aggregate table can answer {len(skipped)} of the {len(workload)} "
@@ -212,7 +217,7 @@ def exact_tables(con, table: str, types: dict[str, str], synopsis: Synopsis, *, 
     built = cubes.build_cube(con, table, values, codes, measures=measures, totals=synopsis.totals,
                              rows=synopsis.row_count, budget=budget, sources=sources, views=cube,
                              dimensions=dimensions, comparisons=implied,
-                             workload=needs)
+                             workload=needs, workload_measures=summed)
     return built if built.tables else None
 
 
@@ -472,40 +477,79 @@ def selector_of(name: str, bandwidth):
     return bandwidth if isinstance(bandwidth, str) else float(bandwidth)
 
 
-def checked_views(cube, categorical: Sequence[str]) -> list[list[str]] | None:
-    """``build(cube=...)`` checked before the passes over the table: a list of lists of column names,
-    and, where the synopsis has no categorical column (so no exact aggregate table is built), none at
-    all; :func:`parzen.aqp.cubes.build_cube` checks the names against the synopsis's columns.
+def checked_views(cube, categorical: Sequence[str]) -> list[list[str] | dict[str, list[str]]] | None:
+    """``build(cube=...)`` checked before the passes over the table: a list with, per table, a list of
+    column names or a dict ``{"columns": [...], "measures": [...]}`` (the table keeps only those
+    measures; an empty list: its rows only), and, where the synopsis has no categorical column (so no
+    exact aggregate table is built), none at all; :func:`parzen.aqp.cubes.build_cube` checks the names
+    against the synopsis's columns and measures.
 
     Parameters
     ----------
-    cube : list of lists of str or None
+    cube : list of lists of str or of dicts, or None
         The exact aggregate tables' column sets (:func:`parzen.aqp.cubes.build_cube`), or None.
     categorical : sequence of str
         The synopsis's categorical columns (:func:`parzen.aqp.categories.discover`).
 
     Returns
     -------
-    list of lists of str or None
-        ``cube`` as lists.
+    list of lists of str or of dicts, or None
+        ``cube`` as lists (a dict as a dict of lists, with its keys as given).
 
     Raises
     ------
     ValueError
-        ``cube`` is a string, a flat list or holds an empty set or a name that is no string; or it names
-        columns while the synopsis has no categorical column.
+        ``cube`` is a string, a flat list or holds an empty set or a name that is no string, or a dict
+        with a key other than ``columns`` and ``measures``, without ``columns``, or whose measures are no
+        list of names; or it names columns while the synopsis has no categorical column.
     """
     if cube is None:
         return None
-    example = "e.g. [['d_year', 'c_nation']]"
-    if isinstance(cube, str) or not isinstance(cube, Sequence) or \
-            any(isinstance(v, str) or not isinstance(v, Sequence) or not v or not all(isinstance(c, str) for c in v)
-                for v in cube):
-        raise ValueError(f"cube= takes a list of column lists, one per exact aggregate table ({example}), got {cube!r}")
-    if cube and not categorical:
-        raise ValueError(f"cube: {', '.join(map(repr, sorted({c for v in cube for c in v})))} are no categorical "
+    if not _listing(cube):
+        raise ValueError(f"{_CUBE_FORM}, got {cube!r}")
+    checked = [_checked_view(v, cube) for v in cube]
+    if checked and not categorical:
+        named = sorted({c for v in checked for c in cubes.listed_view(v)[0]})
+        raise ValueError(f"cube: {', '.join(map(repr, named))} are no categorical "
                          "columns of the synopsis, which has none: no exact aggregate table can be built")
-    return [list(v) for v in cube]
+    return checked
+
+
+#: What ``cube=`` takes (:func:`checked_views`' errors).
+_CUBE_FORM = ("cube= takes a list of column lists, one per exact aggregate table, or of dicts {'columns': [...], "
+              "'measures': [...]} for a table that keeps only those measures (e.g. [['d_year', 'c_nation']] or "
+              "[{'columns': ['d_year', 'p_brand'], 'measures': ['lo_revenue']}])")
+
+
+def _listing(items) -> bool:
+    """Whether ``items`` is a sequence that is no string (a list, a tuple)."""
+    return not isinstance(items, str) and isinstance(items, Sequence)
+
+
+def _names(names) -> bool:
+    """Whether ``names`` is a list (no string) of strings."""
+    return _listing(names) and all(isinstance(c, str) for c in names)
+
+
+def _checked_view(entry, cube) -> list[str] | dict[str, list[str]]:
+    """One ``entry`` of ``cube=`` (:func:`checked_views`) as a list of columns or a dict of lists."""
+    if isinstance(entry, Mapping):
+        unknown = sorted(map(repr, set(entry) - {"columns", "measures"}))
+        if unknown:
+            raise ValueError(f"{_CUBE_FORM}, got {cube!r}: the entry {entry!r} has the keys {', '.join(unknown)}, "
+                             "not 'columns' nor 'measures'")
+        if "columns" not in entry:
+            raise ValueError(f"{_CUBE_FORM}, got {cube!r}: the entry {entry!r} has no 'columns'")
+        if "measures" in entry and not _names(entry["measures"]):
+            raise ValueError(f"{_CUBE_FORM}, got {cube!r}: the entry {entry!r}'s 'measures' are no list of names")
+        columns = entry["columns"]
+    else:
+        columns = entry
+    if not _names(columns) or not columns:
+        raise ValueError(f"{_CUBE_FORM}, got {cube!r}: the entry {entry!r}'s columns are no list of one or more names")
+    if isinstance(entry, Mapping):
+        return {k: list(entry[k]) for k in ("columns", "measures") if k in entry}
+    return list(columns)
 
 
 def sample_weights(groups: list[Group], n: int) -> np.ndarray | None:

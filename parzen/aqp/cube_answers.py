@@ -8,10 +8,11 @@ or compares two columns whose comparison dimension ``cmp(a,b)`` a table holds
 (:mod:`parzen.aqp.cube_comparisons`: the codes of the signs the operator admits), with no OR across
 columns, and one table holds or determines (by
 an exact functional dependency, :mod:`parzen.aqp.cube_lattice`) every column it filters or groups
-by.  Its aggregates may be COUNT(*), COUNT / SUM / AVG of a measure, SUM / AVG of a polynomial whose
-every term multiplies at most one measure by categorical columns of numeric values (SUM(a - b),
-SUM(price * discount) with discount categorical or a numeric dimension), and linear combinations of
-these (SUM(a) - SUM(b)).  A numeric dimension is never a group column here, and a date never a number.
+by and keeps every measure it sums (:attr:`parzen.aqp.cubes.CubeTable.measures`).  Its aggregates
+may be COUNT(*), COUNT / SUM / AVG of a measure, SUM / AVG of a polynomial whose every term
+multiplies at most one measure by categorical columns of numeric values (SUM(a - b), SUM(price *
+discount) with discount categorical or a numeric dimension), and linear combinations of these
+(SUM(a) - SUM(b)).  A numeric dimension is never a group column here, and a date never a number.
 The cells of the table whose codes pass the filters are added up per group (the group columns'
 codes, rolled up through the dependencies' maps):
 
@@ -112,12 +113,13 @@ def _totals(query: AggregateQuery, cube: Cube, categories: Categories, masks: di
     if any(c not in values for c in [*filtered, *query.group_by]) or not _dimensions_usable(query, cube):
         return None
     factors: set[str] = set()
+    summed: set[str] = set()
     for a in query.aggregates:
-        needs = _inputs(a, cube, values)
+        needs = _inputs(a, cube, values, summed)
         if needs is None:
             return None
         factors |= needs
-    found = _covering(cube, (*dict.fromkeys([*query.group_by, *filtered, *factors]),), masks)
+    found = _covering(cube, (*dict.fromkeys([*query.group_by, *filtered, *factors]),), frozenset(summed), masks)
     if found is None:
         return None
     table, rolled = found
@@ -227,12 +229,13 @@ def _taken(cube: Cube, column: str, strings: pd.api.extensions.ExtensionArray,
         found = kept[key] = strings.take(codes)
     return found.copy()
 
-def _inputs(a: Aggregate, cube: Cube, values: dict[str, list]) -> set[str] | None:
-    """The categorical columns aggregate ``a`` multiplies by (None: the tables cannot answer it)."""
+def _inputs(a: Aggregate, cube: Cube, values: dict[str, list], summed: set[str] | None = None) -> set[str] | None:
+    """The categorical columns aggregate ``a`` multiplies by (None: the tables cannot answer it); the
+    measures it reads (their sums, and counts) are added to ``summed`` where given."""
     if a.func == "combination":
         found: set[str] = set()
         for _, part in a.parts:
-            needs = _inputs(part, cube, values)
+            needs = _inputs(part, cube, values, summed)
             if needs is None:
                 return None
             found |= needs
@@ -251,8 +254,12 @@ def _inputs(a: Aggregate, cube: Cube, values: dict[str, list]) -> set[str] | Non
             if len(a.polynomial) > 1 and measure in cube.nullable:
                 return None  # a NULL in one term makes the whole row NULL: cells do not tell which rows
             found |= set(factors)
+            if measure is not None and summed is not None:
+                summed.add(measure)
         return found
     if a.column is None or a.column in cube.measures:
+        if a.column is not None and summed is not None:
+            summed.add(a.column)
         return set()
     if a.column in values:  # COUNT / SUM / AVG of a categorical column: its value per cell
         return {a.column}
@@ -334,12 +341,13 @@ def _on_months(query_ranges: dict[str, Range], cube: Cube, masks: dict) -> dict[
     return None if list(ranges) == list(query_ranges) else ranges
 
 
-def _covering(cube: Cube, columns: tuple[str, ...], masks: dict):
-    """:meth:`parzen.aqp.cubes.Cube.covering` of ``columns``, kept in ``masks`` (:func:`_totals`') for the next
-    query of the same columns (a CASE / ratio query's sub-queries mostly differ in filters only)."""
-    key = ("covering", columns)
+def _covering(cube: Cube, columns: tuple[str, ...], measures: frozenset, masks: dict):
+    """:meth:`parzen.aqp.cubes.Cube.covering` of ``columns`` and ``measures``, kept in ``masks`` (:func:`_totals`')
+    for the next query of the same columns and measures (a CASE / ratio query's sub-queries mostly differ
+    in filters only)."""
+    key = ("covering", columns, measures)
     if key not in masks:
-        masks[key] = cube.covering(columns)
+        masks[key] = cube.covering(columns, measures)
     return masks[key]
 
 
@@ -468,10 +476,10 @@ def _aggregate(a: Aggregate, table: CubeTable, cube: Cube, values, cells: np.nda
         if measure is None:
             term = cube.rows_per_cell(table).take(cells)
         else:
-            j = cube.measures.index(measure)
+            j = table.measures.index(measure)  # the table keeps it (Cube.covering)
             term = cube.per_cell(table, f"sum {measure}", lambda j=j: np.ascontiguousarray(table.sums[:, j])).take(cells)
             if measure in cube.nullable:  # a one-term aggregate (_inputs): COUNT(m) is its non-NULL values
-                count = table.counts[cells, cube.nullable.index(measure)].astype(np.float64)
+                count = table.counts[cells, table.nullable.index(measure)].astype(np.float64)
         if defined is None and not np.isnan(term).any():  # every cell counts
             weight: float | np.ndarray = float(coefficient)
             for c in factors:

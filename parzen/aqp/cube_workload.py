@@ -24,7 +24,9 @@ the candidate v of the largest
 
     B(v) / bytes(v),   B(v) = sum over q answered by v of f_q max(0, cost(q) - cells(v)),
 
-that still fits the bytes left.  A view's cells are the least of the product of its columns' numbers
+that still fits the bytes left; bytes(v) counts only the measures v keeps, those summed by the queries
+it answers (:func:`kept_measures`: a table answering only COUNT(*) queries keeps none), and the chosen
+tables keep those.  A view's cells are the least of the product of its columns' numbers
 of values, N, and their count in the table by one pass of HyperLogLog sketches over every candidate
 (:func:`counted_cells`, times 1.1 for the sketch's error of a few per cent): the product alone
 overestimates columns of different tables that determine each other (TPC-H's n_name and r_name,
@@ -57,10 +59,10 @@ def _quote(name: str) -> str:
 
 def workload_needs(con, table: str, types: dict[str, str], workload: Sequence[tuple[str, Sequence[AggregateQuery]]],
                    values: dict[str, list], measures: list[str], nullable: list[str],
-                   dimensions: dict[str, NumericDimension]) -> tuple[list[tuple[str, ...]], dict[str, NumericDimension],
-                                                                     list[str]]:
-    """Per example query, the columns a table needs (:func:`needed_columns`), with the comparison
-    dimensions ``cmp(a,b)`` the queries' comparisons of two columns need
+                   dimensions: dict[str, NumericDimension]) -> tuple[list[tuple[str, ...]], list[frozenset],
+                                                                     dict[str, NumericDimension], list[str]]:
+    """Per example query, the columns a table needs (:func:`needed_columns`) and the measures it sums, with
+    the comparison dimensions ``cmp(a,b)`` the queries' comparisons of two columns need
     (:func:`parzen.aqp.cube_comparisons.comparison_dimensions`; a pair of columns that no dimension can
     compare leaves its queries unanswerable).
 
@@ -81,6 +83,8 @@ def workload_needs(con, table: str, types: dict[str, str], workload: Sequence[tu
     -------
     needs : list of tuple of str
         The column sets of the queries a table can answer.
+    summed : list of frozenset of str
+        Per query of ``needs``, the measures it sums (its sums and counts a table must keep).
     comparisons : dict of str to NumericDimension
         The comparison dimensions those need.
     skipped : list of str
@@ -98,19 +102,22 @@ def workload_needs(con, table: str, types: dict[str, str], workload: Sequence[tu
             except ValueError:
                 continue
     every = {**dimensions, **found}
-    needs, skipped = [], []
+    needs, summed, skipped = [], [], []
     for text, parts in workload:
-        columns = needed_columns(parts, values, measures, nullable, every) if parts else None  # none: a histogram
+        read: set[str] = set()
+        columns = needed_columns(parts, values, measures, nullable, every, read) if parts else None  # none: a histogram
         if columns is None:
             skipped.append(text)
         else:
             needs.append(columns)
+            summed.append(frozenset(read))
     used = {c for n in needs for c in n}
-    return needs, {c: d for c, d in found.items() if c in used}, skipped
+    return needs, summed, {c: d for c, d in found.items() if c in used}, skipped
 
 
 def needed_columns(parts: Sequence[AggregateQuery], values: dict[str, list], measures: list[str],
-                   nullable: list[str], dimensions: dict[str, NumericDimension]) -> tuple[str, ...] | None:
+                   nullable: list[str], dimensions: dict[str, NumericDimension],
+                   summed: set[str] | None = None) -> tuple[str, ...] | None:
     """The columns one exact table must hold or determine to answer a query (the union over its
     ``parts``: a plain query's one parse, or a CASE / ratio query's sub-queries), or None when no
     table can answer it (module notes).
@@ -127,6 +134,8 @@ def needed_columns(parts: Sequence[AggregateQuery], values: dict[str, list], mea
         The measures with NULLs.
     dimensions : dict of str to NumericDimension
         The numeric and comparison dimensions a table may group by (days, ``d@month``, ``cmp(a,b)``).
+    summed : set of str, optional
+        Gets the measures the query sums (:func:`parzen.aqp.cube_answers._inputs`).
 
     Returns
     -------
@@ -146,7 +155,7 @@ def needed_columns(parts: Sequence[AggregateQuery], values: dict[str, list], mea
             return None
         factors: set[str] = set()
         for a in query.aggregates:
-            inputs = cube_answers._inputs(a, cube, every)
+            inputs = cube_answers._inputs(a, cube, every, summed)
             if inputs is None:
                 return None
             factors |= inputs
@@ -155,8 +164,8 @@ def needed_columns(parts: Sequence[AggregateQuery], values: dict[str, list], mea
 
 
 def select_for_workload(needs: Sequence[tuple[str, ...]], cardinality: dict[str, int], dependencies, rows: int,
-                        cell_bytes: Callable[[Sequence[str]], int], budget: float,
-                        counted: dict[frozenset, float] | None = None) -> list[tuple[str, ...]]:
+                        cell_bytes: Callable[..., int], budget: float, counted: dict[frozenset, float] | None = None,
+                        summed: Sequence[frozenset] | None = None) -> list[tuple[str, ...]]:
     """The views HRU's greedy keeps within ``budget`` bytes for the workload's column sets (module notes).
 
     Parameters
@@ -171,13 +180,16 @@ def select_for_workload(needs: Sequence[tuple[str, ...]], cardinality: dict[str,
     rows : int
         The table's rows: the cost of a query no view answers, and the most cells a view can have.
     cell_bytes : callable
-        Bytes of one cell of a view, given its columns.
+        Bytes of one cell of a view, given its columns (and, with ``summed``, the measures it keeps).
     budget : float
         Bytes the views may take in all.
     counted : dict of frozenset to float, optional
         Per candidate view (:func:`candidate_views`), its cells as counted in the table
         (:func:`counted_cells`): a view's cells are the least of these, the product of its columns'
         numbers of values and ``rows``.
+    summed : sequence of frozenset of str, optional
+        Per query of ``needs``, the measures it sums: a view keeps those of the queries it answers
+        (:func:`kept_measures`) and its bytes count those only (None: every measure).
 
     Returns
     -------
@@ -198,7 +210,11 @@ def select_for_workload(needs: Sequence[tuple[str, ...]], cardinality: dict[str,
 
     cells = np.array([min(rows, float(np.prod([cardinality[c] for c in v], dtype=np.float64)),
                           (counted or {}).get(v, np.inf)) for v in candidates])
-    nbytes = np.array([cells[i] * cell_bytes(sorted(v)) for i, v in enumerate(candidates)])
+    if summed is None:
+        nbytes = np.array([cells[i] * cell_bytes(sorted(v)) for i, v in enumerate(candidates)])
+    else:
+        nbytes = np.array([cells[i] * cell_bytes(sorted(v), kept_measures(v, needs, summed, determined))
+                           for i, v in enumerate(candidates)])
     covered = [np.array([j for j, q in enumerate(queries) if answers(v, q)], dtype=np.intp) for v in candidates]
     cost = np.full(len(queries), float(rows))
 
@@ -213,14 +229,26 @@ def select_for_workload(needs: Sequence[tuple[str, ...]], cardinality: dict[str,
 
 
 def choose(con, table: str, needs: Sequence[tuple[str, ...]], cardinality: dict[str, int], dependencies, rows: int,
-           cell_bytes: Callable[[Sequence[str]], int], budget: float,
-           dimensions: dict[str, NumericDimension]) -> list[tuple[str, ...]]:
+           cell_bytes: Callable[..., int], budget: float, dimensions: dict[str, NumericDimension],
+           summed: Sequence[frozenset] | None = None) -> list[tuple[str, ...]]:
     """The views for the workload's column sets ``needs`` within ``budget`` bytes: their candidates' cells
     counted in ``table`` by one pass (:func:`counted_cells`), then :func:`select_for_workload` (the
     other parameters are its own; ``dimensions``: the numeric and comparison dimensions the sets name)."""
     determined = determinants(cardinality, dependencies)
     counted = counted_cells(con, table, candidate_views([reduced(n, determined) for n in needs]), dimensions)
-    return select_for_workload(needs, cardinality, dependencies, rows, cell_bytes, budget, counted)
+    return select_for_workload(needs, cardinality, dependencies, rows, cell_bytes, budget, counted, summed)
+
+
+def kept_measures(view, needs: Sequence[tuple[str, ...]], summed: Sequence[frozenset],
+                  determined: dict[str, set[str]]) -> frozenset:
+    """The measures a ``view`` chosen for a workload keeps: those summed (``summed``) by each query whose
+    columns (``needs``) it holds or determines (``determined``: :func:`determinants`), so it answers every
+    query it covers; a query of no columns is covered by every view."""
+    kept: frozenset = frozenset()
+    for columns, measures in zip(needs, summed):
+        if measures - kept and all(any(c in determined.get(v, {v}) for v in view) for c in columns):
+            kept |= measures
+    return kept
 
 
 def determinants(cardinality: dict[str, int], dependencies) -> dict[str, set[str]]:

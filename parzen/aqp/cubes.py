@@ -10,8 +10,12 @@ columns) under categorical filters need (Gray et al., "Data cube", 1997; with a 
 as in AQP++, Peng, Zhang, Wang and Pei, SIGMOD 2018).  All tables come from one GROUPING SETS pass.
 :mod:`parzen.aqp.cube_answers` answers queries from them exactly.
 
+A listed table may keep only some measures (``cube=[{"columns": [...], "measures": [...]}]``,
+:func:`listed_view`): it answers only queries that sum no other, and is rolled up only from a table
+that keeps them too.
+
 Bytes: per cell 2 (4 for a column of more than 32 766 values) per column, 8 for its rows, 8 per
-measure and 8 per measure with NULLs (:func:`cell_bytes`); besides, 8 per value of a numeric dimension and 4
+measure it keeps and 8 per kept measure with NULLs (:func:`cell_bytes`); besides, 8 per value of a numeric dimension and 4
 per value of a dependency's map, paid out of the budget before the greedy choice.
 The default budget is the bytes of the synopsis's sample (:func:`default_budget`): the tables at most
 double the synopsis.
@@ -23,7 +27,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,18 +50,39 @@ class CubeTable:
     """One exact aggregate table: per cell, its columns' codes, its rows and its measures' sums.
 
     ``codes[i, k]`` is the code (index into :attr:`parzen.aqp.categories.Categories.values`) of
-    ``columns[k]`` in cell i; ``rows[i]`` its rows; ``sums[i, j]`` the SUM of measure j over them
-    (NaN: every value NULL); ``counts[i, j]`` the non-NULL values of the j-th measure with NULLs."""
+    ``columns[k]`` in cell i; ``rows[i]`` its rows; ``sums[i, j]`` the SUM of ``measures[j]`` over them
+    (NaN: every value NULL); ``counts[i, j]`` the non-NULL values of ``nullable[j]``.  ``measures``: the
+    measures the table keeps, in the synopsis's order (every one, or those listed with it,
+    :func:`listed_view`); ``nullable``: those of them with NULLs."""
 
     columns: tuple[str, ...]
     codes: np.ndarray  # (cells, columns) int16 / int32
     rows: np.ndarray  # (cells,) int64
     sums: np.ndarray  # (cells, measures) float64
-    counts: np.ndarray  # (cells, measures with NULLs) int64
+    counts: np.ndarray  # (cells, nullable) int64
+    measures: tuple[str, ...]
+    nullable: tuple[str, ...]
+    _kept: frozenset = field(init=False, repr=False, compare=False)  # ``measures`` as a set: a query's test is a subset
+
+    def __post_init__(self) -> None:
+        self._kept = frozenset(self.measures)
 
     @property
     def nbytes(self) -> int:
         return self.codes.nbytes + self.rows.nbytes + self.sums.nbytes + self.counts.nbytes
+
+    def holds(self, measures: frozenset) -> bool:
+        """Whether the table keeps every measure of ``measures``."""
+        return measures <= self._kept
+
+    def with_measures(self, measures: Sequence[str]) -> CubeTable:
+        """The table keeping only ``measures`` (of its own, in its order): their sums and counts."""
+        measures = tuple(measures)
+        if measures == self.measures:
+            return self
+        nullable = tuple(m for m in self.nullable if m in measures)
+        return CubeTable(self.columns, self.codes, self.rows, self.sums[:, [self.measures.index(m) for m in measures]],
+                         self.counts[:, [self.nullable.index(m) for m in nullable]], measures, nullable)
 
 
 @dataclass
@@ -67,9 +92,10 @@ class Cube:
     Parameters
     ----------
     measures : list of str
-        The summed columns, in the order of :attr:`CubeTable.sums`'s columns.
+        The summed columns (the synopsis's measures); each table keeps all or some of them, in this
+        order (:attr:`CubeTable.measures`).
     nullable : list of str
-        The measures with NULLs, in the order of :attr:`CubeTable.counts`'s columns.
+        The measures with NULLs, in the order of ``measures``.
     tables : list of CubeTable
         The tables.
     dependencies : dict of (str, str) to numpy.ndarray
@@ -130,7 +156,7 @@ class Cube:
                 self.numbers(column, values[column])
             self.rows_per_cell(table)
             table.sums = np.asfortranarray(table.sums)  # each measure's sums contiguous: read as views, no copies
-            for j, measure in enumerate(self.measures):
+            for j, measure in enumerate(table.measures):
                 self.per_cell(table, f"sum {measure}", lambda t=table, j=j: np.ascontiguousarray(t.sums[:, j]))
 
     def index(self, table: CubeTable, column: str, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -209,11 +235,14 @@ class Cube:
         return sum(t.nbytes for t in self.tables) + sum(m.nbytes for m in self.dependencies.values()) + \
             sum(d.nbytes for d in self.dimensions.values())
 
-    def covering(self, columns) -> tuple[CubeTable, dict[str, str]] | None:
-        """The table of fewest cells that holds or determines every column of ``columns``, with, per
-        column it does not hold, the column of the table it is rolled up from (None: no table does)."""
+    def covering(self, columns, measures: frozenset = frozenset()) -> tuple[CubeTable, dict[str, str]] | None:
+        """The table of fewest cells that holds or determines every column of ``columns`` and keeps every
+        measure of ``measures``, with, per column it does not hold, the column of the table it is rolled
+        up from (None: no table does)."""
         best = None
         for table in sorted(self.tables, key=lambda t: t.rows.size):
+            if measures and not table.holds(measures):
+                continue
             sources = {}
             for c in columns:
                 if c in table.columns:
@@ -227,12 +256,21 @@ class Cube:
                 break
         return best
 
+    def listed(self) -> list[list[str] | dict[str, list[str]]]:
+        """The tables as ``cube=`` lists them (:func:`listed_view`): a table keeping every measure as its
+        columns, any other as a dict of its columns and measures."""
+        return [list(t.columns) if t.measures == tuple(self.measures) else
+                {"columns": list(t.columns), "measures": list(t.measures)} for t in self.tables]
+
     # --- storage ------------------------------------------------------------------------------
 
     def meta(self) -> dict:
-        return {"measures": self.measures, "nullable": self.nullable,
+        meta = {"measures": self.measures, "nullable": self.nullable,
                 "tables": [list(t.columns) for t in self.tables], "dependencies": [list(p) for p in self.dependencies],
                 "dimensions": {c: d.meta() for c, d in self.dimensions.items()}}
+        if any(t.measures != tuple(self.measures) for t in self.tables):  # absent: every table keeps every measure
+            meta["table_measures"] = [list(t.measures) for t in self.tables]
+        return meta
 
     def arrays(self) -> dict[str, np.ndarray]:
         out = {}
@@ -245,13 +283,45 @@ class Cube:
 
     @classmethod
     def from_stored(cls, meta: dict, arrays: dict[str, np.ndarray]) -> Cube:
+        nullable = list(meta["nullable"])
+        kept = meta.get("table_measures") or [meta["measures"]] * len(meta["tables"])  # absent: every measure
         tables = [CubeTable(tuple(columns), arrays[f"{k}/codes"], arrays[f"{k}/rows"], arrays[f"{k}/sums"],
-                            arrays[f"{k}/counts"]) for k, columns in enumerate(meta["tables"])]
+                            arrays[f"{k}/counts"], tuple(measures), tuple(m for m in measures if m in nullable))
+                  for k, (columns, measures) in enumerate(zip(meta["tables"], kept))]
         dependencies = {(a, b): arrays[f"map/{k}"] for k, (a, b) in enumerate(meta["dependencies"])}
         dimensions = {c: NumericDimension.from_stored(d, {name: arrays[f"dimension/{k}/{name}"] for name in ("values", "highs")
                                                           if f"dimension/{k}/{name}" in arrays})
                       for k, (c, d) in enumerate(meta.get("dimensions", {}).items())}  # none before numeric dimensions
-        return cls(list(meta["measures"]), list(meta["nullable"]), tables, dependencies, dimensions)
+        return cls(list(meta["measures"]), nullable, tables, dependencies, dimensions)
+
+
+def listed_view(entry) -> tuple[list[str], list[str] | None]:
+    """A ``cube=`` entry's columns and the measures its table keeps (None: every measure): a list of
+    columns, or a dict ``{"columns": [...], "measures": [...]}`` (checked by
+    :func:`parzen.aqp.build.checked_views`)."""
+    if isinstance(entry, Mapping):
+        return list(entry["columns"]), (list(entry["measures"]) if "measures" in entry else None)
+    return list(entry), None
+
+
+def check_listed_measures(views: Sequence, measures: Sequence[str], grouped: Collection[str]) -> None:
+    """Refuse a ``cube=`` entry (:func:`listed_view`) naming a measure that is none of ``measures`` (the
+    synopsis's), saying whether it is a column the tables group by (``grouped``) or no measure at all.
+
+    Raises
+    ------
+    ValueError
+        Naming the entry's columns, the name and the synopsis's measures.
+    """
+    for entry in views:
+        columns, kept = listed_view(entry)
+        for name in kept or ():
+            if name in measures:
+                continue
+            what = "a column the tables group by, not a measure" if name in grouped else "no measure of the synopsis"
+            raise ValueError(f"cube: the table on {columns!r} lists {name!r} among its measures, which is {what}; "
+                             f"the synopsis's measures (its modelled numeric columns other than dates) are: "
+                             f"{', '.join(map(repr, measures)) or 'none'}")
 
 
 def cell_bytes(columns: Sequence[str], values: dict[str, list], measures: int, nullable: int) -> int:
@@ -266,10 +336,11 @@ def default_budget(sample: dict[str, np.ndarray], codes: dict[str, np.ndarray]) 
 
 def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.ndarray], *, measures: list[str],
                totals: dict[str, tuple[int, float]], rows: int, budget: int,
-               sources: dict[str, str], views: Sequence[Sequence[str]] | None = None,
+               sources: dict[str, str], views: Sequence[Sequence[str] | Mapping[str, Sequence[str]]] | None = None,
                dimensions: dict[str, NumericDimension] | None = None,
                comparisons: dict[str, NumericDimension] | None = None,
-               workload: Sequence[tuple[str, ...]] | None = None) -> Cube:
+               workload: Sequence[tuple[str, ...]] | None = None,
+               workload_measures: Sequence[frozenset] | None = None) -> Cube:
     """The exact aggregate tables of ``table`` within ``budget`` bytes.
 
     Parameters
@@ -293,8 +364,10 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
     sources : dict of str to str
         Per categorical column, the database table it comes from (where its dependencies are checked);
         a column not named comes from ``table``.
-    views : sequence of sequences of str, optional
-        The tables' column sets, instead of the greedy choice (the budget then does not apply).
+    views : sequence of sequences of str or of dicts, optional
+        The tables' column sets, instead of the greedy choice (the budget then does not apply); an entry
+        ``{"columns": [...], "measures": [...]}`` keeps only those measures (:func:`listed_view`; a list
+        of columns keeps every one).
     dimensions : dict of str to NumericDimension, optional
         Numeric columns the tables may group by too, at full resolution (:func:`parzen.aqp.cube_dimensions.find`).
     comparisons : dict of str to NumericDimension, optional
@@ -307,6 +380,10 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
         (:func:`parzen.aqp.cube_workload.needed_columns`): the tables are then chosen for these queries
         within the budget (:func:`parzen.aqp.cube_workload.select_for_workload`) instead of over the
         lattice.  Ignored when ``views`` are listed.
+    workload_measures : sequence of frozenset of str, optional
+        With ``workload``: per example query, the measures it sums; each table chosen keeps those of the
+        queries it answers (:func:`parzen.aqp.cube_workload.kept_measures`) and the choice counts their
+        bytes only (None: every table keeps every measure).
 
     Returns
     -------
@@ -316,7 +393,8 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
     Raises
     ------
     ValueError
-        A listed view names a column that is no categorical column of the synopsis nor a numeric dimension.
+        A listed view names a column that is no categorical column of the synopsis nor a numeric dimension,
+        or a measure that is none of ``measures``.
     """
     started = time.perf_counter()
     nullable = [m for m in measures if totals[m][0] < rows]
@@ -328,16 +406,27 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
     values = {**values, **{c: d.as_list() for c, d in dimensions.items()}}  # every column a table may hold
     cardinality = {c: len(v) for c, v in values.items()}
 
-    def size(columns) -> int:
-        return cell_bytes(columns, values, len(measures), len(nullable))
+    def size(columns, kept=None) -> int:  # kept: the measures a table keeps (None: every one)
+        if kept is None:
+            return cell_bytes(columns, values, len(measures), len(nullable))
+        return cell_bytes(columns, values, len(kept), sum(m in kept for m in nullable))
 
+    kept: dict[frozenset, set[str] | None] = {}  # per listed set of columns, the measures listed with it (None: all)
     if views is not None:
-        unknown = sorted({c for v in views for c in v if c not in values})
+        listed = [listed_view(v) for v in views]
+        unknown = sorted({c for v, _ in listed for c in v if c not in values})
         if unknown:
             raise ValueError(f"cube: {', '.join(map(repr, unknown))} are no categorical columns of the synopsis "
                              f"nor numeric columns of few values (:mod:`parzen.aqp.cube_dimensions`; they are: "
                              f"{', '.join(values)})")
-        chosen = [tuple(v) for v in views if v]
+        check_listed_measures(views, measures, values)
+        chosen = [tuple(v) for v, _ in listed if v]
+        for v, listed_measures in listed:  # a set listed twice keeps the measures of both
+            key = frozenset(v)
+            if listed_measures is None or (key in kept and kept[key] is None):
+                kept[key] = None
+            else:
+                kept[key] = (kept.get(key) or set()) | set(listed_measures)
     elif budget <= 0:
         cube.seconds = time.perf_counter() - started
         return cube
@@ -350,7 +439,12 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
             from . import cube_workload
 
             chosen = cube_workload.choose(con, table, workload, cardinality, cube.dependencies, rows, size, left,
-                                          dimensions)
+                                          dimensions, workload_measures)
+            if workload_measures is not None:
+                determined = cube_workload.determinants(cardinality, cube.dependencies)
+                needs = [cube_workload.reduced(n, determined) for n in workload]  # as the choice reads them
+                kept.update({frozenset(v): set(cube_workload.kept_measures(v, needs, workload_measures, determined))
+                             for v in chosen})
         else:
             chosen = cube_lattice.select_views([*lattice, *dimensions], cardinality, cube.dependencies, rows, size,
                                                left)
@@ -367,7 +461,10 @@ def build_cube(con, table: str, values: dict[str, list], codes: dict[str, np.nda
     cube.dependencies = {(a, b): m for (a, b), m in cube.dependencies.items()
                          if (a in cube.dimensions or a not in dimensions) and (b in cube.dimensions or b not in dimensions)}
     if chosen:  # the estimated cells bound the true ones: the tables fit the budget
-        cube.tables = _computed(con, table, chosen, values, measures, nullable, cube.dependencies, cube.dimensions)
+        keeps = {v: tuple(m for m in measures if (named := kept.get(frozenset(v))) is None or m in named)
+                 for v in chosen}
+        cube.tables = _computed(con, table, chosen, keeps, values, measures, nullable, cube.dependencies,
+                                cube.dimensions)
         if workload is not None and views is None:  # counted cells may be a few per cent more than their count
             from .cube_workload import within_budget
 
@@ -410,31 +507,38 @@ def _dependencies(con, table, values, codes, cardinality, sources) -> dict[tuple
     return cube_lattice.exact_dependencies(found, values)
 
 
-def _computed(con, table: str, views: list[tuple[str, ...]], values: dict[str, list], measures: list[str],
-              nullable: list[str], dependencies: dict[tuple[str, str], np.ndarray],
-              dimensions: dict[str, NumericDimension]) -> list[CubeTable]:
-    """The tables of ``views``, in their order: those no other view holds or determines from one
-    GROUPING SETS pass over ``table`` (:func:`_aggregate`), each other one rolled up from the smallest
-    of those that covers it (:func:`rolled_up`; "smallest parent", Agarwal et al., VLDB 1996)."""
+def _computed(con, table: str, views: list[tuple[str, ...]], keeps: dict[tuple[str, ...], tuple[str, ...]],
+              values: dict[str, list], measures: list[str], nullable: list[str],
+              dependencies: dict[tuple[str, str], np.ndarray], dimensions: dict[str, NumericDimension]) -> list[CubeTable]:
+    """The tables of ``views`` (``keeps``: per view, the measures it keeps, in the order of ``measures``,
+    the synopsis's; ``nullable``: those with NULLs), in their order: those no other view covers (holds or
+    determines its columns, and keeps its measures) from one GROUPING SETS pass over ``table`` summing
+    every measure one of them keeps (:func:`_aggregate`; each keeps its own), each other one rolled up
+    from the smallest of those that covers it (:func:`rolled_up`; "smallest parent", Agarwal et al.,
+    VLDB 1996)."""
     def covers(parent: tuple[str, ...], view: tuple[str, ...]) -> bool:
-        return all(c in parent or any((a, c) in dependencies for a in parent) for c in view)
+        return all(m in keeps[parent] for m in keeps[view]) and \
+            all(c in parent or any((a, c) in dependencies for a in parent) for c in view)
 
     def cells(view: tuple[str, ...]) -> float:
         return float(np.prod([len(values[c]) for c in view], dtype=np.float64))
 
     roots = [v for v in views if not any(p != v and covers(p, v) and not covers(v, p) for p in views)]
-    computed = dict(zip(roots, _aggregate(con, table, roots, values, measures, nullable, dimensions)))
+    summed = [m for m in measures if any(m in keeps[v] for v in roots)]
+    aggregated = _aggregate(con, table, roots, values, summed, [m for m in summed if m in nullable], dimensions)
+    computed = {v: t.with_measures(keeps[v]) for v, t in zip(roots, aggregated)}
     for view in sorted((v for v in views if v not in computed), key=cells, reverse=True):
         parent = min((p for p in computed if covers(p, view)), key=lambda p: computed[p].rows.size)
-        computed[view] = rolled_up(computed[parent], view, values, dependencies)
+        computed[view] = rolled_up(computed[parent], view, values, dependencies, keeps[view])
     return [computed[v] for v in views]
 
 
 def rolled_up(parent: CubeTable, view: tuple[str, ...], values: dict[str, list],
-              dependencies: dict[tuple[str, str], np.ndarray]) -> CubeTable:
+              dependencies: dict[tuple[str, str], np.ndarray], measures: Sequence[str] | None = None) -> CubeTable:
     """The table of ``view`` from a ``parent`` table that holds or determines its columns: the parent's
     cells grouped by their codes of ``view`` (a column the parent does not hold read through a
-    dependency's map), their rows, sums and counts added (a sum is NULL when all its cells' are).
+    dependency's map), their rows, sums and counts added (a sum is NULL when all its cells' are), of
+    ``measures`` (some of the parent's, in its order; None: all of them).
 
     Parameters
     ----------
@@ -446,11 +550,15 @@ def rolled_up(parent: CubeTable, view: tuple[str, ...], values: dict[str, list],
         Per categorical column, its values (their number sets the codes' radix).
     dependencies : dict of (str, str) to numpy.ndarray
         The exact dependencies' maps.
+    measures : sequence of str, optional
+        The measures the table keeps (default: the parent's).
 
     Returns
     -------
     CubeTable
     """
+    if measures is not None:
+        parent = parent.with_measures(measures)
     key = np.zeros(parent.rows.size, dtype=np.int64)
     for c in view:
         if c in parent.columns:
@@ -474,7 +582,7 @@ def rolled_up(parent: CubeTable, view: tuple[str, ...], values: dict[str, list],
     dtype = np.int16 if all(len(values[c]) < np.iinfo(np.int16).max for c in view) else np.int32
     rows = np.bincount(cell, weights=parent.rows.astype(np.float64), minlength=codes.shape[0])
     return CubeTable(view, codes.astype(dtype), np.rint(rows).astype(np.int64), sums,
-                     np.rint(added(parent.counts.astype(np.float64))).astype(np.int64))
+                     np.rint(added(parent.counts.astype(np.float64))).astype(np.int64), parent.measures, parent.nullable)
 
 
 def _grouping_sets(relation: str, views: list[tuple[str, ...]], values: dict[str, list],
@@ -520,7 +628,8 @@ def _aggregate(con, table: str, views: list[tuple[str, ...]], values: dict[str, 
         sums = np.array([[np.nan if v is None else float(v) for v in row[width + 2:width + 2 + m]] for row in found],
                         dtype=np.float64).reshape(len(found), m)
         counts = np.array([row[width + 2 + m:] for row in found], dtype=np.int64).reshape(len(found), len(nullable))
-        tables.append(CubeTable(view, keys[order].astype(dtype), rows[order], sums[order], counts[order]))
+        tables.append(CubeTable(view, keys[order].astype(dtype), rows[order], sums[order], counts[order],
+                                tuple(measures), tuple(nullable)))
     return tables
 
 
@@ -535,8 +644,8 @@ class AppendedCells:
     ----------
     tables : list of CubeTable
         Per table of the cube, in its order, the appended rows' cells: codes under the merged values,
-        rows, sums of every measure, and COUNT of every measure (each may have NULLs among them)
-        (:func:`_appended_aggregate`).
+        rows, sums of every measure some table of the cube keeps, and COUNT of each of them (each may
+        have NULLs among them) (:func:`_appended_aggregate`).
     pairs : dict of (str, str) to list of ((value_a, value_b), rows)
         Per functional dependency a -> b among the cube's categorical columns, the appended rows'
         combinations of a and b.
@@ -579,10 +688,11 @@ def appended_cells(con, relation: str, cube: Cube, values: dict[str, list],
     dimensions = dimensions or {}
     values = {**values, **{c: d.as_list() for c, d in dimensions.items()}}
     views = [t.columns for t in cube.tables]
+    measures = [m for m in cube.measures if any(m in t.measures for t in cube.tables)]
     try:
-        tables = _appended_aggregate(con, relation, views, values, cube.measures, dimensions)
+        tables = _appended_aggregate(con, relation, views, values, measures, dimensions)
     except LookupError:  # a value Arrow gives in another form than DuckDB's rows (UUID, ...): row by row
-        tables = _aggregate(con, relation, views, values, cube.measures, list(cube.measures), dimensions)
+        tables = _aggregate(con, relation, views, values, measures, list(measures), dimensions)
     pairs = [p for p in cube.dependencies if p[0] not in cube.dimensions and p[1] not in cube.dimensions]
     found = grouping_sets(con, relation, sorted({c for p in pairs for c in p}), pairs) if pairs else {}
     return AppendedCells(tables, found, dimensions)
@@ -618,7 +728,8 @@ def _appended_aggregate(con, relation: str, views: list[tuple[str, ...]], values
         order = np.lexsort(keys.T[::-1]) if chosen.size else np.zeros(0, dtype=np.intp)
         dtype = np.int16 if all(len(values[c]) < np.iinfo(np.int16).max for c in view) else np.int32
         picked = chosen[order]
-        tables.append(CubeTable(view, keys[order].astype(dtype), rows[picked], sums[picked], counts[picked]))
+        tables.append(CubeTable(view, keys[order].astype(dtype), rows[picked], sums[picked], counts[picked],
+                                tuple(measures), tuple(measures)))
     return tables
 
 
@@ -684,12 +795,14 @@ def merged_cube(cube: Cube, before: dict[str, list], values: dict[str, list], ap
     tables = []
     for old, new in zip(cube.tables, appended.tables):
         codes = np.stack([remaps[c][old.codes[:, k]] for k, c in enumerate(old.columns)], axis=1)
-        old_counts = _counts_of(old, cube.nullable, nullable)
-        new_counts = new.counts[:, [cube.measures.index(m) for m in nullable]] if nullable \
+        new = new.with_measures(old.measures)  # its counts: of every measure it sums
+        kept_nullable = tuple(m for m in nullable if m in old.measures)
+        old_counts = _counts_of(old, kept_nullable)
+        new_counts = new.counts[:, [new.nullable.index(m) for m in kept_nullable]] if kept_nullable \
             else np.zeros((new.rows.size, 0), dtype=np.int64)
         both = CubeTable(old.columns, np.concatenate([codes, new.codes.astype(np.int64)]),
                          np.concatenate([old.rows, new.rows]), np.concatenate([old.sums, new.sums]),
-                         np.concatenate([old_counts, new_counts]))
+                         np.concatenate([old_counts, new_counts]), old.measures, kept_nullable)
         tables.append(rolled_up(both, old.columns, values, {}))
     merged = Cube(list(cube.measures), list(nullable), tables, dependencies, dict(appended.dimensions))
     merged.seconds = time.perf_counter() - started
@@ -713,8 +826,8 @@ def _code_remap(before: list, after: list) -> np.ndarray:
     return np.array([index[v] for v in before], dtype=np.int64)
 
 
-def _counts_of(table: CubeTable, had_nulls: list[str], nullable: list[str]) -> np.ndarray:
-    """``table``'s counts of the ``nullable`` measures: those it kept, and its rows for a measure that
-    had no NULL when it was made (every value of every cell counted)."""
-    columns = [table.counts[:, had_nulls.index(m)] if m in had_nulls else table.rows for m in nullable]
+def _counts_of(table: CubeTable, nullable: Sequence[str]) -> np.ndarray:
+    """``table``'s counts of the ``nullable`` measures (some of its own): those it kept, and its rows for
+    a measure that had no NULL when it was made (every value of every cell counted)."""
+    columns = [table.counts[:, table.nullable.index(m)] if m in table.nullable else table.rows for m in nullable]
     return np.stack(columns, axis=1).astype(np.int64) if columns else np.zeros((table.rows.size, 0), dtype=np.int64)

@@ -199,7 +199,10 @@ class Engine:
         date or two text columns of the table or its joined dimensions: a table holding it answers
         ``a op b`` exactly for op in <, <=, =, <>, >, >= in either order (TPC-H Q12's
         ``cmp(l_commitdate,l_receiptdate)``, Q5's ``cmp(c_nationkey,s_nationkey)``:
-        :mod:`parzen.aqp.cube_comparisons`).  ``workload``: example queries (SQL texts, a text repeated
+        :mod:`parzen.aqp.cube_comparisons`).  An entry may be a dict ``{"columns": [...], "measures":
+        [...]}``: that table keeps only the SUM (and COUNT) of those measures, 8 bytes a cell each instead of
+        every measure's, and answers only queries that sum no other (``[]``: its rows only, COUNT(*)).
+        ``workload``: example queries (SQL texts, a text repeated
         as often as it is asked) instead of ``cube``: the tables are chosen for them within ``cube_bytes``,
         each query's columns as the exact answer needs them (GROUP BY and filter columns, ranges on numeric
         dimensions at full resolution or a DATE's months, comparisons as ``cmp(a,b)``), by HRU's greedy
@@ -238,8 +241,9 @@ class Engine:
             Foreign keys to join the dimensions along (a join synopsis).
         cube_bytes : int, optional
             The byte budget of the exact aggregate tables (default: the sample's bytes; 0: none).
-        cube : list of lists of str, optional
-            The exact aggregate tables' column sets (default: chosen within ``cube_bytes``).
+        cube : list of lists of str or of dicts, optional
+            The exact aggregate tables' column sets, or dicts of columns and measures (default: chosen
+            within ``cube_bytes``).
         workload : list of str, optional
             Example queries the tables are chosen for (with ``cube`` None).
 
@@ -399,8 +403,8 @@ class Engine:
         ----------
         table : str
             A table with a stored synopsis.
-        cube : list of lists of str, optional
-            The tables' column sets.
+        cube : list of lists of str or of dicts, optional
+            The tables' column sets, or dicts of columns and measures (:meth:`build`).
         cube_bytes : int, optional
             The byte budget of the greedy choice (when ``cube`` is None).
         workload : list of str, optional
@@ -416,7 +420,8 @@ class Engine:
         ValueError
             No synopsis of ``table``; one built from Parquet files or a dask DataFrame (its rows are not in
             the database); a stale one (refresh it first); one without categorical columns; a bad
-            ``cube`` or ``cube_bytes`` (an unknown column, a comparison of columns of incompatible types);
+            ``cube`` or ``cube_bytes`` (an unknown column or measure, a comparison of columns of incompatible
+            types);
             ``cube`` and ``workload`` both given, or a bad ``workload`` query (:meth:`build`).
         """
         texts = _checked_workload(workload, cube)
@@ -456,8 +461,8 @@ class Engine:
         parses = None if workload is None else self._workload_parses(synopsis, workload)
         built = exact_tables(self.con, relation, types, synopsis, cube_bytes=cube_bytes, cube=views, sources=sources,
                              workload=parses)
-        if parses is not None:  # a rebuild (refresh) makes the tables chosen; none chosen: none again
-            views = [list(t.columns) for t in built.tables] if built is not None else None
+        if parses is not None:  # a rebuild (refresh) makes the tables chosen, with their measures; none chosen: none
+            views = built.listed() if built is not None else None
             cube_bytes = cube_bytes if views else 0
         return replace(synopsis, cube=built, cube_bytes=cube_bytes, cube_views=views)
 

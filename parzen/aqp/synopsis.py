@@ -107,7 +107,7 @@ class Synopsis:
     temporal: dict[str, str] = field(default_factory=dict)
     cube: Cube | None = None  # exact aggregate tables over categorical columns (cubes.py)
     cube_bytes: int | None = None  # build(cube_bytes=...): None, the default budget (cubes.default_budget)
-    cube_views: list[list[str]] | None = None  # build(cube=...): the tables' columns as listed
+    cube_views: list[list[str] | dict[str, list[str]]] | None = None  # build(cube=...): the tables as listed
 
     @property
     def group_keys(self) -> list[tuple]:
