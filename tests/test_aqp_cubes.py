@@ -393,6 +393,23 @@ def test_format_10_is_still_read_and_answers_without_tables(listed):
     assert again.build_options()["cube"] == VIEWS
 
 
+def test_format_11_is_still_read_and_its_tables_keep_every_measure(listed):
+    """A format-11 payload (before per-table measures: no "table_measures") loads with every measure on every
+    table, and a synopsis written now is format 12, which a parzen that reads 11 only refuses."""
+    synopsis = listed.synopsis("lineorder")
+    with np.load(io.BytesIO(synopsis.to_bytes()), allow_pickle=False) as stored:
+        arrays = {k: stored[k] for k in stored.files}
+    meta = json.loads(arrays.pop("meta").tobytes().decode())
+    assert meta["format_version"] == 12 and "table_measures" not in meta["cube"]
+    meta["format_version"] = 11
+    buffer = io.BytesIO()
+    np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+    old = Synopsis.from_bytes(buffer.getvalue())
+    assert all(t.measures == tuple(synopsis.cube.measures) for t in old.cube.tables)
+    for mine, theirs in zip(old.cube.tables, synopsis.cube.tables):
+        np.testing.assert_array_equal(mine.sums, theirs.sums)
+
+
 def test_a_merged_refresh_adds_the_appended_rows_to_the_tables_and_a_rebuild_makes_the_same():
     con = duckdb.connect(":memory:")
     _star(con)

@@ -270,7 +270,7 @@ def test_an_older_format_is_refused_with_a_rebuild_hint(engine):
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     payload = buffer.getvalue()
-    with pytest.raises(CorruptSynopsis, match="has format 8, this parzen reads 9, 10, 11; rebuild it"):
+    with pytest.raises(CorruptSynopsis, match="has format 8, this parzen reads 9, 10, 11, 12; rebuild it"):
         Synopsis.from_bytes(payload)
 
 

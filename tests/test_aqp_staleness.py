@@ -252,7 +252,7 @@ def test_a_synopsis_of_an_older_format_is_listed_as_such_and_refused(con, monkey
     monkeypatch.undo()
     listing = Engine(con).list().set_index("table")
     assert listing.loc["t", "why stale"] == "older format: rebuild with engine.refresh('t')"
-    with pytest.raises(OutdatedSynopsis, match=r"has format 8, this parzen reads 9, 10, 11; rebuild it"):
+    with pytest.raises(OutdatedSynopsis, match=r"has format 8, this parzen reads 9, 10, 11, 12; rebuild it"):
         Engine(con).query("SELECT COUNT(*) FROM t WHERE a > 3")
 
 

@@ -42,13 +42,14 @@ from .regression import Regression
 from .sketches import DistinctSketches
 
 #: Bumped when the byte layout changes; older payloads are refused with a rebuild hint.
-FORMAT_VERSION = 11  # 9: categorical columns (categories.py), join synopses (joins.py), and the sample's keys,
+FORMAT_VERSION = 12  # 9: categorical columns (categories.py), join synopses (joins.py), and the sample's keys,
 #                       the rowid end and the rows of the last full build (appends.py); 10: DATE / TIMESTAMP
 #                       columns modelled as days, their logical types kept (dates.py); 11: exact aggregate
-#                       tables (cubes.py)
+#                       tables (cubes.py); 12: an exact aggregate table may keep only some measures
+#                       (cubes.CubeTable.measures: a parzen that reads 11 only would take one measure's sums for another's)
 #: Older formats this parzen still reads: what they lack has its default (a format-9 synopsis models no dates,
-#: a format-10 one keeps no exact aggregate tables).
-READABLE_VERSIONS = (9, 10, FORMAT_VERSION)
+#: a format-10 one keeps no exact aggregate tables, a format-11 one's tables keep every measure).
+READABLE_VERSIONS = (9, 10, 11, FORMAT_VERSION)
 
 
 class CorruptSynopsis(ValueError):
