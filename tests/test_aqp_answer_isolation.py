@@ -1,9 +1,9 @@
 """Answers share no mutable pandas object: each answer's row and column Index is its own, so that naming
 one (``df.index.name = ...``, ``df.columns.name = ...``, ``df.index.names = [...]``) renames no other
 answer's, earlier or later, and writing into one answer's values changes no other answer, on every answer
-path: one row, GROUP BY from the sample, totals, the grid, the exact tables, ratios and CASE, histograms,
-quantiles, COUNT(DISTINCT), MIN / MAX, ``exact=True`` and the contract's (``max_rel_error``) answers from the
-synopsis, from the exact tables, from a drawn sample and DuckDB's fallback."""
+path: one row, GROUP BY from the sample, domains, totals, the grid, regressions, the exact tables, ratios and
+CASE, histograms, quantiles, COUNT(DISTINCT), MIN / MAX, ``exact=True`` and the contract's (``max_rel_error``)
+answers from the synopsis, from the exact tables, from a drawn sample and DuckDB's fallback."""
 
 from __future__ import annotations
 
@@ -32,9 +32,11 @@ def plain():
     x = rng.normal(10.0, 3.0, N)
     con = _connection({"t": pd.DataFrame({
         "x": x, "w": rng.gamma(2.0, 2.0, N), "y": 0.5 * x + rng.normal(0.0, 1.0, N),
-        "m": rng.integers(1, 13, N).astype(np.int32), "g": rng.choice(["a", "b", "c"], N, p=[0.6, 0.3, 0.1])})})
+        "m": rng.integers(1, 13, N).astype(np.int32), "g": rng.choice(["a", "b", "c"], N, p=[0.6, 0.3, 0.1]),
+        "h": rng.choice(["p", "q", "r"], N)})})
     e = Engine(con)
-    e.build("t", group_by=["g"], sample=N // 4, seed=1, cube_bytes=0)  # no exact tables: the star has them
+    # strata by g (h: domains), a regression of y on x, no exact tables (the star has them)
+    e.build("t", group_by=["g"], sample=N // 4, seed=1, cube_bytes=0, regression=[("y", "x")])
     return e
 
 
@@ -83,6 +85,12 @@ CASES = {
     "totals": ("plain", "totals", "SELECT COUNT(*), SUM(w) FROM t WHERE g = '{}'", ("a", "b"), {}),
     "group by from the sample": ("plain", "sample", "SELECT g, COUNT(*), SUM(w) FROM t WHERE x > {} GROUP BY g",
                                  (9, 8), {"with_error": True}),
+    "domains by group": ("plain", "sample", "SELECT h, COUNT(*), SUM(w) FROM t WHERE x > {} GROUP BY h", (9, 8),
+                         {"with_error": True}),
+    "domain, one row": ("plain", "sample", "SELECT COUNT(*), SUM(w) FROM t WHERE h = 'p' AND x > {}", (9, 8),
+                        {"with_error": True}),
+    "regression": ("plain", "regression", "SELECT COUNT(*), SUM(y) FROM t WHERE x > {}", (9, 8),
+                   {"method": "regression"}),
     "ratio and case, one row": ("plain", "sample", ("SELECT SUM(w) / SUM(x) AS r, SUM(CASE WHEN g = 'a' THEN w "
                                 "ELSE 0 END) AS s FROM t WHERE x > {} AND w < 5"), (9, 8), {}),
     "ratio by group": ("plain", "sample", "SELECT g, SUM(w) / COUNT(*) AS r FROM t WHERE x > {} GROUP BY g", (9, 8),
