@@ -930,7 +930,8 @@ class Row:
         -------
         pandas.DataFrame
         """
-        out = pd.DataFrame(self.values, columns=_column_index(self.names, self.with_error), index=_ONE_ROW, copy=False)
+        # pandas' default row index, new for each frame (as fast as a view of a kept RangeIndex(1))
+        out = pd.DataFrame(self.values, columns=_column_index(self.names, self.with_error), copy=False)
         out.attrs.update(self.attrs)
         return out
 
@@ -966,17 +967,24 @@ def one_row(query: AggregateQuery, answers: dict[str, Estimate], with_error: boo
     return Row(tuple(agg.name for agg in aggregates), np.array([values], dtype=np.float64), with_error)
 
 
-_ONE_ROW = pd.RangeIndex(1)
 #: The dtype of an Index of column names as pandas infers it (its text dtype from pandas 3, object before).
 _LABELS = pd.Index(["label"]).dtype
 #: :func:`box_sums`'s "every bandwidth factor is 1" (whole-table answers read no per-row factors).
 _NO_SCALE = np.zeros(0)
 
 
-@functools.lru_cache(maxsize=1024)
 def _column_index(names: tuple[str, ...], with_error: bool) -> pd.Index:
-    """The answer's column names (an Index is immutable, so answers of one query shape share it), of the
-    dtype pandas gives labels it infers (given, not inferred again: half the time)."""
+    """The answer's column names, an Index of its own: a view of the one :func:`_kept_column_index` keeps
+    for the query shape (1 us), which shares its labels (immutable) but not its name, which the owner of an
+    answer may set in place (``df.columns.name = ...``) without renaming the columns of other answers
+    (``DataFrame.copy(deep=True)`` gives a copy's axes so)."""
+    return _kept_column_index(names, with_error).view()
+
+
+@functools.lru_cache(maxsize=1024)
+def _kept_column_index(names: tuple[str, ...], with_error: bool) -> pd.Index:
+    """The column names of the answers of one query shape, made once (:func:`_column_index` hands out
+    views), of the dtype pandas gives labels it infers (given, not inferred again: half the time)."""
     return pd.Index(_column_labels(names, with_error), dtype=_LABELS)
 
 

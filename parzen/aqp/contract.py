@@ -698,39 +698,50 @@ def without_intervals(frame: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame
     Returns
     -------
     pandas.DataFrame
+        A new frame, its column labels an index of its own, named as ``frame``'s.
     """
     kept, labels = _kept_columns(frame, tuple(names))
     # the kept columns' arrays as they are, in one frame (as cube_answers makes its answers): DataFrame.drop
     # or iloc cost 0.15-0.25 ms here, a tenth of an answer from the exact tables
-    dropped = pd.DataFrame._from_arrays([frame._get_column_array(i) for i in kept], columns=labels,
+    dropped = pd.DataFrame._from_arrays([frame._get_column_array(i) for i in kept], columns=_own(labels, frame.columns),
                                         index=frame.index, verify_integrity=False)
     dropped.attrs = dict(frame.attrs)
     return dropped
 
 
+def _own(labels: pd.Index, like: pd.Index) -> pd.Index:
+    """A view (1 us) of the kept ``labels``, named as ``like``: an index of one answer's own, whose name its
+    owner may set in place (``df.columns.name = ...``) without renaming the kept one or other answers'."""
+    own = labels.view()
+    if like.name is not None:
+        own.name = like.name
+    return own
+
+
 def _kept_columns(frame: pd.DataFrame, names: tuple) -> tuple[tuple[int, ...], pd.Index]:
-    """The positions and labels of ``frame``'s columns other than the ``<name> low`` / ``<name> high`` of
-    ``names`` (:func:`without_intervals`), found once per index of labels and names (:func:`_facts`); the
-    labels made anew where their name is no longer the index's (``df.columns.name = ...``)."""
-    index = frame.columns
-    facts = _facts(index)
+    """The positions and labels (unnamed, kept: :func:`without_intervals` hands out a view) of ``frame``'s
+    columns other than the ``<name> low`` / ``<name> high`` of ``names``, found once per labels and names
+    (:func:`_facts`)."""
+    facts = _facts(frame.columns)
     found = facts.get(names)
-    if found is not None and found[1].name == index.name:
+    if found is not None:
         return found
     ends = {f"{name} {end}" for name in names for end in ("low", "high")}
     labels = _labels(frame)
     kept = tuple(i for i, column in enumerate(labels) if column not in ends)
     # the labels as a slice where the kept columns are one run (the answer's values before its intervals), else
     # the index of those labels made once (Index.take of pandas 3's string labels costs 55 us, one made from
-    # the list 50)
-    kept_labels = index[kept[0]:kept[-1] + 1] if kept and kept[-1] - kept[0] == len(kept) - 1 else \
-        _labels_index(tuple(labels[i] for i in kept), index)
+    # the list 50); unnamed, whatever the answer's name
+    if kept and kept[-1] - kept[0] == len(kept) - 1:
+        kept_labels = frame.columns[kept[0]:kept[-1] + 1].rename(None)
+    else:
+        kept_labels = _labels_index(tuple(labels[i] for i in kept), frame.columns.dtype)
     facts[names] = kept, kept_labels
     return kept, kept_labels
 
 
 def _labels(frame: pd.DataFrame) -> list:
-    """``frame.columns.tolist()``, read once per index of labels (:func:`_facts`): reading pandas 3's string
+    """``frame.columns.tolist()``, read once per array of labels (:func:`_facts`): reading pandas 3's string
     labels converts them anew each time (10-25 us for a few)."""
     facts = _facts(frame.columns)
     labels = facts.get(_LABEL_LIST)
@@ -740,42 +751,45 @@ def _labels(frame: pd.DataFrame) -> list:
 
 
 def _facts(index: pd.Index) -> dict:
-    """What this module has read off ``index``, an answer's column labels, kept while the index lives: its
-    labels (:func:`_labels`), the names that carry intervals (:func:`interval_names`) and, per tuple of
-    names, the columns :func:`without_intervals` keeps.  Answers share their index (the exact tables' kept
-    labels, :func:`_labels_index`'s), so that the contract's check of an answer reads them once; the last
-    :data:`_LABELS_KEPT` indexes are kept, labels only, no answer's values (an index is immutable)."""
-    found = _FACTS.get(id(index))
-    if found is not None and found[0]() is index:  # the same index (alive, so its id is its own)
+    """What this module has read off ``index``, an answer's column labels, kept while its array of labels
+    lives: its labels (:func:`_labels`), the names that carry intervals (:func:`interval_names`) and, per
+    tuple of names, the columns :func:`without_intervals` keeps; the last :data:`_LABELS_KEPT` arrays, labels
+    only, no answer's values.  Keyed on ``index.array``, the labels, which an index never changes (its name
+    it may: facts hold no name): each answer has an index of its own, a view of the one its builder keeps per
+    query shape (:func:`parzen.aqp.answers._column_index`, :func:`parzen.aqp.cube_answers._column_index`),
+    and views of one index share its array, so that the contract's check of an answer reads them once."""
+    labels = index.array
+    found = _FACTS.get(id(labels))
+    if found is not None and found[0]() is labels:  # the same array (alive, so its id is its own)
         return found[1]
     if len(_FACTS) >= _LABELS_KEPT:
         _FACTS.clear()
     facts: dict = {}
-    _FACTS[id(index)] = (weakref.ref(index), facts)
+    _FACTS[id(labels)] = (weakref.ref(labels), facts)
     return facts
 
 
-#: :func:`_facts`' dicts, by the id of their index (with a weak reference to it: an id is reused).
+#: :func:`_facts`' dicts, by the id of their array of labels (with a weak reference to it: an id is reused).
 _FACTS: dict[int, tuple[weakref.ref, dict]] = {}
 #: The keys of an index's labels and of its names that carry intervals in :func:`_facts`' dicts (the other keys are
 #: tuples of names).
 _LABEL_LIST, _INTERVAL_NAMES = "labels", "interval names"
 
 
-def _labels_index(names: tuple, like: pd.Index) -> pd.Index:
-    """``names`` as an index of ``like``'s dtype and name, made once per names, dtype and name and kept
-    (labels only, no answer's values: an index is immutable, so frames share it), the last
-    :data:`_LABELS_KEPT`; one whose name was set since (``df.columns.name = ...``) is made anew."""
-    key = (names, like.dtype, like.name)
+def _labels_index(names: tuple, dtype: np.dtype | pd.api.extensions.ExtensionDtype) -> pd.Index:
+    """``names`` as an unnamed index of ``dtype``, made once per names and dtype and kept (labels only, no
+    answer's values; never handed out itself: :func:`without_intervals` gives each answer a view), the last
+    :data:`_LABELS_KEPT`."""
+    key = (names, dtype)
     found = _LABELS.get(key)
-    if found is None or found.name != like.name:
+    if found is None:
         if len(_LABELS) >= _LABELS_KEPT:
             _LABELS.clear()
-        found = _LABELS[key] = pd.Index(list(names), dtype=like.dtype, name=like.name)
+        found = _LABELS[key] = pd.Index(list(names), dtype=dtype)
     return found
 
 
-#: :func:`_labels_index`'s indexes, by names, dtype and name.
+#: :func:`_labels_index`'s indexes, by names and dtype.
 _LABELS: dict[tuple, pd.Index] = {}
 #: How many indexes of labels :data:`_LABELS` keeps.
 _LABELS_KEPT = 256

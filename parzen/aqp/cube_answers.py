@@ -572,19 +572,19 @@ def _frame(query: AggregateQuery, keys: np.ndarray, cube: Cube, values: dict[str
 
 
 def _column_index(cube: Cube, names: tuple[str, ...]) -> pd.Index:
-    """The column labels ``names`` as pandas' index of text (the dtype a DataFrame of a dict gets), made once
-    per list of names and kept on ``cube`` (keyed by the answer's columns, never by a query's text:
-    queries that select the same columns share it; an index is immutable, so frames share it; making one
-    costs 25-60 us, 20 more reading the dtype's name, :data:`_TEXT`, read once), the last
-    :data:`_LABELS_KEPT` lists.  Its name is the one thing an answer's owner can set in place
-    (``df.columns.name = ...``): one so named is made anew."""
+    """The column labels ``names`` as pandas' index of text (the dtype a DataFrame of a dict gets), an index of
+    the answer's own: a view (1 us) of the one made once per list of names and kept on ``cube`` (keyed by the
+    answer's columns, never by a query's text: queries that select the same columns share its labels; making
+    one costs 25-60 us, 20 more reading the dtype's name, :data:`_TEXT`, read once), the last
+    :data:`_LABELS_KEPT` lists.  A view shares the kept labels (immutable) but not their name, the one thing
+    an answer's owner can set in place (``df.columns.name = ...``): that renames no other answer's columns."""
     kept = cube._labels
     found = kept.get(names)
-    if found is None or found.name is not None:
+    if found is None:
         if len(kept) >= _LABELS_KEPT:
             kept.clear()
         found = kept[names] = pd.Index(list(names), dtype=_TEXT)
-    return found
+    return found.view()
 
 
 #: How many lists of column labels a cube keeps (:func:`_column_index`).
