@@ -67,6 +67,9 @@ from parzen.aqp.sql import UnsupportedQuery
 RESULTS = Path(__file__).resolve().parent / "results"
 
 #: Synopses each workload builds: table -> (Engine.build options, joins along foreign keys).
+#: The measures SSB's listed tables keep: what Q1's, Q2-Q3's and Q4's aggregates sum.
+_PRICE, _REVENUE, _PROFIT = ["lo_extendedprice"], ["lo_revenue"], ["lo_revenue", "lo_supplycost"]
+
 BUILDS = {
     "tpcds": {
         "store_sales": ({"columns": ["ss_quantity", "ss_wholesale_cost", "ss_list_price", "ss_sales_price",
@@ -81,16 +84,21 @@ BUILDS = {
         "web_sales": ({"columns": ["ws_quantity", "ws_sales_price"]}, None),
     },
     "ssb": {
-        # exact aggregate tables listed for SSB's query shapes (Engine.build(cube=...)): Q1.1-1.2 and Q1.3 (lo_quantity,
-        # a DECIMAL of 50 values, is a numeric dimension: parzen.aqp.cube_dimensions), Q2.x, Q3.1, Q3.2-3.3, Q4.1, Q4.2
-        # (Q3.4's (d_yearmonth, c_city, s_city) and Q4.3's (d_year, s_city, p_brand) hold 5 M and 1.75 M cells); the
-        # default instead chooses by HRU's greedy within the sample's bytes
+        # exact aggregate tables listed for SSB's query shapes (Engine.build(cube=...)), each keeping only the measures
+        # its queries sum: Q1.1-1.2 and Q1.3 (lo_quantity, a DECIMAL of 50 values, is a numeric dimension:
+        # parzen.aqp.cube_dimensions; lo_discount a factor of lo_extendedprice), Q2.x, Q3.1, Q3.2-3.3, Q3.4 (a month:
+        # d_yearmonth -> d_year), Q4.1, Q4.2, Q4.3; the default instead chooses by HRU's greedy within the sample's bytes
         "lineorder": ({"columns": ["lo_quantity", "lo_extendedprice", "lo_discount", "lo_revenue", "lo_supplycost"],
-                       "cube": [["d_yearmonthnum", "lo_discount", "lo_quantity"],
-                                ["d_year", "d_weeknuminyear", "lo_discount", "lo_quantity"],
-                                ["d_year", "p_brand", "s_region"], ["d_year", "c_nation", "s_nation"],
-                                ["d_year", "c_city", "s_city"], ["d_year", "c_nation", "s_region", "p_mfgr"],
-                                ["d_year", "s_nation", "p_category", "c_region"]]},
+                       "cube": [{"columns": ["d_yearmonthnum", "lo_discount", "lo_quantity"], "measures": _PRICE},
+                                {"columns": ["d_year", "d_weeknuminyear", "lo_discount", "lo_quantity"],
+                                 "measures": _PRICE},
+                                {"columns": ["d_year", "p_brand", "s_region"], "measures": _REVENUE},
+                                {"columns": ["d_year", "c_nation", "s_nation"], "measures": _REVENUE},
+                                {"columns": ["d_year", "c_city", "s_city"], "measures": _REVENUE},
+                                {"columns": ["d_yearmonth", "c_city", "s_city"], "measures": _REVENUE},
+                                {"columns": ["d_year", "c_nation", "s_region", "p_mfgr"], "measures": _PROFIT},
+                                {"columns": ["d_year", "s_nation", "p_category", "c_region"], "measures": _PROFIT},
+                                {"columns": ["d_year", "s_city", "p_brand"], "measures": _PROFIT}]},
                       {"lo_orderdate": "dates.d_datekey", "lo_custkey": "customer.c_custkey",
                        "lo_suppkey": "supplier.s_suppkey", "lo_partkey": "part.p_partkey"}),
     },
@@ -244,12 +252,22 @@ def _reused(engine: Engine, database: Path, table: str, options: dict, joins, re
     return record
 
 
+#: The most rows the equal-bytes sample draws by reservoir (:func:`equal_bytes_samples`).
+RESERVOIR_ROWS = 2_000_000
+
+
 def equal_bytes_samples(con, built: dict, seed: int) -> None:
-    """A uniform sample of each built table with its synopsis's bytes, as ``__sample_<table>``."""
+    """A uniform sample of each built table with its synopsis's bytes, as ``__sample_<table>``: a reservoir
+    of that many rows, or, above :data:`RESERVOIR_ROWS` rows, a Bernoulli sample of that fraction (DuckDB's
+    reservoir of millions of rows runs for tens of minutes on one core; Bernoulli's size is random, its
+    expectation the same)."""
     for table, info in built.items():
         rows = max(1, info["bytes"] // (8 * max(1, len(info["columns"]))))
+        how = f"reservoir({int(rows)} ROWS)" if rows <= RESERVOIR_ROWS else \
+            f"bernoulli({min(100.0, 100.0 * rows / info['rows']):.6f} PERCENT)"
         con.execute(f'CREATE OR REPLACE TEMP TABLE "__sample_{table}" AS SELECT * FROM "{table}" '
-                    f"USING SAMPLE reservoir({int(rows)} ROWS) REPEATABLE ({seed + 1})")
+                    f"USING SAMPLE {how} REPEATABLE ({seed + 1})")
+        rows = con.execute(f'SELECT COUNT(*) FROM "__sample_{table}"').fetchall()[0][0]  # Bernoulli's: random
         info["sample_rows"] = int(rows)
         info["sample_fraction"] = min(1.0, rows / info["rows"])
 
