@@ -67,8 +67,9 @@ from parzen.aqp.sql import UnsupportedQuery
 RESULTS = Path(__file__).resolve().parent / "results"
 
 #: Synopses each workload builds: table -> (Engine.build options, joins along foreign keys).
-#: The measures SSB's listed tables keep: what Q1's, Q2-Q3's and Q4's aggregates sum.
+#: The measures SSB's listed tables keep: what Q1's, Q2-Q3's and Q4's aggregates sum; TPC-H's revenue tables'.
 _PRICE, _REVENUE, _PROFIT = ["lo_extendedprice"], ["lo_revenue"], ["lo_revenue", "lo_supplycost"]
+_PRICE_L = ["l_extendedprice"]
 
 BUILDS = {
     "tpcds": {
@@ -106,20 +107,25 @@ BUILDS = {
         "lineitem": ({"columns": ["l_quantity", "l_extendedprice", "l_discount", "l_shipdate", "l_commitdate", "l_receiptdate",
                                   "o_orderdate"],
                       "group_by": ["l_returnflag", "l_shipmode"],
-                      # exact aggregate tables listed for the shapes: dates by month (a range that cuts no month is
-                      # exact from them, parzen.aqp.cube_dimensions), l_discount and l_quantity (DECIMALs of 11 and 50
-                      # values) at full resolution: Q5, Q10, Q12, Q14 and Q12 CASE's l_quantity range (r_name listed with
-                      # n_name: their tables differ, so n_name -> r_name is not checked); the shapes without dates roll
-                      # up from them; Q12's two date comparisons and Q5's c_nationkey = s_nationkey as written by
-                      # comparison dimensions cmp(a,b) (parzen.aqp.cube_comparisons)
-                      "cube": [["n_name", "r_name", "o_orderdate@month", "l_discount"],
-                               ["n_name", "l_returnflag", "o_orderdate@month", "l_discount"],
-                               ["l_shipmode", "o_orderpriority", "l_receiptdate@month"],
-                               ["p_type", "l_shipdate@month", "l_discount"],
-                               ["l_shipmode", "o_orderpriority", "l_quantity"],
-                               ["l_shipmode", "o_orderpriority", "l_receiptdate@month", "cmp(l_commitdate,l_receiptdate)",
-                                "cmp(l_shipdate,l_commitdate)"],
-                               ["n_name", "r_name", "o_orderdate@month", "l_discount", "cmp(c_nationkey,s_nationkey)"]]},
+                      # exact aggregate tables listed for the shapes, each keeping only the measures its queries sum
+                      # (Q5, Q10 and Q14 sum l_extendedprice * (1 - l_discount), l_discount a dimension; Q12 and Q12
+                      # CASE count): dates by month (a range that cuts no month is exact from them,
+                      # parzen.aqp.cube_dimensions), l_discount and l_quantity (DECIMALs of 11 and 50 values) at full
+                      # resolution: Q5, Q10, Q12, Q14 and Q12 CASE's l_quantity range (r_name listed with n_name: their
+                      # tables differ, so n_name -> r_name is not checked); the shapes without dates roll up from them;
+                      # Q12's two date comparisons and Q5's c_nationkey = s_nationkey as written by comparison
+                      # dimensions cmp(a,b) (parzen.aqp.cube_comparisons)
+                      "cube": [{"columns": ["n_name", "r_name", "o_orderdate@month", "l_discount"], "measures": _PRICE_L},
+                               {"columns": ["n_name", "l_returnflag", "o_orderdate@month", "l_discount"],
+                                "measures": _PRICE_L},
+                               {"columns": ["l_shipmode", "o_orderpriority", "l_receiptdate@month"], "measures": []},
+                               {"columns": ["p_type", "l_shipdate@month", "l_discount"], "measures": _PRICE_L},
+                               {"columns": ["l_shipmode", "o_orderpriority", "l_quantity"], "measures": []},
+                               {"columns": ["l_shipmode", "o_orderpriority", "l_receiptdate@month",
+                                            "cmp(l_commitdate,l_receiptdate)", "cmp(l_shipdate,l_commitdate)"],
+                                "measures": []},
+                               {"columns": ["n_name", "r_name", "o_orderdate@month", "l_discount",
+                                            "cmp(c_nationkey,s_nationkey)"], "measures": _PRICE_L}]},
                      {"l_orderkey": "orders.o_orderkey", "orders.o_custkey": "customer.c_custkey",
                       "customer.c_nationkey": "nation.n_nationkey", "nation.n_regionkey": "region.r_regionkey",
                       "l_partkey": "part.p_partkey", "l_suppkey": "supplier.s_suppkey"}),
