@@ -451,3 +451,28 @@ def test_a_numeric_dimension_passing_its_limit_rebuilds_saying_why(monkeypatch):
     with pytest.warns(SynopsisRebuiltWarning, match="numeric dimension 'qty' of the exact tables now has 201 values"):
         rebuilt = engine.refresh("d")
     assert "qty" not in rebuilt.cube.dimensions and rebuilt.row_count == 20_001
+
+
+@pytest.mark.parametrize("update", [None, "UPDATE t SET a = a + 1 WHERE rowid = 11"])
+def test_table_changes_parts_equal_aggregates_of_the_rows_below_and_beyond_the_build(con, update):
+    """table_changes reads the rows below the build's rowid end as the whole table less the appended rows:
+    its counts, fingerprints and non-finite counts equal those of plain WHERE queries on either part, and an
+    update of an old row shows in the old rows' fingerprint alone."""
+    from parzen.aqp.build import fingerprint_columns, fingerprint_sql
+    from parzen.aqp.changes import table_changes
+
+    built = Engine(con).build("t", sample=1_000, group_by=["g"], grid=0)
+    _table(con, rows=250, start=ROWS)
+    con.execute("INSERT INTO t VALUES ('nan'::DOUBLE, 1, 2, 'x'), ('inf'::DOUBLE, 1, 2, 'y')")
+    if update:
+        con.execute(update)
+    sums = fingerprint_sql(fingerprint_columns(built.models, built.group_by, built.categories.values))
+    end = built.rowid_end
+    below = con.execute(f"SELECT COUNT(*), {sums} FROM t WHERE rowid < {end}").fetchall()[0]
+    beyond = con.execute(f"SELECT COUNT(*), {sums} FROM t WHERE rowid >= {end}").fetchall()[0]
+    changes = table_changes(con, built, None)
+    assert (changes.kept_rows, changes.kept_fingerprint) == below and below[0] == ROWS
+    assert (changes.new_rows, changes.new_fingerprint) == (252, beyond[1])
+    assert changes.rowid_end == end + 252 and changes.non_finite == {"a": 2, "m": 0}  # NaN, inf
+    assert (changes.kept_fingerprint == built.fingerprint) is (update is None)
+    assert changes.appended_only(built) is (update is None)
