@@ -15,6 +15,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from frames import assert_equals_exact
 
 from parzen.aqp import Engine, SynopsisRebuiltWarning, cubes
 from parzen.aqp.cube_answers import FORM
@@ -75,16 +76,7 @@ def _same(engine, sql, keys=()):
     """Assert that ``sql`` is answered from the tables, as DuckDB answers it."""
     approx = engine.query(sql)
     assert approx.attrs["form"] == FORM, sql
-    exact = engine.query(sql, exact=True)
-    if keys:
-        exact = exact.sort_values(list(keys), kind="stable").reset_index(drop=True)
-    assert approx.shape == exact.shape
-    for a, x in zip(approx.columns, exact.columns):
-        got, want = approx[a].to_numpy(), exact[x].to_numpy()
-        if want.dtype.kind in "fiu":
-            np.testing.assert_allclose(got.astype(float), want.astype(float), rtol=1e-12, equal_nan=True)
-        else:
-            assert list(got) == list(want)
+    assert_equals_exact(approx, engine.query(sql, exact=True), keys, rtol=1e-12)
 
 
 @pytest.fixture(scope="module")
