@@ -7,6 +7,9 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from parzen.aqp import Engine
+from parzen.aqp.cube_answers import FORM
+
 #: The ends of the labels of the columns that carry an answer's intervals (``<name> low``, ``<name> high``).
 INTERVAL_ENDS = (" low", " high")
 
@@ -53,6 +56,34 @@ def assert_equals_exact(answer: pd.DataFrame, exact: pd.DataFrame, groups: Itera
             np.testing.assert_allclose(got.astype(float), want.astype(float), rtol=rtol, equal_nan=True)
         else:
             assert list(got) == list(want), (a, x)
+
+
+def assert_answered_from_the_tables(engine: Engine, sql: str, groups: Iterable[str] = (), *,
+                                    rtol: float = 1e-9) -> pd.DataFrame:
+    """Assert that ``engine`` answers ``sql`` from its exact tables, as DuckDB answers it
+    (:func:`assert_equals_exact`).
+
+    Parameters
+    ----------
+    engine : parzen.aqp.Engine
+        An engine with exact tables (``cube=``) that answer ``sql``.
+    sql : str
+        A query without intervals asked of it (``with_error=False``).
+    groups : iterable of str, optional
+        Columns to sort DuckDB's rows by, those it has (:func:`sorted_by`).
+    rtol : float, optional
+        The relative tolerance of numbers.
+
+    Returns
+    -------
+    pandas.DataFrame
+        DuckDB's answer, its rows sorted as the engine's.
+    """
+    answer = engine.query(sql)
+    assert answer.attrs["form"] == FORM, sql
+    exact = sorted_by(engine.query(sql, exact=True), groups)
+    assert_equals_exact(answer, exact, rtol=rtol)
+    return exact
 
 
 def _numbers(values: np.ndarray) -> bool:
