@@ -14,6 +14,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from frames import assert_answered_from_the_tables
 
 from parzen.aqp import Engine
 from parzen.aqp.cube_answers import FORM
@@ -72,21 +73,14 @@ def listed():
     return _engine(cube=VIEWS)
 
 
+#: The group columns of the queries here, by which DuckDB's rows are sorted to compare them with an answer's.
+GROUPS = ("l_mode", "n_name")
+
+
 def _exactly(engine, sql):
-    """The engine's answer (from the exact tables) and DuckDB's, sorted alike."""
-    approx = engine.query(sql)
-    exact = engine.query(sql, exact=True)
-    assert approx.attrs["form"] == FORM, sql
-    keys = [c for c in exact.columns if not pd.api.types.is_numeric_dtype(exact[c])]
-    if keys:
-        approx, exact = (f.sort_values(keys).reset_index(drop=True) for f in (approx, exact))
-    assert approx.shape == exact.shape, (approx, exact)
-    for a, x in zip(approx.columns, exact.columns):
-        if a in keys:
-            assert list(approx[a]) == list(exact[x])
-        else:
-            np.testing.assert_allclose(approx[a].astype(float), exact[x].astype(float), rtol=1e-9)
-    return exact
+    """DuckDB's answer, sorted as the engine's, after asserting that the engine answers alike from its exact
+    tables."""
+    return assert_answered_from_the_tables(engine, sql, GROUPS)
 
 
 @pytest.mark.parametrize("op", OPERATORS)

@@ -15,6 +15,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from frames import assert_equals_exact
 
 from parzen.aqp import Engine
 from parzen.aqp.cube_answers import FORM
@@ -67,17 +68,8 @@ def listed():
     return _engine(cube=VIEWS)
 
 
-def _same(approx: pd.DataFrame, exact: pd.DataFrame) -> None:
-    assert approx.shape == exact.shape
-    keys = [c for c in exact.columns if c in ("st_region", "st_city")]
-    if keys:
-        exact = exact.sort_values(keys, kind="stable").reset_index(drop=True)
-    for a, x in zip(approx.columns, exact.columns):
-        got, want = approx[a].to_numpy(), exact[x].to_numpy()
-        if want.dtype.kind in "fiu" or want.dtype == object and isinstance(want[0], (float, int)):
-            np.testing.assert_allclose(got.astype(float), want.astype(float), rtol=1e-9, equal_nan=True)
-        else:
-            assert list(got) == list(want)
+#: The group columns of the queries here, by which DuckDB's rows are sorted to compare them with an answer's.
+GROUPS = ("st_region", "st_city")
 
 
 EXACT = [
@@ -113,7 +105,7 @@ EXACT = [
 def test_ranges_on_numeric_dimensions_are_answered_exactly(listed, sql):
     approx = listed.query(sql, with_error=True)
     assert approx.attrs["form"] == FORM
-    _same(approx[[c for c in approx.columns if not c.endswith((" low", " high"))]], listed.query(sql, exact=True))
+    assert_equals_exact(approx, listed.query(sql, exact=True), GROUPS, intervals=True)
 
 
 @pytest.mark.parametrize("sql", [
@@ -159,7 +151,7 @@ BY_MONTHS = [  # the month table (city, month, discount) is the only one holding
 def test_ranges_that_cut_no_month_are_answered_from_the_months(listed, sql):
     approx = listed.query(sql, with_error=True)
     assert approx.attrs["form"] == FORM
-    _same(approx[[c for c in approx.columns if not c.endswith((" low", " high"))]], listed.query(sql, exact=True))
+    assert_equals_exact(approx, listed.query(sql, exact=True), GROUPS, intervals=True)
 
 
 @pytest.mark.parametrize("sql", [

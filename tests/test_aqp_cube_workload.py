@@ -14,6 +14,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from frames import assert_answered_from_the_tables
 
 from parzen.aqp import Engine
 from parzen.aqp import joins as join_synopses
@@ -76,20 +77,14 @@ def chosen():
     return _engine(workload=WORKLOAD, cube_bytes=BUDGET)
 
 
+#: The group columns of the queries here, by which DuckDB's rows are sorted to compare them with an answer's.
+GROUPS = ("st_region", "st_city", "s_mode")
+
+
 def _exactly(engine, sql):
-    """The engine's answer (from the exact tables) beside DuckDB's, sorted alike."""
-    approx = engine.query(sql)
-    exact = engine.query(sql, exact=True)
-    assert approx.attrs["form"] == FORM, sql
-    keys = [c for c in exact.columns if not pd.api.types.is_numeric_dtype(exact[c])]
-    if keys:
-        approx, exact = (f.sort_values(keys).reset_index(drop=True) for f in (approx, exact))
-    assert approx.shape == exact.shape, (approx, exact)
-    for a, x in zip(approx.columns, exact.columns):
-        if a in keys:
-            assert list(approx[a]) == list(exact[x])
-        else:
-            np.testing.assert_allclose(approx[a].astype(float), exact[x].astype(float), rtol=1e-9)
+    """DuckDB's answer, sorted as the engine's, after asserting that the engine answers alike from its exact
+    tables."""
+    return assert_answered_from_the_tables(engine, sql, GROUPS)
 
 
 @pytest.mark.parametrize("sql", WORKLOAD)

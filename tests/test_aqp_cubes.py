@@ -14,6 +14,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from frames import assert_equals_exact, sorted_by, values_of
 
 from parzen.aqp import Engine, UnsupportedQuery
 from parzen.aqp.cube_answers import FORM
@@ -80,17 +81,8 @@ def greedy():
     return _engine()
 
 
-def _same(approx: pd.DataFrame, exact: pd.DataFrame) -> None:
-    assert approx.shape == exact.shape
-    keys = [c for c in exact.columns if c in ("d_year", "c_nation", "c_region", "c_city", "p_category", "lo_discount")]
-    if keys:  # DuckDB's rows come in any order; the answer's are sorted by its group columns
-        exact = exact.sort_values(keys, kind="stable").reset_index(drop=True)
-    for a, x in zip(approx.columns, exact.columns):
-        got, want = approx[a].to_numpy(), exact[x].to_numpy()
-        if want.dtype.kind in "fiu":
-            np.testing.assert_allclose(got.astype(float), want.astype(float), rtol=1e-9, equal_nan=True)
-        else:
-            assert list(got) == list(want)
+#: The group columns of the queries here, by which DuckDB's rows are sorted to compare them with an answer's.
+GROUPS = ("d_year", "c_nation", "c_region", "c_city", "p_category", "lo_discount")
 
 
 EXACT = [
@@ -118,8 +110,8 @@ def test_answers_from_the_tables_equal_duckdbs(listed, sql):
     approx = listed.query(sql, with_error=True)
     exact = listed.query(sql, exact=True)
     assert approx.attrs["form"] == FORM
-    values = approx[[c for c in approx.columns if not c.endswith((" low", " high"))]]
-    _same(values, exact)
+    assert_equals_exact(approx, exact, GROUPS, intervals=True)
+    values = values_of(approx)
     for name in values.columns:  # intervals of float64 round-off only, holding DuckDB's sums
         if f"{name} low" in approx:
             value = values[name].to_numpy(dtype=np.float64)
@@ -206,12 +198,9 @@ def test_case_aggregates_and_ratios_from_the_tables_equal_duckdbs(listed, sql):
     approx = listed.query(sql, with_error=True)
     exact = listed.query(sql, exact=True)
     assert approx.attrs["form"] == FORM
-    values = approx[[c for c in approx.columns if not c.endswith((" low", " high"))]]
-    _same(values, exact)
-    keys = [c for c in exact.columns if c in ("d_year", "c_nation", "c_region")]
-    if keys:
-        exact = exact.sort_values(keys, kind="stable").reset_index(drop=True)
-    for name in [c for c in values.columns if c not in keys]:
+    assert_equals_exact(approx, exact, GROUPS, intervals=True)
+    values, exact = values_of(approx), sorted_by(exact, GROUPS)
+    for name in [c for c in values.columns if c not in GROUPS]:
         value, want = values[name].to_numpy(dtype=np.float64), exact[name].to_numpy(dtype=np.float64)
         low, high = approx[f"{name} low"].to_numpy(dtype=np.float64), approx[f"{name} high"].to_numpy(dtype=np.float64)
         finite = ~np.isnan(value)
@@ -344,7 +333,7 @@ def test_the_greedy_choice_stays_within_its_budget_and_uses_the_hierarchies(gree
     sql = f"SELECT d_year, c_region, SUM(lo_revenue) {FROM} AND p_category = 'K2' GROUP BY d_year, c_region"
     approx = greedy.query(sql)
     if approx.attrs["form"] == FORM:
-        _same(approx, greedy.query(sql, exact=True))
+        assert_equals_exact(approx, greedy.query(sql, exact=True), GROUPS)
 
 
 @pytest.mark.parametrize("budget", [0, 2_000, 20_000])
@@ -424,7 +413,7 @@ def test_a_merged_refresh_adds_the_appended_rows_to_the_tables_and_a_rebuild_mak
     assert refreshed.refreshed.startswith("50 appended rows added") and refreshed.cube is not None
     answer = e.query(sql)
     assert answer.attrs["form"] == FORM  # the tables hold the appended rows: still exact
-    _same(answer, e.query(sql, exact=True))
+    assert_equals_exact(answer, e.query(sql, exact=True), GROUPS)
     rebuilt = e.refresh("lineorder", full=True)
     assert [set(t.columns) for t in rebuilt.cube.tables] == [{"lo_discount", "lo_partkey"}]
     mine, theirs = refreshed.cube.tables[0], rebuilt.cube.tables[0]
@@ -433,7 +422,7 @@ def test_a_merged_refresh_adds_the_appended_rows_to_the_tables_and_a_rebuild_mak
     np.testing.assert_allclose(mine.sums, theirs.sums, rtol=1e-12)
     answer = e.query(sql)
     assert answer.attrs["form"] == FORM
-    _same(answer, e.query(sql, exact=True))
+    assert_equals_exact(answer, e.query(sql, exact=True), GROUPS)
 
 
 def test_dependencies_are_exact_and_map_null_to_null():
