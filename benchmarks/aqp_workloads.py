@@ -671,7 +671,7 @@ def overview(folder: Path) -> str:
               ">= 100x faster than DuckDB at SF10; latency <= 2 ms; faster than PilotDB at the same bound. "
               "Latencies on the 2-core machine; whether it was quiet or shared is said in each workload's file. The SF1 files (`aqp_workload_*_sf1*.md`: development "
               "runs on single branches), the choices of exact tables compared (`*_listed_tables`, `*_workload_tables`) "
-              "and one session's runs of several codes side by side (`*_s<session>_*`, e.g. `aqp_workload_tpch_sf10_s12_new.md`) "
+              "and one session's runs (`*_s<session>*`, e.g. `aqp_workload_tpch_sf10_s12_new.md`, `aqp_workload_tpch_sf10_s15.md`) "
               "are not listed."), "",
              ("Two lines per family: *plain* is `query(sql, with_error=True)` (always from the synopsis); *at the "
               "bound* is `query(sql, max_rel_error=bound)`, the error contract at PilotDB's bound (from the synopsis "
@@ -682,8 +682,8 @@ def overview(folder: Path) -> str:
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for path in sorted(folder.glob("aqp_workload_*.json")):
         if "_sf1" in path.stem.replace("_sf10", "") or path.stem.endswith("_tables") or \
-                re.search(r"_s\d+_", path.stem):  # SF1 development runs, the choices of exact tables compared and
-            continue  # one session's runs of codes side by side (their own files): not the workloads' own records
+                re.search(r"_s\d+(_|$)", path.stem):  # SF1 development runs, the choices of exact tables compared and
+            continue  # one session's runs (of one code or of codes side by side): not the workloads' own records
         result = json.loads(path.read_text())
         scale = f" SF{result['scale']}" if result["scale"] else ""
         for s in result["summary"]:
