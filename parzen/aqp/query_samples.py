@@ -267,13 +267,14 @@ def answer(run: Callable[[str], pd.DataFrame], planned: tuple[list[AggregateQuer
     qualifying = frame[counted].fillna(0.0).ne(0.0).any(axis=1).to_numpy()  # (group, block)s the query has rows in
     if not qualifying.any():
         return None
+    # each row's group key: () for every row without GROUP BY (pandas 2 gives no tuples for no columns)
+    row_keys = list(frame[group_by].itertuples(index=False, name=None)) if group_by else [()] * len(frame)
     keys_seen: dict[tuple, int] = {}
-    for key, seen in zip(frame[group_by].itertuples(index=False, name=None), qualifying):
+    for key, seen in zip(row_keys, qualifying):
         if seen:
             keys_seen.setdefault(tuple(key), len(keys_seen))
     blocks, block = np.unique(frame[BLOCK].to_numpy(dtype=np.int64), return_inverse=True)
-    group = np.array([keys_seen.get(tuple(k), -1) for k in frame[group_by].itertuples(index=False, name=None)],
-                     dtype=np.intp)
+    group = np.array([keys_seen.get(tuple(k), -1) for k in row_keys], dtype=np.intp)
     groups, inside = len(keys_seen), group >= 0
     block_rows = np.bincount(block.reshape(-1), weights=frame[BLOCK_ROWS_NAME].to_numpy(dtype=np.float64),
                              minlength=blocks.size)  # m_b: every sampled row of the block
