@@ -109,11 +109,11 @@ def _below_and_beyond(con, source: str, hashed: str, end: int, beyond: list[str]
     count, SUM of ``hashed`` from ``end``, one past the largest rowid now, the ``beyond`` aggregates of
     the rows from ``end``), from one statement (one snapshot of the table).
 
-    The statement aggregates all rows, and apart the rows from ``end``, whose rowid filter DuckDB reads
-    in the scan (only the appended rows are read); the rows below are the difference, exact in
-    integers.  Each row is hashed once: with ``FILTER (WHERE rowid < end)`` and ``FILTER (WHERE rowid
-    >= end)`` on one scan DuckDB hashes every row twice (SSB SF10's 13 fingerprinted columns of 60 M
-    rows on 2 cores: see the CHANGELOG for the seconds measured).
+    The statement aggregates all rows, and apart the rows from ``end`` (a rowid filter, which DuckDB
+    pushes into a table's scan: only the appended rows are read); the rows below are the difference,
+    exact in integers.  Each row is hashed once, where ``FILTER (WHERE rowid < end)`` and ``FILTER
+    (WHERE rowid >= end)`` on one scan hashed every row twice: on SSB SF10's 13 fingerprinted columns of
+    60 M rows (2 cores, warm cache) 1.75 s median instead of 2.32.
     """
     whole = f"SELECT COUNT(*), SUM({hashed}), COALESCE(MAX(rowid) + 1, 0) FROM {source}"
     appended = f"SELECT {', '.join(['COUNT(*)', f'SUM({hashed})', *beyond])} FROM {source} WHERE rowid >= {end}"
