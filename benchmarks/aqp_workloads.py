@@ -67,9 +67,9 @@ from parzen.aqp.sql import UnsupportedQuery
 RESULTS = Path(__file__).resolve().parent / "results"
 
 #: Synopses each workload builds: table -> (Engine.build options, joins along foreign keys).
-#: The measures SSB's listed tables keep: what Q1's, Q2-Q3's and Q4's aggregates sum; TPC-H's revenue tables'.
+#: The measures the listed tables keep: what SSB Q1's, Q2-Q3's and Q4's aggregates sum; TPC-H's revenue tables' (Q5, Q10, Q14).
 _PRICE, _REVENUE, _PROFIT = ["lo_extendedprice"], ["lo_revenue"], ["lo_revenue", "lo_supplycost"]
-_PRICE_L = ["l_extendedprice"]
+_EXTENDEDPRICE = ["l_extendedprice"]
 
 BUILDS = {
     "tpcds": {
@@ -115,17 +115,17 @@ BUILDS = {
                       # tables differ, so n_name -> r_name is not checked); the shapes without dates roll up from them;
                       # Q12's two date comparisons and Q5's c_nationkey = s_nationkey as written by comparison
                       # dimensions cmp(a,b) (parzen.aqp.cube_comparisons)
-                      "cube": [{"columns": ["n_name", "r_name", "o_orderdate@month", "l_discount"], "measures": _PRICE_L},
+                      "cube": [{"columns": ["n_name", "r_name", "o_orderdate@month", "l_discount"], "measures": _EXTENDEDPRICE},
                                {"columns": ["n_name", "l_returnflag", "o_orderdate@month", "l_discount"],
-                                "measures": _PRICE_L},
+                                "measures": _EXTENDEDPRICE},
                                {"columns": ["l_shipmode", "o_orderpriority", "l_receiptdate@month"], "measures": []},
-                               {"columns": ["p_type", "l_shipdate@month", "l_discount"], "measures": _PRICE_L},
+                               {"columns": ["p_type", "l_shipdate@month", "l_discount"], "measures": _EXTENDEDPRICE},
                                {"columns": ["l_shipmode", "o_orderpriority", "l_quantity"], "measures": []},
                                {"columns": ["l_shipmode", "o_orderpriority", "l_receiptdate@month",
                                             "cmp(l_commitdate,l_receiptdate)", "cmp(l_shipdate,l_commitdate)"],
                                 "measures": []},
                                {"columns": ["n_name", "r_name", "o_orderdate@month", "l_discount",
-                                            "cmp(c_nationkey,s_nationkey)"], "measures": _PRICE_L}]},
+                                            "cmp(c_nationkey,s_nationkey)"], "measures": _EXTENDEDPRICE}]},
                      {"l_orderkey": "orders.o_orderkey", "orders.o_custkey": "customer.c_custkey",
                       "customer.c_nationkey": "nation.n_nationkey", "nation.n_regionkey": "region.r_regionkey",
                       "l_partkey": "part.p_partkey", "l_suppkey": "supplier.s_suppkey"}),
