@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from parzen.aqp import Engine, SynopsisRebuiltWarning
+from parzen.aqp import Engine, StaleSynopsisError, StaleSynopsisWarning, SynopsisRebuiltWarning
 from parzen.aqp import appends as appends_module
 from parzen.aqp import store as synopsis_store
 
@@ -172,6 +172,28 @@ def test_refreshed_join_answers_match_duckdb(con):
         covered += int(((approx["v low"] <= e) & (e <= approx["v high"])).sum())
         total += e.size
     assert covered >= total - 2, (covered, total)
+
+
+@pytest.mark.parametrize("prepared", [False, True])
+def test_a_join_query_first_checks_the_synopsis_it_loads(con, prepared):
+    """A join query loads the synopses of its tables to pick the one holding them all; the one that answers is
+    checked before it answers, as for a one-table query (it was not, when the join query came first)."""
+    Engine(con).build("sales", joins=KEYS, sample=1_000, grid=0)
+    _insert(con, "sales", _sales(500, 9))
+    sql = f"SELECT p_brand, COUNT(*) {JOIN} WHERE s_quantity > 10 GROUP BY p_brand"
+    warn, refuse = Engine(con), Engine(con, on_stale="error")
+    if prepared:
+        for engine in (warn, refuse):
+            engine.prepare(sql)
+    with pytest.warns(StaleSynopsisWarning, match=r"500 rows appended .*engine.refresh\('sales'\)"):
+        warn.query(sql)
+    with pytest.raises(StaleSynopsisError, match="500 rows appended"):
+        refuse.query(sql)
+    refuse.refresh("sales")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StaleSynopsisWarning)
+        assert refuse.query(sql)["count_star()"].sum() == pytest.approx(
+            con.execute(f"SELECT COUNT(*) {JOIN} WHERE s_quantity > 10").fetchone()[0], rel=0.05)
 
 
 @pytest.mark.parametrize("change, why", [

@@ -115,6 +115,9 @@ class Engine:
             raise ValueError(f"on_stale must be 'warn' or 'error', got {on_stale!r}")
         self.on_stale = on_stale
         self._stale: dict[str, str] = {}  # table -> why its synopsis is stale, as the last check found
+        # tables whose synopsis a check judged since it was loaded, or that this engine built or refreshed: a
+        # synopsis loaded for another reason (a join query's candidates, refresh) is checked before it answers
+        self._checked: set[str] = set()
         if isinstance(database, duckdb.DuckDBPyConnection):
             self.con = database
         else:
@@ -307,7 +310,7 @@ class Engine:
             synopsis.build_seconds += time.perf_counter() - started
         store.save(self.con, synopsis)
         self._keep(synopsis)
-        self._stale.pop(table, None)
+        self._up_to_date(table)
         return synopsis
 
     def refresh(self, table: str, *, full: bool = False, client=None, progress: bool = False) -> Synopsis:
@@ -374,7 +377,7 @@ class Engine:
                     store.save(self.con, outcome.synopsis)
                     self._keep(outcome.synopsis)
                     self._sources.pop(table, None)
-                self._stale.pop(table, None)
+                self._up_to_date(table)
                 return outcome.synopsis
             why = outcome.why
             warnings.warn(f"refresh rebuilt the synopsis of {table!r}: {why}", SynopsisRebuiltWarning, stacklevel=2)
@@ -518,7 +521,7 @@ class Engine:
         CorruptSynopsis
             The stored one cannot be read (``refresh`` rebuilds it).
         """
-        if table not in self._cache:
+        if table not in self._checked:
             loaded = self._loaded(table)
             self.check(table)
             if loaded.source and "pattern" not in loaded.source:
@@ -554,7 +557,7 @@ class Engine:
             composite = _composite_of(sql)
             parsed = parse(sql) if composite is None else composite.subqueries[0][0]
         table = self._answering_name(parsed)
-        if table in self._cache:
+        if table in self._checked:
             return 0.0
         started = time.perf_counter()
         self.synopsis(table)
@@ -616,9 +619,16 @@ class Engine:
         rows, why = _table_now(self.con, self._loaded(table))
         if why:
             self._stale[table] = why
+            self._checked.add(table)
         else:
-            self._stale.pop(table, None)
+            self._up_to_date(table)
         return rows, why
+
+    def _up_to_date(self, table: str) -> None:
+        """Record that ``table``'s synopsis describes the table now (a check found it so, or it was just built
+        or refreshed)."""
+        self._stale.pop(table, None)
+        self._checked.add(table)
 
     def _loaded(self, table: str) -> Synopsis:
         """The synopsis of ``table``, loaded (and kept) if it is not yet, without checking it."""
