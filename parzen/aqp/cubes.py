@@ -188,13 +188,15 @@ class Cube:
         return found
 
     def strings(self, column: str, values: list) -> tuple[pd.api.extensions.ExtensionArray, np.ndarray] | None:
-        """``values`` (a categorical column's, in the order of its codes) as pandas' string array, of the
-        dtype pandas infers for text (``str``, NULL as NaN), and per code whether it is NULL, made once;
-        None when a value is no text."""
+        """``values`` (a categorical column's, in the order of its codes) as the array pandas makes of texts in a
+        DataFrame (pandas 3: its ``str`` array, NULL as NaN; pandas 2: an object array, NULL as None, as DuckDB's
+        answers hold them), and per code whether it is NULL, made once; None when a value is no text.
+        ``pd.array(values, dtype="str")`` would be pandas 3's array, but on pandas 2 it makes NumPy texts and
+        a NULL the text 'None'."""
         if column not in self._strings:
             texts = all(v is None or isinstance(v, str) for v in values)
-            self._strings[column] = (pd.array(values, dtype="str"), np.array([v is None for v in values], dtype=bool)) \
-                if texts else None
+            self._strings[column] = (pd.Series(values, dtype=object if not values else None).array,
+                                     np.array([v is None for v in values], dtype=bool)) if texts else None
         return self._strings[column]
 
     def stays_object(self, column: str, values: list) -> bool:
