@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .categories import Categories
+from .column_frames import frame_of
 from .contract import RELATIVE_HALF_WIDTH, relative_half_width_of, rounding_bound
 from .cube_comparisons import comparison_mask
 from .cube_dimensions import MONTH
@@ -567,8 +568,8 @@ def _frame(query: AggregateQuery, keys: np.ndarray, cube: Cube, values: dict[str
     index = pd.RangeIndex(keys.shape[0])
     if len(texts) < grouped:  # a group column that pandas may type otherwise (date-times, say)
         return pd.DataFrame(columns, index=index)
-    return pd.DataFrame._from_arrays([texts.get(name, array) for name, array in columns.items()],
-                                     columns=_column_index(cube, tuple(columns)), index=index, verify_integrity=False)
+    return frame_of([texts.get(name, array) for name, array in columns.items()], _column_index(cube, tuple(columns)),
+                    index)
 
 
 def _column_index(cube: Cube, names: tuple[str, ...]) -> pd.Index:

@@ -63,6 +63,7 @@ from ._kept import shared_terms
 from .aggregates import sample_terms
 from .answers import Row, _column_index
 from .case_aggregates import LEAF, ROWS, Composite, Expression
+from .column_frames import frame_of
 from .contract import rounding_bound
 from .cube_answers import Totals
 from .cube_answers import _column_index as _table_labels
@@ -736,7 +737,6 @@ def _exact_frame(composite: Composite, groups: Sequence[Sequence], size: int, va
     index = pd.RangeIndex(size)
     if all(isinstance(c, np.ndarray) and c.dtype == np.float64 and c.ndim == 1 or
            isinstance(c, pd.api.extensions.ExtensionArray) and c.dtype == _TEXT for c in columns.values()):
-        return pd.DataFrame._from_arrays(list(columns.values()), columns=_table_labels(cube, tuple(columns)), index=index,
-                                         verify_integrity=False)
+        return frame_of(list(columns.values()), _table_labels(cube, tuple(columns)), index)
     return pd.DataFrame(columns, index=index)
 
