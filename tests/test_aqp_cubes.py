@@ -316,6 +316,20 @@ def test_a_null_text_group_is_null_as_in_duckdbs_answer(sql):
         np.testing.assert_allclose(answer[name].to_numpy(float), exact[name].to_numpy(float), rtol=1e-12)
 
 
+def test_a_tables_index_lists_each_codes_cells_in_order(listed):
+    """Cube.index: the cells of code k are ``order[starts[k]:starts[k + 1]]``, in the table's order (the starts
+    counted, not searched)."""
+    synopsis = listed.synopsis("lineorder")
+    cube, values = synopsis.cube, synopsis.cube.values_with(synopsis.categories.values)
+    for table in cube.tables:
+        for column in table.columns:
+            codes = cube.column(table, column)
+            order, starts = cube.index(table, column, len(values[column]))
+            assert starts[0] == 0 and starts[-1] == codes.size and starts.size == len(values[column]) + 1
+            for k in range(len(values[column])):
+                np.testing.assert_array_equal(order[starts[k]:starts[k + 1]], np.flatnonzero(codes == k))
+
+
 def test_a_case_condition_on_a_numeric_column_falls_through_to_the_synopsis(listed):
     sql = (f"SELECT c_region, SUM(CASE WHEN lo_cost > 100 THEN lo_revenue ELSE 0 END) / SUM(lo_revenue) AS share "
            f"{FROM} GROUP BY c_region")

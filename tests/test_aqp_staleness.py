@@ -4,6 +4,7 @@ clear errors for all-NULL and non-finite columns and NULL or corrupt payloads.""
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import duckdb
@@ -303,3 +304,26 @@ def test_a_stored_synopsis_lacking_a_field_is_corrupt_and_refresh_rebuilds_it(co
                 [payload, store.checksum(payload)])
     assert Engine(con).list().set_index("table").loc["t", "stale"]
     assert Engine(con).refresh("t").rowid_end == built.rowid_end
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+
+def test_the_compiled_functions_load_beside_the_synopsis_and_a_failure_raises_from_the_load(con, monkeypatch):
+    """Engine._loaded warms Numba's functions up in a thread while DuckDB reads the payload; a failure there is
+    raised where the caller sees it, by the load's own warm-up, not lost in the thread."""
+    Engine(con).build("t", sample=500, grid=0)
+    import parzen.aqp.engine as engine_module
+
+    callers = []
+
+    def failing() -> None:
+        callers.append(threading.current_thread().name)
+        raise RuntimeError("no compiler here")
+
+    monkeypatch.setattr(engine_module, "warm_up", failing)
+    with pytest.raises(RuntimeError, match="no compiler here"):
+        Engine(con).query(COUNT)
+    assert callers == ["parzen-warm-up", threading.main_thread().name]
+    monkeypatch.undo()
+    assert Engine(con).query(COUNT).iloc[0, 0] == pytest.approx(_exact(con), rel=0.05)
