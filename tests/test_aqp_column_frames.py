@@ -16,8 +16,8 @@ from parzen.aqp.cube_answers import FORM
 
 QUERIES = [
     f"SELECT d_year, c_nation, SUM(lo_revenue), COUNT(*) {FROM} AND p_category = 'K1' GROUP BY d_year, c_nation",
-    f"SELECT c_region, SUM(CASE WHEN p_category IN ('K1', 'K2') THEN lo_revenue ELSE 0 END) AS some, "
-    f"SUM(lo_revenue) AS every_one {FROM} GROUP BY c_region",
+    (f"SELECT c_region, SUM(CASE WHEN p_category IN ('K1', 'K2') THEN lo_revenue ELSE 0 END) AS some, "
+     f"SUM(lo_revenue) AS every_one {FROM} GROUP BY c_region"),
     f"SELECT 100.0 * SUM(CASE WHEN c_region = 'R1' THEN lo_revenue ELSE 0 END) / SUM(lo_revenue) AS share {FROM}",
 ]
 
@@ -29,11 +29,11 @@ def engine():
 
 def test_the_private_path_is_taken_where_it_holds_and_agrees_with_the_public_one():
     assert column_frames._PRIVATE_FAST_PATH == column_frames._private_fast_path_holds()
-    arrays = [np.array([1.5, np.nan]), pd.array(["a", None], dtype="str")]
+    arrays = [np.array([1.5, np.nan]), pd.Series(["a", None]).array]  # texts as the exact tables hold them
     columns = pd.Index(["x", "g"], dtype="str")
     frame = column_frames._public_frame_of(arrays, columns, pd.RangeIndex(2))
     assert frame.columns is columns
-    assert list(frame.dtypes) == [np.dtype(np.float64), arrays[1].dtype]
+    assert list(frame.dtypes) == [np.dtype(np.float64), pd.Series(arrays[1]).dtype]
     assert isinstance(column_frames._public_column_array(frame, 0), np.ndarray)
     assert column_frames._public_column_array(frame, 1) is not None
 

@@ -71,7 +71,7 @@ def _public_column_array(frame: pd.DataFrame, position: int):
 def _private_fast_path_holds() -> bool:
     """Whether pandas' private constructor and column reader exist and agree with the public ones on a
     frame like an answer's (a float64 column and a text column, a repeated label)."""
-    arrays = [np.array([1.0, 2.0]), pd.array(["a", None], dtype="str"), np.array([3.0, 4.0])]
+    arrays = [np.array([1.0, 2.0]), pd.Series(["a", None]).array, np.array([3.0, 4.0])]  # as cubes.strings makes texts
     columns, index = pd.Index(["x", "g", "x"], dtype="str"), pd.RangeIndex(2)
     try:
         fast = pd.DataFrame._from_arrays(arrays, columns=columns, index=index, verify_integrity=False)
