@@ -1,12 +1,12 @@
 """DataFrames made from column arrays as they are, without pandas' checks of each column.
 
 An answer from the exact aggregate tables is a few arrays; ``pd.DataFrame`` of a dict infers and checks
-every column, which costs 2-3x the making of the frame (0.1-0.25 ms, a tenth of such an answer).  pandas
-makes its own frames from arrays without those checks (``DataFrame._from_arrays``) and reads a column's
-array without making a Series (``DataFrame._get_column_array``); both are private.  This module uses them
-only where, probed once at import, they exist and give the frame and arrays the public constructor and
-``iloc`` give; else (a pandas that changed them) it takes the public ones, slower by that much and
-otherwise the same.
+every column.  pandas makes its own frames from arrays without those checks (``DataFrame._from_arrays``)
+and reads a column's array without making a Series (``DataFrame._get_column_array``); both are private.
+This module uses them only where, probed once at import, they exist and give the frame and arrays that the
+public constructor and ``iloc`` give; else (a pandas that changed them) it takes the public ones, the same
+frames, slower (micro-timings, pandas 3.1: a three-column answer's frame 24 against 56 us, a column's
+array 1.7 against 60 us).
 """
 
 from __future__ import annotations
