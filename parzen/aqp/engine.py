@@ -9,6 +9,7 @@ answers (docs/security.md).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import gc
 import math
@@ -1310,10 +1311,8 @@ def _build_from(source, table: str, client, options: dict) -> Synopsis:
 def _warm_up_quietly() -> None:
     """:func:`parzen.aqp.estimate.warm_up` in :meth:`Engine._loaded`'s thread: a compilation that fails there
     fails again, and raises, in :meth:`Engine._keep`'s own call."""
-    try:
+    with contextlib.suppress(Exception):  # raised again by _keep's own warm_up, where the caller sees it
         warm_up()
-    except Exception:  # noqa: BLE001, S110  (raised again, where the caller sees it)
-        pass
 
 
 def _warm_up_frames() -> None:
