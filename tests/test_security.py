@@ -137,6 +137,12 @@ ATTACKS = [
     ("SELECT SUM(CASE WHEN CAST(a AS VARCHAR) LIKE 'k%' THEN b ELSE 0 END) / SUM(b) FROM t "
      "WHERE b < (SELECT length(content) FROM read_text('s.csv'))"),
     "SELECT SUM(CASE WHEN a = 'k' THEN b ELSE 0 END) FROM t, 'secret.parquet' AS 's.csv'",
+    # joins whose other side is a file or a table function (the approximate path loads the synopses of a
+    # join's tables to choose the one that answers, and checks it before it answers: Engine._answering_name)
+    "SELECT COUNT(*) FROM t JOIN 's.csv' ON a = z",
+    "SELECT COUNT(*) FROM 's.csv' JOIN t ON z = a GROUP BY b",
+    "SELECT COUNT(*) FROM t, read_csv('s.csv') WHERE a = z",
+    'SELECT SUM(b) FROM t JOIN "secret.parquet" AS p ON t.a = p.z WHERE a > 3',
     # a view or a macro over a file: the parse layer lets their names through, DuckDB refuses the read
     "SELECT * FROM v",
     "SELECT * FROM t JOIN v ON true",
@@ -191,6 +197,31 @@ def test_exact_path_refuses_the_attack(engine, sql):
         engine.query(sql)
     assert SECRET not in str(info.value)
     assert engine.query("SELECT COUNT(*) AS n FROM t", exact=True)["n"][0] == 50  # nothing was changed
+
+
+_JOIN_ATTACKS = [sql for sql in ATTACKS if " JOIN " in sql or ", read_" in sql]
+
+
+@pytest.mark.parametrize("sql", _JOIN_ATTACKS)
+def test_a_join_attack_is_refused_where_a_synopsis_of_its_table_is_loaded_and_checked(tmp_path, monkeypatch, sql):
+    """With a synopsis of t stored, a join of t with a file picks t's synopsis (loaded, then checked before it would
+    answer) and is refused there, by the approximate and the exact path, without reading the file; prepare, which
+    only loads and checks the synopsis that would answer, leaves the refusal to the query."""
+    _make_database(tmp_path / "db.duckdb").close()
+    monkeypatch.chdir(tmp_path)
+    Engine(tmp_path / "db.duckdb").build("t", sample=40, grid=0)
+    for prepared in (False, True):
+        engine = Engine(tmp_path / "db.duckdb")
+        if prepared:
+            try:
+                assert engine.prepare(sql) >= 0.0
+            except ValueError as error:  # outside the subset at its parse: refused as the query would be
+                assert SECRET not in str(error)
+        for exact in (False, True):
+            with pytest.raises(ValueError) as info:
+                engine.query(sql, exact=exact)
+            assert SECRET not in str(info.value)
+    assert Engine(tmp_path / "db.duckdb").query("SELECT COUNT(*) AS n FROM t", exact=True)["n"][0] == 50
 
 
 def test_the_attacks_fail_from_the_command_line(tmp_path, monkeypatch):
