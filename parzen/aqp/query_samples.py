@@ -272,9 +272,9 @@ def answer(run: Callable[[str], pd.DataFrame], planned: tuple[list[AggregateQuer
     keys_seen: dict[tuple, int] = {}
     for key, seen in zip(row_keys, qualifying):
         if seen:
-            keys_seen.setdefault(tuple(key), len(keys_seen))
+            keys_seen.setdefault(key, len(keys_seen))
     blocks, block = np.unique(frame[BLOCK].to_numpy(dtype=np.int64), return_inverse=True)
-    group = np.array([keys_seen.get(tuple(k), -1) for k in row_keys], dtype=np.intp)
+    group = np.array([keys_seen.get(k, -1) for k in row_keys], dtype=np.intp)
     groups, inside = len(keys_seen), group >= 0
     block_rows = np.bincount(block.reshape(-1), weights=frame[BLOCK_ROWS_NAME].to_numpy(dtype=np.float64),
                              minlength=blocks.size)  # m_b: every sampled row of the block
