@@ -108,6 +108,67 @@ def test_queries_differing_in_quoted_names_share_a_template():
     assert first.aggregates[0].column == "col_a" and set(first.ranges) == {"col_b"}
 
 
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT g, COUNT(*) FROM t WHERE g = 'a' GROUP BY g",
+        "SELECT SUM(x) FROM t WHERE g IN ('a', 'b', 'c') AND h <> 'z'",
+        "SELECT SUM(x) FROM t WHERE g LIKE 'a%' AND d >= DATE '1994-01-01' AND d < DATE '1995-01-01'",
+        "SELECT SUM(x) FROM t WHERE d BETWEEN DATE '1994-01-01' AND DATE '1994-12-31' AND x > 2.5",
+        "SELECT COUNT(*) FROM t WHERE g = 'a' OR (h = 'b' AND x < 3)",
+        "SELECT COUNT(*) FROM t WHERE g NOT IN ('a', 'b') AND g > 'a'",
+        "SELECT COUNT(*) FROM t, u WHERE tk = uk AND u.g = 'a' AND t.x < 4",
+        "SELECT COUNT(*) FROM t WHERE strftime(d, '%Y') = '1994'",  # a function's text: no template
+        "SELECT COUNT(*) FROM t WHERE g = 'it''s'",  # a quote inside a text: no template
+        "SELECT COUNT(*) FROM t WHERE d > DATE '1994-01-01' + INTERVAL '1' DAY",
+        "SELECT SUM('a') FROM t WHERE g = 'b'",
+        "SELECT MODE(x) FROM t WHERE g = 'a'",
+    ],
+)
+def test_text_templates_parse_like_the_text(sql):
+    """From a template's second sighting its quoted texts are holes filled into a copy of its tree: the same
+    query (or error) as the text parsed as it is."""
+    from parzen.aqp import text_templates
+    from parzen.aqp.sql import _query, _tree
+
+    text_templates._sightings.cache_clear()
+    try:
+        expected = _query(_tree(sql), [])
+    except UnsupportedQuery as err:
+        for _ in range(2):
+            parse.cache_clear()
+            with pytest.raises(UnsupportedQuery, match=re.escape(str(err))):
+                parse(sql)
+        return
+    for _ in range(2):  # as written, then from the template
+        parse.cache_clear()
+        assert parse(sql) == expected
+
+
+def test_queries_differing_in_quoted_texts_share_a_parse_from_the_second():
+    """Three texts of one template (TPC-H Q5 asked for three regions): the first parsed as written, the second
+    parses the template, the third only fills it; each reads its own texts."""
+    from unittest import mock
+
+    from parzen.aqp import sql, text_templates
+
+    text = ("SELECT n_name, SUM(x) FROM lineitem JOIN nation ON l_nationkey = n_nationkey WHERE r_name = '{}' "
+            "AND o_orderdate >= DATE '{}' GROUP BY n_name")
+    text_templates._sightings.cache_clear()
+    sql._template_tree.cache_clear()
+    with mock.patch.object(sql._DUCKDB, "parse", wraps=sql._DUCKDB.parse) as parses, \
+            mock.patch.object(text_templates, "filled", wraps=text_templates.filled) as fills:
+        found = [parse(text.format(region, day)) for region, day in
+                 (("ASIA", "1994-01-01"), ("AFRICA", "1995-01-01"), ("EUROPE", "1996-01-01"))]
+    assert (parses.call_count, fills.call_count) == (2, 2)
+    template = sql._template_tree.cache_info()
+    assert (template.misses, template.hits) == (1, 1)
+    assert [set(q.members["r_name"]) for q in found] == [{"ASIA"}, {"AFRICA"}, {"EUROPE"}]
+    assert [q.ranges["o_orderdate"].low for q in found] == [parse(f"SELECT SUM(x) FROM t WHERE o_orderdate >= DATE '{d}'")
+                                                            .ranges["o_orderdate"].low for d in
+                                                            ("1994-01-01", "1995-01-01", "1996-01-01")]
+
+
 def test_ranges_on_one_column_intersect():
     q = parse("SELECT COUNT(*) FROM t WHERE x > 1 AND x >= 1 AND x < 5 AND x <= 4")
     assert q.ranges["x"] == Range("x", 1.0, 4.0, False, True)

@@ -425,7 +425,7 @@ def test_texts_differing_in_quoted_texts_share_one_parse_from_the_second_on():
     each text does; a text under INTERVAL or a function (read by the parser) keeps its own parse."""
     from unittest import mock
 
-    from parzen.aqp import case_aggregates
+    from parzen.aqp import case_aggregates, text_templates
 
     def texts(values):
         return [(f"SELECT g, SUM(CASE WHEN h IN ('{a}', '{b}') THEN w ELSE 0 END) / SUM(w) AS s FROM t "
@@ -437,9 +437,9 @@ def test_texts_differing_in_quoted_texts_share_one_parse_from_the_second_on():
     sqls = texts([("p", "q", "a"), ("r", "s", "b"), ("p", "", "c''d")])
     each = []
     for sql in sqls:  # each parsed as written
-        case_aggregates._sightings.cache_clear()
+        text_templates._sightings.cache_clear()
         each += splits([sql])
-    case_aggregates._sightings.cache_clear()
+    text_templates._sightings.cache_clear()
     case_aggregates._template.cache_clear()
     with mock.patch.object(case_aggregates._DUCKDB, "parse", wraps=case_aggregates._DUCKDB.parse) as parses:
         shared = splits(sqls[:2] + [sqls[0]])
@@ -448,7 +448,7 @@ def test_texts_differing_in_quoted_texts_share_one_parse_from_the_second_on():
     assert splits(sqls[2:]) == each[2:]  # a quote inside a text: parsed as written
     for unusual in ("SELECT SUM(CASE WHEN d > DATE '1994-01-01' + INTERVAL '{}' THEN w ELSE 0 END) AS s FROM t",
                     "SELECT SUM(CASE WHEN strftime(d, '{}') = '1994' THEN w ELSE 0 END) AS s FROM t"):
-        case_aggregates._sightings.cache_clear()
+        text_templates._sightings.cache_clear()
         for value in ("1 day", "%Y", "2 month"):
             assert composite_tree_sql(unusual.format(value)) == composite_tree_sql(unusual.format(value), parsed=True)
 

@@ -50,7 +50,7 @@ def test_a_conjunction_of_equalities_and_ors_parses_term_by_term(where, members,
 def test_reading_terms_leaves_the_cached_template_as_it_was():
     first = "SELECT SUM(x) FROM t, u WHERE tk = uk AND (a = 1 OR a = 2) AND b > 3 AND c < 10"  # unqualified: read as is
     sql.parse(first)
-    tree, qualified = sql._template_tree(sql._NUMBERS.sub(_placeholders(), first), 4, 0)  # the parse's cached template
+    tree, qualified, _ = sql._template_tree(sql._NUMBERS.sub(_placeholders(), first), 4, 0)  # the parse's cached template
     assert not qualified
     before = repr(tree), [(id(node), id(node.parent)) for node in tree.walk()]  # its nodes and their parents
     again = sql.parse("SELECT SUM(x) FROM t, u WHERE tk = uk AND (a = 5 OR a = 6) AND b > 7 AND c < 8")
@@ -66,7 +66,7 @@ def test_the_template_tells_its_qualified_columns_in_the_walk_that_checks_its_pl
     qualified_text = "SELECT u.b, SUM(t.x) FROM t JOIN u ON t.k = u.k WHERE t.a = 1 AND u.c > 2 GROUP BY u.b"
     plain_text = "SELECT b, SUM(x) FROM t JOIN u ON k = uk WHERE a = 1 AND c > 2 GROUP BY b"
     assert sql._template_tree(sql._NUMBERS.sub(_placeholders(), qualified_text), 2, 0)[1]
-    tree, qualified = sql._template_tree(sql._NUMBERS.sub(_placeholders(), plain_text), 2, 0)
+    tree, qualified, _ = sql._template_tree(sql._NUMBERS.sub(_placeholders(), plain_text), 2, 0)
     assert not qualified
     sql.parse.cache_clear()
     walked = []

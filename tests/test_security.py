@@ -423,7 +423,7 @@ _COMPOSITE_ATTACKS = [sql for sql in ATTACKS if "CASE" in sql]
 def test_a_composite_attack_stays_refused_when_its_template_is_shared(engine, sql):
     """A text seen again (and one that differs only in its quoted texts) takes the template's parse from the
     second sighting on: it is refused as the first was, by every path, at any bound."""
-    from parzen.aqp import case_aggregates
+    from parzen.aqp import text_templates
 
     variant = sql.replace("'k'", "'q'").replace("'j'", "'r'")
     for text in (sql, sql, variant, variant):
@@ -431,7 +431,7 @@ def test_a_composite_attack_stays_refused_when_its_template_is_shared(engine, sq
             with pytest.raises(ValueError) as info:
                 engine.query(text, **options)
             assert SECRET not in str(info.value)
-    assert case_aggregates._sightings.cache_info().hits > 0  # the template's counter was read again
+    assert text_templates._sightings.cache_info().hits > 0  # the template's counter was read again
     assert engine.query("SELECT COUNT(*) AS n FROM t", exact=True)["n"][0] == 50
 
 

@@ -42,13 +42,13 @@ from __future__ import annotations
 
 import functools
 import itertools
-import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from . import text_templates
 from .sql import _DUCKDB, AggregateQuery, SharedClauses, UnsupportedQuery, _query, _select, narrowed, shared_clauses
 
 #: Most WHEN branches of one CASE (the ELSE branch expands to 2^m conjunctions).
@@ -174,16 +174,6 @@ def _has_composite(tree: exp.Select) -> bool:
     return any(_is_composite(item.this if isinstance(item, exp.Alias) else item) for item in tree.expressions)
 
 
-#: A quoted text ('...', no quote inside); the text between two of them is what :func:`_templated` keeps.
-_TEXT = re.compile(r"'([^']*)'")
-#: Parents of a text that sqlglot's parser builds alike whatever the text says (a function may read its
-#: text argument: a format, a unit, a JSON path; INTERVAL reads its text): only texts under them are holes.
-_TEXT_PARENTS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Like, exp.ILike, exp.Between,
-                 exp.If, exp.Case, exp.Cast)
-#: A step from a node to one of its children: (argument, index in it or None).
-_Step = tuple[str, int | None]
-#: A template's hole ``k`` is the text ``'parzen_tk'``.
-_HOLE = "parzen_t"
 #: Key of a filled template's root meta: whether a column of it is qualified (:func:`_detached`).
 _DETACHED = "parzen_detached_qualified"
 
@@ -191,60 +181,36 @@ _DETACHED = "parzen_detached_qualified"
 @dataclass(frozen=True)
 class _Template:
     """A template's parsed tree (detached, :func:`_detached`; never handed out: copied and filled), whether a
-    column of it is qualified, and per parent of holes its path from the root and its holes (argument, index
-    or None, number of the text)."""
+    column of it is qualified, and its holes (:func:`parzen.aqp.text_templates.holes`)."""
 
     tree: exp.Select
     qualified: bool
-    holes: tuple[tuple[tuple[_Step, ...], tuple[tuple[str, int | None, int], ...]], ...]
+    holes: text_templates.Holes
 
 
 def _templated(sql: str) -> exp.Select | Literal[False] | None:
-    """``sql``'s tree from its template's (the text with each quoted text a hole, ``'parzen_t0'``, ...) where
-    that template was seen before in this cache's life: a copy of the template's tree with the texts put back
-    (0.08 ms instead of the parse's 0.3-0.4 ms for a TPC-H query); False when that template is not a
-    composite query; None where no template applies (first seen, no text, anything unusual: parsed as
-    written).  A text with a double quote, backslash, dollar or comment, a quote inside a text, a text
-    prefixed (E'...', X'...') or under another node than :data:`_TEXT_PARENTS` has no template."""
-    parts = _TEXT.split(sql)
-    if len(parts) < 3 or any(mark in sql for mark in ('"', "\\", "$", "--", "/*")):
+    """``sql``'s tree from its template's (:mod:`parzen.aqp.text_templates`: the text with each quoted text a
+    hole) where that template was seen before in this cache's life: a copy of the template's tree with the
+    texts put back (0.08 ms instead of the parse's 0.3-0.4 ms for a TPC-H query); False when that template
+    is not a composite query; None where no template applies (first seen, no text, anything unusual: parsed
+    as written)."""
+    found = text_templates.cut(sql)
+    if found is None or not text_templates.seen_before(found[0]):
         return None
-    outside = parts[::2]
-    if any("'" in part or not part or part[-1:].isalnum() or part[-1:] == "_" for part in outside[:-1]) or \
-            "'" in outside[-1]:
-        return None  # adjacent texts ('it''s'), a stray quote, a prefixed text
-    texts = parts[1::2]
-    template = "".join(part + (f"'{_HOLE}{k}'" if k < len(texts) else "") for k, part in enumerate(outside))
-    sightings = _sightings(template)
-    sightings[0] += 1
-    if sightings[0] < 2:
-        return None
+    template, texts = found
     made = _template(template, len(texts))
     if made is None or made is False:
         return made
-    tree = made.tree.copy()
-    for path, holes in made.holes:
-        parent = tree
-        for key, index in path:
-            parent = parent.args[key] if index is None else parent.args[key][index]
-        for key, index, k in holes:
-            (parent.args[key] if index is None else parent.args[key][index]).args["this"] = texts[k]
+    tree = text_templates.filled(made.tree, made.holes, texts)
     tree._meta = {_DETACHED: made.qualified}  # read by _detached instead of a walk of the tree
     return tree
-
-
-@functools.lru_cache(maxsize=256)
-def _sightings(template: str) -> list[int]:
-    """How often a template was seen (a counter of its own while cached): the first text of a template is
-    parsed as written, so that a text seen once costs no second parse."""
-    return [0]
 
 
 @functools.lru_cache(maxsize=256)
 def _template(template: str, count: int) -> _Template | Literal[False] | None:
     """The :class:`_Template` of a composite query's template with ``count`` holes; False: one SELECT that is
     not composite; None: the template is unusual (not one SELECT, its holes not the ``count`` texts each once
-    under :data:`_TEXT_PARENTS`)."""
+    under :data:`parzen.aqp.text_templates.PARENTS`)."""
     try:
         statements = _DUCKDB.parse(template)
     except (ParseError, TokenError):  # the text's own parse says why
@@ -253,47 +219,23 @@ def _template(template: str, count: int) -> _Template | Literal[False] | None:
         return None
     tree = statements[0]
     qualified = _detached(tree)
-    found = {}
-    for node in tree.walk():
-        if isinstance(node, exp.Literal) and node.is_string and node.this.startswith(_HOLE):
-            if node.this in found or not isinstance(node.parent, _TEXT_PARENTS):
-                return None
-            found[node.this] = node
-    if sorted(found) != sorted(f"{_HOLE}{k}" for k in range(count)):
+    found = text_templates.holes(tree, count)
+    if found is None:
         return None
     if not _has_composite(tree):
         return False
-    by_parent: dict[tuple[_Step, ...], list[tuple[str, int | None, int]]] = {}
-    for k in range(count):
-        *to_parent, (key, index) = _path(found[f"{_HOLE}{k}"])
-        by_parent.setdefault(tuple(to_parent), []).append((key, index, k))
-    return _Template(tree, qualified, tuple((path, tuple(holes)) for path, holes in by_parent.items()))
-
-
-def _path(node: exp.Expr) -> tuple[_Step, ...]:
-    """The steps from the root to ``node``: (argument, index in it or None) each."""
-    steps: list[_Step] = []
-    while (parent := node.parent) is not None:
-        steps.append((str(node.arg_key), node.index))
-        node = parent
-    return tuple(reversed(steps))
+    return _Template(tree, qualified, found)
 
 
 def _detached(tree: exp.Select) -> bool:
-    """Drop the parser's token positions and empty comment lists from every node of ``tree`` (each copy of
-    a node deep-copies them in Python: 4x the cost of the copy); whether a column of it is qualified, seen
-    on the way (:func:`parzen.aqp.sql.shared_clauses` then walks the tree no more)."""
+    """:func:`parzen.aqp.text_templates.detached` of ``tree`` (whether a column of it is qualified; then
+    :func:`parzen.aqp.sql.shared_clauses` walks the tree no more); a filled template (:func:`_templated`)
+    is detached already, and says whether."""
     meta = tree._meta
-    if meta is not None and _DETACHED in meta:  # a filled template (_templated): detached, qualified known
+    if meta is not None and _DETACHED in meta:
         tree._meta = None
         return meta[_DETACHED]
-    qualified = False
-    for node in tree.walk():
-        node._meta = None
-        node.comments = node.comments or None
-        if isinstance(node, exp.Column) and node.table:
-            qualified = True
-    return qualified
+    return text_templates.detached(tree)
 
 
 def split_refused(tree: exp.Select) -> Composite | None:

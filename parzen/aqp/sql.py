@@ -38,9 +38,9 @@ from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, TokenError
 
-from . import dates
+from . import dates, text_templates
 from .row_predicates import OPERATORS, ColumnComparison, conjuncts, split_comparisons, split_terms
 from .string_predicates import POINTS, ValuesWhere, collapse_equalities, text_test
 
@@ -208,27 +208,35 @@ def parse(sql: str) -> AggregateQuery:
     are cut out into placeholders (``:parzen_0``, ... and ``:parzen_c0``, ...; quoted names
     after AS, FROM, JOIN or a dot stay), the template's tree is cached, and the numbers and
     names are read back while the tree is converted (a new query text costs 0.15 ms instead of
-    0.5 ms after a DuckDB query has cooled the caches).  Anything unusual (a template whose
-    placeholders are not exactly the cut ones, any error) is parsed again from the user's text.
+    0.5 ms after a DuckDB query has cooled the caches).  From a template's second sighting its
+    quoted texts are holes too (:mod:`parzen.aqp.text_templates`), put back into a copy of the
+    tree: queries that differ in their texts share the parse as well.  Anything unusual (a
+    template whose placeholders are not exactly the cut ones, any error) is parsed again from
+    the user's text.
     """
     numbers: list[str] = []
     names: list[str] = []
+    source, texts = sql, None
+    if (found := text_templates.cut(sql)) is not None and text_templates.seen_before(found[0]):
+        source, texts = found
 
     def hole(match: re.Match) -> str:
         if match.group(1):
             return match.group(1)
         if match.group(2):
-            if _NAMED_AFTER.search(sql, 0, match.start()) or sql.startswith(".", match.end()):
+            if _NAMED_AFTER.search(source, 0, match.start()) or source.startswith(".", match.end()):
                 return match.group(2)
             names.append(match.group(2)[1:-1].replace('""', '"'))
             return f":parzen_c{len(names) - 1}"
         numbers.append(match.group(3))
         return f":parzen_{len(numbers) - 1}"
 
-    template = _NUMBERS.sub(hole, sql)
-    if (numbers or names) and (read := _template_tree(template, len(numbers), len(names))) is not None:
+    template = _NUMBERS.sub(hole, source)
+    if (numbers or names or texts) and \
+            (read := _template_tree(template, len(numbers), len(names), len(texts or ()))) is not None:
+        tree = read[0] if texts is None or read[2] is None else text_templates.filled(read[0], read[2], texts)
         try:
-            return _query(read[0], numbers, names, read[1])
+            return _query(tree, numbers, names, read[1])
         except (UnsupportedQuery, ValueError):
             pass  # parsed again below, so that the message quotes the user's text
     # a qualified column is written with a dot: a text without one needs no walk of its tree to look for one
@@ -236,24 +244,33 @@ def parse(sql: str) -> AggregateQuery:
 
 
 @functools.lru_cache(maxsize=256)
-def _template_tree(template: str, count: int, named: int = 0) -> tuple[exp.Expr, bool] | None:
-    """The template's tree (read only) and whether a column of it is qualified (:func:`_joined`'s
-    ``qualified``, found in the same walk of the tree), or None unless its placeholders are the ``count``
-    cut numbers and ``named`` cut names."""
+def _template_tree(template: str, count: int, named: int = 0,
+                   texts: int = 0) -> tuple[exp.Expr, bool, text_templates.Holes | None] | None:
+    """The template's tree (read only; detached, :func:`parzen.aqp.text_templates.detached`, where it has
+    text holes, which are then copied), whether a column of it is qualified (:func:`_joined`'s
+    ``qualified``) and its ``texts`` text holes (None: none), or None unless its placeholders are the
+    ``count`` cut numbers and ``named`` cut names and its holes the ``texts`` cut texts."""
     try:
         statements = _DUCKDB.parse(template)
-    except ParseError:
+    except (ParseError, TokenError):
         return None
     if len(statements) != 1 or statements[0] is None:
         return None
+    tree = statements[0]
     found, qualified = [], False
-    for node in statements[0].walk():  # one walk (30 us on a join of five tables) for both
+    for node in tree.walk():  # one walk (30 us on a join of five tables) for both
         if isinstance(node, exp.Placeholder):
             found.append(node.name)
         elif isinstance(node, exp.Column) and node.table:
             qualified = True
     expected = sorted([f"parzen_{k}" for k in range(count)] + [f"parzen_c{k}" for k in range(named)])
-    return (statements[0], qualified) if sorted(found) == expected else None
+    if sorted(found) != expected:
+        return None
+    if not texts:
+        return tree, qualified, None
+    text_templates.detached(tree)
+    holes = text_templates.holes(tree, texts)
+    return None if holes is None else (tree, qualified, holes)
 
 
 def _statements(sql: str) -> list[exp.Expr | None]:
