@@ -3,15 +3,13 @@ share one sqlglot parse (a dashboard asks TPC-H Q5 for another region, SSB Q2 fo
 
 :func:`cut` makes the template, the text with each quoted text replaced by the hole ``'parzen_t0'``,
 ``'parzen_t1'``, ...; the caller parses the template once (cached), :func:`holes` finds the holes in its
-tree, and :func:`filled` puts a query's texts back into a copy of it (0.05-0.1 ms against the parse's
-0.3-0.5 ms of a TPC-H join).  A template is used from its second sighting (:func:`seen_before`), so a text
-asked once costs no second parse.  Used by :func:`parzen.aqp.sql.parse` and
+tree, and :func:`filled` puts a query's texts back into a copy of it (0.03-0.1 ms against the parse's
+0.2-0.5 ms of a TPC-H join; a text asked once pays that copy beside the parse).  Used by :func:`parzen.aqp.sql.parse` and
 :func:`parzen.aqp.case_aggregates.composite_tree`.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import TypeVar
 
@@ -46,19 +44,6 @@ def cut(sql: str) -> tuple[str, list[str]] | None:
         return None  # adjacent texts ('it''s'), a stray quote, a prefixed text
     texts = parts[1::2]
     return "".join(part + (f"'{HOLE}{k}'" if k < len(texts) else "") for k, part in enumerate(outside)), texts
-
-
-@functools.lru_cache(maxsize=256)
-def _sightings(template: str) -> list[int]:
-    """How often a template was seen (a counter of its own while cached)."""
-    return [0]
-
-
-def seen_before(template: str) -> bool:
-    """Count a sighting of ``template``; whether it was seen before (in this cache's life)."""
-    sightings = _sightings(template)
-    sightings[0] += 1
-    return sightings[0] > 1
 
 
 def detached(tree: exp.Expr) -> bool:
