@@ -145,26 +145,62 @@ def test_text_templates_parse_like_the_text(sql):
 
 
 def test_queries_differing_in_quoted_texts_share_a_parse():
-    """Three texts of one template (TPC-H Q5 asked for three regions): the template is parsed once and filled
-    for each; each reads its own texts."""
+    """Three texts of one template (TPC-H Q5 asked for three regions): the template is parsed once; the first
+    text gets its tree itself, the others a copy; each reads its own texts."""
     from unittest import mock
 
     from parzen.aqp import sql, text_templates
 
     text = ("SELECT n_name, SUM(x) FROM lineitem JOIN nation ON l_nationkey = n_nationkey WHERE r_name = '{}' "
             "AND o_orderdate >= DATE '{}' GROUP BY n_name")
+    filled, itself = text_templates.Template.filled, []
+
+    def spy(template, texts):
+        tree = filled(template, texts)
+        itself.append(tree is template.tree)
+        return tree
+
     sql._template_tree.cache_clear()
     with mock.patch.object(sql._DUCKDB, "parse", wraps=sql._DUCKDB.parse) as parses, \
-            mock.patch.object(text_templates, "filled", wraps=text_templates.filled) as fills:
+            mock.patch.object(text_templates.Template, "filled", spy):
         found = [parse(text.format(region, day)) for region, day in
                  (("ASIA", "1994-01-01"), ("AFRICA", "1995-01-01"), ("EUROPE", "1996-01-01"))]
-    assert (parses.call_count, fills.call_count) == (1, 3)
+    assert parses.call_count == 1 and itself == [True, False, False]
     template = sql._template_tree.cache_info()
     assert (template.misses, template.hits) == (1, 2)
     assert [set(q.members["r_name"]) for q in found] == [{"ASIA"}, {"AFRICA"}, {"EUROPE"}]
     assert [q.ranges["o_orderdate"].low for q in found] == [parse(f"SELECT SUM(x) FROM t WHERE o_orderdate >= DATE '{d}'")
                                                             .ranges["o_orderdate"].low for d in
                                                             ("1994-01-01", "1995-01-01", "1996-01-01")]
+
+
+def test_a_templates_tree_itself_goes_to_one_caller_however_many_ask_at_once():
+    """Threads filling one template at once: exactly one gets the parsed tree itself, and every tree holds its
+    caller's texts."""
+    import threading
+
+    from parzen.aqp import sql, text_templates
+
+    cut = text_templates.cut("SELECT COUNT(*) FROM t WHERE g = 'a' AND h IN ('b', 'c')")
+    assert cut is not None
+    tree = sql._DUCKDB.parse(cut[0])[0]
+    _, _, holes = text_templates.read(tree, 3)
+    assert holes is not None
+    template = text_templates.Template(tree, holes)
+    start, out = threading.Barrier(8), {}
+
+    def fill(k):
+        start.wait()
+        out[k] = template.filled([f"g{k}", f"h{k}", f"i{k}"])
+
+    threads = [threading.Thread(target=fill, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(t is tree for t in out.values()) == 1
+    for k, filled in out.items():
+        assert sorted(node.this for node in filled.find_all(sql.exp.Literal) if node.is_string) == [f"g{k}", f"h{k}", f"i{k}"]
 
 
 def test_ranges_on_one_column_intersect():
