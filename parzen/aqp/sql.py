@@ -209,10 +209,10 @@ def parse(sql: str) -> AggregateQuery:
     after AS, FROM, JOIN or a dot stay), the template's tree is cached, and the numbers and
     names are read back while the tree is converted (a new query text costs 0.15 ms instead of
     0.5 ms after a DuckDB query has cooled the caches).  Its quoted texts are holes too
-    (:mod:`parzen.aqp.text_templates`), put back into a copy of the tree: queries that differ
-    in their texts share the parse as well.  Anything unusual (a
-    template whose placeholders are not exactly the cut ones, any error) is parsed again from
-    the user's text.
+    (:mod:`parzen.aqp.text_templates`), put back into the template's tree for its first text and
+    into a copy of it for each later one: queries that differ in their texts share the parse as
+    well.  Anything unusual (a template whose placeholders are not exactly the cut ones, any
+    error) is parsed again from the user's text.
     """
     numbers: list[str] = []
     names: list[str] = []
