@@ -11,6 +11,7 @@ runs next to files holding :data:`SECRET`, which must never come back.  Add new 
 from __future__ import annotations
 
 import os
+import re
 
 import duckdb
 import numpy as np
@@ -432,6 +433,56 @@ def test_a_composite_attack_stays_refused_when_its_template_is_shared(engine, sq
                 engine.query(text, **options)
             assert SECRET not in str(info.value)
     assert case_aggregates._template.cache_info().hits > 0  # the template's parse was read again
+    assert engine.query("SELECT COUNT(*) AS n FROM t", exact=True)["n"][0] == 50
+
+
+@pytest.mark.parametrize("sql", ATTACKS)
+def test_an_attack_stays_refused_when_its_text_template_is_shared(engine, sql):
+    """Any text, its quoted texts cut out as holes (parzen.aqp.text_templates): the attack asked twice, and a
+    variant with other quoted texts after it (the template's tree copied and filled), is refused each time by
+    both paths, with no secret in the message."""
+    variant = re.sub(r"'([^']*)'", lambda m: f"'{m.group(1)}x'", sql)
+    for text in (sql, sql, variant, variant):
+        for options in ({}, {"exact": True}):
+            with pytest.raises(ValueError) as info:
+                engine.query(text, **options)
+            assert SECRET not in str(info.value)
+
+
+#: A plain query whose one quoted text is a hole of its template: benign values, then hostile ones (SQL, file
+#: names, a table function's text) that share the benign text's template and must stay values.
+_TEXT_HOLE_SHAPES = [
+    "SELECT COUNT(*) AS n FROM t WHERE CAST(a AS VARCHAR) = '{}'",
+    "SELECT COUNT(*) AS n FROM t WHERE CAST(a AS VARCHAR) IN ('{}', '49')",
+    "SELECT COUNT(*) AS n FROM t WHERE CAST(a AS VARCHAR) LIKE '{}' AND a < 40",
+]
+_TEXT_HOLE_VALUES = ["3", "s.csv", "read_text(s.csv)", "1 OR 1=1", ") UNION ALL SELECT * FROM read_csv(s.csv",
+                     "secret.parquet; DROP TABLE t", "%"]
+
+
+@pytest.mark.parametrize("shape", _TEXT_HOLE_SHAPES)
+def test_hostile_texts_in_a_shared_template_are_values(engine, shape):
+    """Each value fills the shape's shared template: the query parses as its own text does, and every answer
+    (exact, or refused with no secret) counts the rows whose text equals / matches the value, as DuckDB
+    counts them on a connection of its own; no table is dropped."""
+    from parzen.aqp import sql as aqp_sql
+
+    reference = duckdb.connect()  # t as _make_database makes it, in a database of its own
+    reference.execute("CREATE TABLE t AS SELECT range::INTEGER AS a, range * 0.5 AS b FROM range(50)")
+    for value in _TEXT_HOLE_VALUES:
+        text = shape.format(value)
+        try:
+            as_written = aqp_sql._query(aqp_sql._tree(text), [])
+        except ValueError:
+            as_written = None
+        if as_written is not None:
+            assert aqp_sql.parse(text) == as_written
+        try:
+            exact = engine.query(text, exact=True)["n"][0]
+        except ValueError as err:
+            assert SECRET not in str(err)
+            continue
+        assert exact == reference.execute(text).fetchone()[0]
     assert engine.query("SELECT COUNT(*) AS n FROM t", exact=True)["n"][0] == 50
 
 
