@@ -234,7 +234,7 @@ def parse(sql: str) -> AggregateQuery:
     template = _NUMBERS.sub(hole, source)
     if (numbers or names or texts) and \
             (read := _template_tree(template, len(numbers), len(names), len(texts or ()))) is not None:
-        tree = read[0] if texts is None or read[2] is None else read[2].filled(texts)
+        tree = read[0] if read[2] is None else read[2].filled(texts or [])  # a Template only where texts were cut
         try:
             return _query(tree, numbers, names, read[1])
         except (UnsupportedQuery, ValueError):
