@@ -915,3 +915,27 @@ def test_an_interval_about_the_value_itself_is_fmin_and_fmax_of_the_value():
     with np.errstate(invalid="ignore", over="ignore"):
         assert (value - half).tobytes() == (np.fmin(value, value) - half).tobytes()
         assert (value + half).tobytes() == (np.fmax(value, value) + half).tobytes()
+
+
+@pytest.mark.parametrize("text", [
+    "p IN ('a', 'b', 'c')", "g = 'k' OR g = 'm'", "NOT (a > 1 AND b <= 2)", "a BETWEEN 1 AND 2", "s LIKE 'PROMO%'",
+    "s NOT LIKE 'x%'", "s ILIKE '%y'", "a <> -3.5", "g NOT IN ('a')", "a IS NULL", "SUM(x * (1 - d))",
+    "COUNT(*)", "COUNT(v)", "SUM(x / y)", "SUM(CAST(a AS DOUBLE))", "a IN (SELECT b FROM u)", "d >= DATE '1994-01-01'",
+    "upper(s) = 'A'", "SUM(x) / SUM(y)", "a + b * c - d", "TRUE AND NULL IS NULL",
+])
+def test_generated_text_is_sqlglots_and_leaves_the_tree_unchanged(text):
+    """The texts of CASE conditions and leaves (:func:`parzen.aqp.sql.generated`): as sqlglot generates them,
+    with the copy skipped for trees of read-only nodes, and the query's tree unchanged either way."""
+    from sqlglot import exp, parse_one
+
+    from parzen.aqp.sql import generated
+
+    tree = parse_one(f"SELECT {text} FROM t", read="duckdb")
+    before = tree.copy()
+    node = tree.expressions[0]
+    assert generated(node) == node.sql(dialect="duckdb")
+    assert tree == before and tree.sql(dialect="duckdb") == before.sql(dialect="duckdb")
+    assert node.parent is tree  # still in its tree
+    unowned = exp.Sum()  # a leaf's aggregate: a node over the tree's nodes that does not adopt them
+    unowned.args["this"] = node
+    assert generated(unowned) == f"SUM({node.sql(dialect='duckdb')})" and node.parent is tree and tree == before

@@ -49,7 +49,17 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from . import text_templates
-from .sql import _DUCKDB, AggregateQuery, SharedClauses, UnsupportedQuery, _query, _select, narrowed, shared_clauses
+from .sql import (
+    _DUCKDB,
+    AggregateQuery,
+    SharedClauses,
+    UnsupportedQuery,
+    _query,
+    _select,
+    generated,
+    narrowed,
+    shared_clauses,
+)
 
 #: Most WHEN branches of one CASE (the ELSE branch expands to 2^m conjunctions).
 MAX_WHENS = 3
@@ -440,7 +450,7 @@ class _Translator:
             _refuse_nesting(ifs, default, call)
         conditions = []
         for branch in ifs:
-            text = _DUCKDB.generate(branch.this)  # node.sql(dialect="duckdb"), without looking the dialect up
+            text = generated(branch.this)
             self.conditions.setdefault(text, branch.this)
             conditions.append(text)
         taken = [(k, branch.args["true"]) for k, branch in enumerate(ifs)]
@@ -457,7 +467,7 @@ class _Translator:
         argument = aggregate.this
         text = _COUNT_STAR if isinstance(argument, exp.Star) else self.texts.get((type(aggregate), id(argument)))
         if text is None:
-            text = self.texts[type(aggregate), id(argument)] = _DUCKDB.generate(aggregate)
+            text = self.texts[type(aggregate), id(argument)] = generated(aggregate)
         key = Leaf(text, conditions)
         index = self.leaves.setdefault(key, len(self.leaves))
         if index == len(self.aggregates):

@@ -47,6 +47,14 @@ from .string_predicates import POINTS, ValuesWhere, collapse_equalities, text_te
 #: One DuckDB dialect for every parse: ``sqlglot.parse(read="duckdb")`` looks the dialect up by
 #: name on every call (a third of a parse's time with the compiled parser, ``sqlglot[c]``).
 _DUCKDB = DuckDB()
+#: Node types whose DuckDB text sqlglot's generator makes by reading the node alone (:func:`generated`); its
+#: methods of some others change the tree in place (a division's operands may be wrapped in a cast, say).
+_READ_ONLY_IN_GENERATION = frozenset({
+    exp.Column, exp.Identifier, exp.Literal, exp.Star, exp.Null, exp.Boolean, exp.Paren, exp.Neg, exp.Not, exp.And,
+    exp.Or, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Like, exp.ILike, exp.Between, exp.Add,
+    exp.Sub, exp.Mul, exp.Sum, exp.Count})
+#: The arguments of an IN of a list of values (not IN (SELECT ...), IN UNNEST(...)).
+_IN_VALUES = frozenset({"this", "expressions"})
 #: Output column names DuckDB gives unaliased aggregates (kept so answers look alike).
 _DEFAULT_NAME = {"count": "count({})", "sum": "sum({})", "avg": "avg({})"}
 _AGGREGATES: dict[type[exp.Expr], str] = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg"}
@@ -945,6 +953,29 @@ def _add_predicate(node: exp.Expr, ranges: dict[str, Range], members: dict[str, 
 
 def _text(node: exp.Expr) -> str:
     return node.sql(dialect="duckdb")
+
+
+def generated(node: exp.Expr) -> str:
+    """DuckDB's text of ``node``, a node of a query's tree that stays unchanged: ``node.sql(dialect="duckdb")``.
+
+    sqlglot's generator copies a tree before it generates it, since some of its methods change the tree;
+    a tree of :data:`_READ_ONLY_IN_GENERATION` nodes alone (columns, literals, comparisons, IN lists of
+    values, LIKE, BETWEEN, AND / OR / NOT, +, -, *, SUM, COUNT) is generated without the copy (a CASE
+    condition of 30 texts: 0.02 ms instead of 0.1 ms).  Any other is copied first, as sqlglot does.
+
+    Parameters
+    ----------
+    node : sqlglot.exp.Expr
+        A node of a parsed tree (its parent may hold it or not).
+
+    Returns
+    -------
+    str
+    """
+    for n in node.walk():
+        if type(n) not in _READ_ONLY_IN_GENERATION or (type(n) is exp.In and not n.args.keys() <= _IN_VALUES):
+            return _DUCKDB.generate(node)
+    return _DUCKDB.generate(node, copy=False)
 
 
 def _sides(node, names=(), with_flip=False):
