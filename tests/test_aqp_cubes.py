@@ -208,6 +208,34 @@ def test_case_aggregates_and_ratios_from_the_tables_equal_duckdbs(listed, sql):
         assert np.all((low[finite] <= want[finite]) & (want[finite] <= high[finite]))
 
 
+@pytest.mark.parametrize("sql", CASE_EXACT)
+def test_the_contracts_case_answer_from_the_tables_is_checked_on_its_arrays_without_intervals(listed, sql, monkeypatch):
+    """As the plain queries' test above, for CASE / ratio queries (:func:`parzen.aqp.ratios.exact` with
+    ``drop_intervals``): the answer to ``max_rel_error`` without ``with_error`` is made without intervals, equal
+    to the answer with intervals less them, its relative half width the one read off that frame."""
+    from parzen.aqp import contract, ratios
+
+    approx = listed.query(sql, with_error=True)
+    names = contract.interval_names(approx)
+    worst = contract.relative_half_width(approx, names)
+    made = []
+    exact = ratios.exact
+    monkeypatch.setattr(ratios, "exact", lambda *a, **k: made.append(a[-1] if len(a) > 6 else k.get("drop_intervals"))
+                        or exact(*a, **k))
+    bounded = listed.query(sql, max_rel_error=0.05)
+    assert made == [True]  # the tables' answer, made without its intervals
+    assert bounded.attrs["relative_half_width"] == worst
+    if worst <= 0.05:
+        assert bounded.attrs["form"] == FORM
+        pd.testing.assert_frame_equal(bounded, contract.without_intervals(approx, names), check_exact=True)
+    else:  # a NULL value: nothing bounds its error, DuckDB answers
+        assert bounded.attrs["form"] == "exact"
+    with_intervals = listed.query(sql, max_rel_error=0.05, with_error=True)
+    assert made == [True, False]
+    if worst <= 0.05:
+        pd.testing.assert_frame_equal(with_intervals, approx, check_exact=True)
+
+
 def test_the_sub_queries_sharing_their_cells_total_as_each_alone(listed, monkeypatch):
     """answer_each's sub-queries read the masks and passing cells they share once: every total is the same
     float64 array as the sub-query's own totals made alone (the same cells in the same order)."""

@@ -825,7 +825,7 @@ class Engine:
                 raise ValueError("method='regression' gives no intervals; with_error=True needs method='density'")
             result, form = self._regression(self._resolved(parse(sql))), "regression"
         elif (composite := _composite_of(sql)) is not None:  # CASE in aggregates, ratios (parzen.aqp.ratios)
-            result, form = self._composite(composite, with_error, z_value(confidence))
+            result, form = self._composite(composite, with_error, z_value(confidence), drop_intervals)
         else:
             result, form = self._approximate(self._resolved(parse(sql)), with_error, z_value(confidence), drop_intervals)
         result.attrs["seconds"] = time.perf_counter() - started
@@ -959,12 +959,14 @@ class Engine:
         keys = list(query.group_by) if binned is None else [binned.label]
         return [a.name for a in query.aggregates], keys, lambda: self._exact_of(query, binned)
 
-    def _composite(self, composite: case_aggregates.Composite, with_error: bool, z: float) -> tuple[pd.DataFrame, str]:
+    def _composite(self, composite: case_aggregates.Composite, with_error: bool, z: float,
+                   drop_intervals: bool = False) -> tuple[pd.DataFrame, str]:
         """A query with CASE inside aggregates or arithmetic of aggregates: its generated sub-queries
         answered exactly from the exact aggregate tables when they give every one
-        (:func:`parzen.aqp.ratios.exact`), else by the engine's forms and combined by
-        :func:`parzen.aqp.ratios.approximate`, widened by the bias estimate of the whole expression
-        (:mod:`parzen.aqp.contract`)."""
+        (:func:`parzen.aqp.ratios.exact`; with ``drop_intervals`` and ``with_error``, without its intervals and
+        with their largest relative half width in ``df.attrs["relative_half_width"]``, as :meth:`_answer`), else
+        by the engine's forms and combined by :func:`parzen.aqp.ratios.approximate`, widened by the bias
+        estimate of the whole expression (:mod:`parzen.aqp.contract`)."""
         subqueries = [self._resolved(q) for q, _ in composite.subqueries]
         synopsis = self._answering(subqueries[0].table)
         for q in subqueries:
@@ -973,7 +975,8 @@ class Engine:
                 q.compared or domains.needed(q, synopsis) or not answers.answered_exactly(q, synopsis)
                 for q in subqueries) and \
                 (found := cube_answers.answer_each(subqueries, synopsis.cube, synopsis.categories)) is not None:
-            return ratios.exact(composite, *found, synopsis.row_count, with_error, synopsis.cube), cube_answers.FORM
+            return ratios.exact(composite, *found, synopsis.row_count, with_error, synopsis.cube,
+                                drop_intervals), cube_answers.FORM
         layout = self._layouts[synopsis.table]
         smoothed = with_error and any(contract.reads_bandwidths(q, synopsis) for q in subqueries)  # else no bias
         passes = subquery_passes.SubqueryPasses(synopsis, layout, smoothed)  # the bias runs share the answer's passes

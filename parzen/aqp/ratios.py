@@ -64,7 +64,7 @@ from .aggregates import sample_terms
 from .answers import Row, _column_index
 from .case_aggregates import LEAF, ROWS, Composite, Expression
 from .column_frames import frame_of
-from .contract import rounding_bound
+from .contract import RELATIVE_HALF_WIDTH, relative_half_width_of, rounding_bound
 from .cube_answers import Totals
 from .cube_answers import _column_index as _table_labels
 from .cubes import Cube
@@ -173,7 +173,7 @@ def _approximate(composite: Composite, subqueries: Sequence[AggregateQuery], syn
 
 
 def exact(composite: Composite, groups: Sequence[Sequence], totals: Sequence[Totals], rows: int,
-          with_error: bool, cube: Cube) -> pd.DataFrame:
+          with_error: bool, cube: Cube, drop_intervals: bool = False) -> pd.DataFrame:
     """The answer to a :class:`~parzen.aqp.case_aggregates.Composite` query from exact answers to its
     sub-queries (the exact aggregate tables', :func:`parzen.aqp.cube_answers.answer_each`): g(L) per group.
 
@@ -206,6 +206,10 @@ def exact(composite: Composite, groups: Sequence[Sequence], totals: Sequence[Tot
     cube : Cube
         The exact aggregate tables that gave the totals (they keep the answers' column labels,
         :func:`parzen.aqp.cube_answers._column_index`).
+    drop_intervals : bool
+        With ``with_error``: the frame without ``<name> low`` / ``<name> high``, and the intervals' largest
+        half width / |value| in ``attrs["relative_half_width"]`` (the error contract's check,
+        :func:`parzen.aqp.contract.relative_half_width_of`, on the arrays: no frame of intervals is made).
 
     Returns
     -------
@@ -228,7 +232,12 @@ def exact(composite: Composite, groups: Sequence[Sequence], totals: Sequence[Tot
             half = sum((np.where(leaf_bounds[k] > 0.0, np.abs(d) * leaf_bounds[k], 0.0) for k, d in gradient.items()),
                        rounding_bound(value, _operations(output.expression)))
         low[output.name], high[output.name] = value - half, value + half
-    return _exact_frame(composite, groups, size, values, low, high, cube)
+    if low is None or high is None or not drop_intervals:
+        return _exact_frame(composite, groups, size, values, low, high, cube)
+    frame = _exact_frame(composite, groups, size, values, None, None, cube)
+    frame.attrs[RELATIVE_HALF_WIDTH] = relative_half_width_of(
+        [a for name in values for a in (values[name], low[name], high[name])], size)
+    return frame
 
 
 def _exact_leaves(composite: Composite, totals: Sequence[Totals]) -> dict[int, np.ndarray]:
