@@ -146,12 +146,12 @@ def test_the_tables_answer_has_the_dtypes_and_intervals_of_a_frame_of_its_values
         np.testing.assert_array_equal(approx[f"{name} high"].to_numpy(), value + rounding_bound(value, rows))
 
 
-@pytest.mark.parametrize("sql", EXACT)
-def test_the_contracts_answer_from_the_tables_is_checked_on_its_arrays_without_intervals(listed, sql):
-    """With ``max_rel_error`` and no ``with_error``, the tables' answer is made without its intervals, and
-    its relative half width read off the arrays is the one the frame with intervals has: the answer, its
-    attrs and the check are those of the frame with intervals, which is then dropped."""
-    from parzen.aqp import contract, cube_answers
+def _bounded_as_with_intervals(listed, sql: str) -> tuple[pd.DataFrame, list[str], float]:
+    """Check ``query(sql, max_rel_error=0.05)`` against ``query(sql, with_error=True)``: its relative half width is
+    the one read off the frame with intervals, and it is that frame less its intervals (from the tables) or, where
+    the bound is not met (a NULL value: nothing bounds its error), DuckDB's.  The frame with intervals, its
+    aggregates' names and that width."""
+    from parzen.aqp import contract
 
     approx = listed.query(sql, with_error=True)
     names = contract.interval_names(approx)
@@ -161,8 +161,19 @@ def test_the_contracts_answer_from_the_tables_is_checked_on_its_arrays_without_i
     if worst <= 0.05:
         assert bounded.attrs["form"] == FORM
         pd.testing.assert_frame_equal(bounded, contract.without_intervals(approx, names), check_exact=True)
-    else:  # a NULL sum: nothing bounds its error, DuckDB answers
+    else:
         assert bounded.attrs["form"] == "exact"
+    return approx, names, worst
+
+
+@pytest.mark.parametrize("sql", EXACT)
+def test_the_contracts_answer_from_the_tables_is_checked_on_its_arrays_without_intervals(listed, sql):
+    """With ``max_rel_error`` and no ``with_error``, the tables' answer is made without its intervals, and
+    its relative half width read off the arrays is the one the frame with intervals has: the answer, its
+    attrs and the check are those of the frame with intervals, which is then dropped."""
+    from parzen.aqp import contract, cube_answers
+
+    approx, names, worst = _bounded_as_with_intervals(listed, sql)
     query = listed._resolved(parse(sql))
     synopsis = listed.synopsis("lineorder")
     dropped = cube_answers.answer(query, synopsis.cube, synopsis.categories, True, synopsis.row_count,
@@ -213,25 +224,16 @@ def test_the_contracts_case_answer_from_the_tables_is_checked_on_its_arrays_with
     """As the plain queries' test above, for CASE / ratio queries (:func:`parzen.aqp.ratios.exact` with
     ``drop_intervals``): the answer to ``max_rel_error`` without ``with_error`` is made without intervals, equal
     to the answer with intervals less them, its relative half width the one read off that frame."""
-    from parzen.aqp import contract, ratios
+    from parzen.aqp import ratios
 
-    approx = listed.query(sql, with_error=True)
-    names = contract.interval_names(approx)
-    worst = contract.relative_half_width(approx, names)
-    made = []
+    made: list = []
     exact = ratios.exact
     monkeypatch.setattr(ratios, "exact", lambda *a, **k: made.append(a[-1] if len(a) > 6 else k.get("drop_intervals"))
                         or exact(*a, **k))
-    bounded = listed.query(sql, max_rel_error=0.05)
-    assert made == [True]  # the tables' answer, made without its intervals
-    assert bounded.attrs["relative_half_width"] == worst
-    if worst <= 0.05:
-        assert bounded.attrs["form"] == FORM
-        pd.testing.assert_frame_equal(bounded, contract.without_intervals(approx, names), check_exact=True)
-    else:  # a NULL value: nothing bounds its error, DuckDB answers
-        assert bounded.attrs["form"] == "exact"
+    approx, _, worst = _bounded_as_with_intervals(listed, sql)
+    assert made == [False, True]  # with intervals, then the bounded answer made without them
     with_intervals = listed.query(sql, max_rel_error=0.05, with_error=True)
-    assert made == [True, False]
+    assert made == [False, True, False]
     if worst <= 0.05:
         pd.testing.assert_frame_equal(with_intervals, approx, check_exact=True)
 
