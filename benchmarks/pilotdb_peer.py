@@ -9,6 +9,7 @@ query with ``pilotdb.run(conn, sql, error=e, probability=p)`` and writes one JSO
 
 Set up its environment (beside parzen's, never inside the project)::
 
+    apt-get install -y unixodbc                # pyodbc, which PilotDB imports, loads libodbc.so.2
     git clone https://github.com/uiuc-kang-lab/PilotDB
     python -m venv /tmp/pilotdb-venv
     /tmp/pilotdb-venv/bin/pip install duckdb==<parzen's duckdb> sqlglot==26.30.0 numpy pandas scipy pyyaml \
