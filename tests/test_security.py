@@ -138,6 +138,14 @@ ATTACKS = [
     ("SELECT SUM(CASE WHEN CAST(a AS VARCHAR) LIKE 'k%' THEN b ELSE 0 END) / SUM(b) FROM t "
      "WHERE b < (SELECT length(content) FROM read_text('s.csv'))"),
     "SELECT SUM(CASE WHEN a = 'k' THEN b ELSE 0 END) FROM t, 'secret.parquet' AS 's.csv'",
+    # CASE conditions and leaves whose text is generated without a copy where every node is a plain one
+    # (sql.generated): a file read hidden beside such nodes, under AND / OR, in THEN or in a summed product
+    "SELECT SUM(CASE WHEN a > 1 AND a IN (SELECT 1 FROM read_text('s.csv')) THEN b ELSE 0 END) FROM t",
+    "SELECT SUM(CASE WHEN a = 'k' OR a = (SELECT content FROM read_text('s.csv')) THEN 1 ELSE 0 END) FROM t",
+    "SELECT SUM(CASE WHEN a > 1 THEN (SELECT 1 FROM read_csv('s.csv')) ELSE 0 END) / SUM(b) FROM t",
+    "SELECT SUM(b * (SELECT 1 FROM 's.csv')) / SUM(b) FROM t",
+    "SELECT COUNT(CASE WHEN a BETWEEN 1 AND (SELECT 2 FROM 's.csv') THEN b END) FROM t",
+    "SELECT SUM(CASE WHEN a LIKE (SELECT content FROM read_text('s.csv')) THEN b ELSE 0 END) / COUNT(*) FROM t",
     # joins whose other side is a file or a table function (the approximate path loads the synopses of a
     # join's tables to choose the one that answers, and checks it before it answers: Engine._answering_name)
     "SELECT COUNT(*) FROM t JOIN 's.csv' ON a = z",
