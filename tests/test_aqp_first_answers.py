@@ -6,6 +6,7 @@ template's tree as it was; a stratum key's IN / = test by set look-ups is ``_sam
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import itertools
 
@@ -96,3 +97,32 @@ def _placeholders():
 def test_an_or_that_stays_takes_the_boxes_path():
     query = sql.parse("SELECT SUM(x) FROM t WHERE (a = 1 OR b = 2) AND c = 3")
     assert len(query.boxes) == 2
+
+
+REPLACED_FROM = [
+    "SELECT g, COUNT(*), SUM(x) FROM t WHERE a BETWEEN 1 AND 5 AND b IN ('p', 'q') GROUP BY g",
+    "SELECT SUM(x * y) FROM t, u WHERE tk = uk AND c < d AND (a = 1 OR b > 2)",
+]
+
+
+@pytest.mark.parametrize("text", REPLACED_FROM)
+@pytest.mark.parametrize("changes", [
+    {}, {"table": "v"}, {"ranges": {}, "members": {}}, {"compared": ()}, {"joined": ("w",), "group_by": ()},
+    {"select": ("g",)},
+])
+def test_replaced_is_dataclasses_replace(text, changes):
+    """``AggregateQuery.replaced`` makes the query ``dataclasses.replace`` makes, with its cached properties made
+    anew from the new fields (read once on the old query first, so that a copied cache would show)."""
+    query = sql.parse(text)
+    assert query.aggregates is query.aggregates  # cached on the old query
+    made, expected = query.replaced(**changes), dataclasses.replace(query, **changes)
+    assert made == expected and made is not query and type(made) is sql.AggregateQuery
+    assert made.aggregates == expected.aggregates and made.columns == expected.columns
+    assert vars(made).keys() - {"aggregates"} == {f.name for f in dataclasses.fields(sql.AggregateQuery)}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.table = "x"  # type: ignore[misc]
+
+
+def test_replaced_refuses_a_name_that_is_no_field():
+    with pytest.raises(TypeError, match="no field 'tables'"):
+        sql.parse("SELECT COUNT(*) FROM t").replaced(tables=("u",))

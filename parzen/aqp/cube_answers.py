@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -315,7 +315,7 @@ def _by_months(query: AggregateQuery, cube: Cube, masks: dict | None = None) -> 
     and so does one on the days (they determine the months).  ``masks``: as :func:`_totals`' (the
     month dimension's mask is the one :func:`_filters` reads next)."""
     ranges = _month_ranges(query, cube, {} if masks is None else masks)
-    return query if ranges is query.ranges else replace(query, ranges=ranges)
+    return query if ranges is query.ranges else query.replaced(ranges=ranges)
 
 
 def _month_ranges(query: AggregateQuery, cube: Cube, masks: dict) -> dict[str, Range]:
@@ -364,15 +364,18 @@ def _dimensions_usable(query: AggregateQuery, cube: Cube) -> bool:
     dates = {c for c, d in cube.dimensions.items() if d.temporal}
     if not dates:
         return True
+    return not any(_numbers_read(a) & dates for a in query.aggregates)
 
-    def numbers_read(a: Aggregate) -> set[str]:
-        if a.func == "combination":
-            return set().union(*(numbers_read(part) for _, part in a.parts))
-        if a.polynomial:
-            return {c for _, columns in a.polynomial for c in columns}
-        return set() if a.func == "count" or a.column is None else {a.column}
 
-    return not any(numbers_read(a) & dates for a in query.aggregates)
+def _numbers_read(a: Aggregate) -> set[str]:
+    """The columns whose values aggregate ``a`` reads as numbers (sums, averages, products; not COUNT's).
+    A function of the module, not a closure: a recursive closure is a reference cycle, which only the
+    garbage collector frees (one per answer from the tables)."""
+    if a.func == "combination":
+        return set().union(*(_numbers_read(part) for _, part in a.parts))
+    if a.polynomial:
+        return {c for _, columns in a.polynomial for c in columns}
+    return set() if a.func == "count" or a.column is None else {a.column}
 
 
 def _passing(cube: Cube, table: CubeTable, allowed: dict[str, np.ndarray], masks: dict) -> np.ndarray:

@@ -1021,7 +1021,7 @@ class Engine:
         if query.columns <= has:  # names as stored: only the FROM table may differ (FROM orders, lineitem)
             if table == query.table:
                 return query
-            return replace(query, table=table, joined=tuple(t for t in (query.table, *query.joined)
+            return query.replaced(table=table, joined=tuple(t for t in (query.table, *query.joined)
                                                             if t.casefold() != table.casefold()))
 
         def stored(name: str) -> str:

@@ -22,7 +22,7 @@ build refuses, saying how many rows of which key).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 #: ``Engine.build(joins=DECLARED)``: the database's declared FOREIGN KEY constraints.
 DECLARED = "declared"
@@ -433,8 +433,8 @@ def inner_rows(query, synopsis):
         return out
 
     if query.boxes:
-        return replace(query, boxes=tuple((ranges, narrowed(members)) for ranges, members in query.boxes))
-    return replace(query, members=narrowed(query.members))
+        return query.replaced(boxes=tuple((ranges, narrowed(members)) for ranges, members in query.boxes))
+    return query.replaced(members=narrowed(query.members))
 
 
 def ensure_view(con, fact: str, joins: list[dict]) -> str:

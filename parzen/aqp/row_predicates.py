@@ -27,7 +27,7 @@ synopsis's foreign keys (:func:`separate_filters`): the others are such row pred
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from sqlglot import exp
@@ -159,7 +159,7 @@ def separate_filters(query, synopsis):
             kept.clear()
         found = kept[query.join_on] = (synopsis.joins, *_separation(query.join_on, synopsis.joins))
     _, join_on, compared = found
-    return replace(query, join_on=join_on, compared=tuple(dict.fromkeys([*query.compared, *compared])))
+    return query.replaced(join_on=join_on, compared=tuple(dict.fromkeys([*query.compared, *compared])))
 
 
 #: The join conditions whose separation a synopsis keeps (:func:`separate_filters`), the last ones.

@@ -34,7 +34,7 @@ import functools
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
@@ -185,6 +185,34 @@ class AggregateQuery:
     #: reach comparisons of two columns, :mod:`parzen.aqp.row_predicates`); () when no box has any.
     box_compared: tuple[tuple[ColumnComparison, ...], ...] = ()
 
+    def replaced(self, **changes) -> AggregateQuery:
+        """:func:`dataclasses.replace` of the query: its fields with ``changes``, its cached properties made
+        anew.  Without ``replace``'s look-up of the fields and keyword call of ``__init__`` on each call
+        (1 us instead of 4; an answer's path makes a query anew 5-10 times).
+
+        Parameters
+        ----------
+        **changes
+            New values of fields, by name.
+
+        Returns
+        -------
+        AggregateQuery
+
+        Raises
+        ------
+        TypeError
+            A name that is no field.
+        """
+        unknown = changes.keys() - _QUERY_FIELDS
+        if unknown:
+            raise TypeError(f"AggregateQuery has no field {min(unknown)!r}")
+        query = object.__new__(AggregateQuery)
+        made, kept = query.__dict__, self.__dict__
+        for name in _QUERY_FIELDS:
+            made[name] = changes[name] if name in changes else kept[name]
+        return query
+
     @functools.cached_property
     def aggregates(self) -> tuple[Aggregate, ...]:
         """The aggregates of ``select``, in order (made once: a query does not change)."""
@@ -199,6 +227,9 @@ class AggregateQuery:
                  for c in (comparison.left, comparison.right)}
         return used | {c for a in self.aggregates for c in a.inputs}
 
+
+#: The names of :class:`AggregateQuery`'s fields, in order (:meth:`AggregateQuery.replaced`).
+_QUERY_FIELDS = tuple(f.name for f in fields(AggregateQuery))
 
 #: Number literals and quoted identifiers outside quoted text: text (group 1) is matched first and
 #: kept, quoted identifiers are group 2, numbers group 3.

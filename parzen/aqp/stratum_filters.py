@@ -16,8 +16,6 @@ not an approximation.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from .categories import Categories
@@ -99,7 +97,7 @@ def to_strata(query: AggregateQuery, synopsis: Synopsis) -> AggregateQuery:
     members = {c: v for c, v in query.members.items() if c not in filtered}
     members[stratum_column] = frozenset(v for v, kept in zip(values, admitted) if kept)
     ranges = {c: r for c, r in query.ranges.items() if c not in filtered}
-    return replace(query, members=members, ranges=ranges)
+    return query.replaced(members=members, ranges=ranges)
 
 
 def _stratum_codes(synopsis: Synopsis, categories: Categories, column: str) -> np.ndarray | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Self
 
 from sqlglot import exp
@@ -388,9 +388,9 @@ def resolve_query(query, synopsis):
             resolved.append(b)
             compared.append(box_pairs)
     if len(resolved) == 1:
-        return replace(query, ranges=resolved[0][0], members=resolved[0][1], boxes=(), box_compared=(),
+        return query.replaced(ranges=resolved[0][0], members=resolved[0][1], boxes=(), box_compared=(),
                        compared=query.compared + compared[0])
     if len(resolved) > MAX_BOXES:
         raise UnsupportedQuery(f"a WHERE whose OR / NOT expand to {len(resolved)} boxes (at most {MAX_BOXES})")
-    return replace(query, ranges={}, members={}, boxes=tuple(resolved),
+    return query.replaced(ranges={}, members={}, boxes=tuple(resolved),
                    box_compared=tuple(compared) if any(compared) else ())
