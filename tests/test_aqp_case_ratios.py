@@ -356,6 +356,30 @@ def test_a_case_query_is_split_once_per_text(engine):
     pd.testing.assert_frame_equal(first, again)
 
 
+@pytest.mark.parametrize("sql, composite", [
+    ("SELECT SUM(showcase) FROM t WHERE case_id > 3", False),  # the letters only inside names: no CASE
+    ("SELECT SUM(x) FROM t WHERE g = 'lowercase'", False),
+    ("SELECT SUM(CASE WHEN x > 1 THEN w ELSE 0 END) FROM t", True),
+    ("select sum(case when x > 1 then w else 0 end) from t", True),
+    ("SELECT SUM(CASE(x > 1) WHEN TRUE THEN w END) FROM t", True),  # read for a CASE, refused by the split
+])
+def test_only_a_text_with_the_word_case_is_parsed_for_a_case_first(sql, composite):
+    """A name or text that holds the letters "case" (``showcase``, ``case_id``) is not parsed as a possible CASE
+    query before its plain parse (a second parse of the text); the word CASE, in any case, is."""
+    from unittest import mock
+
+    from parzen.aqp import case_aggregates
+    from parzen.aqp import engine as engine_module
+
+    engine_module._composite_of.cache_clear()
+    with mock.patch.object(case_aggregates, "composite_tree", wraps=case_aggregates.composite_tree) as parses:
+        try:
+            engine_module._composite_of(sql)
+        except UnsupportedQuery:
+            assert composite
+    assert parses.call_count == int(composite)
+
+
 def _modes():
     """g: a, b, c; mode: TRUCK only in group b (so SUM(CASE WHEN mode = 'TRUCK' ...) is NULL in a and c)."""
     con = duckdb.connect(":memory:")

@@ -14,6 +14,7 @@ import functools
 import gc
 import math
 import os
+import re
 import threading
 import time
 import warnings
@@ -1274,15 +1275,20 @@ def _check_cube_bytes(cube_bytes) -> None:
                          f"{cube_bytes!r}")
 
 
+#: The word CASE, in any case (:func:`_composite_of`).
+_CASE_WORD = re.compile(r"\bcase\b", re.IGNORECASE)
+
+
 @functools.lru_cache(maxsize=256)
 def _composite_of(sql: str) -> case_aggregates.Composite | None:
     """The split of ``sql`` when the plain subset refuses it and its SELECT list has CASE inside
     aggregates or arithmetic of aggregates (:func:`parzen.aqp.case_aggregates.split`), else None
     (the plain subset answers it, or ``parse`` raises again with its reason).  Kept per text, as
     :func:`parzen.aqp.sql.parse` keeps its parses (a split is immutable and depends on the text only).
-    A text with CASE is parsed once and the plain subset's verdict read from that tree
-    (:func:`parzen.aqp.case_aggregates.split_refused`); any other goes through ``parse`` first."""
-    if "case" in sql.casefold() and (tree := case_aggregates.composite_tree(sql)) is not None:
+    A text with the word CASE is parsed once and the plain subset's verdict read from that tree
+    (:func:`parzen.aqp.case_aggregates.split_refused`); any other goes through ``parse`` first (a name
+    that only holds the letters, ``showcase`` or ``case_id``, is not parsed for a CASE first)."""
+    if _CASE_WORD.search(sql) is not None and (tree := case_aggregates.composite_tree(sql)) is not None:
         return case_aggregates.split_refused(tree)
     try:
         parse(sql)
