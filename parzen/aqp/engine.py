@@ -1023,7 +1023,7 @@ class Engine:
             if table == query.table:
                 return query
             return query.replaced(table=table, joined=tuple(t for t in (query.table, *query.joined)
-                                                            if t.casefold() != table.casefold()))
+                                                           if t.casefold() != table.casefold()))
 
         def stored(name: str) -> str:
             return name if name in has else folded.get(name.casefold(), name)
