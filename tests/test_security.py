@@ -146,6 +146,15 @@ ATTACKS = [
     "SELECT SUM(b * (SELECT 1 FROM 's.csv')) / SUM(b) FROM t",
     "SELECT COUNT(CASE WHEN a BETWEEN 1 AND (SELECT 2 FROM 's.csv') THEN b END) FROM t",
     "SELECT SUM(CASE WHEN a LIKE (SELECT content FROM read_text('s.csv')) THEN b ELSE 0 END) / COUNT(*) FROM t",
+    # the word CASE routes a text to the CASE / ratio split first (engine._composite_of); the letters inside a name,
+    # a quoted text or an alias do not: such texts go to the plain parse first, and must be refused there too
+    "SELECT SUM(a) / SUM(b) AS showcase FROM t, read_text('s.csv')",
+    "SELECT SUM(a) AS case_id FROM t WHERE CAST(a AS VARCHAR) = 'lowercase' OR a = (SELECT 1 FROM 's.csv')",
+    "SELECT SUM(a) / SUM(b) FROM read_csv('s.csv') AS suitcase",
+    'SELECT SUM("case") / SUM(b) FROM read_csv(\'s.csv\')',
+    "select sum(case when a > 1 then b else 0 end) / sum(b) from t, read_text('s.csv')",
+    "SELECT SUM(CASE(a > 1) WHEN true THEN b ELSE 0 END) FROM t, read_text('s.csv')",
+    "SELECT SUM(\nCASE\tWHEN a > 1 THEN b ELSE 0 END) FROM read_csv('s.csv')",
     # joins whose other side is a file or a table function (the approximate path loads the synopses of a
     # join's tables to choose the one that answers, and checks it before it answers: Engine._answering_name)
     "SELECT COUNT(*) FROM t JOIN 's.csv' ON a = z",
