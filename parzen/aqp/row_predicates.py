@@ -111,13 +111,14 @@ def split_terms(terms: list[exp.Expr], column_of) -> tuple[tuple[ColumnCompariso
     return tuple(compared), rest
 
 
-def conjuncts(node: exp.Expr):
+def conjuncts(node: exp.Expr, chain: type[exp.Connector] = exp.And):
     """The terms of an AND chain (parentheses removed), in order; any other node is its own term (a stack,
-    not a generator per level: a term of a chain of n ANDs passed up through n generators)."""
+    not a generator per level: a term of a chain of n ANDs passed up through n generators).  ``chain=exp.Or``:
+    the branches of an OR chain alike."""
     stack = [node]
     while stack:
         node = stack.pop().unnest()
-        if isinstance(node, exp.And):
+        if isinstance(node, chain):
             stack.append(node.right)
             stack.append(node.left)
         else:

@@ -29,6 +29,7 @@ from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 
 from . import dates
+from .row_predicates import conjuncts
 
 _DUCKDB = DuckDB()  # node.sql(dialect="duckdb") looks the dialect up and makes a new one per call
 
@@ -181,7 +182,7 @@ def collapse_equalities(condition: exp.Expr, column_name: Callable[[exp.Expr], s
     def rewrite(node: exp.Expr) -> exp.Expr:
         if not isinstance(node, exp.Or):
             return node
-        found = [equality(b) for b in _or_branches(node)]
+        found = [equality(b) for b in conjuncts(node, exp.Or)]
         if any(f is None for f in found) or len({f[0] for f in found if f is not None}) != 1:
             return node
         values = [v for f in found if f is not None for v in f[2]]
@@ -200,14 +201,6 @@ def collapse_equalities(condition: exp.Expr, column_name: Callable[[exp.Expr], s
 
     whole = rewrite(condition)  # an OR made one IN as a whole: the IN is made of copies, no copy of the OR needed
     return whole if whole is not condition else condition.transform(rewrite, copy=True)
-
-
-def _or_branches(node: exp.Expr) -> list[exp.Expr]:
-    """The branches of an OR (of nested ORs, parentheses unwrapped), in order; ``[node]`` for any other node.  A
-    function of the module, not a closure: a recursive closure is a reference cycle, which only the garbage
-    collector frees."""
-    node = node.unnest()
-    return _or_branches(node.left) + _or_branches(node.right) if isinstance(node, exp.Or) else [node]
 
 
 def resolve_box(ranges: dict, members: dict, temporal: dict[str, str], known_values: dict[str, list],
